@@ -1,0 +1,54 @@
+"""Alembic environment: async engine, one advisory lock so concurrent replicas migrate once."""
+
+from __future__ import annotations
+
+import asyncio
+
+from alembic import context
+from sqlalchemy import pool, text
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from service.db.engine import async_url
+from service.db.models import Base
+
+MIGRATION_LOCK_KEY = 0x5355_5354  # "SUST"
+
+config = context.config
+target_metadata = Base.metadata
+
+
+def _url() -> str:
+    url = config.attributes.get("database_url") or config.get_main_option("sqlalchemy.url")
+    if not url:
+        raise RuntimeError("no database URL given to the migration environment")
+    return str(url)
+
+
+def _run(connection: Connection) -> None:
+    connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
+    try:
+        context.configure(connection=connection, target_metadata=target_metadata,
+                          compare_type=True)
+        with context.begin_transaction():
+            context.run_migrations()
+    finally:
+        connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": MIGRATION_LOCK_KEY})
+        connection.commit()
+
+
+async def _run_online() -> None:
+    engine = create_async_engine(async_url(_url()), poolclass=pool.NullPool)
+    try:
+        async with engine.connect() as connection:
+            await connection.run_sync(_run)
+    finally:
+        await engine.dispose()
+
+
+if context.is_offline_mode():
+    context.configure(url=_url(), target_metadata=target_metadata, literal_binds=True)
+    with context.begin_transaction():
+        context.run_migrations()
+else:
+    asyncio.run(_run_online())

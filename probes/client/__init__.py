@@ -1,0 +1,1 @@
+"""Protocol adapters: send one request to an endpoint and measure it."""

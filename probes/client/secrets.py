@@ -1,0 +1,34 @@
+"""Secret references (`env:NAME`, `file:/path`): read when needed, never stored or echoed."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+SECRET_REF_PATTERN = r"^(env:[A-Za-z_][A-Za-z0-9_]*|file:/\S+)$"
+_SECRET_REF = re.compile(SECRET_REF_PATTERN)
+
+
+class SecretUnavailableError(Exception):
+    """The reference could not be resolved. The message names the reference, never a value."""
+
+
+def resolve_secret(ref: str) -> str:
+    """Return the secret named by `ref`, stripped of surrounding whitespace."""
+    if not _SECRET_REF.match(ref):
+        raise SecretUnavailableError(
+            "malformed secret reference (not echoed): use env:NAME or file:/path"
+        )
+    kind, _, name = ref.partition(":")
+    if kind == "env":
+        value = os.environ.get(name)
+        if value is None:
+            raise SecretUnavailableError(f"secret reference {ref}: environment variable not set")
+        return value.strip()
+    try:
+        return Path(name).read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise SecretUnavailableError(
+            f"secret reference {ref}: cannot read file ({exc.strerror})"
+        ) from None

@@ -1,0 +1,1 @@
+"""Load profiles (pure schedules) and the drivers that execute them."""

@@ -1,0 +1,1 @@
+"""Per-request samples and the statistics computed over them."""

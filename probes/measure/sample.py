@@ -1,0 +1,95 @@
+"""One measured request, as defined in SPEC section 4."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import datetime
+
+
+class ErrorClass(enum.StrEnum):
+    """Why a request failed; bounded, so it is safe as a metric label."""
+
+    CONNECT = "connect"
+    DNS = "dns"
+    TLS = "tls"
+    TIMEOUT_CONNECT = "timeout_connect"
+    TIMEOUT_FIRST_TOKEN = "timeout_first_token"
+    TIMEOUT_TOTAL = "timeout_total"
+    HTTP_429 = "http_429"
+    HTTP_4XX = "http_4xx"
+    HTTP_5XX = "http_5xx"
+    PROTOCOL = "protocol"
+    TRUNCATED = "truncated"
+    EMPTY = "empty"
+
+
+class Outcome(enum.StrEnum):
+    SUCCESS = "success"
+    FAILURE = "failure"
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    """What a protocol client observed for one request, timed from t_send (ms)."""
+
+    ttft_ms: float | None
+    """Time to the first output-bearing event, from t_send; None when there was none."""
+    itl_ms: tuple[float, ...]
+    """Gaps between successive output-bearing events."""
+    e2e_ms: float
+    """End of the response (or the failure) minus t_send."""
+    output_tokens: int
+    tokens_server_counted: bool
+    """True when output_tokens came from the server's usage report, False when estimated."""
+    input_tokens: int | None
+    http_status: int | None
+    error_class: ErrorClass | None
+    error_detail: str | None = None
+    """A short, secret-free description for logs; never used as a metric label."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One request of a run: the client's measurement placed on the run's time line."""
+
+    seq: int
+    stage: int
+    t_sched_ms: float | None
+    """Intended send time from the run origin (open-loop profiles); None for closed loop."""
+    t_send_ms: float
+    """Actual send time from the run origin (monotonic clock)."""
+    sent_at: datetime
+    """Wall-clock time of t_send, for storage and time-window queries."""
+    measurement: Measurement
+
+    @property
+    def lag_ms(self) -> float | None:
+        """t_send - t_sched: how late the generator was."""
+        return None if self.t_sched_ms is None else self.t_send_ms - self.t_sched_ms
+
+    @property
+    def outcome(self) -> Outcome:
+        return Outcome.SUCCESS if self.measurement.error_class is None else Outcome.FAILURE
+
+    @property
+    def ttft_ms(self) -> float | None:
+        return self.measurement.ttft_ms
+
+    @property
+    def e2e_ms(self) -> float:
+        return self.measurement.e2e_ms
+
+    @property
+    def tpot_ms(self) -> float | None:
+        """(E2E - TTFT) / (output_tokens - 1), defined for output_tokens >= 2."""
+        m = self.measurement
+        if m.ttft_ms is None or m.output_tokens < 2:
+            return None
+        return (m.e2e_ms - m.ttft_ms) / (m.output_tokens - 1)
+
+    @property
+    def corrected_e2e_ms(self) -> float | None:
+        """End minus t_sched: includes generator lag, so it cannot hide coordinated omission."""
+        lag = self.lag_ms
+        return None if lag is None else self.measurement.e2e_ms + lag

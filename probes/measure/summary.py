@@ -1,0 +1,98 @@
+"""Run summary: availability, throughput, latency distributions and generator health."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from pydantic import BaseModel
+
+from probes.measure.percentiles import Distribution, distribution, quantile
+from probes.measure.sample import Outcome, Sample
+
+GENERATOR_LAG_FLOOR_MS = 5.0
+GENERATOR_LAG_FRACTION = 0.01
+
+
+class GeneratorHealth(BaseModel):
+    """Whether the load generator kept to its schedule (SPEC section 4)."""
+
+    lag_p99_ms: float | None
+    threshold_ms: float | None
+    saturated: bool
+
+
+class RunSummary(BaseModel):
+    """What one run measured. Latencies in ms, throughputs per second of measured time."""
+
+    attempts: int
+    successes: int
+    failures: int
+    errors: dict[str, int]
+    """Failed requests by error class."""
+    availability: float | None
+    """successes / attempts; None when nothing was attempted."""
+    duration_s: float
+    request_throughput: float | None
+    """Successful requests per second of measured time."""
+    output_token_throughput: float | None
+    """Output tokens of successful requests per second of measured time."""
+    output_tokens: int
+    output_tokens_estimated: bool
+    """True when any successful request's token count was estimated, not server-reported."""
+    ttft_ms: Distribution
+    itl_ms: Distribution
+    tpot_ms: Distribution
+    e2e_ms: Distribution
+    corrected_e2e_ms: Distribution
+    lag_ms: Distribution
+    generator: GeneratorHealth
+
+
+def generator_health(samples: Sequence[Sample]) -> GeneratorHealth:
+    """Saturated when p99 lag exceeds max(5 ms, 1 % of the mean inter-arrival time)."""
+    scheduled = sorted(s.t_sched_ms for s in samples if s.t_sched_ms is not None)
+    lags = sorted(lag for s in samples if (lag := s.lag_ms) is not None)
+    if not lags:
+        return GeneratorHealth(lag_p99_ms=None, threshold_ms=None, saturated=False)
+    threshold = GENERATOR_LAG_FLOOR_MS
+    if len(scheduled) >= 2:
+        mean_gap = (scheduled[-1] - scheduled[0]) / (len(scheduled) - 1)
+        threshold = max(threshold, GENERATOR_LAG_FRACTION * mean_gap)
+    p99 = quantile(lags, 0.99)
+    return GeneratorHealth(lag_p99_ms=p99, threshold_ms=threshold, saturated=p99 > threshold)
+
+
+def _rate(count: int, duration_s: float) -> float | None:
+    return count / duration_s if duration_s > 0 else None
+
+
+def summarise(samples: Sequence[Sample], duration_s: float) -> RunSummary:
+    """Summarise a run. Latency statistics use successful requests only; lag uses all.
+
+    `duration_s` is the measured time: from the first intended send to the last response.
+    """
+    ok = [s for s in samples if s.outcome is Outcome.SUCCESS]
+    errors = Counter(
+        str(s.measurement.error_class) for s in samples if s.measurement.error_class is not None
+    )
+    tokens = sum(s.measurement.output_tokens for s in ok)
+    return RunSummary(
+        attempts=len(samples),
+        successes=len(ok),
+        failures=len(samples) - len(ok),
+        errors=dict(sorted(errors.items())),
+        availability=len(ok) / len(samples) if samples else None,
+        duration_s=duration_s,
+        request_throughput=_rate(len(ok), duration_s) if samples else None,
+        output_token_throughput=_rate(tokens, duration_s) if samples else None,
+        output_tokens=tokens,
+        output_tokens_estimated=any(not s.measurement.tokens_server_counted for s in ok),
+        ttft_ms=distribution([v for s in ok if (v := s.ttft_ms) is not None]),
+        itl_ms=distribution([gap for s in ok for gap in s.measurement.itl_ms]),
+        tpot_ms=distribution([v for s in ok if (v := s.tpot_ms) is not None]),
+        e2e_ms=distribution([s.e2e_ms for s in ok]),
+        corrected_e2e_ms=distribution([v for s in ok if (v := s.corrected_e2e_ms) is not None]),
+        lag_ms=distribution([v for s in samples if (v := s.lag_ms) is not None]),
+        generator=generator_health(samples),
+    )

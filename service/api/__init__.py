@@ -1,0 +1,1 @@
+"""The REST API: routers, schemas, dependencies and problem+json errors."""

@@ -1,0 +1,77 @@
+"""The FastAPI app. Its lifespan owns every resource: engine, HTTP clients, scheduler."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import APIRouter, FastAPI
+
+from service.api.errors import install_error_handlers
+from service.api.routes import endpoints, health, metrics, probes, runs
+from service.api.state import AppState
+from service.config import Settings
+from service.db.engine import create_engine, safe_url, session_factory
+from service.db.migrate import upgrade_to_head
+from service.http_clients import ClientPool
+from service.metrics import Metrics
+from service.scheduling.executor import RunExecutor
+from service.scheduling.scheduler import ProbeScheduler
+
+logger = logging.getLogger(__name__)
+
+API_PREFIX = "/api/v1"
+
+
+def default_replica_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
+    """The app for `settings`. `database_url` overrides settings.database_url (the CLI passes
+    the embedded server's URL here)."""
+    url = database_url or settings.database_url
+    if url is None:
+        raise ValueError("create_app needs a database URL (start the embedded server first)")
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if settings.auto_migrate:
+            await asyncio.to_thread(upgrade_to_head, url)
+        engine = create_engine(url)
+        sessions = session_factory(engine)
+        clients = ClientPool(settings.http_max_connections)
+        app_metrics = Metrics()
+        executor = RunExecutor(sessions, clients, app_metrics,
+                               settings.replica_id or default_replica_id())
+        scheduler = ProbeScheduler(executor, sessions)
+        app.state.sustain = AppState(settings, url, engine, sessions, clients, app_metrics,
+                                     executor, scheduler)
+        try:
+            await scheduler.start()
+            logger.info("sustain ready on database %s", safe_url(url))
+            yield
+        finally:
+            await scheduler.shutdown()
+            await executor.close()
+            await clients.aclose()
+            await engine.dispose()
+
+    app = FastAPI(
+        title="sustain",
+        summary="Continuous monitoring of LLM inference endpoints.",
+        version="0.1.0",
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    api = APIRouter(prefix=API_PREFIX)
+    for module in (endpoints, probes, runs):
+        api.include_router(module.router)
+    app.include_router(api)
+    app.include_router(health.router)
+    app.include_router(metrics.router)
+    return app

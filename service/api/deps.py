@@ -1,0 +1,41 @@
+"""Dependencies as Annotated aliases, used as plain route parameters."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import Depends, Request
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.api.state import AppState
+from service.scheduling.executor import RunExecutor
+from service.scheduling.scheduler import ProbeScheduler
+
+
+def get_state(request: Request) -> AppState:
+    state: AppState = request.app.state.sustain
+    return state
+
+
+StateDep = Annotated[AppState, Depends(get_state)]
+
+
+async def get_session(state: StateDep) -> AsyncIterator[AsyncSession]:
+    """One session per request. Write routes commit explicitly before they answer (and before
+    they tell the scheduler), so a client that reads right after a write sees it."""
+    async with state.sessions() as session:
+        yield session
+
+
+def get_scheduler(state: StateDep) -> ProbeScheduler:
+    return state.scheduler
+
+
+def get_executor(state: StateDep) -> RunExecutor:
+    return state.executor
+
+
+SessionDep = Annotated[AsyncSession, Depends(get_session)]
+SchedulerDep = Annotated[ProbeScheduler, Depends(get_scheduler)]
+ExecutorDep = Annotated[RunExecutor, Depends(get_executor)]

@@ -1,0 +1,88 @@
+"""RFC 9457 problem+json for every error, installed in one place."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from probes.load.profiles import PROFILE_KINDS
+from service.errors import FieldError, ServiceError
+
+logger = logging.getLogger(__name__)
+
+PROBLEM_TYPE = "application/problem+json"
+DATA_EXCEPTION_CLASS = "22"
+
+
+def problem(request: Request, status: int, title: str, detail: str,
+            **extra: Any) -> JSONResponse:
+    body = {"type": "about:blank", "title": title, "status": status, "detail": detail,
+            "instance": request.url.path, **extra}
+    return JSONResponse(body, status_code=status, media_type=PROBLEM_TYPE)
+
+
+def _field(loc: tuple[int | str, ...]) -> str:
+    """`("body", "profile", "constant", "rate")` -> `profile.rate`: the path a user wrote.
+
+    Body fields drop the "body" prefix and discriminated-union tags; query and path parameters
+    keep their location, e.g. `query.limit`.
+    """
+    parts = [str(p) for p in loc]
+    if parts[:1] == ["body"]:
+        parts = parts[1:]
+    return ".".join(p for p in parts if p not in PROFILE_KINDS) or "body"
+
+
+def validation_errors(exc: RequestValidationError) -> list[dict[str, str]]:
+    errors = []
+    for error in exc.errors():
+        field = _field(tuple(error.get("loc", ())))
+        ctx_field = (error.get("ctx") or {}).get("field")
+        if ctx_field:
+            field = f"{field}.{ctx_field}" if field != "body" else str(ctx_field)
+        errors.append({"field": field, "message": str(error.get("msg", "invalid"))})
+    return errors
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = validation_errors(exc)
+        detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+        return problem(request, 422, "Invalid request", detail, errors=errors)
+
+    @app.exception_handler(FieldError)
+    async def _field_error(request: Request, exc: FieldError) -> JSONResponse:
+        return problem(request, 422, exc.title, str(exc),
+                       errors=[{"field": exc.field, "message": exc.message}])
+
+    @app.exception_handler(ServiceError)
+    async def _service(request: Request, exc: ServiceError) -> JSONResponse:
+        return problem(request, exc.status, exc.title, str(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        title = {404: "Not found", 405: "Method not allowed"}.get(exc.status_code, "Error")
+        return problem(request, exc.status_code, title, str(exc.detail))
+
+    @app.exception_handler(DBAPIError)
+    async def _database(request: Request, exc: DBAPIError) -> JSONResponse:
+        state = str(getattr(exc.orig, "sqlstate", "") or "")
+        if state.startswith(DATA_EXCEPTION_CLASS):
+            return problem(request, 422, "Invalid request",
+                           "a value is not acceptable to the database")
+        logger.error("database error on %s %s: %s", request.method, request.url.path,
+                     type(exc.orig).__name__)
+        return problem(request, 503, "Database unavailable",
+                       "the database could not complete the request; retry later")
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        logger.exception("unhandled error on %s %s", request.method, request.url.path)
+        return problem(request, 500, "Internal error", "an unexpected error occurred")

@@ -1,0 +1,59 @@
+"""/api/v1/endpoints"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, status
+
+from service.api.deps import SessionDep
+from service.api.schemas.common import MAX_DB_ID
+from service.api.schemas.endpoints import EndpointCreate, EndpointRead, EndpointUpdate
+from service.db import crud
+from service.db import endpoints as endpoint_queries
+from service.db.models import Endpoint
+
+router = APIRouter(prefix="/endpoints", tags=["endpoints"])
+
+EndpointId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
+
+
+def _values(body: EndpointCreate | EndpointUpdate, *, partial: bool) -> dict[str, Any]:
+    values = body.model_dump(exclude_unset=partial)
+    if values.get("base_url") is not None:
+        values["base_url"] = str(values["base_url"])
+    return values
+
+
+@router.post("", status_code=status.HTTP_201_CREATED)
+async def create_endpoint(body: EndpointCreate, session: SessionDep) -> EndpointRead:
+    endpoint = await crud.create(session, Endpoint, _values(body, partial=False), "endpoint")
+    await session.commit()
+    return EndpointRead.model_validate(endpoint)
+
+
+@router.get("")
+async def list_endpoints(session: SessionDep) -> list[EndpointRead]:
+    rows = await crud.list_all(session, Endpoint)
+    return [EndpointRead.model_validate(e) for e in rows]
+
+
+@router.get("/{endpoint_id}")
+async def get_endpoint(endpoint_id: EndpointId, session: SessionDep) -> EndpointRead:
+    return EndpointRead.model_validate(await crud.get(session, Endpoint, endpoint_id, "endpoint"))
+
+
+@router.patch("/{endpoint_id}")
+async def update_endpoint(endpoint_id: EndpointId, body: EndpointUpdate,
+                          session: SessionDep) -> EndpointRead:
+    endpoint = await crud.get(session, Endpoint, endpoint_id, "endpoint")
+    endpoint = await crud.update(session, endpoint, _values(body, partial=True), "endpoint")
+    await session.commit()
+    return EndpointRead.model_validate(endpoint)
+
+
+@router.delete("/{endpoint_id}", status_code=status.HTTP_204_NO_CONTENT)
+async def delete_endpoint(endpoint_id: EndpointId, session: SessionDep) -> None:
+    endpoint = await crud.get(session, Endpoint, endpoint_id, "endpoint")
+    await endpoint_queries.delete(session, endpoint)
+    await session.commit()

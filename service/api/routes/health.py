@@ -1,0 +1,47 @@
+"""/healthz (process alive) and /readyz (database, migrations, scheduler)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+from sqlalchemy import text
+
+from service.api.deps import StateDep
+from service.db.migrate import current_revision, head_revision
+
+router = APIRouter(tags=["health"])
+
+READY_TIMEOUT_S = 2.0
+
+
+@router.get("/healthz")
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+async def _database_checks(state: StateDep) -> dict[str, Any]:
+    async with state.engine.connect() as connection:
+        await connection.execute(text("SELECT 1"))
+        revision = await current_revision(connection)
+    head = head_revision()
+    return {
+        "database": "ok",
+        "migrations": "ok" if revision == head else f"at {revision}, head is {head}",
+    }
+
+
+@router.get("/readyz")
+async def readyz(state: StateDep) -> JSONResponse:
+    """200 when the database answers, the schema is at head and the scheduler runs; else 503
+    with the reason."""
+    try:
+        checks = await asyncio.wait_for(_database_checks(state), READY_TIMEOUT_S)
+    except Exception as exc:
+        checks = {"database": f"unreachable ({type(exc).__name__})", "migrations": "unknown"}
+    checks["scheduler"] = "ok" if state.scheduler.running else "not running"
+    ready = all(value == "ok" for value in checks.values())
+    return JSONResponse({"status": "ready" if ready else "not ready", "checks": checks},
+                        status_code=200 if ready else 503)

@@ -1,0 +1,115 @@
+"""/api/v1/probes, and run-now under /api/v1/probes/{id}/runs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, status
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.api.deps import ExecutorDep, SchedulerDep, SessionDep
+from service.api.schemas.common import MAX_DB_ID
+from service.api.schemas.probes import ProbeCreate, ProbeRead, ProbeUpdate, SloThresholds
+from service.api.schemas.runs import RunAccepted
+from service.db import crud
+from service.db import probes as probe_queries
+from service.db import runs as run_queries
+from service.db.models import Endpoint, Probe
+from service.errors import FieldError, NotFoundError
+
+router = APIRouter(prefix="/probes", tags=["probes"])
+
+ProbeId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
+
+
+def probe_read(probe: Probe) -> ProbeRead:
+    return ProbeRead.model_validate({
+        "id": probe.id,
+        "name": probe.name,
+        "endpoint_id": probe.endpoint_id,
+        "workload": probe.workload,
+        "profile": probe.profile,
+        "interval_seconds": probe.interval_seconds,
+        "jitter_seconds": probe.jitter_seconds,
+        "enabled": probe.enabled,
+        "slo": {"ttft_ms": probe.slo_ttft_ms, "tpot_ms": probe.slo_tpot_ms,
+                "e2e_ms": probe.slo_e2e_ms},
+        "labels": probe.labels,
+        "created_at": probe.created_at,
+        "updated_at": probe.updated_at,
+    })
+
+
+def probe_columns(body: ProbeCreate | ProbeUpdate) -> dict[str, Any]:
+    """Column values for the fields the body sets (all of them for a create)."""
+    values: dict[str, Any] = {}
+    for name in body.model_fields_set if isinstance(body, ProbeUpdate) else type(body).model_fields:
+        value = getattr(body, name)
+        if isinstance(value, SloThresholds):
+            values.update({f"slo_{k}": v for k, v in value.model_dump().items()})
+        elif name in ("workload", "profile"):
+            values[name] = value.model_dump(mode="json")
+        else:
+            values[name] = value
+    return values
+
+
+async def _check_endpoint(session: AsyncSession, endpoint_id: int) -> None:
+    try:
+        await crud.get(session, Endpoint, endpoint_id, "endpoint")
+    except NotFoundError as exc:
+        raise FieldError("endpoint_id", str(exc)) from None
+
+
+@router.post("", status_code=status.HTTP_201_CREATED)
+async def create_probe(body: ProbeCreate, session: SessionDep,
+                       scheduler: SchedulerDep) -> ProbeRead:
+    await _check_endpoint(session, body.endpoint_id)
+    probe = await crud.create(session, Probe, probe_columns(body), "probe")
+    await session.commit()
+    scheduler.sync(probe)
+    return probe_read(probe)
+
+
+@router.get("")
+async def list_probes(session: SessionDep) -> list[ProbeRead]:
+    return [probe_read(p) for p in await probe_queries.list_all(session)]
+
+
+@router.get("/{probe_id}")
+async def get_probe(probe_id: ProbeId, session: SessionDep) -> ProbeRead:
+    return probe_read(await crud.get(session, Probe, probe_id, "probe"))
+
+
+@router.patch("/{probe_id}")
+async def update_probe(probe_id: ProbeId, body: ProbeUpdate, session: SessionDep,
+                       scheduler: SchedulerDep) -> ProbeRead:
+    probe = await crud.get(session, Probe, probe_id, "probe")
+    if body.endpoint_id is not None:
+        await _check_endpoint(session, body.endpoint_id)
+    interval = body.interval_seconds or probe.interval_seconds
+    jitter = probe.jitter_seconds if body.jitter_seconds is None else body.jitter_seconds
+    if jitter >= interval:
+        raise FieldError("jitter_seconds", "must be smaller than interval_seconds")
+    probe = await crud.update(session, probe, probe_columns(body), "probe")
+    await session.commit()
+    scheduler.sync(probe)
+    return probe_read(probe)
+
+
+@router.delete("/{probe_id}", status_code=status.HTTP_204_NO_CONTENT)
+async def delete_probe(probe_id: ProbeId, session: SessionDep, scheduler: SchedulerDep) -> None:
+    probe = await crud.get(session, Probe, probe_id, "probe")
+    await crud.delete(session, probe, "probe")
+    await session.commit()
+    scheduler.remove(probe_id)
+
+
+@router.post("/{probe_id}/runs", status_code=status.HTTP_202_ACCEPTED)
+async def run_now(probe_id: ProbeId, session: SessionDep, executor: ExecutorDep) -> RunAccepted:
+    """Start a run now, outside the schedule; poll the returned href for its result."""
+    await crud.get(session, Probe, probe_id, "probe")
+    run = await run_queries.create_manual(session, probe_id)
+    await session.commit()
+    executor.submit(run.id)
+    return RunAccepted(id=run.id, status="pending", href=f"/api/v1/runs/{run.id}")

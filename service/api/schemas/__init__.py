@@ -1,0 +1,1 @@
+"""Request and response bodies, kept apart from the ORM models."""

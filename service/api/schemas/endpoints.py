@@ -1,0 +1,107 @@
+"""Endpoint bodies. The auth secret is a reference; header values that carry credentials are
+refused so that no secret is ever stored or returned."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import (
+    AnyHttpUrl,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
+
+from probes.client.secrets import SECRET_REF_PATTERN
+from service.api.schemas.common import DbId, Labels, Name, Text, reject_nulls
+
+ApiKindName = Literal["openai-chat", "openai-completions", "http"]
+SecretRef = Annotated[str, StringConstraints(pattern=SECRET_REF_PATTERN, max_length=1024)]
+HeaderName = Annotated[str, StringConstraints(min_length=1, max_length=128,
+                                              pattern=r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")]
+HeaderValue = Annotated[Text, StringConstraints(max_length=4096, pattern=r"^[^\r\n]*$")]
+Timeout = Annotated[float, Field(gt=0, le=3600)]
+
+CREDENTIAL_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie"}
+)
+
+
+def _check_headers(headers: dict[str, str] | None) -> dict[str, str] | None:
+    for name in headers or {}:
+        if name.lower() in CREDENTIAL_HEADERS:
+            raise ValueError(
+                f"header {name!r} carries credentials; use auth_secret_ref (env:NAME or "
+                "file:/path) so the secret is never stored"
+            )
+    return headers
+
+
+class _EndpointFields(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    @field_validator("headers", check_fields=False)
+    @classmethod
+    def _headers(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        return _check_headers(value)
+
+
+class EndpointCreate(_EndpointFields):
+    name: Name
+    base_url: AnyHttpUrl = Field(description="API root, e.g. http://vllm:8000/v1")
+    api_kind: ApiKindName = "openai-chat"
+    model: Annotated[Text, StringConstraints(min_length=1, max_length=512)]
+    headers: dict[HeaderName, HeaderValue] = Field(default_factory=dict, max_length=64)
+    auth_secret_ref: SecretRef | None = Field(
+        default=None, description="env:NAME or file:/path; sent as a bearer token."
+    )
+    timeout_connect_s: Timeout = 5.0
+    timeout_first_token_s: Timeout = 30.0
+    timeout_total_s: Timeout = 120.0
+    tls_verify: bool = True
+    labels: Labels = Field(default_factory=dict)
+
+
+class EndpointUpdate(_EndpointFields):
+    """PATCH body: only the fields given change."""
+
+    name: Name | None = None
+    base_url: AnyHttpUrl | None = None
+    api_kind: ApiKindName | None = None
+    model: Annotated[Text, StringConstraints(min_length=1, max_length=512)] | None = None
+    headers: dict[HeaderName, HeaderValue] | None = Field(default=None, max_length=64)
+    auth_secret_ref: SecretRef | None = None
+    timeout_connect_s: Timeout | None = None
+    timeout_first_token_s: Timeout | None = None
+    timeout_total_s: Timeout | None = None
+    tls_verify: bool | None = None
+    labels: Labels | None = None
+
+
+    @model_validator(mode="after")
+    def _nulls(self) -> EndpointUpdate:
+        reject_nulls(self, frozenset({"auth_secret_ref"}))
+        return self
+
+
+class EndpointRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: DbId
+    name: str
+    base_url: str
+    api_kind: ApiKindName
+    model: str
+    headers: dict[str, str]
+    auth_secret_ref: str | None
+    timeout_connect_s: float
+    timeout_first_token_s: float
+    timeout_total_s: float
+    tls_verify: bool
+    labels: dict[str, str]
+    created_at: datetime
+    updated_at: datetime

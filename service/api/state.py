@@ -1,0 +1,25 @@
+"""What the lifespan creates and the routes use; one instance per app."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from service.config import Settings
+from service.http_clients import ClientPool
+from service.metrics import Metrics
+from service.scheduling.executor import RunExecutor
+from service.scheduling.scheduler import ProbeScheduler
+
+
+@dataclass(slots=True)
+class AppState:
+    settings: Settings
+    database_url: str
+    engine: AsyncEngine
+    sessions: async_sessionmaker[AsyncSession]
+    clients: ClientPool
+    metrics: Metrics
+    executor: RunExecutor
+    scheduler: ProbeScheduler

@@ -1,0 +1,176 @@
+"""The `sustain` command."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from types import FrameType
+from typing import Annotated, Any
+
+import typer
+import uvicorn
+from pydantic import ValidationError
+from rich.console import Console
+
+from service.config import Settings
+from service.db.embedded import DataDirInUseError, EmbeddedPostgres
+from service.db.engine import create_engine, safe_url, session_factory
+from service.db.migrate import upgrade_to_head
+from service.logging import configure_logging
+
+app = typer.Typer(
+    help="sustain: continuous monitoring of LLM inference endpoints.",
+    no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+)
+console = Console(stderr=True)
+
+HostOpt = Annotated[str | None, typer.Option(help="Bind address [env SUSTAIN_HOST].")]
+PortOpt = Annotated[int | None, typer.Option(help="Bind port [env SUSTAIN_PORT].")]
+DbOpt = Annotated[str | None, typer.Option(
+    "--database-url", help="PostgreSQL URL; unset: embedded [env SUSTAIN_DATABASE_URL].")]
+DataDirOpt = Annotated[Path | None, typer.Option(help="Data directory [env SUSTAIN_DATA_DIR].")]
+LogLevelOpt = Annotated[str | None, typer.Option(help="debug|info|warning|error.")]
+LogFormatOpt = Annotated[str | None, typer.Option(help="text|json.")]
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Environment first, then the flags that were given."""
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        for error in exc.errors():
+            field = ".".join(str(p) for p in error["loc"])
+            console.print(f"[red]invalid setting SUSTAIN_{field.upper()}: {error['msg']}[/red]")
+        raise typer.Exit(2) from None
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(0)
+
+
+@contextmanager
+def database(settings: Settings) -> Iterator[str]:
+    """The configured database, or an embedded one that lives as long as this block.
+
+    SIGTERM becomes SystemExit so the embedded server is stopped on the way out (uvicorn
+    re-raises the signal it caught after its own graceful shutdown).
+    """
+    signal.signal(signal.SIGTERM, _terminate)
+    if settings.database_url is not None:
+        yield settings.database_url
+        return
+    embedded = EmbeddedPostgres(settings.data_dir)
+    try:
+        url = embedded.start()
+    except DataDirInUseError as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+    try:
+        yield url.render_as_string(hide_password=False)
+    finally:
+        embedded.stop()
+
+
+def _serve(settings: Settings, url: str) -> None:
+    from service.api.app import create_app
+
+    server = uvicorn.Server(uvicorn.Config(
+        create_app(settings, url), host=settings.host, port=settings.port,
+        log_config=None, access_log=False, timeout_graceful_shutdown=10,
+    ))
+    with suppress(KeyboardInterrupt):
+        server.run()
+    if not server.started:
+        raise typer.Exit(1)
+
+
+@app.command()
+def serve(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None,
+          data_dir: DataDirOpt = None, log_level: LogLevelOpt = None,
+          log_format: LogFormatOpt = None) -> None:
+    """Run the service: API, scheduler, metrics. Embedded PostgreSQL unless a URL is set."""
+    settings = load_settings(host=host, port=port, database_url=database_url,
+                             data_dir=data_dir, log_level=log_level, log_format=log_format)
+    configure_logging(settings.log_level, settings.log_format)
+    with database(settings) as url:
+        _serve(settings, url)
+
+
+@app.command()
+def migrate(database_url: DbOpt = None, data_dir: DataDirOpt = None) -> None:
+    """Upgrade the database schema to the newest revision."""
+    settings = load_settings(database_url=database_url, data_dir=data_dir)
+    configure_logging(settings.log_level, settings.log_format)
+    with database(settings) as url:
+        upgrade_to_head(url)
+    console.print(f"database {safe_url(url)} is at the newest revision")
+
+
+async def _seed_demo(url: str, simulator_url: str) -> None:
+    from service.demo import ensure_demo_objects
+
+    engine = create_engine(url, pool_size=1)
+    try:
+        async with session_factory(engine).begin() as session:
+            await ensure_demo_objects(session, simulator_url)
+    finally:
+        await engine.dispose()
+
+
+@app.command()
+def demo(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None,
+         data_dir: DataDirOpt = None, log_level: LogLevelOpt = None,
+         log_format: LogFormatOpt = None) -> None:
+    """Embedded PostgreSQL + built-in simulator + a demo probe, served on HOST:PORT."""
+    from simulator.server import BackgroundSimulator
+
+    settings = load_settings(host=host, port=port, database_url=database_url,
+                             data_dir=data_dir, log_level=log_level, log_format=log_format)
+    configure_logging(settings.log_level, settings.log_format)
+    with database(settings) as url, BackgroundSimulator() as simulator:
+        upgrade_to_head(url)
+        asyncio.run(_seed_demo(url, simulator.base_url))
+        base = f"http://{settings.host}:{settings.port}"
+        console.print(
+            f"[bold]sustain demo[/bold]: probe 'demo-constant' (2 req/s for 5 s, every 15 s) "
+            f"against the simulator at {simulator.base_url}\n"
+            f"  API docs    {base}/docs\n"
+            f"  metrics     {base}/metrics\n"
+            f"  latest run  {base}/api/v1/runs?limit=1\n"
+            "Press Ctrl-C to stop."
+        )
+        _serve(settings, url)
+
+
+@app.command()
+def simulate(
+    host: Annotated[str, typer.Option(help="Bind address.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Bind port.")] = 8001,
+    ttft_ms: Annotated[float, typer.Option(help="Time to first token, ms.")] = 50.0,
+    itl_ms: Annotated[float, typer.Option(help="Inter-token latency, ms.")] = 10.0,
+    output_tokens: Annotated[int, typer.Option(help="Tokens per response (max).")] = 32,
+    model: Annotated[str, typer.Option(help="Model name to report.")] = "sim-model",
+    fault: Annotated[str, typer.Option(help="Fault to inject into --fault-rate of requests.")]
+    = "none",
+    fault_rate: Annotated[float, typer.Option(help="Fraction of requests with --fault.")] = 0.0,
+    seed: Annotated[int, typer.Option(help="Seed for fault selection.")] = 0,
+) -> None:
+    """Run the OpenAI-compatible simulator (http://HOST:PORT/v1)."""
+    from simulator.config import Fault, SimulatorConfig
+    from simulator.server import serve as serve_simulator
+
+    try:
+        chosen = Fault(fault)
+    except ValueError:
+        console.print(f"[red]--fault must be one of {', '.join(f.value for f in Fault)}[/red]")
+        raise typer.Exit(2) from None
+    if not 0.0 <= fault_rate <= 1.0 or ttft_ms < 0 or itl_ms < 0 or output_tokens < 0:
+        console.print("[red]--fault-rate must be in [0, 1]; latencies and tokens >= 0[/red]")
+        raise typer.Exit(2)
+    config = SimulatorConfig(ttft_ms=ttft_ms, itl_ms=itl_ms, output_tokens=output_tokens,
+                             model=model, fault=chosen, fault_rate=fault_rate, seed=seed)
+    console.print(f"simulator on http://{host}:{port}/v1 (ttft {ttft_ms} ms, itl {itl_ms} ms)")
+    serve_simulator(config, host, port)

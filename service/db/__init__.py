@@ -1,0 +1,1 @@
+"""PostgreSQL storage: models, engine, migrations, the embedded default, and queries."""

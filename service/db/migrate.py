@@ -1,0 +1,42 @@
+"""Running Alembic from code: upgrade to head, and whether a database is at head."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.script import ScriptDirectory
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+import migrations
+
+
+def alembic_config(database_url: str | None = None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(Path(migrations.__file__).parent))
+    if database_url is not None:
+        config.attributes["database_url"] = database_url
+    return config
+
+
+def upgrade_to_head(database_url: str) -> None:
+    """Blocking; runs its own event loop, so call it from a thread when one is running."""
+    command.upgrade(alembic_config(database_url), "head")
+
+
+def downgrade_to(database_url: str, revision: str) -> None:
+    command.downgrade(alembic_config(database_url), revision)
+
+
+def head_revision() -> str | None:
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+async def current_revision(connection: AsyncConnection) -> str | None:
+    """The database's revision, None when it was never migrated."""
+    if not await connection.scalar(text("SELECT to_regclass('alembic_version') IS NOT NULL")):
+        return None
+    revision = await connection.scalar(text("SELECT version_num FROM alembic_version"))
+    return None if revision is None else str(revision)

@@ -1,0 +1,161 @@
+"""ORM models (SPEC section 3). The schema only changes through Alembic revisions."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Double,
+    ForeignKey,
+    Identity,
+    Index,
+    Integer,
+    SmallInteger,
+    String,
+    Text,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+RUN_STATUSES = ("pending", "running", "succeeded", "failed", "abandoned", "invalid")
+RUN_TRIGGERS = ("schedule", "manual")
+
+
+class Base(DeclarativeBase):
+    type_annotation_map: ClassVar[dict[Any, Any]] = {
+        datetime: TIMESTAMP(timezone=True), dict[str, Any]: JSONB,
+    }
+
+
+def _id() -> Mapped[int]:
+    return mapped_column(BigInteger, Identity(), primary_key=True)
+
+
+def _created() -> Mapped[datetime]:
+    return mapped_column(server_default=func.now())
+
+
+def _updated() -> Mapped[datetime]:
+    return mapped_column(server_default=func.now(), onupdate=func.now())
+
+
+class NamedResource:
+    """Mixin of resources addressed by id and by a unique name (endpoints, probes)."""
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+
+
+class Endpoint(NamedResource, Base):
+    __tablename__ = "endpoints"
+
+    base_url: Mapped[str] = mapped_column(Text)
+    api_kind: Mapped[str] = mapped_column(String(32))
+    model: Mapped[str] = mapped_column(Text)
+    headers: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
+    auth_secret_ref: Mapped[str | None] = mapped_column(Text)
+    """A reference (env:NAME or file:/path); the secret itself is never stored."""
+    timeout_connect_s: Mapped[float] = mapped_column(Double)
+    timeout_first_token_s: Mapped[float] = mapped_column(Double)
+    timeout_total_s: Mapped[float] = mapped_column(Double)
+    tls_verify: Mapped[bool] = mapped_column(Boolean)
+    labels: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _updated()
+
+
+class Probe(NamedResource, Base):
+    __tablename__ = "probes"
+
+    endpoint_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("endpoints.id", ondelete="RESTRICT"), index=True
+    )
+    workload: Mapped[dict[str, Any]]
+    profile: Mapped[dict[str, Any]]
+    interval_seconds: Mapped[int] = mapped_column(Integer)
+    jitter_seconds: Mapped[float] = mapped_column(Double, server_default=text("0"))
+    enabled: Mapped[bool] = mapped_column(Boolean, server_default=text("true"))
+    slo_ttft_ms: Mapped[float | None] = mapped_column(Double)
+    slo_tpot_ms: Mapped[float | None] = mapped_column(Double)
+    slo_e2e_ms: Mapped[float | None] = mapped_column(Double)
+    labels: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _updated()
+
+    __table_args__ = (CheckConstraint("interval_seconds > 0", name="interval_positive"),)
+
+
+class Run(Base):
+    __tablename__ = "runs"
+
+    id: Mapped[int] = _id()
+    probe_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("probes.id", ondelete="CASCADE")
+    )
+    trigger: Mapped[str] = mapped_column(String(16))
+    scheduled_for: Mapped[datetime]
+    status: Mapped[str] = mapped_column(String(16), server_default=text("'pending'"))
+    claimed_by: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = _created()
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+    error: Mapped[str | None] = mapped_column(Text)
+    summary: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+
+    __table_args__ = (
+        CheckConstraint(
+            "status IN (" + ", ".join(f"'{s}'" for s in RUN_STATUSES) + ")", name="status_known"
+        ),
+        CheckConstraint(
+            "trigger IN (" + ", ".join(f"'{s}'" for s in RUN_TRIGGERS) + ")", name="trigger_known"
+        ),
+        Index("ix_runs_probe_id_id", "probe_id", text("id DESC")),
+        Index("ix_runs_status_id", "status", text("id DESC")),
+        Index(
+            "uq_runs_scheduled_tick",
+            "probe_id",
+            "scheduled_for",
+            unique=True,
+            postgresql_where=text("trigger = 'schedule'"),
+        ),
+    )
+
+
+class SampleRow(Base):
+    """One request of a run (SPEC section 4); times in ms from t_send unless named otherwise."""
+
+    __tablename__ = "samples"
+
+    id: Mapped[int] = _id()
+    run_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("runs.id", ondelete="CASCADE"))
+    probe_id: Mapped[int] = mapped_column(BigInteger)
+    seq: Mapped[int] = mapped_column(Integer)
+    stage: Mapped[int] = mapped_column(SmallInteger)
+    sent_at: Mapped[datetime]
+    t_sched_ms: Mapped[float | None] = mapped_column(Double)
+    t_send_ms: Mapped[float] = mapped_column(Double)
+    lag_ms: Mapped[float | None] = mapped_column(Double)
+    ttft_ms: Mapped[float | None] = mapped_column(Double)
+    itl_count: Mapped[int] = mapped_column(Integer)
+    itl_mean_ms: Mapped[float | None] = mapped_column(Double)
+    itl_max_ms: Mapped[float | None] = mapped_column(Double)
+    tpot_ms: Mapped[float | None] = mapped_column(Double)
+    e2e_ms: Mapped[float] = mapped_column(Double)
+    corrected_e2e_ms: Mapped[float | None] = mapped_column(Double)
+    input_tokens: Mapped[int | None] = mapped_column(Integer)
+    output_tokens: Mapped[int] = mapped_column(Integer)
+    tokens_server_counted: Mapped[bool] = mapped_column(Boolean)
+    outcome: Mapped[str] = mapped_column(String(16))
+    error_class: Mapped[str | None] = mapped_column(String(32))
+    http_status: Mapped[int | None] = mapped_column(SmallInteger)
+
+    __table_args__ = (
+        Index("ix_samples_run_id_seq", "run_id", "seq"),
+        Index("ix_samples_probe_id_sent_at", "probe_id", "sent_at"),
+    )

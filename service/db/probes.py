@@ -1,0 +1,31 @@
+"""Probe queries beyond plain CRUD."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.db.models import Endpoint, Probe
+from service.errors import NotFoundError
+
+
+async def get_with_endpoint(session: AsyncSession, probe_id: int) -> tuple[Probe, Endpoint]:
+    row = (
+        await session.execute(
+            select(Probe, Endpoint)
+            .join(Endpoint, Probe.endpoint_id == Endpoint.id)
+            .where(Probe.id == probe_id)
+        )
+    ).first()
+    if row is None:
+        raise NotFoundError("probe", probe_id)
+    return row[0], row[1]
+
+
+async def list_all(session: AsyncSession, *, enabled_only: bool = False) -> Sequence[Probe]:
+    query = select(Probe).order_by(Probe.id)
+    if enabled_only:
+        query = query.where(Probe.enabled.is_(True))
+    return (await session.execute(query)).scalars().all()

@@ -1,0 +1,33 @@
+"""Domain errors raised inside the service; the API maps each to problem+json in one place."""
+
+from __future__ import annotations
+
+
+class ServiceError(Exception):
+    status = 500
+    title = "Internal error"
+
+
+class NotFoundError(ServiceError):
+    status = 404
+    title = "Not found"
+
+    def __init__(self, resource: str, ident: object) -> None:
+        super().__init__(f"{resource} {ident} does not exist")
+
+
+class ConflictError(ServiceError):
+    status = 409
+    title = "Conflict"
+
+
+class FieldError(ServiceError):
+    """A value that passed schema validation but breaks a rule across fields or stored state."""
+
+    status = 422
+    title = "Invalid request"
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message

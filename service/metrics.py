@@ -1,0 +1,134 @@
+"""Prometheus exposition (SPEC section 7), on an app-owned registry.
+
+Request counters and latency histograms are observed by this replica as its runs finish;
+Prometheus sums them over replicas. Last-run gauges are read from the database through a
+custom collector, so every replica reports the same, current values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from probes.measure.sample import Outcome, Sample
+from service.db.runs import LastRun
+
+LATENCY_BUCKETS_S = (
+    0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75,
+    1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 7.5, 10.0, 15.0, 20.0, 30.0, 60.0, 120.0,
+)
+"""TTFT and E2E buckets, seconds."""
+
+TOKEN_LATENCY_BUCKETS_S = (
+    0.001, 0.0025, 0.005, 0.0075, 0.01, 0.0125, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05,
+    0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0,
+)
+"""ITL and TPOT buckets, seconds."""
+
+SERIES_LABELS = ("endpoint", "probe", "model")
+
+
+class LastRunCollector(Collector):
+    """Gauges of each probe's newest finished run, from a snapshot refreshed before a scrape."""
+
+    def __init__(self) -> None:
+        self.snapshot: Sequence[LastRun] = ()
+
+    def describe(self) -> Iterable[Metric]:
+        return []
+
+    def collect(self) -> Iterable[Metric]:
+        labels = list(SERIES_LABELS)
+        timestamp = GaugeMetricFamily(
+            "sustain_probe_last_run_timestamp_seconds",
+            "Unix time when the probe's newest run finished.", labels=labels)
+        success = GaugeMetricFamily(
+            "sustain_probe_last_run_success",
+            "1 if the probe's newest run succeeded, else 0.", labels=labels)
+        availability = GaugeMetricFamily(
+            "sustain_probe_last_run_availability_ratio",
+            "Successes / attempts in the probe's newest run.", labels=labels)
+        throughput = GaugeMetricFamily(
+            "sustain_probe_last_run_request_throughput",
+            "Successful requests per second in the probe's newest run.", labels=labels)
+        latency = {
+            metric: GaugeMetricFamily(
+                f"sustain_probe_last_run_{metric}_seconds",
+                f"{metric.upper()} percentiles of the probe's newest run.",
+                labels=[*labels, "quantile"])
+            for metric in ("ttft", "tpot", "e2e")
+        }
+        for run in self.snapshot:
+            values = [run.endpoint, run.probe, run.model]
+            timestamp.add_metric(values, run.finished_at.timestamp())
+            success.add_metric(values, 1.0 if run.status == "succeeded" else 0.0)
+            summary = run.summary or {}
+            if summary.get("availability") is not None:
+                availability.add_metric(values, float(summary["availability"]))
+            if summary.get("request_throughput") is not None:
+                throughput.add_metric(values, float(summary["request_throughput"]))
+            for metric, family in latency.items():
+                dist = summary.get(f"{metric}_ms") or {}
+                for name, q in (("p50", "0.5"), ("p99", "0.99")):
+                    if dist.get(name) is not None:
+                        family.add_metric([*values, q], float(dist[name]) / 1000.0)
+        yield from (timestamp, success, availability, throughput, *latency.values())
+
+
+class Metrics:
+    """Every sustain_* metric of one app instance."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        labels = SERIES_LABELS
+        self.requests = Counter(
+            "sustain_requests", "Probe requests by outcome and error class.",
+            [*labels, "outcome", "error_class"], registry=self.registry)
+        self.output_tokens = Counter(
+            "sustain_output_tokens", "Output tokens of successful probe requests.",
+            labels, registry=self.registry)
+        self.runs = Counter(
+            "sustain_runs", "Finished runs by status.", ["probe", "status"],
+            registry=self.registry)
+        self.ttft = Histogram(
+            "sustain_ttft_seconds", "Time to first token of successful requests.",
+            labels, buckets=LATENCY_BUCKETS_S, registry=self.registry)
+        self.e2e = Histogram(
+            "sustain_e2e_seconds", "End-to-end latency of successful requests.",
+            labels, buckets=LATENCY_BUCKETS_S, registry=self.registry)
+        self.itl = Histogram(
+            "sustain_itl_seconds", "Inter-token latency of successful requests.",
+            labels, buckets=TOKEN_LATENCY_BUCKETS_S, registry=self.registry)
+        self.tpot = Histogram(
+            "sustain_tpot_seconds", "Time per output token of successful requests.",
+            labels, buckets=TOKEN_LATENCY_BUCKETS_S, registry=self.registry)
+        self.last_runs = LastRunCollector()
+        self.registry.register(self.last_runs)
+
+    def observe_samples(self, endpoint: str, probe: str, model: str,
+                        samples: Sequence[Sample]) -> None:
+        series = (endpoint, probe, model)
+        for sample in samples:
+            m = sample.measurement
+            self.requests.labels(*series, str(sample.outcome),
+                                 "none" if m.error_class is None else str(m.error_class)).inc()
+            if sample.outcome is not Outcome.SUCCESS:
+                continue
+            self.output_tokens.labels(*series).inc(m.output_tokens)
+            self.e2e.labels(*series).observe(m.e2e_ms / 1000.0)
+            if m.ttft_ms is not None:
+                self.ttft.labels(*series).observe(m.ttft_ms / 1000.0)
+            if (tpot := sample.tpot_ms) is not None:
+                self.tpot.labels(*series).observe(tpot / 1000.0)
+            itl = self.itl.labels(*series)
+            for gap in m.itl_ms:
+                itl.observe(gap / 1000.0)
+
+    def observe_run(self, probe: str, status: str) -> None:
+        self.runs.labels(probe, status).inc()
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,142 @@
+"""Executing runs: claim, measure with `probes`, store samples and summary, record metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from datetime import UTC, datetime
+
+from pydantic import TypeAdapter
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from probes.client.secrets import SecretUnavailableError
+from probes.client.target import ApiKind, Target
+from probes.load.profiles import LoadProfile
+from probes.runner import RunResult, execute
+from probes.workload.synthetic import Workload
+from service.db import probes as probe_queries
+from service.db import runs as run_queries
+from service.db.models import Endpoint, Probe
+from service.http_clients import ClientPool
+from service.metrics import Metrics
+
+logger = logging.getLogger(__name__)
+
+PROFILE = TypeAdapter[LoadProfile](LoadProfile)
+
+
+def tick_of(now: datetime, interval_seconds: int) -> datetime:
+    """The scheduled tick a fire time belongs to: ticks sit on multiples of the interval since
+    the Unix epoch, so every replica computes the same tick for the same firing."""
+    epoch = now.timestamp()
+    return datetime.fromtimestamp(math.floor(epoch / interval_seconds) * interval_seconds, UTC)
+
+
+def target_of(endpoint: Endpoint) -> Target:
+    return Target(
+        base_url=endpoint.base_url,
+        api_kind=ApiKind(endpoint.api_kind),
+        model=endpoint.model,
+        headers=dict(endpoint.headers),
+        auth_secret_ref=endpoint.auth_secret_ref,
+        timeout_connect_s=endpoint.timeout_connect_s,
+        timeout_first_token_s=endpoint.timeout_first_token_s,
+        timeout_total_s=endpoint.timeout_total_s,
+        tls_verify=endpoint.tls_verify,
+    )
+
+
+def run_status(result: RunResult) -> str:
+    """A run succeeded when at least one request did; its availability tells the rest."""
+    return "succeeded" if result.summary.successes > 0 else "failed"
+
+
+class RunExecutor:
+    """Runs probes and owns the tasks of runs in flight."""
+
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], clients: ClientPool,
+                 metrics: Metrics, replica_id: str) -> None:
+        self.sessions = sessions
+        self.clients = clients
+        self.metrics = metrics
+        self.replica_id = replica_id
+        self._tasks: set[asyncio.Task[object]] = set()
+
+    async def run_tick(self, probe_id: int, interval_seconds: int) -> None:
+        """APScheduler job: claim this tick's run and execute it (tracked, so shutdown waits)."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        try:
+            await self._tick(probe_id, interval_seconds)
+        finally:
+            if task is not None:
+                self._tasks.discard(task)
+
+    async def _tick(self, probe_id: int, interval_seconds: int) -> None:
+        scheduled_for = tick_of(datetime.now(UTC), interval_seconds)
+        async with self.sessions.begin() as session:
+            run_id = await run_queries.claim_scheduled(
+                session, probe_id, scheduled_for, self.replica_id)
+        if run_id is None:
+            logger.info("tick %s of probe %s already claimed", scheduled_for, probe_id)
+            return
+        await self.execute(run_id)
+
+    def submit(self, run_id: int) -> None:
+        """Execute a run in the background (run-now requests)."""
+        task = asyncio.create_task(self.execute(run_id), name=f"run-{run_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def execute(self, run_id: int) -> None:
+        async with self.sessions.begin() as session:
+            run = await run_queries.get(session, run_id)
+            probe, endpoint = await probe_queries.get_with_endpoint(session, run.probe_id)
+            await run_queries.mark_running(session, run_id, self.replica_id)
+        try:
+            result = await execute(
+                self.clients.get(tls_verify=endpoint.tls_verify),
+                target_of(endpoint),
+                Workload.model_validate(probe.workload),
+                PROFILE.validate_python(probe.profile),
+            )
+        except asyncio.CancelledError:
+            await asyncio.shield(self._finish_failed(run_id, probe, "abandoned",
+                                                     "service stopped during the run"))
+            raise
+        except SecretUnavailableError as exc:
+            await self._finish_failed(run_id, probe, "failed", str(exc))
+            return
+        except Exception as exc:
+            logger.exception("run %s of probe %s crashed", run_id, probe.name)
+            error = f"internal error: {type(exc).__name__}"
+            await self._finish_failed(run_id, probe, "failed", error)
+            return
+        await self._store(run_id, probe, endpoint, result)
+
+    async def _store(self, run_id: int, probe: Probe, endpoint: Endpoint,
+                     result: RunResult) -> None:
+        status = run_status(result)
+        async with self.sessions.begin() as session:
+            await run_queries.insert_samples(session, run_id, probe.id, result.samples)
+            await run_queries.finish(session, run_id, status,
+                                     summary=result.summary.model_dump(mode="json"))
+        self.metrics.observe_samples(endpoint.name, probe.name, endpoint.model, result.samples)
+        self.metrics.observe_run(probe.name, status)
+        logger.info("run %s of probe %s %s: %d requests, availability %s", run_id, probe.name,
+                    status, result.summary.attempts, result.summary.availability)
+
+    async def _finish_failed(self, run_id: int, probe: Probe, status: str, error: str) -> None:
+        async with self.sessions.begin() as session:
+            await run_queries.finish(session, run_id, status, error=error)
+        self.metrics.observe_run(probe.name, status)
+        logger.warning("run %s of probe %s %s: %s", run_id, probe.name, status, error)
+
+    async def close(self) -> None:
+        """Cancel runs in flight; each marks itself abandoned."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

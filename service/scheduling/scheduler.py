@@ -1,0 +1,72 @@
+"""One APScheduler job per enabled probe; REST changes update the job immediately."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from service.db import probes as probe_queries
+from service.db.models import Probe
+from service.scheduling.executor import RunExecutor
+
+logger = logging.getLogger(__name__)
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def job_id(probe_id: int) -> str:
+    return f"probe:{probe_id}"
+
+
+class ProbeScheduler:
+    def __init__(self, executor: RunExecutor, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self.executor = executor
+        self.sessions = sessions
+        self._scheduler = AsyncIOScheduler(timezone=UTC)
+
+    @property
+    def running(self) -> bool:
+        return bool(self._scheduler.running)
+
+    async def start(self) -> None:
+        self._scheduler.start()
+        async with self.sessions() as session:
+            for probe in await probe_queries.list_all(session, enabled_only=True):
+                self.sync(probe)
+        logger.info("scheduler started with %d probe jobs", len(self._scheduler.get_jobs()))
+
+    def sync(self, probe: Probe) -> None:
+        """Make the probe's job match its row: ticks on interval multiples since the epoch.
+
+        A new job fires once right away for the current tick: the claim in Postgres makes that
+        a no-op when the tick already has a run (a restart, another replica), and otherwise a
+        new probe shows data at once instead of after a whole interval.
+        """
+        if not probe.enabled:
+            self.remove(probe.id)
+            return
+        first_job = self._scheduler.get_job(job_id(probe.id)) is None
+        trigger = IntervalTrigger(seconds=probe.interval_seconds, start_date=EPOCH,
+                                  timezone=UTC, jitter=probe.jitter_seconds or None)
+        self._scheduler.add_job(
+            self.executor.run_tick, trigger, args=(probe.id, probe.interval_seconds),
+            id=job_id(probe.id), name=probe.name, replace_existing=True,
+            max_instances=1, coalesce=True, misfire_grace_time=max(1, probe.interval_seconds // 2),
+            **({"next_run_time": datetime.now(UTC)} if first_job else {}),
+        )
+
+    def remove(self, probe_id: int) -> None:
+        if self._scheduler.get_job(job_id(probe_id)) is not None:
+            self._scheduler.remove_job(job_id(probe_id))
+
+    def next_run_time(self, probe_id: int) -> datetime | None:
+        job = self._scheduler.get_job(job_id(probe_id))
+        return None if job is None else job.next_run_time
+
+    async def shutdown(self) -> None:
+        if self._scheduler.running:
+            self._scheduler.shutdown(wait=False)

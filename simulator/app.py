@@ -1,0 +1,245 @@
+"""The simulator's ASGI app: /v1/models, /v1/chat/completions and /v1/completions.
+
+A bare ASGI callable rather than a web framework, so the simulator adds as little latency of
+its own as possible and is never the bottleneck of a benchmark. Token times are absolute
+deadlines from the request's arrival (first token at arrival + ttft, token k at arrival +
+ttft + k * itl), so sleep overshoot never accumulates over a stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+import uuid
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from simulator.config import FAULT_HEADER, Fault, SimulatorConfig
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+STATUS_FAULTS = {Fault.HTTP_400: 400, Fault.HTTP_429: 429, Fault.HTTP_500: 500}
+
+
+def _sse(payload: dict[str, Any] | str) -> bytes:
+    data = payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"))
+    return f"data: {data}\n\n".encode()
+
+
+async def _sleep_until(deadline: float) -> None:
+    delay = deadline - time.perf_counter()
+    if delay > 0:
+        await asyncio.sleep(delay)
+
+
+class _Completion:
+    """One simulated generation, chat or text completion, shaped like vLLM's responses."""
+
+    def __init__(self, chat: bool, model: str, tokens: int, prompt_tokens: int) -> None:
+        self.chat = chat
+        self.model = model
+        self.tokens = tokens
+        self.prompt_tokens = prompt_tokens
+        self.id = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex[:16]
+        self.created = int(time.time())
+
+    @staticmethod
+    def token(k: int) -> str:
+        return f"tok{k} "
+
+    def chunk(self, choice: dict[str, Any] | None) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "object": "chat.completion.chunk" if self.chat else "text_completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [] if choice is None else [{"index": 0, "logprobs": None, **choice}],
+        }
+
+    def delta(self, text: str | None, finish: str | None) -> dict[str, Any]:
+        if self.chat:
+            delta = {} if text is None else {"content": text}
+            return self.chunk({"delta": delta, "finish_reason": finish})
+        return self.chunk({"text": text or "", "finish_reason": finish})
+
+    def usage(self) -> dict[str, int]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.tokens,
+            "total_tokens": self.prompt_tokens + self.tokens,
+        }
+
+    def whole(self, finish: str) -> dict[str, Any]:
+        text = "".join(self.token(k) for k in range(self.tokens))
+        choice: dict[str, Any] = {"index": 0, "finish_reason": finish, "logprobs": None}
+        if self.chat:
+            choice["message"] = {"role": "assistant", "content": text}
+        else:
+            choice["text"] = text
+        return {
+            "id": self.id,
+            "object": "chat.completion" if self.chat else "text_completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [choice],
+            "usage": self.usage(),
+        }
+
+
+def _prompt_tokens(body: dict[str, Any]) -> int:
+    messages = body.get("messages")
+    if isinstance(messages, list):
+        text = " ".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
+    else:
+        text = str(body.get("prompt", ""))
+    return len(text.split())
+
+
+async def _read_body(receive: Receive) -> bytes | None:
+    """The whole request body, or None if the client disconnected first."""
+    parts: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        parts.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(parts)
+
+
+async def _json(send: Send, status: int, payload: dict[str, Any]) -> None:
+    body = json.dumps(payload).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _error(send: Send, status: int, message: str) -> None:
+    await _json(send, status, {"error": {"message": message, "code": status}})
+
+
+class SimulatorApp:
+    """ASGI app for one SimulatorConfig; faults drawn from a seeded generator."""
+
+    def __init__(self, config: SimulatorConfig) -> None:
+        self.config = config
+        self._rng = random.Random(config.seed)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        arrival = time.perf_counter()
+        method, path = scope["method"], scope["path"]
+        if path == "/v1/models" and method == "GET":
+            await _json(send, 200, {"object": "list", "data": [
+                {"id": self.config.model, "object": "model", "owned_by": "sustain-simulator"}]})
+        elif path in ("/v1/chat/completions", "/v1/completions") and method == "POST":
+            chat = path == "/v1/chat/completions"
+            await self._generate(scope, receive, send, arrival, chat=chat)
+        elif path in ("/v1/models", "/v1/chat/completions", "/v1/completions"):
+            await _error(send, 405, "method not allowed")
+        else:
+            await _error(send, 404, f"no route {path}")
+
+    def _fault(self, scope: Scope) -> Fault:
+        for name, value in scope["headers"]:
+            if name == FAULT_HEADER.encode():
+                try:
+                    return Fault(value.decode("latin-1"))
+                except ValueError:
+                    return Fault.NONE
+        if self.config.fault is not Fault.NONE and self._rng.random() < self.config.fault_rate:
+            return self.config.fault
+        return Fault.NONE
+
+    async def _generate(self, scope: Scope, receive: Receive, send: Send, arrival: float,
+                        *, chat: bool) -> None:
+        config = self.config
+        fault = self._fault(scope)
+        raw = await _read_body(receive)
+        if raw is None:
+            return
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            await _error(send, 400, "invalid JSON")
+            return
+        if not isinstance(body, dict):
+            await _error(send, 400, "body must be a JSON object")
+            return
+        if fault in STATUS_FAULTS:
+            await _error(send, STATUS_FAULTS[fault], f"injected {fault}")
+            return
+        if fault is Fault.HANG and not await _hang(receive, config.hang_s):
+            return
+        max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
+        limit = max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else None
+        tokens = config.output_tokens if limit is None else min(limit, config.output_tokens)
+        finish = "length" if limit is not None and limit <= config.output_tokens else "stop"
+        completion = _Completion(chat, str(body.get("model", config.model)),
+                                 0 if fault is Fault.EMPTY else tokens, _prompt_tokens(body))
+        if not body.get("stream"):
+            last_token = (config.ttft_ms + config.itl_ms * max(completion.tokens - 1, 0)) / 1000
+            await _sleep_until(arrival + last_token)
+            await _json(send, 200, completion.whole(finish))
+            return
+        options = body.get("stream_options")
+        include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
+        media = b"text/plain" if fault is Fault.WRONG_CONTENT_TYPE else b"text/event-stream"
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", media), (b"cache-control", b"no-cache")]})
+        for part in _stream(completion, config, arrival, fault, finish, include_usage):
+            if isinstance(part, float):
+                await _sleep_until(part)
+            else:
+                await send({"type": "http.response.body", "body": part, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _hang(receive: Receive, seconds: float) -> bool:
+    """Hold the request open; False when the client gave up first."""
+    try:
+        message = await asyncio.wait_for(receive(), timeout=seconds)
+    except TimeoutError:
+        return True
+    return bool(message["type"] != "http.disconnect")
+
+
+def _stream(completion: _Completion, config: SimulatorConfig, arrival: float, fault: Fault,
+            finish: str, include_usage: bool) -> list[bytes | float]:
+    """The stream as a plan: bytes to send, and floats that are deadlines to wait for."""
+    plan: list[bytes | float] = []
+    if completion.chat:
+        plan.append(_sse(completion.chunk({"delta": {"role": "assistant", "content": ""},
+                                           "finish_reason": None})))
+    first = arrival + config.ttft_ms / 1000
+    middle = completion.tokens // 2
+    for k in range(completion.tokens):
+        plan.append(first + k * config.itl_ms / 1000)
+        if fault is Fault.TRUNCATE and k >= middle:
+            return plan
+        if fault is Fault.MALFORMED and k == middle:
+            plan.append(b'data: {"choices": [\n\n')
+        elif fault is Fault.ERROR_EVENT and k == middle:
+            plan.append(_sse({"error": {"message": "injected engine error", "code": 500}}))
+            return plan
+        else:
+            plan.append(_sse(completion.delta(completion.token(k), None)))
+    if fault is Fault.TRUNCATE:
+        return plan
+    plan.append(first)
+    plan.append(_sse(completion.delta(None if completion.chat else "", finish)))
+    if include_usage:
+        plan.append(_sse({**completion.chunk(None), "usage": completion.usage()}))
+    plan.append(_sse("[DONE]"))
+    return plan
+
+
+def create_app(config: SimulatorConfig) -> SimulatorApp:
+    return SimulatorApp(config)

@@ -1,0 +1,74 @@
+"""Serving the simulator: in the foreground (CLI) or on a background thread (tests, demo)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+
+import uvicorn
+
+from simulator.app import create_app
+from simulator.config import SimulatorConfig
+
+
+def _server(config: SimulatorConfig, sock_port: int, host: str) -> uvicorn.Server:
+    return uvicorn.Server(
+        uvicorn.Config(
+            create_app(config),
+            host=host,
+            port=sock_port,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=1,
+        )
+    )
+
+
+def serve(config: SimulatorConfig, host: str = "127.0.0.1", port: int = 8001) -> None:
+    """Serve until interrupted (SIGINT/SIGTERM)."""
+    _server(config, port, host).run()
+
+
+class BackgroundSimulator:
+    """The simulator on a thread with its own event loop, bound to a free loopback port.
+
+    Use as a context manager; `base_url` is the OpenAI API root (`.../v1`).
+    """
+
+    def __init__(self, config: SimulatorConfig | None = None, host: str = "127.0.0.1") -> None:
+        self.config = config or SimulatorConfig()
+        self.host = host
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._socket.bind((host, 0))
+        self.port: int = self._socket.getsockname()[1]
+        self._server = _server(self.config, self.port, host)
+        self._thread = threading.Thread(target=self._run, name="sustain-simulator", daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def _run(self) -> None:
+        asyncio.run(self._server.serve(sockets=[self._socket]))
+
+    def start(self) -> BackgroundSimulator:
+        self._thread.start()
+        while not self._server.started:
+            if not self._thread.is_alive():
+                raise RuntimeError("simulator failed to start")
+            threading.Event().wait(0.01)
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+        self._socket.close()
+
+    def __enter__(self) -> BackgroundSimulator:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
