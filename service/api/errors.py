@@ -82,6 +82,13 @@ def install_error_handlers(app: FastAPI) -> None:
         return problem(request, 503, "Database unavailable",
                        "the database could not complete the request; retry later")
 
+    @app.exception_handler(OSError)
+    async def _unreachable(request: Request, exc: OSError) -> JSONResponse:
+        logger.error("database unreachable on %s %s: %s", request.method, request.url.path,
+                     type(exc).__name__)
+        return problem(request, 503, "Database unavailable",
+                       "the database cannot be reached; retry later")
+
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         logger.exception("unhandled error on %s %s", request.method, request.url.path)

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import func, insert, select, text, update
+from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -141,7 +142,7 @@ async def last_finished_per_probe(session: AsyncSession) -> list[LastRun]:
         .join(Probe, Run.probe_id == Probe.id)
         .join(Endpoint, Probe.endpoint_id == Endpoint.id)
         .where(Run.finished_at.is_not(None))
-        .distinct(Run.probe_id)
+        .ext(distinct_on(Run.probe_id))
         .order_by(Run.probe_id, Run.finished_at.desc())
     )
     return [

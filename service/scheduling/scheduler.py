@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.db import probes as probe_queries
@@ -16,6 +17,8 @@ from service.scheduling.executor import RunExecutor
 logger = logging.getLogger(__name__)
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+LOAD_JOB = "load-probes"
+LOAD_RETRY_S = 5
 
 
 def job_id(probe_id: int) -> str:
@@ -33,11 +36,29 @@ class ProbeScheduler:
         return bool(self._scheduler.running)
 
     async def start(self) -> None:
+        """Start, and load the enabled probes; if the database cannot answer yet (down, or not
+        migrated), keep retrying in the background instead of failing the service."""
         self._scheduler.start()
-        async with self.sessions() as session:
-            for probe in await probe_queries.list_all(session, enabled_only=True):
-                self.sync(probe)
-        logger.info("scheduler started with %d probe jobs", len(self._scheduler.get_jobs()))
+        if not await self.load_probes():
+            self._scheduler.add_job(self._retry_load, IntervalTrigger(seconds=LOAD_RETRY_S),
+                                    id=LOAD_JOB, max_instances=1, coalesce=True)
+
+    async def load_probes(self) -> bool:
+        try:
+            async with self.sessions() as session:
+                probes = await probe_queries.list_all(session, enabled_only=True)
+        except (OSError, DBAPIError) as exc:
+            logger.warning("cannot load probes yet (%s); retrying every %ss",
+                           type(exc).__name__, LOAD_RETRY_S)
+            return False
+        for probe in probes:
+            self.sync(probe)
+        logger.info("scheduler running %d probe jobs", len(probes))
+        return True
+
+    async def _retry_load(self) -> None:
+        if await self.load_probes():
+            self._scheduler.remove_job(LOAD_JOB)
 
     def sync(self, probe: Probe) -> None:
         """Make the probe's job match its row: ticks on interval multiples since the epoch.

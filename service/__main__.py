@@ -1,0 +1,5 @@
+"""`python -m service` is the `sustain` command."""
+
+from service.cli import app
+
+app()

@@ -1,0 +1,98 @@
+"""Shared fixtures: one PostgreSQL server per test session, one fresh database per test.
+
+The server is the one named by SUSTAIN_TEST_DATABASE_URL, or else an embedded PostgreSQL that
+this session starts and stops. Each test that asks for `database_url` gets its own database,
+cloned from a template migrated once to head, and dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+import asyncpg
+import pytest
+from sqlalchemy import make_url
+
+from service.db.embedded import EmbeddedPostgres
+from service.db.migrate import upgrade_to_head
+from simulator.config import SimulatorConfig
+from simulator.server import BackgroundSimulator
+
+T = TypeVar("T")
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion on a fresh loop in another thread (safe from sync fixtures
+    while pytest-asyncio owns the main thread's loop)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+def asyncpg_dsn(url: str) -> str:
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+async def _admin(server_url: str, *statements: str) -> None:
+    connection = await asyncpg.connect(asyncpg_dsn(server_url))
+    try:
+        for statement in statements:
+            await connection.execute(statement)
+    finally:
+        await connection.close()
+
+
+@pytest.fixture(scope="session")
+def pg_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A URL on the test PostgreSQL server with rights to create databases."""
+    configured = os.environ.get("SUSTAIN_TEST_DATABASE_URL")
+    if configured:
+        yield configured
+        return
+    data_dir: Path = tmp_path_factory.mktemp("embedded-pg")
+    with EmbeddedPostgres(data_dir) as server:
+        assert server.url is not None
+        yield server.url.render_as_string(hide_password=False)
+
+
+@pytest.fixture(scope="session")
+def template_database(pg_server_url: str) -> Iterator[str]:
+    """A database migrated to head, used as the template of each test's database."""
+    name = f"sustain_tpl_{os.getpid()}"
+    run_sync(_admin(pg_server_url, f'DROP DATABASE IF EXISTS "{name}"',
+                    f'CREATE DATABASE "{name}"'))
+    url = make_url(pg_server_url).set(database=name).render_as_string(hide_password=False)
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(upgrade_to_head, url).result()
+    yield name
+    run_sync(_admin(pg_server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture
+def database_url(pg_server_url: str, template_database: str) -> Iterator[str]:
+    """A fresh database at head, private to this test."""
+    name = f"sustain_t_{uuid.uuid4().hex[:12]}"
+    run_sync(_admin(pg_server_url, f'CREATE DATABASE "{name}" TEMPLATE "{template_database}"'))
+    yield make_url(pg_server_url).set(database=name).render_as_string(hide_password=False)
+    run_sync(_admin(pg_server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture
+def empty_database_url(pg_server_url: str) -> Iterator[str]:
+    """A fresh database with no schema at all (migration tests)."""
+    name = f"sustain_e_{uuid.uuid4().hex[:12]}"
+    run_sync(_admin(pg_server_url, f'CREATE DATABASE "{name}"'))
+    yield make_url(pg_server_url).set(database=name).render_as_string(hide_password=False)
+    run_sync(_admin(pg_server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(scope="session")
+def simulator() -> Iterator[BackgroundSimulator]:
+    """The simulator (50 ms TTFT, 10 ms ITL, 32 tokens) on a free loopback port."""
+    with BackgroundSimulator(SimulatorConfig(ttft_ms=50, itl_ms=10, output_tokens=32)) as sim:
+        yield sim

@@ -1,0 +1,93 @@
+"""Real `sustain` processes for end-to-end tests: started by the tests, stopped by PID."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+
+import httpx
+
+
+def sustain_command() -> list[str]:
+    """The installed console script next to this interpreter, else `python -m service`."""
+    script = Path(sys.executable).parent / "sustain"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "service"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class SustainProcess:
+    """`sustain ARGS` with output in a log file; a context manager that always stops it."""
+
+    def __init__(self, args: list[str], log: Path, env: dict[str, str] | None = None) -> None:
+        self.args = args
+        self.log_path = log
+        self.env = {**os.environ, **(env or {})}
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.started_at = 0.0
+
+    def start(self) -> SustainProcess:
+        self.started_at = time.monotonic()
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(
+                [*sustain_command(), *self.args], stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, env=self.env)
+        return self
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_http(self, url: str, timeout_s: float = 30.0, status: int = 200) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise AssertionError(f"sustain exited early:\n{self.output()}")
+            try:
+                if httpx.get(url, timeout=1.0).status_code == status:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise AssertionError(f"{url} not answering {status} after {timeout_s}s:\n{self.output()}")
+
+    def stop(self, sig: signal.Signals = signal.SIGTERM, timeout_s: float = 30.0) -> int:
+        """Send `sig` to our PID and wait; kill it if it does not exit in time."""
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+                raise AssertionError(f"did not exit within {timeout_s}s of {sig.name}") from None
+        return int(self.proc.returncode)
+
+    def __enter__(self) -> SustainProcess:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)

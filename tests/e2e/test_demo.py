@@ -1,0 +1,90 @@
+"""`sustain demo` on the embedded default: a succeeded run within 30 s, metrics counting it,
+one owner per data directory, nothing left running after Ctrl-C, runs kept across restarts."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+
+from tests.e2e.processes import SustainProcess, free_port
+
+FIRST_RUN_DEADLINE_S = 30.0
+
+
+def demo(tmp_path: Path, port: int, log: str) -> SustainProcess:
+    env = {"SUSTAIN_DATA_DIR": str(tmp_path / "data"), "SUSTAIN_PORT": str(port)}
+    process = SustainProcess(["demo"], tmp_path / log, env=env)
+    process.env.pop("SUSTAIN_DATABASE_URL", None)
+    return process
+
+
+def first_succeeded_run(base: str, process: SustainProcess) -> tuple[dict[str, object], float]:
+    deadline = process.started_at + FIRST_RUN_DEADLINE_S
+    while time.monotonic() < deadline:
+        try:
+            items = httpx.get(f"{base}/api/v1/runs", params={"status": "succeeded"},
+                              timeout=2).json()["items"]
+        except httpx.HTTPError:
+            items = []
+        if items:
+            return dict(items[-1]), time.monotonic() - process.started_at
+        time.sleep(0.2)
+    raise AssertionError(f"no succeeded run within {FIRST_RUN_DEADLINE_S}s:\n{process.output()}")
+
+
+def postgres_of(data_dir: Path) -> list[int]:
+    pids = []
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        if proc.info.get("name") == "postgres" and \
+                str(data_dir) in " ".join(proc.info.get("cmdline") or []):
+            pids.append(proc.pid)
+    return pids
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_demo_runs_on_embedded_postgres_and_cleans_up(tmp_path: Path) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    first = demo(tmp_path, port, "demo1.log")
+    with first:
+        run, elapsed = first_succeeded_run(base, first)
+        print(f"\ndemo: first succeeded run {elapsed:.1f} s after `sustain demo` started")
+        metrics = httpx.get(f"{base}/metrics").text
+        counted = [float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+                   if line.startswith("sustain_requests_total{") and 'outcome="success"' in line]
+        assert counted and counted[0] > 0
+        assert postgres_of(tmp_path / "data")
+
+        second = demo(tmp_path, free_port(), "demo2.log").start()
+        assert second.proc is not None
+        assert second.proc.wait(30) == 2
+        assert "in use by another sustain process" in second.output()
+
+        sim_port = int(re.search(r"simulator at http://127\.0\.0\.1:(\d+)/v1",
+                                 first.output().replace("\n", " ")).group(1))  # type: ignore[union-attr]
+        assert port_open(sim_port)
+        assert first.stop(signal.SIGINT) == 0
+    assert not psutil.pid_exists(first.pid) or psutil.Process(first.pid).status() == "zombie"
+    assert postgres_of(tmp_path / "data") == []
+    assert not port_open(sim_port)
+    assert not port_open(port)
+
+    with demo(tmp_path, port, "demo3.log") as again:
+        again.wait_http(f"{base}/readyz")
+        ids = [r["id"] for r in httpx.get(f"{base}/api/v1/runs",
+                                          params={"limit": 1000}).json()["items"]]
+        assert run["id"] in ids
+        assert again.stop(signal.SIGTERM) == 0
+    assert postgres_of(tmp_path / "data") == []
+    assert os.path.exists(tmp_path / "data" / "postgres" / "PG_VERSION")

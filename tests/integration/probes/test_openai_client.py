@@ -1,0 +1,122 @@
+"""The OpenAI client against the simulator over real loopback HTTP: every error class that the
+foundation promises, each proved by a simulator fault or a real transport failure."""
+
+from __future__ import annotations
+
+import socket
+import statistics
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from probes.client.target import ApiKind, Target
+from probes.load.profiles import ConstantProfile, SingleProfile
+from probes.measure.sample import ErrorClass, Measurement
+from probes.runner import execute
+from probes.workload.synthetic import Workload
+from simulator.config import FAULT_HEADER
+from simulator.server import BackgroundSimulator
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient() as c:
+        yield c
+
+
+def target(sim: BackgroundSimulator, fault: str | None = None, **kw: float) -> Target:
+    headers = {FAULT_HEADER: fault} if fault else {}
+    return Target(base_url=sim.base_url, api_kind=ApiKind.OPENAI_CHAT, model="m",
+                  headers=headers, **kw)  # type: ignore[arg-type]
+
+
+async def one(client: httpx.AsyncClient, t: Target, workload: Workload | None = None
+              ) -> Measurement:
+    result = await execute(client, t, workload or Workload(), SingleProfile())
+    return result.samples[0].measurement
+
+
+async def test_streamed_chat_request_is_measured_from_t_send(
+        client: httpx.AsyncClient, simulator: BackgroundSimulator) -> None:
+    m = await one(client, target(simulator))
+    assert m.error_class is None
+    assert m.http_status == 200
+    assert m.output_tokens == 32
+    assert m.tokens_server_counted
+    assert m.ttft_ms is not None
+    assert 50.0 <= m.ttft_ms < 80.0
+    assert len(m.itl_ms) == 31
+    assert 8.0 < statistics.median(m.itl_ms) < 13.0
+    assert m.e2e_ms >= 50.0 + 31 * 10.0
+
+
+async def test_completions_api_and_non_streaming_responses(
+        client: httpx.AsyncClient, simulator: BackgroundSimulator) -> None:
+    completions = Target(base_url=simulator.base_url, api_kind=ApiKind.OPENAI_COMPLETIONS,
+                         model="m")
+    streamed = await one(client, completions, Workload(max_tokens=8))
+    assert streamed.error_class is None
+    assert streamed.output_tokens == 8
+    whole = await one(client, target(simulator), Workload(stream=False))
+    assert whole.error_class is None
+    assert whole.ttft_ms is None
+    assert whole.output_tokens == 32
+    assert whole.tokens_server_counted
+
+
+@pytest.mark.parametrize(
+    ("fault", "expected"),
+    [
+        ("http_400", ErrorClass.HTTP_4XX),
+        ("http_429", ErrorClass.HTTP_429),
+        ("http_500", ErrorClass.HTTP_5XX),
+        ("wrong_content_type", ErrorClass.PROTOCOL),
+        ("malformed", ErrorClass.PROTOCOL),
+        ("truncate", ErrorClass.TRUNCATED),
+        ("empty", ErrorClass.EMPTY),
+        ("error_event", ErrorClass.HTTP_5XX),
+    ],
+)
+async def test_simulator_fault_is_classified(
+        client: httpx.AsyncClient, simulator: BackgroundSimulator, fault: str,
+        expected: ErrorClass) -> None:
+    m = await one(client, target(simulator, fault))
+    assert m.error_class is expected
+
+
+async def test_hung_request_times_out_on_first_token_then_total(
+        client: httpx.AsyncClient, simulator: BackgroundSimulator) -> None:
+    first = await one(client, target(simulator, "hang", timeout_first_token_s=0.3))
+    assert first.error_class is ErrorClass.TIMEOUT_FIRST_TOKEN
+    assert 300.0 <= first.e2e_ms < 1000.0
+    total = await one(client, target(simulator, "hang", timeout_total_s=0.3))
+    assert total.error_class is ErrorClass.TIMEOUT_TOTAL
+    slow_stream = await one(client, target(simulator, timeout_total_s=0.2))
+    assert slow_stream.error_class is ErrorClass.TIMEOUT_TOTAL
+    assert slow_stream.ttft_ms is not None
+
+
+async def test_refused_connection_is_classified_connect(client: httpx.AsyncClient) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    refused = Target(base_url=f"http://127.0.0.1:{port}/v1", api_kind=ApiKind.OPENAI_CHAT,
+                     model="m")
+    m = await one(client, refused)
+    assert m.error_class is ErrorClass.CONNECT
+    assert m.http_status is None
+
+
+async def test_constant_profile_at_ten_per_second_reports_availability_and_throughput(
+        client: httpx.AsyncClient, simulator: BackgroundSimulator) -> None:
+    result = await execute(client, target(simulator), Workload(),
+                           ConstantProfile(rate=10.0, duration_s=2.0))
+    summary = result.summary
+    assert summary.attempts == 20
+    assert summary.availability == 1.0
+    assert summary.request_throughput is not None
+    assert 7.0 < summary.request_throughput <= 10.0
+    assert summary.ttft_ms.p50 is not None
+    assert 45.0 <= summary.ttft_ms.p50 <= 70.0
+    assert not summary.generator.saturated

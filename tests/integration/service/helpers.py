@@ -1,0 +1,37 @@
+"""REST helpers for service tests."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+
+
+async def create_endpoint(api: httpx.AsyncClient, base_url: str, **fields: Any
+                          ) -> dict[str, Any]:
+    body = {"name": "sim", "base_url": base_url, "model": "sim-model", **fields}
+    r = await api.post("/api/v1/endpoints", json=body)
+    assert r.status_code == 201, r.text
+    return dict(r.json())
+
+
+async def create_probe(api: httpx.AsyncClient, endpoint_id: int, **fields: Any
+                       ) -> dict[str, Any]:
+    body = {"name": "p1", "endpoint_id": endpoint_id, "interval_seconds": 3600, **fields}
+    r = await api.post("/api/v1/probes", json=body)
+    assert r.status_code == 201, r.text
+    return dict(r.json())
+
+
+async def wait_for_run(api: httpx.AsyncClient, run_id: int, timeout_s: float = 20.0
+                       ) -> dict[str, Any]:
+    """Poll a run until it leaves pending/running."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        run = (await api.get(f"/api/v1/runs/{run_id}")).json()
+        if run["status"] not in ("pending", "running"):
+            return dict(run)
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"run {run_id} still {run['status']} after {timeout_s}s")
+        await asyncio.sleep(0.1)

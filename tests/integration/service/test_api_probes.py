@@ -1,0 +1,135 @@
+"""/api/v1/probes: CRUD, validation, scheduler sync, and run-now end to end over loopback."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from service.api.state import AppState
+from service.scheduling.scheduler import job_id
+from simulator.server import BackgroundSimulator
+from tests.integration.service.helpers import create_endpoint, create_probe, wait_for_run
+
+
+def scheduler_has_job(app: FastAPI, probe_id: int) -> bool:
+    state: AppState = app.state.sustain
+    return state.scheduler.next_run_time(probe_id) is not None
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"interval_seconds": -5}, "interval_seconds"),
+        ({"interval_seconds": 0}, "interval_seconds"),
+        ({"jitter_seconds": 120, "interval_seconds": 60}, "jitter_seconds"),
+        ({"profile": {"kind": "constant", "rate": -1, "duration_s": 5}}, "profile.rate"),
+        ({"profile": {"kind": "warp"}}, "profile"),
+        ({"workload": {"max_tokens": 0}}, "workload.max_tokens"),
+        ({"slo": {"ttft_ms": -3}}, "slo.ttft_ms"),
+        ({"endpoint_id": 999999}, "endpoint_id"),
+        ({"name": ""}, "name"),
+    ],
+)
+async def test_bad_probe_field_answers_422_naming_it(
+        api: httpx.AsyncClient, body: dict[str, object], field: str) -> None:
+    endpoint = await create_endpoint(api, "http://127.0.0.1:9/v1")
+    full = {"name": "p", "endpoint_id": endpoint["id"], "interval_seconds": 60, **body}
+    r = await api.post("/api/v1/probes", json=full)
+    assert r.status_code == 422, r.text
+    assert r.headers["content-type"] == "application/problem+json"
+    assert field in [e["field"] for e in r.json()["errors"]]
+    assert (await api.get("/api/v1/probes")).json() == []
+
+
+async def test_probe_crud_keeps_the_scheduler_in_step(
+        api: httpx.AsyncClient, app: FastAPI) -> None:
+    endpoint = await create_endpoint(api, "http://127.0.0.1:9/v1")
+    probe = await create_probe(api, endpoint["id"], enabled=False,
+                               profile={"kind": "constant", "rate": 2, "duration_s": 5},
+                               slo={"ttft_ms": 200})
+    assert probe["profile"]["rate"] == 2
+    assert probe["slo"] == {"ttft_ms": 200, "tpot_ms": None, "e2e_ms": None}
+    assert probe["workload"]["stream"] is True
+    assert not scheduler_has_job(app, probe["id"])
+
+    r = await api.patch(f"/api/v1/probes/{probe['id']}", json={"enabled": True})
+    assert r.status_code == 200
+    assert scheduler_has_job(app, probe["id"])
+
+    r = await api.patch(f"/api/v1/probes/{probe['id']}", json={"interval_seconds": 30})
+    assert r.json()["interval_seconds"] == 30
+    assert r.json()["profile"]["rate"] == 2
+    state: AppState = app.state.sustain
+    job = state.scheduler._scheduler.get_job(job_id(probe["id"]))
+    assert job.trigger.interval.total_seconds() == 30
+
+    r = await api.patch(f"/api/v1/probes/{probe['id']}", json={"jitter_seconds": 45})
+    assert r.status_code == 422
+    assert r.json()["errors"][0]["field"] == "jitter_seconds"
+
+    r = await api.patch(f"/api/v1/probes/{probe['id']}", json={"enabled": False})
+    assert not scheduler_has_job(app, probe["id"])
+
+    await api.patch(f"/api/v1/probes/{probe['id']}", json={"enabled": True})
+    assert (await api.delete(f"/api/v1/probes/{probe['id']}")).status_code == 204
+    assert not scheduler_has_job(app, probe["id"])
+    assert (await api.get(f"/api/v1/probes/{probe['id']}")).status_code == 404
+
+
+async def test_run_now_measures_the_simulator_and_stores_samples(
+        api: httpx.AsyncClient, simulator: BackgroundSimulator) -> None:
+    endpoint = await create_endpoint(api, simulator.base_url)
+    probe = await create_probe(api, endpoint["id"], enabled=False,
+                               profile={"kind": "constant", "rate": 10, "duration_s": 1})
+    r = await api.post(f"/api/v1/probes/{probe['id']}/runs")
+    assert r.status_code == 202
+    accepted = r.json()
+    assert accepted["href"] == f"/api/v1/runs/{accepted['id']}"
+    run = await wait_for_run(api, accepted["id"])
+    assert run["status"] == "succeeded", run
+    assert run["trigger"] == "manual"
+    summary = run["summary"]
+    assert summary["attempts"] == 10
+    assert summary["availability"] == 1.0
+    assert summary["ttft_ms"]["count"] == 10
+    assert 45.0 <= summary["ttft_ms"]["p50"] <= 75.0
+    assert "p99" in summary["ttft_ms"]["low_count"]
+
+    runs = (await api.get("/api/v1/runs", params={"probe_id": probe["id"]})).json()["items"]
+    assert [x["id"] for x in runs] == [accepted["id"]]
+    none = (await api.get("/api/v1/runs", params={"status": "failed"})).json()["items"]
+    assert none == []
+
+
+async def test_run_of_unreachable_endpoint_fails_with_classified_samples(
+        api: httpx.AsyncClient) -> None:
+    endpoint = await create_endpoint(api, "http://127.0.0.1:9/v1", timeout_connect_s=1)
+    probe = await create_probe(api, endpoint["id"], enabled=False)
+    run_id = (await api.post(f"/api/v1/probes/{probe['id']}/runs")).json()["id"]
+    run = await wait_for_run(api, run_id)
+    assert run["status"] == "failed"
+    assert run["summary"]["errors"] == {"connect": 1}
+    assert run["summary"]["availability"] == 0.0
+
+
+async def test_run_with_missing_secret_fails_naming_the_reference(
+        api: httpx.AsyncClient, simulator: BackgroundSimulator,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SUSTAIN_TEST_ABSENT_KEY", raising=False)
+    endpoint = await create_endpoint(api, simulator.base_url,
+                                     auth_secret_ref="env:SUSTAIN_TEST_ABSENT_KEY")
+    probe = await create_probe(api, endpoint["id"], enabled=False)
+    run_id = (await api.post(f"/api/v1/probes/{probe['id']}/runs")).json()["id"]
+    run = await wait_for_run(api, run_id)
+    assert run["status"] == "failed"
+    assert "env:SUSTAIN_TEST_ABSENT_KEY" in run["error"]
+
+
+async def test_runs_query_parameters_are_validated(api: httpx.AsyncClient) -> None:
+    for params in ({"limit": 0}, {"limit": 5000}, {"status": "exploded"}, {"probe_id": -1}):
+        r = await api.get("/api/v1/runs", params=params)
+        assert r.status_code == 422, params
+        assert r.headers["content-type"] == "application/problem+json"
+    assert (await api.get("/api/v1/runs/987654")).status_code == 404
+    assert (await api.post("/api/v1/probes/987654/runs")).status_code == 404

@@ -1,0 +1,60 @@
+"""The embedded default: a real server in DATA_DIR, one owner at a time, data kept across
+restarts, no process left behind."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import psutil
+import pytest
+from sqlalchemy import text
+
+from service.db.embedded import DataDirInUseError, EmbeddedPostgres
+from service.db.engine import create_engine
+
+
+def postgres_processes(pgdata: Path) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        cmdline = proc.info.get("cmdline") or []
+        if proc.info.get("name") == "postgres" and str(pgdata) in " ".join(cmdline):
+            found.append(proc)
+    return found
+
+
+async def _query(url: str, *statements: str) -> object:
+    engine = create_engine(url)
+    try:
+        async with engine.begin() as connection:
+            result = None
+            for sql in statements:
+                result = await connection.execute(text(sql))
+            return None if result is None or not result.returns_rows else result.scalar()
+    finally:
+        await engine.dispose()
+
+
+def run(coro):  # type: ignore[no-untyped-def]
+    import asyncio
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+def test_embedded_server_keeps_data_and_stops_cleanly(tmp_path: Path) -> None:
+    server = EmbeddedPostgres(tmp_path)
+    url = server.start().render_as_string(hide_password=False)
+    try:
+        run(_query(url, "CREATE TABLE kept (v int)", "INSERT INTO kept VALUES (42)"))
+        with pytest.raises(DataDirInUseError, match="in use by another sustain process"):
+            EmbeddedPostgres(tmp_path).start()
+    finally:
+        server.stop()
+    assert postgres_processes(tmp_path / "postgres") == []
+
+    with EmbeddedPostgres(tmp_path) as again:
+        assert again.url is not None
+        assert run(_query(again.url.render_as_string(hide_password=False),
+                          "SELECT v FROM kept")) == 42
+    assert postgres_processes(tmp_path / "postgres") == []

@@ -1,0 +1,68 @@
+"""/metrics after a run: request counters, latency histograms and last-run gauges."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from simulator.server import BackgroundSimulator
+from tests.integration.service.helpers import create_endpoint, create_probe, wait_for_run
+
+
+def samples_of(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+    found: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            found.setdefault(s.name, []).append((s.labels, s.value))
+    return found
+
+
+async def test_metrics_expose_counters_histograms_and_last_run_gauges(
+        api: httpx.AsyncClient, simulator: BackgroundSimulator) -> None:
+    endpoint = await create_endpoint(api, simulator.base_url)
+    probe = await create_probe(api, endpoint["id"], enabled=False,
+                               profile={"kind": "constant", "rate": 10, "duration_s": 0.5})
+    run_id = (await api.post(f"/api/v1/probes/{probe['id']}/runs")).json()["id"]
+    assert (await wait_for_run(api, run_id))["status"] == "succeeded"
+
+    r = await api.get("/metrics")
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("text/plain")
+    metrics = samples_of(r.text)
+    series = {"endpoint": "sim", "probe": "p1", "model": "sim-model"}
+    assert ({**series, "outcome": "success", "error_class": "none"}, 5.0) in \
+        metrics["sustain_requests_total"]
+    assert (series, 5.0) in metrics["sustain_ttft_seconds_count"]
+    assert (series, 5.0) in metrics["sustain_e2e_seconds_count"]
+    assert (series, 160.0) in metrics["sustain_output_tokens_total"]
+    le_100ms = [v for labels, v in metrics["sustain_ttft_seconds_bucket"]
+                if labels.get("le") == "0.1"]
+    assert le_100ms == [5.0]
+    (labels, stamp), = metrics["sustain_probe_last_run_timestamp_seconds"]
+    assert labels == series
+    assert stamp > 1.7e9
+    assert (series, 1.0) in metrics["sustain_probe_last_run_success"]
+    assert (series, 1.0) in metrics["sustain_probe_last_run_availability_ratio"]
+    ttft_p50 = [v for labels, v in metrics["sustain_probe_last_run_ttft_seconds"]
+                if labels["quantile"] == "0.5"]
+    assert 0.045 <= ttft_p50[0] <= 0.075
+
+
+async def test_metric_labels_never_carry_secrets_or_free_text(
+        api: httpx.AsyncClient, simulator: BackgroundSimulator,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SUSTAIN_TEST_TOKEN", "sk-top-secret-token")
+    endpoint = await create_endpoint(api, simulator.base_url,
+                                     auth_secret_ref="env:SUSTAIN_TEST_TOKEN",
+                                     headers={"x-sim-fault": "http_500"})
+    probe = await create_probe(api, endpoint["id"], enabled=False)
+    run_id = (await api.post(f"/api/v1/probes/{probe['id']}/runs")).json()["id"]
+    run = await wait_for_run(api, run_id)
+    assert run["status"] == "failed"
+    text = (await api.get("/metrics")).text
+    assert "sk-top-secret-token" not in text
+    assert 'error_class="http_5xx"' in text
+    assert "sk-top-secret-token" not in (await api.get(f"/api/v1/runs/{run_id}")).text
+    assert "sk-top-secret-token" not in (await api.get("/api/v1/endpoints")).text
+

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from probes.client.sse import SSEDecoder, SSEEvent
+
+VALID_STREAM = (
+    ": keep-alive comment\r\n\r\n"
+    'data: {"choices":[{"delta":{"role":"assistant"}}]}\r\n\r\n'
+    "event: message\n"
+    'data: {"choices":[{"delta":{"content":"héllo → 世界"}}]}\n\n'
+    "data: line one\n"
+    "data: line two\n\n"
+    'data:{"no":"space"}\r\r'
+    "data: [DONE]\n\n"
+).encode()
+
+
+def decode_all(chunks: list[bytes]) -> list[SSEEvent]:
+    decoder = SSEDecoder()
+    events = [event for chunk in chunks for event in decoder.feed(chunk)]
+    return events + decoder.close()
+
+
+def test_decodes_crlf_lf_and_cr_line_endings_comments_and_multiline_data() -> None:
+    events = decode_all([VALID_STREAM])
+    assert [e.data for e in events] == [
+        '{"choices":[{"delta":{"role":"assistant"}}]}',
+        '{"choices":[{"delta":{"content":"héllo → 世界"}}]}',
+        "line one\nline two",
+        '{"no":"space"}',
+        "[DONE]",
+    ]
+    assert all(e.event == "message" for e in events)
+
+
+def test_event_field_names_the_event() -> None:
+    assert decode_all([b"event: error\ndata: {}\n\n"]) == [SSEEvent("error", "{}")]
+
+
+def test_incomplete_event_at_end_of_stream_is_dropped() -> None:
+    assert decode_all([b"data: complete\n\ndata: partial"]) == [SSEEvent("message", "complete")]
+
+
+def test_crlf_split_across_chunks_is_one_line_end() -> None:
+    assert decode_all([b"data: a\r", b"\n\r", b"\n"]) == [SSEEvent("message", "a")]
+
+
+@given(st.data())
+def test_any_rechunking_yields_the_same_events(data: st.DataObject) -> None:
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(VALID_STREAM)), max_size=40)))
+    bounds = [0, *cuts, len(VALID_STREAM)]
+    chunks = [VALID_STREAM[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    assert decode_all(chunks) == decode_all([VALID_STREAM])
+
+
+def test_invalid_utf8_raises() -> None:
+    decoder = SSEDecoder()
+    try:
+        decoder.feed(b"data: \xff\xfe\n\n")
+    except UnicodeDecodeError:
+        return
+    raise AssertionError("invalid UTF-8 was accepted")
