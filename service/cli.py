@@ -27,11 +27,11 @@ app = typer.Typer(
 )
 console = Console(stderr=True)
 
-HostOpt = Annotated[str | None, typer.Option(help="Bind address [env SUSTAIN_HOST].")]
-PortOpt = Annotated[int | None, typer.Option(help="Bind port [env SUSTAIN_PORT].")]
+HostOpt = Annotated[str | None, typer.Option(help="Bind address (env SUSTAIN_HOST).")]
+PortOpt = Annotated[int | None, typer.Option(help="Bind port (env SUSTAIN_PORT).")]
 DbOpt = Annotated[str | None, typer.Option(
-    "--database-url", help="PostgreSQL URL; unset: embedded [env SUSTAIN_DATABASE_URL].")]
-DataDirOpt = Annotated[Path | None, typer.Option(help="Data directory [env SUSTAIN_DATA_DIR].")]
+    "--database-url", help="PostgreSQL URL; unset: embedded (env SUSTAIN_DATABASE_URL).")]
+DataDirOpt = Annotated[Path | None, typer.Option(help="Data directory (env SUSTAIN_DATA_DIR).")]
 LogLevelOpt = Annotated[str | None, typer.Option(help="debug|info|warning|error.")]
 LogFormatOpt = Annotated[str | None, typer.Option(help="text|json.")]
 
