@@ -63,7 +63,8 @@ def test_demo_runs_on_embedded_postgres_and_cleans_up(tmp_path: Path) -> None:
         metrics = httpx.get(f"{base}/metrics").text
         counted = [float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
                    if line.startswith("sustain_requests_total{") and 'outcome="success"' in line]
-        assert counted and counted[0] > 0
+        assert counted
+        assert counted[0] > 0
         assert postgres_of(tmp_path / "data")
 
         second = demo(tmp_path, free_port(), "demo2.log").start()

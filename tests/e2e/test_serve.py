@@ -82,7 +82,8 @@ def test_scheduled_probe_end_to_end(tmp_path: Path, database_url: str) -> None:
             assert requests[key] >= 30
             ttft_count = [s.value for s in families["sustain_ttft_seconds"].samples
                           if s.name == "sustain_ttft_seconds_count"]
-            assert ttft_count and ttft_count[0] >= 30
+            assert ttft_count
+            assert ttft_count[0] >= 30
 
             bad = api.post("/api/v1/probes", json={
                 "name": "bad", "endpoint_id": endpoint["id"], "interval_seconds": -5})

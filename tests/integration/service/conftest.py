@@ -11,17 +11,15 @@ from fastapi import FastAPI
 
 from service.api.app import create_app
 from service.config import Settings
+from tests.integration.service.helpers import serving
 
 
 @pytest.fixture
-async def app(database_url: str) -> AsyncIterator[FastAPI]:
-    application = create_app(Settings(database_url=database_url, auto_migrate=False))
-    async with application.router.lifespan_context(application):
-        yield application
+def app(database_url: str) -> FastAPI:
+    return create_app(Settings(database_url=database_url, auto_migrate=False))
 
 
 @pytest.fixture
 async def api(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://sustain.test") as client:
+    async with serving(app) as client:
         yield client

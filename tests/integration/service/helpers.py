@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
+from fastapi import FastAPI
 
 
 async def create_endpoint(api: httpx.AsyncClient, base_url: str, **fields: Any
@@ -35,3 +38,14 @@ async def wait_for_run(api: httpx.AsyncClient, run_id: int, timeout_s: float = 2
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"run {run_id} still {run['status']} after {timeout_s}s")
         await asyncio.sleep(0.1)
+
+
+@asynccontextmanager
+async def serving(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    """The app with its lifespan running, and a client that talks to it in-process."""
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                          base_url="http://sustain.test") as client,
+    ):
+        yield client
