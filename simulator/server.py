@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
+import time
 
 import uvicorn
 
@@ -32,19 +32,18 @@ def serve(config: SimulatorConfig, host: str = "127.0.0.1", port: int = 8001) ->
 
 
 class BackgroundSimulator:
-    """The simulator on a thread with its own event loop, bound to a free loopback port.
+    """The simulator on a thread with its own event loop, on a free loopback port.
 
-    Use as a context manager; `base_url` is the OpenAI API root (`.../v1`).
+    Use as a context manager; `base_url` is the OpenAI API root (`.../v1`). uvicorn binds the
+    port itself (port 0): a socket handed to it from outside misses TCP_NODELAY, and Nagle's
+    algorithm then delays small writes by the peer's delayed ACK (~40 ms).
     """
 
     def __init__(self, config: SimulatorConfig | None = None, host: str = "127.0.0.1") -> None:
         self.config = config or SimulatorConfig()
         self.host = host
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._socket.bind((host, 0))
-        self.port: int = self._socket.getsockname()[1]
-        self._server = _server(self.config, self.port, host)
+        self.port = 0
+        self._server = _server(self.config, 0, host)
         self._thread = threading.Thread(target=self._run, name="sustain-simulator", daemon=True)
 
     @property
@@ -52,20 +51,20 @@ class BackgroundSimulator:
         return f"http://{self.host}:{self.port}/v1"
 
     def _run(self) -> None:
-        asyncio.run(self._server.serve(sockets=[self._socket]))
+        asyncio.run(self._server.serve())
 
     def start(self) -> BackgroundSimulator:
         self._thread.start()
         while not self._server.started:
             if not self._thread.is_alive():
                 raise RuntimeError("simulator failed to start")
-            threading.Event().wait(0.01)
+            time.sleep(0.01)
+        self.port = int(self._server.servers[0].sockets[0].getsockname()[1])
         return self
 
     def stop(self) -> None:
         self._server.should_exit = True
         self._thread.join(timeout=10)
-        self._socket.close()
 
     def __enter__(self) -> BackgroundSimulator:
         return self.start()

@@ -12,6 +12,7 @@ import os
 import uuid
 from collections.abc import Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,8 +22,7 @@ from sqlalchemy import make_url
 
 from service.db.embedded import EmbeddedPostgres
 from service.db.migrate import upgrade_to_head
-from simulator.config import SimulatorConfig
-from simulator.server import BackgroundSimulator
+from tests.processes import SustainProcess, free_port
 
 T = TypeVar("T")
 
@@ -91,8 +91,19 @@ def empty_database_url(pg_server_url: str) -> Iterator[str]:
     run_sync(_admin(pg_server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
+@dataclass(frozen=True)
+class SimulatorHandle:
+    base_url: str
+    """The OpenAI API root, e.g. http://127.0.0.1:PORT/v1."""
+
+
 @pytest.fixture(scope="session")
-def simulator() -> Iterator[BackgroundSimulator]:
-    """The simulator (50 ms TTFT, 10 ms ITL, 32 tokens) on a free loopback port."""
-    with BackgroundSimulator(SimulatorConfig(ttft_ms=50, itl_ms=10, output_tokens=32)) as sim:
-        yield sim
+def simulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatorHandle]:
+    """`sustain simulate` (50 ms TTFT, 10 ms ITL, 32 tokens) as its own process on a free
+    loopback port, so its work never competes with the code under test for the GIL."""
+    port = free_port()
+    log = tmp_path_factory.mktemp("simulator") / "simulator.log"
+    with SustainProcess(["simulate", "--port", str(port), "--ttft-ms", "50", "--itl-ms", "10",
+                         "--output-tokens", "32"], log) as process:
+        process.wait_http(f"http://127.0.0.1:{port}/v1/models")
+        yield SimulatorHandle(f"http://127.0.0.1:{port}/v1")

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import psutil
 
-from tests.e2e.processes import SustainProcess, free_port
+from tests.processes import SustainProcess, free_port
 
 FIRST_RUN_DEADLINE_S = 30.0
 

@@ -13,7 +13,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import asyncpg_dsn
-from tests.e2e.processes import SustainProcess, free_port
+from tests.processes import SustainProcess, free_port
 
 
 async def stored_samples(database_url: str, run_id: int) -> list[asyncpg.Record]:

@@ -16,7 +16,7 @@ from probes.measure.sample import ErrorClass, Measurement
 from probes.runner import execute
 from probes.workload.synthetic import Workload
 from simulator.config import FAULT_HEADER
-from simulator.server import BackgroundSimulator
+from tests.conftest import SimulatorHandle
 
 
 @pytest.fixture
@@ -25,7 +25,7 @@ async def client() -> AsyncIterator[httpx.AsyncClient]:
         yield c
 
 
-def target(sim: BackgroundSimulator, fault: str | None = None, **kw: float) -> Target:
+def target(sim: SimulatorHandle, fault: str | None = None, **kw: float) -> Target:
     headers = {FAULT_HEADER: fault} if fault else {}
     return Target(base_url=sim.base_url, api_kind=ApiKind.OPENAI_CHAT, model="m",
                   headers=headers, **kw)  # type: ignore[arg-type]
@@ -38,7 +38,7 @@ async def one(client: httpx.AsyncClient, t: Target, workload: Workload | None = 
 
 
 async def test_streamed_chat_request_is_measured_from_t_send(
-        client: httpx.AsyncClient, simulator: BackgroundSimulator) -> None:
+        client: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
     m = await one(client, target(simulator))
     assert m.error_class is None
     assert m.http_status == 200
@@ -52,7 +52,7 @@ async def test_streamed_chat_request_is_measured_from_t_send(
 
 
 async def test_completions_api_and_non_streaming_responses(
-        client: httpx.AsyncClient, simulator: BackgroundSimulator) -> None:
+        client: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
     completions = Target(base_url=simulator.base_url, api_kind=ApiKind.OPENAI_COMPLETIONS,
                          model="m")
     streamed = await one(client, completions, Workload(max_tokens=8))
@@ -79,14 +79,14 @@ async def test_completions_api_and_non_streaming_responses(
     ],
 )
 async def test_simulator_fault_is_classified(
-        client: httpx.AsyncClient, simulator: BackgroundSimulator, fault: str,
+        client: httpx.AsyncClient, simulator: SimulatorHandle, fault: str,
         expected: ErrorClass) -> None:
     m = await one(client, target(simulator, fault))
     assert m.error_class is expected
 
 
 async def test_hung_request_times_out_on_first_token_then_total(
-        client: httpx.AsyncClient, simulator: BackgroundSimulator) -> None:
+        client: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
     first = await one(client, target(simulator, "hang", timeout_first_token_s=0.3))
     assert first.error_class is ErrorClass.TIMEOUT_FIRST_TOKEN
     assert 300.0 <= first.e2e_ms < 1000.0
@@ -109,7 +109,7 @@ async def test_refused_connection_is_classified_connect(client: httpx.AsyncClien
 
 
 async def test_constant_profile_at_ten_per_second_reports_availability_and_throughput(
-        client: httpx.AsyncClient, simulator: BackgroundSimulator) -> None:
+        client: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
     result = await execute(client, target(simulator), Workload(),
                            ConstantProfile(rate=10.0, duration_s=2.0))
     summary = result.summary

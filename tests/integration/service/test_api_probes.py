@@ -8,7 +8,7 @@ from fastapi import FastAPI
 
 from service.api.state import AppState
 from service.scheduling.scheduler import job_id
-from simulator.server import BackgroundSimulator
+from tests.conftest import SimulatorHandle
 from tests.integration.service.helpers import create_endpoint, create_probe, wait_for_run
 
 
@@ -78,7 +78,7 @@ async def test_probe_crud_keeps_the_scheduler_in_step(
 
 
 async def test_run_now_measures_the_simulator_and_stores_samples(
-        api: httpx.AsyncClient, simulator: BackgroundSimulator) -> None:
+        api: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
     endpoint = await create_endpoint(api, simulator.base_url)
     probe = await create_probe(api, endpoint["id"], enabled=False,
                                profile={"kind": "constant", "rate": 10, "duration_s": 1})
@@ -114,7 +114,7 @@ async def test_run_of_unreachable_endpoint_fails_with_classified_samples(
 
 
 async def test_run_with_missing_secret_fails_naming_the_reference(
-        api: httpx.AsyncClient, simulator: BackgroundSimulator,
+        api: httpx.AsyncClient, simulator: SimulatorHandle,
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SUSTAIN_TEST_ABSENT_KEY", raising=False)
     endpoint = await create_endpoint(api, simulator.base_url,

@@ -6,7 +6,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from simulator.server import BackgroundSimulator
+from tests.conftest import SimulatorHandle
 from tests.integration.service.helpers import create_endpoint, create_probe, wait_for_run
 
 
@@ -19,7 +19,7 @@ def samples_of(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
 
 
 async def test_metrics_expose_counters_histograms_and_last_run_gauges(
-        api: httpx.AsyncClient, simulator: BackgroundSimulator) -> None:
+        api: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
     endpoint = await create_endpoint(api, simulator.base_url)
     probe = await create_probe(api, endpoint["id"], enabled=False,
                                profile={"kind": "constant", "rate": 10, "duration_s": 0.5})
@@ -50,7 +50,7 @@ async def test_metrics_expose_counters_histograms_and_last_run_gauges(
 
 
 async def test_metric_labels_never_carry_secrets_or_free_text(
-        api: httpx.AsyncClient, simulator: BackgroundSimulator,
+        api: httpx.AsyncClient, simulator: SimulatorHandle,
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SUSTAIN_TEST_TOKEN", "sk-top-secret-token")
     endpoint = await create_endpoint(api, simulator.base_url,

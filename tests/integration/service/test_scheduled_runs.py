@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from service.api.app import create_app
 from service.config import Settings
 from service.scheduling.executor import tick_of
-from simulator.server import BackgroundSimulator
+from tests.conftest import SimulatorHandle
 from tests.integration.service.helpers import create_endpoint, create_probe, wait_for_run
 
 
@@ -22,7 +22,7 @@ def test_ticks_sit_on_interval_multiples_since_the_epoch() -> None:
 
 
 async def test_new_probe_runs_its_current_tick_then_every_interval(
-        api: httpx.AsyncClient, simulator: BackgroundSimulator) -> None:
+        api: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
     endpoint = await create_endpoint(api, simulator.base_url)
     probe = await create_probe(api, endpoint["id"], interval_seconds=2)
     deadline = asyncio.get_running_loop().time() + 15
@@ -42,7 +42,7 @@ async def test_new_probe_runs_its_current_tick_then_every_interval(
 
 async def test_a_second_scheduler_on_the_same_database_never_runs_a_tick_twice(
         api: httpx.AsyncClient, app: FastAPI, database_url: str,
-        simulator: BackgroundSimulator) -> None:
+        simulator: SimulatorHandle) -> None:
     endpoint = await create_endpoint(api, simulator.base_url)
     other = create_app(Settings(database_url=database_url, auto_migrate=False,
                                 replica_id="replica-b"))
