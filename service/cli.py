@@ -25,7 +25,7 @@ app = typer.Typer(
     help="sustain: continuous monitoring of LLM inference endpoints.",
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
 )
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)
 
 HostOpt = Annotated[str | None, typer.Option(help="Bind address (env SUSTAIN_HOST).")]
 PortOpt = Annotated[int | None, typer.Option(help="Bind port (env SUSTAIN_PORT).")]
