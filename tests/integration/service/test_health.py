@@ -34,3 +34,11 @@ async def test_readyz_is_503_when_the_database_is_unreachable() -> None:
         assert r.json()["checks"]["database"].startswith("unreachable")
         assert (await api.get("/healthz")).status_code == 200
         assert (await api.get("/api/v1/endpoints")).status_code == 503
+
+
+async def test_auto_migrate_brings_an_empty_database_to_head(empty_database_url: str) -> None:
+    app = create_app(Settings(database_url=empty_database_url, auto_migrate=True))
+    async with serving(app) as api:
+        r = await api.get("/readyz")
+    assert r.status_code == 200
+    assert r.json()["checks"]["migrations"] == "ok"
