@@ -26,15 +26,11 @@ def _url() -> str:
 
 
 def _run(connection: Connection) -> None:
-    connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
-    try:
-        context.configure(connection=connection, target_metadata=target_metadata,
-                          compare_type=True)
-        with context.begin_transaction():
-            context.run_migrations()
-    finally:
-        connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": MIGRATION_LOCK_KEY})
-        connection.commit()
+    context.configure(connection=connection, target_metadata=target_metadata, compare_type=True)
+    with context.begin_transaction():
+        # Held until the migration transaction ends, whether it commits or fails.
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
+        context.run_migrations()
 
 
 async def _run_online() -> None:

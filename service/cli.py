@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -71,6 +72,8 @@ def database(settings: Settings) -> Iterator[str]:
     try:
         yield url.render_as_string(hide_password=False)
     finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not cut the stop short
+            signal.signal(sig, signal.SIG_IGN)
         embedded.stop()
 
 
@@ -157,6 +160,9 @@ def simulate(
     = "none",
     fault_rate: Annotated[float, typer.Option(help="Fraction of requests with --fault.")] = 0.0,
     seed: Annotated[int, typer.Option(help="Seed for fault selection.")] = 0,
+    api_key_env: Annotated[str | None, typer.Option(
+        help="Require `Authorization: Bearer <key>`, the key read from this env variable.")]
+    = None,
 ) -> None:
     """Run the OpenAI-compatible simulator (http://HOST:PORT/v1)."""
     from simulator.config import Fault, SimulatorConfig
@@ -170,7 +176,14 @@ def simulate(
     if not 0.0 <= fault_rate <= 1.0 or ttft_ms < 0 or itl_ms < 0 or output_tokens < 0:
         console.print("[red]--fault-rate must be in [0, 1]; latencies and tokens >= 0[/red]")
         raise typer.Exit(2)
+    api_key = None
+    if api_key_env is not None:
+        api_key = os.environ.get(api_key_env)
+        if not api_key:
+            console.print(f"[red]--api-key-env: variable {api_key_env} is not set[/red]")
+            raise typer.Exit(2)
     config = SimulatorConfig(ttft_ms=ttft_ms, itl_ms=itl_ms, output_tokens=output_tokens,
-                             model=model, fault=chosen, fault_rate=fault_rate, seed=seed)
+                             model=model, fault=chosen, fault_rate=fault_rate, seed=seed,
+                             api_key=api_key)
     console.print(f"simulator on http://{host}:{port}/v1 (ttft {ttft_ms} ms, itl {itl_ms} ms)")
     serve_simulator(config, host, port)

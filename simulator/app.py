@@ -136,7 +136,9 @@ class SimulatorApp:
             return
         arrival = time.perf_counter()
         method, path = scope["method"], scope["path"]
-        if path == "/v1/models" and method == "GET":
+        if not self._authorized(scope):
+            await _error(send, 401, "invalid API key")
+        elif path == "/v1/models" and method == "GET":
             await _json(send, 200, {"object": "list", "data": [
                 {"id": self.config.model, "object": "model", "owned_by": "sustain-simulator"}]})
         elif path in ("/v1/chat/completions", "/v1/completions") and method == "POST":
@@ -146,6 +148,13 @@ class SimulatorApp:
             await _error(send, 405, "method not allowed")
         else:
             await _error(send, 404, f"no route {path}")
+
+    def _authorized(self, scope: Scope) -> bool:
+        if self.config.api_key is None:
+            return True
+        expected = f"Bearer {self.config.api_key}".encode()
+        return any(name == b"authorization" and value == expected
+                   for name, value in scope["headers"])
 
     def _fault(self, scope: Scope) -> Fault:
         for name, value in scope["headers"]:

@@ -39,3 +39,5 @@ class SimulatorConfig:
     hang_s: float = 3600.0
     """How long a `hang` fault keeps the request open before answering."""
     seed: int = 0
+    api_key: str | None = None
+    """When set, requests must carry `Authorization: Bearer <api_key>` (as vLLM --api-key)."""

@@ -12,6 +12,7 @@ from pathlib import Path
 from types import TracebackType
 
 import httpx
+import psutil
 
 
 def sustain_command() -> list[str]:
@@ -24,6 +25,16 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def postgres_of(data_dir: Path) -> list[int]:
+    """PIDs of postgres processes serving a data directory under `data_dir`."""
+    pids = []
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        if proc.info.get("name") == "postgres" and \
+                str(data_dir) in " ".join(proc.info.get("cmdline") or []):
+            pids.append(proc.pid)
+    return pids
 
 
 class SustainProcess:

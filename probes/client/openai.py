@@ -16,10 +16,16 @@ from probes.client.openai_stream import (
     StreamState,
     error_class_for_status,
     message_text,
+    token_count,
 )
 from probes.client.sse import SSEDecoder
 from probes.client.target import ApiKind, Target
 from probes.measure.sample import ErrorClass, Measurement
+
+DRAIN_S = 1.0
+"""After [DONE], how long to wait for the end of the body before giving up the connection."""
+ERROR_BODY_LIMIT = 65_536
+"""Bytes of an error response read before giving up the connection."""
 
 PATHS = {ApiKind.OPENAI_CHAT: "/chat/completions", ApiKind.OPENAI_COMPLETIONS: "/completions"}
 
@@ -73,6 +79,7 @@ async def send_openai(
     )
     state = StreamState()
     status: int | None = None
+    end_ns: int | None = None
     try:
         async with asyncio.timeout_at(first_deadline if stream else total_deadline) as deadline:
             async with client.stream(
@@ -83,6 +90,7 @@ async def send_openai(
                 status = response.status_code
                 failed = error_class_for_status(status)
                 if failed is not None:
+                    await _drain(response, ERROR_BODY_LIMIT)
                     return _failure(t_send_ns, status, failed, f"HTTP {status}")
                 if not stream:
                     return await _read_whole(response, t_send_ns, status)
@@ -94,29 +102,47 @@ async def send_openai(
                 decoder = SSEDecoder()
                 async for chunk in response.aiter_bytes():
                     now = time.perf_counter_ns()
+                    if state.done:
+                        continue  # the body's last bytes: read them so the connection is reused
                     for event in decoder.feed(chunk):
                         state.on_event(event, now)
                     if state.first_output_ns is not None and not phase.first_token_seen:
                         phase.first_token_seen = True
                         deadline.reschedule(total_deadline)
-                    if state.failure is not None or state.done:
+                    if state.failure is not None:
                         break
-                if state.failure is None and not state.done:
+                    if state.done:
+                        end_ns = now
+                        deadline.reschedule(min(total_deadline, loop.time() + DRAIN_S))
+                if end_ns is None:
                     for event in decoder.close():
                         state.on_event(event, time.perf_counter_ns())
+                    end_ns = time.perf_counter_ns()
     except TimeoutError:
-        late = ErrorClass.TIMEOUT_FIRST_TOKEN
-        if not stream or phase.first_token_seen or loop.time() >= total_deadline:
-            late = ErrorClass.TIMEOUT_TOTAL
-        return _partial(state, t_send_ns, status, late, "deadline exceeded")
+        if not state.done:
+            late = ErrorClass.TIMEOUT_FIRST_TOKEN
+            if not stream or phase.first_token_seen or loop.time() >= total_deadline:
+                late = ErrorClass.TIMEOUT_TOTAL
+            return _partial(state, t_send_ns, status, late, "deadline exceeded")
     except UnicodeDecodeError:
         return _partial(state, t_send_ns, status, ErrorClass.PROTOCOL, "invalid UTF-8 in stream")
     except httpx.HTTPError as exc:
-        error = classify_transport_error(exc, response_started=phase.response_started)
-        return _partial(state, t_send_ns, status, error, type(exc).__name__)
-    end = time.perf_counter_ns()
+        if not (state.complete and state.failure is None):
+            error = classify_transport_error(exc, response_started=phase.response_started)
+            return _partial(state, t_send_ns, status, error, type(exc).__name__)
+        end_ns = end_ns or time.perf_counter_ns()
     error_class, detail = state.outcome()
-    return _from_state(state, t_send_ns, end, status, error_class, detail)
+    return _from_state(state, t_send_ns, end_ns or time.perf_counter_ns(), status, error_class,
+                       detail)
+
+
+async def _drain(response: httpx.Response, limit: int) -> None:
+    """Read up to `limit` bytes of an error body, so a short one leaves the connection usable."""
+    seen = 0
+    async for chunk in response.aiter_bytes():
+        seen += len(chunk)
+        if seen > limit:
+            return
 
 
 async def _read_whole(response: httpx.Response, t_send_ns: int, status: int) -> Measurement:
@@ -129,11 +155,11 @@ async def _read_whole(response: httpx.Response, t_send_ns: int, status: int) -> 
     if not isinstance(payload, dict):
         return _failure(t_send_ns, status, ErrorClass.PROTOCOL, "response is not a JSON object")
     usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
-    completion = usage.get("completion_tokens") if usage else None
-    prompt = usage.get("prompt_tokens") if usage else None
+    completion = token_count(usage.get("completion_tokens")) if usage else None
+    prompt = token_count(usage.get("prompt_tokens")) if usage else None
     text = message_text(payload)
-    counted = isinstance(completion, int)
-    tokens = completion if isinstance(completion, int) else len(text.split())
+    counted = completion is not None
+    tokens = completion if completion is not None else len(text.split())
     error = None if tokens >= 1 and text else ErrorClass.EMPTY
     return Measurement(
         ttft_ms=None,
@@ -141,7 +167,7 @@ async def _read_whole(response: httpx.Response, t_send_ns: int, status: int) -> 
         e2e_ms=_ms(end - t_send_ns),
         output_tokens=tokens,
         tokens_server_counted=counted,
-        input_tokens=prompt if isinstance(prompt, int) else None,
+        input_tokens=prompt,
         http_status=status,
         error_class=error,
         error_detail=None if error is None else "no output tokens",

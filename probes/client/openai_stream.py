@@ -10,6 +10,14 @@ from probes.client.sse import SSEEvent
 from probes.measure.sample import ErrorClass
 
 NS_PER_MS = 1_000_000
+MAX_TOKEN_COUNT = 2**31 - 1
+
+
+def token_count(value: Any) -> int | None:
+    """A usage figure as reported by the server, or None when absent or implausible."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 <= value <= MAX_TOKEN_COUNT else None
 
 
 def _non_empty(value: Any) -> bool:
@@ -68,7 +76,7 @@ class StreamState:
         if not isinstance(payload, dict):
             self._fail(ErrorClass.PROTOCOL, "SSE data is not a JSON object")
             return
-        if "error" in payload:
+        if payload.get("error") is not None:
             self._on_error(payload["error"])
             return
         self._on_usage(payload.get("usage"))
@@ -88,11 +96,11 @@ class StreamState:
 
     def _on_usage(self, usage: Any) -> None:
         if isinstance(usage, dict):
-            completion = usage.get("completion_tokens")
-            prompt = usage.get("prompt_tokens")
-            if isinstance(completion, int):
+            completion = token_count(usage.get("completion_tokens"))
+            prompt = token_count(usage.get("prompt_tokens"))
+            if completion is not None:
                 self.completion_tokens = completion
-            if isinstance(prompt, int):
+            if prompt is not None:
                 self.prompt_tokens = prompt
 
     def _on_error(self, error: Any) -> None:

@@ -48,11 +48,11 @@ async def run_open_loop(
             measurement=measurement,
         )
 
-    for seq, offset_s in enumerate(offsets_s):
-        delay = origin_loop + offset_s - loop.time()
-        if delay > 0:
-            await asyncio.sleep(delay)
-        await slots.acquire()
-        tasks.append(asyncio.create_task(one(seq, offset_s)))
-    samples = list(await asyncio.gather(*tasks))
-    return samples, (time.perf_counter_ns() - origin_ns) / 1e9
+    async with asyncio.TaskGroup() as group:  # cancelling the run cancels its requests too
+        for seq, offset_s in enumerate(offsets_s):
+            delay = origin_loop + offset_s - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            await slots.acquire()
+            tasks.append(group.create_task(one(seq, offset_s)))
+    return [task.result() for task in tasks], (time.perf_counter_ns() - origin_ns) / 1e9

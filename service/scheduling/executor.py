@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from datetime import UTC, datetime
 
 from pydantic import TypeAdapter
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from probes.client.secrets import SecretUnavailableError
@@ -20,17 +20,11 @@ from service.db import runs as run_queries
 from service.db.models import Endpoint, Probe
 from service.http_clients import ClientPool
 from service.metrics import Metrics
+from service.scheduling.ticks import tick_of
 
 logger = logging.getLogger(__name__)
 
 PROFILE = TypeAdapter[LoadProfile](LoadProfile)
-
-
-def tick_of(now: datetime, interval_seconds: int) -> datetime:
-    """The scheduled tick a fire time belongs to: ticks sit on multiples of the interval since
-    the Unix epoch, so every replica computes the same tick for the same firing."""
-    epoch = now.timestamp()
-    return datetime.fromtimestamp(math.floor(epoch / interval_seconds) * interval_seconds, UTC)
 
 
 def target_of(endpoint: Endpoint) -> Target:
@@ -62,6 +56,8 @@ class RunExecutor:
         self.metrics = metrics
         self.replica_id = replica_id
         self._tasks: set[asyncio.Task[object]] = set()
+        self._running: set[int] = set()
+        """Probes with a run in flight on this replica: a tick never overlaps its last run."""
 
     async def run_tick(self, probe_id: int, interval_seconds: int) -> None:
         """APScheduler job: claim this tick's run and execute it (tracked, so shutdown waits)."""
@@ -75,10 +71,17 @@ class RunExecutor:
                 self._tasks.discard(task)
 
     async def _tick(self, probe_id: int, interval_seconds: int) -> None:
+        if probe_id in self._running:
+            logger.warning("probe %s is still running its previous run; tick skipped", probe_id)
+            return
         scheduled_for = tick_of(datetime.now(UTC), interval_seconds)
-        async with self.sessions.begin() as session:
-            run_id = await run_queries.claim_scheduled(
-                session, probe_id, scheduled_for, self.replica_id)
+        try:
+            async with self.sessions.begin() as session:
+                run_id = await run_queries.claim_scheduled(
+                    session, probe_id, scheduled_for, self.replica_id)
+        except IntegrityError:
+            logger.info("probe %s was deleted before its tick %s", probe_id, scheduled_for)
+            return
         if run_id is None:
             logger.info("tick %s of probe %s already claimed", scheduled_for, probe_id)
             return
@@ -88,13 +91,21 @@ class RunExecutor:
         """Execute a run in the background (run-now requests)."""
         task = asyncio.create_task(self.execute(run_id), name=f"run-{run_id}")
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[object]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("background run task %s failed", task.get_name(),
+                         exc_info=task.exception())
 
     async def execute(self, run_id: int) -> None:
+        """Run to completion; whatever happens, the run ends in a final status."""
         async with self.sessions.begin() as session:
             run = await run_queries.get(session, run_id)
             probe, endpoint = await probe_queries.get_with_endpoint(session, run.probe_id)
             await run_queries.mark_running(session, run_id, self.replica_id)
+        self._running.add(probe.id)
         try:
             result = await execute(
                 self.clients.get(tls_verify=endpoint.tls_verify),
@@ -102,19 +113,24 @@ class RunExecutor:
                 Workload.model_validate(probe.workload),
                 PROFILE.validate_python(probe.profile),
             )
+            await self._store(run_id, probe, endpoint, result)
         except asyncio.CancelledError:
             await asyncio.shield(self._finish_failed(run_id, probe, "abandoned",
                                                      "service stopped during the run"))
             raise
         except SecretUnavailableError as exc:
             await self._finish_failed(run_id, probe, "failed", str(exc))
-            return
+        except (OSError, DBAPIError) as exc:
+            logger.error("run %s of probe %s: storing results failed: %s", run_id, probe.name,
+                         type(exc).__name__)
+            error = f"could not store the run's results ({type(exc).__name__})"
+            await self._finish_failed(run_id, probe, "failed", error)
         except Exception as exc:
             logger.exception("run %s of probe %s crashed", run_id, probe.name)
             error = f"internal error: {type(exc).__name__}"
             await self._finish_failed(run_id, probe, "failed", error)
-            return
-        await self._store(run_id, probe, endpoint, result)
+        finally:
+            self._running.discard(probe.id)
 
     async def _store(self, run_id: int, probe: Probe, endpoint: Endpoint,
                      result: RunResult) -> None:
@@ -129,8 +145,13 @@ class RunExecutor:
                     status, result.summary.attempts, result.summary.availability)
 
     async def _finish_failed(self, run_id: int, probe: Probe, status: str, error: str) -> None:
-        async with self.sessions.begin() as session:
-            await run_queries.finish(session, run_id, status, error=error)
+        try:
+            async with self.sessions.begin() as session:
+                await run_queries.finish(session, run_id, status, error=error)
+        except (OSError, DBAPIError) as exc:
+            logger.error("run %s of probe %s: cannot record status %s (%s)", run_id,
+                         probe.name, status, type(exc).__name__)
+            return
         self.metrics.observe_run(probe.name, status)
         logger.warning("run %s of probe %s %s: %s", run_id, probe.name, status, error)
 

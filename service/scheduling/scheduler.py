@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections import defaultdict
 from datetime import UTC, datetime
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -13,10 +15,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from service.db import probes as probe_queries
 from service.db.models import Probe
 from service.scheduling.executor import RunExecutor
+from service.scheduling.trigger import AlignedIntervalTrigger
 
 logger = logging.getLogger(__name__)
 
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 LOAD_JOB = "load-probes"
 LOAD_RETRY_S = 5
 
@@ -30,6 +32,7 @@ class ProbeScheduler:
         self.executor = executor
         self.sessions = sessions
         self._scheduler = AsyncIOScheduler(timezone=UTC)
+        self._locks: defaultdict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
 
     @property
     def running(self) -> bool:
@@ -63,7 +66,7 @@ class ProbeScheduler:
     def sync(self, probe: Probe) -> None:
         """Make the probe's job match its row: ticks on interval multiples since the epoch.
 
-        A new job fires once right away for the current tick: the claim in Postgres makes that
+        A new job also runs the current tick once, right away: the claim in Postgres makes that
         a no-op when the tick already has a run (a restart, another replica), and otherwise a
         new probe shows data at once instead of after a whole interval.
         """
@@ -71,18 +74,33 @@ class ProbeScheduler:
             self.remove(probe.id)
             return
         first_job = self._scheduler.get_job(job_id(probe.id)) is None
-        trigger = IntervalTrigger(seconds=probe.interval_seconds, start_date=EPOCH,
-                                  timezone=UTC, jitter=probe.jitter_seconds or None)
+        args = (probe.id, probe.interval_seconds)
         self._scheduler.add_job(
-            self.executor.run_tick, trigger, args=(probe.id, probe.interval_seconds),
-            id=job_id(probe.id), name=probe.name, replace_existing=True,
+            self.executor.run_tick,
+            AlignedIntervalTrigger(probe.interval_seconds, probe.jitter_seconds),
+            args=args, id=job_id(probe.id), name=probe.name, replace_existing=True,
             max_instances=1, coalesce=True, misfire_grace_time=max(1, probe.interval_seconds // 2),
-            **({"next_run_time": datetime.now(UTC)} if first_job else {}),
         )
+        if first_job:
+            self._scheduler.add_job(self.executor.run_tick, "date", args=args,
+                                    run_date=datetime.now(UTC), id=f"{job_id(probe.id)}:now",
+                                    replace_existing=True, misfire_grace_time=None)
+
+    async def refresh(self, probe_id: int) -> None:
+        """Re-read the probe after a write and make its job match. Serialised per probe, and
+        always from the newest committed row, so concurrent writes cannot leave a stale job."""
+        async with self._locks[probe_id]:
+            async with self.sessions() as session:
+                probe = await session.get(Probe, probe_id)
+            if probe is None:
+                self.remove(probe_id)
+            else:
+                self.sync(probe)
 
     def remove(self, probe_id: int) -> None:
-        if self._scheduler.get_job(job_id(probe_id)) is not None:
-            self._scheduler.remove_job(job_id(probe_id))
+        for ident in (job_id(probe_id), f"{job_id(probe_id)}:now"):
+            if self._scheduler.get_job(ident) is not None:
+                self._scheduler.remove_job(ident)
 
     def next_run_time(self, probe_id: int) -> datetime | None:
         job = self._scheduler.get_job(job_id(probe_id))

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import psutil
 
-from tests.processes import SustainProcess, free_port
+from tests.processes import SustainProcess, free_port, postgres_of
 
 FIRST_RUN_DEADLINE_S = 30.0
 
@@ -37,15 +37,6 @@ def first_succeeded_run(base: str, process: SustainProcess) -> tuple[dict[str, o
             return dict(items[-1]), time.monotonic() - process.started_at
         time.sleep(0.2)
     raise AssertionError(f"no succeeded run within {FIRST_RUN_DEADLINE_S}s:\n{process.output()}")
-
-
-def postgres_of(data_dir: Path) -> list[int]:
-    pids = []
-    for proc in psutil.process_iter(["name", "cmdline"]):
-        if proc.info.get("name") == "postgres" and \
-                str(data_dir) in " ".join(proc.info.get("cmdline") or []):
-            pids.append(proc.pid)
-    return pids
 
 
 def port_open(port: int) -> bool:

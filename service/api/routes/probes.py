@@ -67,7 +67,7 @@ async def create_probe(body: ProbeCreate, session: SessionDep,
     await _check_endpoint(session, body.endpoint_id)
     probe = await crud.create(session, Probe, probe_columns(body), "probe")
     await session.commit()
-    scheduler.sync(probe)
+    await scheduler.refresh(probe.id)
     return probe_read(probe)
 
 
@@ -93,7 +93,7 @@ async def update_probe(probe_id: ProbeId, body: ProbeUpdate, session: SessionDep
         raise FieldError("jitter_seconds", "must be smaller than interval_seconds")
     probe = await crud.update(session, probe, probe_columns(body), "probe")
     await session.commit()
-    scheduler.sync(probe)
+    await scheduler.refresh(probe.id)
     return probe_read(probe)
 
 
@@ -102,7 +102,7 @@ async def delete_probe(probe_id: ProbeId, session: SessionDep, scheduler: Schedu
     probe = await crud.get(session, Probe, probe_id, "probe")
     await crud.delete(session, probe, "probe")
     await session.commit()
-    scheduler.remove(probe_id)
+    await scheduler.refresh(probe_id)
 
 
 @router.post("/{probe_id}/runs", status_code=status.HTTP_202_ACCEPTED)

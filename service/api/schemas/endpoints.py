@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import (
+    AfterValidator,
     AnyHttpUrl,
     BaseModel,
     ConfigDict,
@@ -19,13 +20,23 @@ from pydantic import (
 from probes.client.secrets import SECRET_REF_PATTERN
 from service.api.schemas.common import DbId, Labels, Name, Text, reject_nulls
 
-ApiKindName = Literal["openai-chat", "openai-completions", "http"]
+ApiKindName = Literal["openai-chat", "openai-completions"]
+"""Supported API kinds; plain `http` probes are not measurable yet and are refused."""
 SecretRef = Annotated[str, StringConstraints(pattern=SECRET_REF_PATTERN, max_length=1024)]
 HeaderName = Annotated[str, StringConstraints(min_length=1, max_length=128,
                                               pattern=r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")]
-HeaderValue = Annotated[Text, StringConstraints(max_length=4096, pattern=r"^[^\r\n]*$")]
+
+
+def _printable_ascii(value: str) -> str:
+    if not all(ch == "\t" or " " <= ch <= "~" for ch in value):
+        raise ValueError("must be printable ASCII (what HTTP clients can send in a header)")
+    return value
+
+
+HeaderValue = Annotated[str, StringConstraints(max_length=4096), AfterValidator(_printable_ascii)]
 Timeout = Annotated[float, Field(gt=0, le=3600)]
 
+CREDENTIAL_QUERY_WORDS = ("key", "token", "secret", "password", "auth", "sig")
 CREDENTIAL_HEADERS = frozenset(
     {"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie"}
 )
@@ -41,6 +52,18 @@ def _check_headers(headers: dict[str, str] | None) -> dict[str, str] | None:
     return headers
 
 
+def _check_base_url(url: AnyHttpUrl | None) -> AnyHttpUrl | None:
+    if url is None:
+        return None
+    if url.username or url.password:
+        raise ValueError("must not contain credentials; use auth_secret_ref")
+    for name, _ in url.query_params():
+        if any(word in name.lower() for word in CREDENTIAL_QUERY_WORDS):
+            raise ValueError(f"query parameter {name!r} looks like a credential; use "
+                             "auth_secret_ref")
+    return url
+
+
 class _EndpointFields(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -48,6 +71,11 @@ class _EndpointFields(BaseModel):
     @classmethod
     def _headers(cls, value: dict[str, str] | None) -> dict[str, str] | None:
         return _check_headers(value)
+
+    @field_validator("base_url", check_fields=False)
+    @classmethod
+    def _base_url(cls, value: AnyHttpUrl | None) -> AnyHttpUrl | None:
+        return _check_base_url(value)
 
 
 class EndpointCreate(_EndpointFields):

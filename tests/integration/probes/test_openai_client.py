@@ -120,3 +120,11 @@ async def test_constant_profile_at_ten_per_second_reports_availability_and_throu
     assert summary.ttft_ms.p50 is not None
     assert 45.0 <= summary.ttft_ms.p50 <= 70.0
     assert not summary.generator.saturated
+
+
+async def test_sequential_requests_reuse_one_connection(
+        client: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
+    for fault in (None, None, "http_500", None):
+        await one(client, target(simulator, fault))
+    pool = client._transport._pool  # type: ignore[attr-defined]
+    assert len(pool.connections) == 1

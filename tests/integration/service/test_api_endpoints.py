@@ -38,6 +38,11 @@ async def test_endpoint_crud_round_trip(api: httpx.AsyncClient) -> None:
         ({"auth_secret_ref": "sk-abc123"}, "auth_secret_ref"),
         ({"unknown_field": 1}, "unknown_field"),
         ({"model": "nul\u0000byte"}, "model"),
+        ({"api_kind": "http"}, "api_kind"),
+        ({"headers": {"x-team": "caf\u00e9"}}, "headers.x-team"),
+        ({"headers": {"x-team": "a\r\nInjected: 1"}}, "headers.x-team"),
+        ({"base_url": "http://user:pw@127.0.0.1:9/v1"}, "base_url"),
+        ({"base_url": "http://127.0.0.1:9/v1?api_key=abc"}, "base_url"),
     ],
 )
 async def test_bad_field_answers_422_problem_naming_it(
@@ -59,6 +64,15 @@ async def test_credential_headers_are_refused_and_never_echoed(api: httpx.AsyncC
     assert r.status_code == 422
     assert "auth_secret_ref" in r.text
     assert "sk-very-secret" not in r.text
+
+
+async def test_credentials_in_the_url_are_refused_and_never_echoed(
+        api: httpx.AsyncClient) -> None:
+    for url in ("http://user:sk-in-url@127.0.0.1:9/v1", "http://127.0.0.1:9/v1?token=sk-in-url"):
+        r = await api.post("/api/v1/endpoints",
+                           json={"name": "ep", "base_url": url, "model": "m"})
+        assert r.status_code == 422
+        assert "sk-in-url" not in r.text
 
 
 async def test_malformed_secret_reference_is_not_echoed(api: httpx.AsyncClient) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 from fastapi import FastAPI
+from sqlalchemy import text
 
 from service.api.state import AppState
 from service.scheduling.scheduler import job_id
@@ -62,7 +63,7 @@ async def test_probe_crud_keeps_the_scheduler_in_step(
     assert r.json()["profile"]["rate"] == 2
     state: AppState = app.state.sustain
     job = state.scheduler._scheduler.get_job(job_id(probe["id"]))
-    assert job.trigger.interval.total_seconds() == 30
+    assert job.trigger.interval_s == 30
 
     r = await api.patch(f"/api/v1/probes/{probe['id']}", json={"jitter_seconds": 45})
     assert r.status_code == 422
@@ -133,3 +134,34 @@ async def test_runs_query_parameters_are_validated(api: httpx.AsyncClient) -> No
         assert r.headers["content-type"] == "application/problem+json"
     assert (await api.get("/api/v1/runs/987654")).status_code == 404
     assert (await api.post("/api/v1/probes/987654/runs")).status_code == 404
+
+
+async def test_duplicate_probe_name_is_409(api: httpx.AsyncClient) -> None:
+    endpoint = await create_endpoint(api, "http://127.0.0.1:9/v1")
+    await create_probe(api, endpoint["id"], enabled=False)
+    r = await api.post("/api/v1/probes", json={
+        "name": "p1", "endpoint_id": endpoint["id"], "interval_seconds": 60})
+    assert r.status_code == 409
+    assert "p1" in r.json()["detail"]
+    other = await create_probe(api, endpoint["id"], name="p2", enabled=False)
+    r = await api.patch(f"/api/v1/probes/{other['id']}", json={"name": "p1"})
+    assert r.status_code == 409
+
+
+async def test_a_database_failure_while_storing_fails_the_run_instead_of_hanging_it(
+        api: httpx.AsyncClient, app: FastAPI, simulator: SimulatorHandle) -> None:
+    endpoint = await create_endpoint(api, simulator.base_url)
+    probe = await create_probe(api, endpoint["id"], enabled=False,
+                               profile={"kind": "constant", "rate": 5, "duration_s": 1})
+    run_id = (await api.post(f"/api/v1/probes/{probe['id']}/runs")).json()["id"]
+    state: AppState = app.state.sustain
+    async with state.engine.begin() as connection:
+        await connection.execute(text("ALTER TABLE samples RENAME TO samples_unavailable"))
+    try:
+        run = await wait_for_run(api, run_id)
+    finally:
+        async with state.engine.begin() as connection:
+            await connection.execute(text("ALTER TABLE samples_unavailable RENAME TO samples"))
+    assert run["status"] == "failed"
+    assert "could not store" in run["error"]
+    assert run["finished_at"] is not None

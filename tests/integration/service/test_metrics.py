@@ -49,7 +49,7 @@ async def test_metrics_expose_counters_histograms_and_last_run_gauges(
     assert 0.045 <= ttft_p50[0] <= 0.075
 
 
-async def test_metric_labels_never_carry_secrets_or_free_text(
+async def test_failed_requests_are_counted_by_error_class(
         api: httpx.AsyncClient, simulator: SimulatorHandle,
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SUSTAIN_TEST_TOKEN", "sk-top-secret-token")

@@ -36,3 +36,22 @@ async def test_in_flight_cap_shows_up_as_lag_and_corrected_latency() -> None:
     assert last.lag_ms > 500.0
     assert last.corrected_e2e_ms is not None
     assert last.corrected_e2e_ms > last.e2e_ms + 500.0
+
+
+async def test_cancelling_a_run_cancels_its_requests_in_flight() -> None:
+    finished: list[int] = []
+
+    def prepare(seq: int) -> Request:
+        async def request(t_send_ns: int) -> Measurement:
+            await asyncio.sleep(0.5)
+            finished.append(seq)
+            return await fixed_latency(0)(t_send_ns)
+        return request
+
+    run = asyncio.create_task(run_open_loop([0.0, 0.01, 0.02, 5.0], prepare, max_in_flight=10))
+    await asyncio.sleep(0.1)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    await asyncio.sleep(0.6)
+    assert finished == []

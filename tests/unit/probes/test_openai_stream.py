@@ -3,7 +3,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from probes.client.openai_stream import StreamState, choice_has_output, message_text
+from probes.client.openai_stream import (
+    StreamState,
+    choice_has_output,
+    message_text,
+    token_count,
+)
 from probes.client.sse import SSEEvent
 from probes.measure.sample import ErrorClass
 
@@ -85,3 +90,20 @@ def test_message_text_reads_chat_and_completion_payloads() -> None:
     completion = {"choices": [{"text": "once upon"}]}
     assert message_text(chat) == "hi there"
     assert message_text(completion) == "once upon"
+
+
+def test_a_null_error_field_is_not_an_error() -> None:
+    state = feed(StreamState(), ({**delta(content="a"), "error": None}, 1), ("[DONE]", 2))
+    assert state.outcome() == (None, None)
+
+
+def test_implausible_usage_figures_are_ignored() -> None:
+    assert token_count(12) == 12
+    assert token_count(True) is None
+    assert token_count(-1) is None
+    assert token_count(2**40) is None
+    assert token_count("7") is None
+    state = feed(StreamState(), (delta(content="a"), 1),
+                 ({"choices": [], "usage": {"completion_tokens": 2**40}}, 2), ("[DONE]", 3))
+    assert state.output_tokens == 1
+    assert state.completion_tokens is None
