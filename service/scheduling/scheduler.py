@@ -15,12 +15,20 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from service.db import probes as probe_queries
 from service.db.models import Probe
 from service.scheduling.executor import RunExecutor
+from service.scheduling.ticks import next_tick
 from service.scheduling.trigger import AlignedIntervalTrigger
 
 logger = logging.getLogger(__name__)
 
 LOAD_JOB = "load-probes"
 LOAD_RETRY_S = 5
+
+
+def catch_up_now(now: datetime, interval_s: int) -> bool:
+    """Run the current tick at once only if at least half an interval remains before the
+    next one, so the catch-up run does not collide with (and skip) the next tick."""
+    remaining = next_tick(None, now, interval_s) - now
+    return remaining.total_seconds() >= interval_s / 2
 
 
 def job_id(probe_id: int) -> str:
@@ -66,9 +74,9 @@ class ProbeScheduler:
     def sync(self, probe: Probe) -> None:
         """Make the probe's job match its row: ticks on interval multiples since the epoch.
 
-        A new job also runs the current tick once, right away: the claim in Postgres makes that
-        a no-op when the tick already has a run (a restart, another replica), and otherwise a
-        new probe shows data at once instead of after a whole interval.
+        A new job also runs the current tick once, right away, unless the next tick is near
+        (see catch_up_now): the claim in Postgres makes that a no-op when the tick already has
+        a run (a restart, another replica), and otherwise a new probe shows data at once.
         """
         if not probe.enabled:
             self.remove(probe.id)
@@ -81,10 +89,11 @@ class ProbeScheduler:
             args=args, id=job_id(probe.id), name=probe.name, replace_existing=True,
             max_instances=1, coalesce=True, misfire_grace_time=max(1, probe.interval_seconds // 2),
         )
-        if first_job:
-            self._scheduler.add_job(self.executor.run_tick, "date", args=args,
-                                    run_date=datetime.now(UTC), id=f"{job_id(probe.id)}:now",
-                                    replace_existing=True, misfire_grace_time=None)
+        now = datetime.now(UTC)
+        if first_job and catch_up_now(now, probe.interval_seconds):
+            self._scheduler.add_job(self.executor.run_tick, "date", args=args, run_date=now,
+                                    id=f"{job_id(probe.id)}:now", replace_existing=True,
+                                    misfire_grace_time=None)
 
     async def refresh(self, probe_id: int) -> None:
         """Re-read the probe after a write and make its job match. Serialised per probe, and

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from service.scheduling.scheduler import catch_up_now
 from service.scheduling.ticks import next_tick, tick_of
 from service.scheduling.trigger import AlignedIntervalTrigger
 
@@ -36,3 +37,10 @@ def test_jitter_delays_each_firing_but_never_accumulates() -> None:
 def test_jitter_must_be_smaller_than_the_interval() -> None:
     with pytest.raises(ValueError, match="smaller than the interval"):
         AlignedIntervalTrigger(10, jitter_s=10)
+
+
+def test_the_current_tick_is_caught_up_only_when_the_next_is_not_near() -> None:
+    tick = datetime(2026, 3, 1, 8, 0, 0, tzinfo=UTC)
+    assert catch_up_now(tick + timedelta(seconds=1), 15)
+    assert catch_up_now(tick + timedelta(seconds=7.5), 15)
+    assert not catch_up_now(tick + timedelta(seconds=8), 15)
