@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import func, insert, select, text, update
+from sqlalchemy import insert, select, text, update
 from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -105,11 +105,6 @@ async def insert_samples(
     rows = [sample_row(run_id, probe_id, s) for s in samples]
     for start in range(0, len(rows), SAMPLE_BATCH):
         await session.execute(insert(SampleRow), rows[start : start + SAMPLE_BATCH])
-
-
-async def count_samples(session: AsyncSession, run_id: int) -> int:
-    return int(await session.scalar(
-        select(func.count()).select_from(SampleRow).where(SampleRow.run_id == run_id)) or 0)
 
 
 async def list_runs(

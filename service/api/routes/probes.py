@@ -12,7 +12,6 @@ from service.api.schemas.common import MAX_DB_ID
 from service.api.schemas.probes import ProbeCreate, ProbeRead, ProbeUpdate, SloThresholds
 from service.api.schemas.runs import RunAccepted
 from service.db import crud
-from service.db import probes as probe_queries
 from service.db import runs as run_queries
 from service.db.models import Endpoint, Probe
 from service.errors import FieldError, NotFoundError
@@ -73,7 +72,7 @@ async def create_probe(body: ProbeCreate, session: SessionDep,
 
 @router.get("")
 async def list_probes(session: SessionDep) -> list[ProbeRead]:
-    return [probe_read(p) for p in await probe_queries.list_all(session)]
+    return [probe_read(p) for p in await crud.list_all(session, Probe)]
 
 
 @router.get("/{probe_id}")
