@@ -1,27 +1,52 @@
-"""One probe execution: an endpoint, a workload and a load profile in; samples and summary out."""
+"""One probe execution: an endpoint, a workload and a load profile in; samples and per-stage
+and overall summaries out."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+from dataclasses import dataclass, field
 from functools import partial
 
 import httpx
+from pydantic import BaseModel, Field
 
 from probes.client.openai import encode_request, send_openai
 from probes.client.secrets import resolve_secret
 from probes.client.target import ApiKind, Target
-from probes.load.open_loop import Request, run_open_loop
-from probes.load.profiles import LoadProfile
-from probes.load.schedule import arrival_offsets
+from probes.load.clock import RunClock
+from probes.load.drivers import Prepare, Request, StageContext, run_closed_loop, run_open_loop
+from probes.load.live import LiveStats
+from probes.load.plan import ClosedStage, OpenStage, SingleStage, Stage, stages
+from probes.load.profiles import LoadProfile, SweepProfile
 from probes.measure.sample import Sample
-from probes.measure.summary import RunSummary, summarise
+from probes.measure.slo import SloThresholds
+from probes.measure.summary import RunSummary, combined_health, summarise
 from probes.workload.synthetic import Workload, request_body
+
+
+class StageResult(BaseModel):
+    index: int
+    label: str
+    summary: RunSummary
+
+
+class RunReport(RunSummary):
+    """The whole run (its summary fields), then each stage on its own."""
+
+    stages: list[StageResult] = Field(default_factory=list)
+    stopped: str | None = None
+    """Why a sweep stopped escalating before its last level, if it did."""
 
 
 @dataclass(frozen=True, slots=True)
 class RunResult:
     samples: list[Sample]
     summary: RunSummary
+    stages: list[StageResult] = field(default_factory=list)
+    stopped: str | None = None
+
+    def report(self) -> RunReport:
+        return RunReport(**self.summary.model_dump(), stages=self.stages, stopped=self.stopped)
 
 
 def request_headers(target: Target) -> dict[str, str]:
@@ -32,13 +57,41 @@ def request_headers(target: Target) -> dict[str, str]:
     return headers
 
 
+def sweep_stop_reason(profile: SweepProfile, summary: RunSummary) -> str | None:
+    """Why a sweep must not escalate past a stage with this summary, if it must not."""
+    floor, ceiling = profile.min_availability, profile.max_ttft_p99_ms
+    if floor is not None and (summary.availability or 0.0) < floor:
+        return f"availability {summary.availability} below {floor}"
+    p99 = summary.ttft_ms.p99
+    if ceiling is not None and p99 is not None and p99 > ceiling:
+        return f"TTFT p99 {p99:.1f} ms above {ceiling} ms"
+    return None
+
+
+async def _run_stage(stage: Stage, prepare: Prepare, ctx: StageContext
+                     ) -> tuple[list[Sample], float]:
+    if ctx.live is not None:
+        ctx.live.stage = stage.label
+    if isinstance(stage, SingleStage):
+        return await run_open_loop([0.0], prepare, ctx, max_in_flight=1)
+    if isinstance(stage, OpenStage):
+        return await run_open_loop(stage.offsets(), prepare, ctx,
+                                   max_in_flight=stage.max_in_flight, warmup_s=stage.warmup_s)
+    assert isinstance(stage, ClosedStage)
+    return await run_closed_loop(stage.users, prepare, ctx, duration_s=stage.duration_s,
+                                 max_requests=stage.max_requests,
+                                 think_time_s=stage.think_time_s, warmup_s=stage.warmup_s)
+
+
 async def execute(
-    client: httpx.AsyncClient, target: Target, workload: Workload, profile: LoadProfile
+    client: httpx.AsyncClient, target: Target, workload: Workload, profile: LoadProfile,
+    slo: SloThresholds | None = None, live: LiveStats | None = None,
 ) -> RunResult:
-    """Run the profile against the target. Raises SecretUnavailableError before sending if the
-    auth reference cannot be resolved; endpoint failures become classified samples."""
+    """Run the profile against the target, stage by stage. Raises SecretUnavailableError
+    before sending if the auth reference cannot be resolved; endpoint failures become
+    classified samples."""
     if target.api_kind is ApiKind.HTTP:
-        raise NotImplementedError("api_kind 'http' probes arrive with the measurement engine")
+        raise NotImplementedError("api_kind 'http' is not supported by this runner")
     headers = request_headers(target)
 
     def prepare(seq: int) -> Request:
@@ -46,7 +99,23 @@ async def execute(
         return partial(send_openai, client, target, encode_request(body, headers),
                        workload.stream)
 
-    samples, measured_s = await run_open_loop(
-        arrival_offsets(profile), prepare, max_in_flight=profile.max_in_flight
-    )
-    return RunResult(samples=samples, summary=summarise(samples, measured_s))
+    clock = RunClock.start()
+    seqs = itertools.count()
+    samples: list[Sample] = []
+    results: list[StageResult] = []
+    measured_s = 0.0
+    stopped = None
+    for index, stage in enumerate(stages(profile)):
+        ctx = StageContext(clock=clock, seqs=seqs, stage=index, live=live)
+        stage_samples, stage_s = await _run_stage(stage, prepare, ctx)
+        summary = summarise(stage_samples, stage_s, slo)
+        results.append(StageResult(index=index, label=stage.label, summary=summary))
+        samples.extend(stage_samples)
+        measured_s += stage_s
+        if isinstance(profile, SweepProfile):
+            stopped = sweep_stop_reason(profile, summary)
+            if stopped is not None:
+                break
+    overall = summarise(samples, measured_s, slo,
+                        combined_health([r.summary.generator for r in results]))
+    return RunResult(samples=samples, summary=overall, stages=results, stopped=stopped)

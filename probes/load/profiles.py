@@ -1,18 +1,35 @@
-"""Load profiles: how requests are issued during a run (SPEC section 5)."""
+"""Load profiles: how requests are issued during a run (SPEC section 5).
+
+Open-loop profiles (`constant`, `poisson`, rate stages) send at intended times whatever the
+endpoint does; closed-loop profiles (`concurrency`, concurrency stages, `sweep`) keep N users
+each waiting for its response. Every profile can warm up first: requests started during the
+warmup of a stage are sent but left out of its results.
+"""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
+
+MAX_DURATION_S = 86_400.0
+MAX_RATE = 10_000.0
+MAX_USERS = 10_000
+MAX_REQUESTS = 10_000_000
 
 
 class _Profile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    warmup_s: float = Field(
+        default=0.0, ge=0, le=3600,
+        description="Seconds at the start of each stage whose requests are not counted.",
+    )
     max_in_flight: int = Field(
-        default=256, ge=1, le=10_000,
-        description="Cap on requests in flight; a request that must wait shows up as lag.",
+        default=256, ge=1, le=100_000,
+        description="Open loop: cap on requests in flight; a request that must wait for a slot "
+        "shows up as lag and in corrected latency.",
     )
 
 
@@ -26,12 +43,97 @@ class ConstantProfile(_Profile):
     """Open loop at a fixed rate: request k is intended at k / rate seconds."""
 
     kind: Literal["constant"] = "constant"
-    rate: float = Field(gt=0, le=10_000, description="Requests per second.")
-    duration_s: float = Field(gt=0, le=86_400, description="Seconds of sending.")
-    max_requests: int | None = Field(default=None, ge=1, le=10_000_000)
+    rate: float = Field(gt=0, le=MAX_RATE, description="Requests per second.")
+    duration_s: float = Field(gt=0, le=MAX_DURATION_S, description="Seconds of measured sending.")
+    max_requests: int | None = Field(default=None, ge=1, le=MAX_REQUESTS)
 
 
-LoadProfile = Annotated[SingleProfile | ConstantProfile, Field(discriminator="kind")]
+class PoissonProfile(_Profile):
+    """Open loop with gamma-distributed gaps: mean 1/rate, coefficient of variation
+    1/sqrt(burstiness). burstiness 1.0 is a Poisson process; below 1 is burstier."""
 
-PROFILE_KINDS = frozenset({"single", "constant"})
+    kind: Literal["poisson"] = "poisson"
+    rate: float = Field(gt=0, le=MAX_RATE, description="Mean requests per second.")
+    burstiness: float = Field(default=1.0, gt=0, le=1000)
+    duration_s: float = Field(gt=0, le=MAX_DURATION_S)
+    max_requests: int | None = Field(default=None, ge=1, le=MAX_REQUESTS)
+    seed: int = Field(default=0, ge=0, le=2**63 - 1)
+
+
+class ConcurrencyProfile(_Profile):
+    """Closed loop: `users` virtual users, each sending its next request when its previous
+    response ends (plus an optional think time)."""
+
+    kind: Literal["concurrency"] = "concurrency"
+    users: int = Field(ge=1, le=MAX_USERS)
+    think_time_s: float = Field(default=0.0, ge=0, le=3600)
+    duration_s: float | None = Field(default=None, gt=0, le=MAX_DURATION_S)
+    max_requests: int | None = Field(default=None, ge=1, le=MAX_REQUESTS)
+
+    @model_validator(mode="after")
+    def _bounded(self) -> ConcurrencyProfile:
+        if self.duration_s is None and self.max_requests is None:
+            raise PydanticCustomError("unbounded", "set duration_s or max_requests",
+                                      {"field": "duration_s"})
+        return self
+
+
+class Step(BaseModel):
+    """One stage of a `steps` profile: an open-loop rate or a closed-loop concurrency."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rate: float | None = Field(default=None, gt=0, le=MAX_RATE)
+    concurrency: int | None = Field(default=None, ge=1, le=MAX_USERS)
+    duration_s: float = Field(gt=0, le=MAX_DURATION_S)
+
+    @model_validator(mode="after")
+    def _one_of(self) -> Step:
+        if (self.rate is None) == (self.concurrency is None):
+            raise PydanticCustomError("step_kind", "set exactly one of rate and concurrency",
+                                      {"field": "rate"})
+        return self
+
+
+class StepsProfile(_Profile):
+    """A list of stages run one after the other, each measured on its own."""
+
+    kind: Literal["steps"] = "steps"
+    stages: list[Step] = Field(min_length=1, max_length=100)
+
+
+class SweepProfile(_Profile):
+    """Concurrency levels run in ascending order, each its own stage: the throughput versus
+    interactivity curve. Escalation stops after the first stage that breaks a stop condition,
+    since the level where the endpoint saturates is itself the result."""
+
+    kind: Literal["sweep"] = "sweep"
+    levels: list[int] = Field(min_length=1, max_length=50)
+    duration_s: float = Field(gt=0, le=MAX_DURATION_S, description="Seconds per level.")
+    max_requests: int | None = Field(default=None, ge=1, le=MAX_REQUESTS,
+                                     description="Requests per level.")
+    think_time_s: float = Field(default=0.0, ge=0, le=3600)
+    min_availability: float | None = Field(default=0.9, ge=0, le=1,
+                                           description="Stop after a level below this.")
+    max_ttft_p99_ms: float | None = Field(default=None, gt=0,
+                                          description="Stop after a level above this.")
+
+    @model_validator(mode="after")
+    def _ascending(self) -> SweepProfile:
+        if any(level < 1 or level > MAX_USERS for level in self.levels):
+            raise PydanticCustomError("levels", f"levels must be between 1 and {MAX_USERS}",
+                                      {"field": "levels"})
+        if self.levels != sorted(set(self.levels)):
+            raise PydanticCustomError("levels", "levels must be strictly ascending",
+                                      {"field": "levels"})
+        return self
+
+
+LoadProfile = Annotated[
+    SingleProfile | ConstantProfile | PoissonProfile | ConcurrencyProfile | StepsProfile
+    | SweepProfile,
+    Field(discriminator="kind"),
+]
+
+PROFILE_KINDS = frozenset({"single", "constant", "poisson", "concurrency", "steps", "sweep"})
 """The `kind` tags of LoadProfile."""

@@ -1,21 +1,17 @@
-"""Exact percentiles over one run's values, each reported with its sample count."""
+"""Exact percentiles over one run's values, each with its sample count and a distribution-free
+upper confidence bound (see confidence.py)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
+
+from probes.measure.confidence import CONFIDENCE, upper_bound_rank
 
 QUANTILES: dict[str, float] = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99, "p999": 0.999}
 """The reported percentiles and their quantile levels."""
-
-MIN_TAIL_SAMPLES = 5
-"""A percentile is flagged low_count unless at least this many samples lie at or beyond it.
-
-p99 therefore needs 500 samples and p50 needs 10; below that the value is still reported but
-flagged, so a p99 from 40 samples is never mistaken for a trustworthy tail.
-"""
 
 
 def quantile(sorted_values: Sequence[float], q: float) -> float:
@@ -31,13 +27,8 @@ def quantile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * frac
 
 
-def is_low_count(count: int, q: float) -> bool:
-    """True when fewer than MIN_TAIL_SAMPLES of `count` samples lie at or beyond level q."""
-    return count * (1.0 - q) < MIN_TAIL_SAMPLES
-
-
 class Distribution(BaseModel):
-    """Summary of one metric over one run; values in the metric's unit (ms for latencies)."""
+    """Summary of one metric over one run or stage; values in the metric's unit (ms)."""
 
     count: int
     mean: float | None = None
@@ -48,8 +39,10 @@ class Distribution(BaseModel):
     p95: float | None = None
     p99: float | None = None
     p999: float | None = None
-    low_count: list[str] = []
-    """Names of the percentiles above that rest on too few samples (see MIN_TAIL_SAMPLES)."""
+    upper_bounds: dict[str, float] = Field(default_factory=dict)
+    """Per percentile, a value the true percentile is at or below with 99 % confidence."""
+    low_count: list[str] = Field(default_factory=list)
+    """Percentiles with too few samples for a 99 % confidence bound: reported, not trusted."""
 
 
 def distribution(values: Sequence[float]) -> Distribution:
@@ -58,12 +51,17 @@ def distribution(values: Sequence[float]) -> Distribution:
         return Distribution(count=0, low_count=list(QUANTILES))
     ordered = sorted(values)
     n = len(ordered)
-    stats = {name: quantile(ordered, q) for name, q in QUANTILES.items()}
+    bounds: dict[str, float] = {}
+    for name, q in QUANTILES.items():
+        rank = upper_bound_rank(n, q, CONFIDENCE)
+        if rank is not None:
+            bounds[name] = ordered[rank - 1]
     return Distribution(
         count=n,
         mean=math.fsum(ordered) / n,
         min=ordered[0],
         max=ordered[-1],
-        low_count=[name for name, q in QUANTILES.items() if is_low_count(n, q)],
-        **stats,
+        upper_bounds=bounds,
+        low_count=[name for name in QUANTILES if name not in bounds],
+        **{name: quantile(ordered, q) for name, q in QUANTILES.items()},
     )

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from probes.measure.percentiles import Distribution, distribution, quantile
 from probes.measure.sample import Outcome, Sample
+from probes.measure.slo import SloThresholds, meets
 
 GENERATOR_LAG_FLOOR_MS = 5.0
 GENERATOR_LAG_FRACTION = 0.01
@@ -35,6 +36,8 @@ class RunSummary(BaseModel):
     duration_s: float
     request_throughput: float | None
     """Successful requests per second of measured time."""
+    goodput: float | None
+    """Requests per second that succeeded and met every SLO threshold; None without SLOs."""
     output_token_throughput: float | None
     """Output tokens of successful requests per second of measured time."""
     output_tokens: int
@@ -47,6 +50,15 @@ class RunSummary(BaseModel):
     corrected_e2e_ms: Distribution
     lag_ms: Distribution
     generator: GeneratorHealth
+
+
+def combined_health(stages: Sequence[GeneratorHealth]) -> GeneratorHealth:
+    """A run is saturated when any of its stages was; its lag is its worst stage's."""
+    lags = [h.lag_p99_ms for h in stages if h.lag_p99_ms is not None]
+    worst = max(stages, key=lambda h: h.lag_p99_ms or 0.0, default=None)
+    return GeneratorHealth(lag_p99_ms=max(lags) if lags else None,
+                           threshold_ms=None if worst is None else worst.threshold_ms,
+                           saturated=any(h.saturated for h in stages))
 
 
 def generator_health(samples: Sequence[Sample]) -> GeneratorHealth:
@@ -67,11 +79,14 @@ def _rate(count: int, duration_s: float) -> float | None:
     return count / duration_s if duration_s > 0 else None
 
 
-def summarise(samples: Sequence[Sample], duration_s: float) -> RunSummary:
-    """Summarise a run. Latency statistics use successful requests only; lag uses all.
-
-    `duration_s` is the measured time: from the first intended send to the last response.
-    """
+def summarise(samples: Sequence[Sample], duration_s: float, slo: SloThresholds | None = None,
+              generator: GeneratorHealth | None = None) -> RunSummary:
+    """Summarise a run or a stage. Latency statistics use successful requests only; lag uses
+    all. `duration_s` is the measured time (end of warmup to the last response). `generator`
+    overrides the health computed from these samples (a run's health is its stages')."""
+    good = None
+    if slo is not None and any(v is not None for v in slo.model_dump().values()):
+        good = sum(1 for s in samples if meets(s, slo))
     ok = [s for s in samples if s.outcome is Outcome.SUCCESS]
     errors = Counter(
         str(s.measurement.error_class) for s in samples if s.measurement.error_class is not None
@@ -85,6 +100,7 @@ def summarise(samples: Sequence[Sample], duration_s: float) -> RunSummary:
         availability=len(ok) / len(samples) if samples else None,
         duration_s=duration_s,
         request_throughput=_rate(len(ok), duration_s) if samples else None,
+        goodput=_rate(good, duration_s) if samples and good is not None else None,
         output_token_throughput=_rate(tokens, duration_s) if samples else None,
         output_tokens=tokens,
         output_tokens_estimated=any(not s.measurement.tokens_server_counted for s in ok),
@@ -94,5 +110,5 @@ def summarise(samples: Sequence[Sample], duration_s: float) -> RunSummary:
         e2e_ms=distribution([s.e2e_ms for s in ok]),
         corrected_e2e_ms=distribution([v for s in ok if (v := s.corrected_e2e_ms) is not None]),
         lag_ms=distribution([v for s in samples if (v := s.lag_ms) is not None]),
-        generator=generator_health(samples),
+        generator=generator or generator_health(samples),
     )

@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from probes.client.secrets import SecretUnavailableError
 from probes.client.target import ApiKind, Target
 from probes.load.profiles import LoadProfile
+from probes.measure.slo import SloThresholds
 from probes.runner import RunResult, execute
 from probes.workload.synthetic import Workload
 from service.db import probes as probe_queries
@@ -39,6 +40,11 @@ def target_of(endpoint: Endpoint) -> Target:
         timeout_total_s=endpoint.timeout_total_s,
         tls_verify=endpoint.tls_verify,
     )
+
+
+def slo_of(probe: Probe) -> SloThresholds:
+    return SloThresholds(ttft_ms=probe.slo_ttft_ms, tpot_ms=probe.slo_tpot_ms,
+                         e2e_ms=probe.slo_e2e_ms)
 
 
 def run_status(result: RunResult) -> str:
@@ -112,6 +118,7 @@ class RunExecutor:
                 target_of(endpoint),
                 Workload.model_validate(probe.workload),
                 PROFILE.validate_python(probe.profile),
+                slo_of(probe),
             )
             await self._store(run_id, probe, endpoint, result)
         except asyncio.CancelledError:
@@ -138,7 +145,7 @@ class RunExecutor:
         async with self.sessions.begin() as session:
             await run_queries.insert_samples(session, run_id, probe.id, result.samples)
             await run_queries.finish(session, run_id, status,
-                                     summary=result.summary.model_dump(mode="json"))
+                                     summary=result.report().model_dump(mode="json"))
         self.metrics.observe_samples(endpoint.name, probe.name, endpoint.model, result.samples)
         self.metrics.observe_run(probe.name, status)
         logger.info("run %s of probe %s %s: %d requests, availability %s", run_id, probe.name,

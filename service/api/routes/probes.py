@@ -7,9 +7,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, status
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from probes.measure.slo import SloThresholds
 from service.api.deps import ExecutorDep, SchedulerDep, SessionDep
 from service.api.schemas.common import MAX_DB_ID
-from service.api.schemas.probes import ProbeCreate, ProbeRead, ProbeUpdate, SloThresholds
+from service.api.schemas.probes import ProbeCreate, ProbeRead, ProbeUpdate
 from service.api.schemas.runs import RunAccepted
 from service.db import crud
 from service.db import runs as run_queries

@@ -8,20 +8,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from probes.load.profiles import LoadProfile, SingleProfile
+from probes.measure.slo import SloThresholds
 from probes.workload.synthetic import Workload
 from service.api.schemas.common import DbId, Labels, Name, reject_nulls
 
 MAX_INTERVAL_S = 7 * 86_400
-
-
-class SloThresholds(BaseModel):
-    """Per-request thresholds used for goodput; unset means not checked."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    ttft_ms: float | None = Field(default=None, gt=0, le=3_600_000)
-    tpot_ms: float | None = Field(default=None, gt=0, le=3_600_000)
-    e2e_ms: float | None = Field(default=None, gt=0, le=3_600_000)
 
 
 class ProbeCreate(BaseModel):

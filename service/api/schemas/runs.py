@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from probes.measure.summary import RunSummary
+from probes.runner import RunReport
 from service.api.schemas.common import DbId
 
 RunStatus = Literal["pending", "running", "succeeded", "failed", "abandoned", "invalid"]
@@ -26,7 +26,7 @@ class RunRead(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
     error: str | None
-    summary: RunSummary | None
+    summary: RunReport | None
 
 
 class RunList(BaseModel):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from probes.measure.percentiles import distribution, is_low_count, quantile
+from probes.measure.percentiles import distribution, quantile
 
 
 def test_quantile_interpolates_between_closest_ranks() -> None:
@@ -35,13 +35,6 @@ def test_p99_from_forty_samples_is_flagged_low_count() -> None:
     assert "p99" in dist.low_count
     assert "p50" not in dist.low_count
     assert dist.p99 is not None
-
-
-def test_low_count_rule_needs_five_samples_beyond_the_percentile() -> None:
-    assert is_low_count(499, 0.99)
-    assert not is_low_count(500, 0.99)
-    assert is_low_count(9, 0.5)
-    assert not is_low_count(10, 0.5)
 
 
 def test_empty_distribution_has_count_zero_and_no_values() -> None:

@@ -3,7 +3,13 @@ from __future__ import annotations
 import pytest
 
 from probes.measure.sample import ErrorClass
-from probes.measure.summary import generator_health, summarise
+from probes.measure.slo import SloThresholds
+from probes.measure.summary import (
+    GeneratorHealth,
+    combined_health,
+    generator_health,
+    summarise,
+)
 from tests.unit.probes.samples import sample
 
 
@@ -54,3 +60,23 @@ def test_lag_threshold_scales_with_mean_inter_arrival_time() -> None:
     health = generator_health(slow_rate)
     assert health.threshold_ms == pytest.approx(100.0)
     assert not health.saturated
+
+
+def test_goodput_counts_successes_that_meet_every_threshold() -> None:
+    samples = [sample(0, ttft=50.0, e2e=300.0), sample(1, ttft=250.0, e2e=600.0),
+               sample(2, ttft=80.0, e2e=900.0),
+               sample(3, error=ErrorClass.HTTP_5XX, ttft=None, tokens=0)]
+    summary = summarise(samples, 2.0, SloThresholds(ttft_ms=100.0, e2e_ms=800.0))
+    assert summary.goodput == pytest.approx(0.5)
+    assert summarise(samples, 2.0, SloThresholds()).goodput is None
+    assert summarise(samples, 2.0).goodput is None
+
+
+def test_a_run_is_saturated_when_any_stage_was() -> None:
+    calm = GeneratorHealth(lag_p99_ms=1.0, threshold_ms=5.0, saturated=False)
+    busy = GeneratorHealth(lag_p99_ms=40.0, threshold_ms=5.0, saturated=True)
+    closed = GeneratorHealth(lag_p99_ms=None, threshold_ms=None, saturated=False)
+    combined = combined_health([calm, busy, closed])
+    assert combined.saturated
+    assert combined.lag_p99_ms == 40.0
+    assert not combined_health([calm, closed]).saturated

@@ -1,0 +1,130 @@
+"""The drivers that execute a stage: open loop (intended times) and closed loop (N users).
+
+Both take `prepare(seq)`, which builds request `seq` before its send time is read, and return
+the stage's measured samples (warmup left out) with the measured time in seconds: from the end
+of the warmup to the end of the last measured response.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from probes.load.clock import RunClock
+from probes.load.live import LiveStats
+from probes.measure.sample import Measurement, Sample
+
+Request = Callable[[int], Awaitable[Measurement]]
+"""request(t_send_ns) -> Measurement. Must not raise for endpoint misbehaviour."""
+Prepare = Callable[[int], Request]
+"""prepare(seq) builds request `seq` (body, headers) before its send time is taken."""
+
+
+@dataclass(slots=True)
+class StageContext:
+    """What every driver needs: the run's clock and sequence numbers, the stage index, the
+    live counters."""
+
+    clock: RunClock
+    seqs: Iterator[int]
+    stage: int = 0
+    live: LiveStats | None = None
+
+    async def send(self, prepare: Prepare, t_sched_ms: float | None) -> Sample:
+        seq = next(self.seqs)
+        request = prepare(seq)
+        t_send_ns = time.perf_counter_ns()
+        if self.live is not None:
+            self.live.on_send()
+        measurement = await request(t_send_ns)
+        if self.live is not None:
+            self.live.on_done(measurement)
+        t_send_ms = self.clock.ms(t_send_ns)
+        return Sample(seq=seq, stage=self.stage, t_sched_ms=t_sched_ms, t_send_ms=t_send_ms,
+                      sent_at=self.clock.wall(t_send_ms), measurement=measurement)
+
+
+def measured_seconds(samples: list[Sample], start_ms: float) -> float:
+    """From `start_ms` (end of warmup) to the end of the last response."""
+    if not samples:
+        return 0.0
+    end_ms = max(s.t_send_ms + s.e2e_ms for s in samples)
+    return max(0.0, end_ms - start_ms) / 1000.0
+
+
+async def run_open_loop(
+    offsets_s: Iterable[float], prepare: Prepare, ctx: StageContext, *,
+    max_in_flight: int, warmup_s: float = 0.0,
+) -> tuple[list[Sample], float]:
+    """Issue one request per offset (seconds from now) and never wait for responses.
+
+    Each request is scheduled against origin + offset, so sleep error never accumulates. A
+    request that finds `max_in_flight` requests outstanding waits for a slot, and that wait is
+    recorded as lag (t_send - t_sched), never hidden. Cancelling the driver cancels its
+    requests in flight.
+    """
+    loop = asyncio.get_running_loop()
+    stage_origin_ms = ctx.clock.ms(time.perf_counter_ns())
+    origin_loop = loop.time()
+    slots = asyncio.Semaphore(max_in_flight)
+    measured: list[asyncio.Task[Sample]] = []
+
+    async def one(offset_s: float) -> Sample:
+        try:
+            return await ctx.send(prepare, stage_origin_ms + offset_s * 1000.0)
+        finally:
+            slots.release()
+
+    async with asyncio.TaskGroup() as group:
+        for offset_s in offsets_s:
+            delay = origin_loop + offset_s - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            await slots.acquire()
+            task = group.create_task(one(offset_s))
+            if offset_s >= warmup_s:
+                measured.append(task)
+    samples = [task.result() for task in measured]
+    return samples, measured_seconds(samples, stage_origin_ms + warmup_s * 1000.0)
+
+
+async def run_closed_loop(
+    users: int, prepare: Prepare, ctx: StageContext, *, duration_s: float | None,
+    max_requests: int | None, think_time_s: float = 0.0, warmup_s: float = 0.0,
+) -> tuple[list[Sample], float]:
+    """`users` users, each sending its next request when its previous one ended (plus think
+    time), until `duration_s` after the warmup or `max_requests` measured requests."""
+    if duration_s is None and max_requests is None:
+        raise ValueError("a closed loop needs duration_s or max_requests")
+    loop = asyncio.get_running_loop()
+    start_loop = loop.time()
+    warmup_end = start_loop + warmup_s
+    stop_at = None if duration_s is None else warmup_end + duration_s
+    stage_origin_ms = ctx.clock.ms(time.perf_counter_ns())
+    samples: list[Sample] = []
+    started = 0
+
+    async def user() -> None:
+        nonlocal started
+        while True:
+            now = loop.time()
+            if stop_at is not None and now >= stop_at:
+                return
+            counted = now >= warmup_end
+            if counted:
+                if max_requests is not None and started >= max_requests:
+                    return
+                started += 1
+            sample = await ctx.send(prepare, None)
+            if counted:
+                samples.append(sample)
+            if think_time_s:
+                await asyncio.sleep(think_time_s)
+
+    async with asyncio.TaskGroup() as group:
+        for _ in range(users):
+            group.create_task(user())
+    samples.sort(key=lambda s: s.seq)
+    return samples, measured_seconds(samples, stage_origin_ms + warmup_s * 1000.0)

@@ -1,0 +1,28 @@
+"""Per-request SLO thresholds and whether a request met them (goodput)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from probes.measure.sample import Outcome, Sample
+
+
+class SloThresholds(BaseModel):
+    """Per-request thresholds in ms; unset means not checked."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ttft_ms: float | None = Field(default=None, gt=0, le=3_600_000)
+    tpot_ms: float | None = Field(default=None, gt=0, le=3_600_000)
+    e2e_ms: float | None = Field(default=None, gt=0, le=3_600_000)
+
+
+def meets(sample: Sample, slo: SloThresholds) -> bool:
+    """Succeeded, and at or under every threshold set. A threshold on a value the request does
+    not have (TTFT of a non-streamed request, TPOT of a one-token answer) is not met."""
+    if sample.outcome is not Outcome.SUCCESS:
+        return False
+    checks = ((slo.ttft_ms, sample.ttft_ms), (slo.tpot_ms, sample.tpot_ms),
+              (slo.e2e_ms, sample.e2e_ms))
+    return all(value is not None and value <= limit
+               for limit, value in checks if limit is not None)

@@ -1,0 +1,81 @@
+"""Profiles end to end against the simulator process: stages, warmup, closed loop, sweep stop."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from probes.client.target import ApiKind, Target
+from probes.load.live import LiveStats
+from probes.load.profiles import (
+    ConcurrencyProfile,
+    PoissonProfile,
+    StepsProfile,
+    SweepProfile,
+)
+from probes.measure.slo import SloThresholds
+from probes.runner import execute
+from probes.workload.synthetic import Workload
+from simulator.config import FAULT_HEADER
+from tests.conftest import SimulatorHandle
+
+SHORT = Workload(max_tokens=4)
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient() as c:
+        yield c
+
+
+def target(sim: SimulatorHandle, **headers: str) -> Target:
+    return Target(base_url=sim.base_url, api_kind=ApiKind.OPENAI_CHAT, model="m",
+                  headers=headers)
+
+
+async def test_steps_give_one_result_per_stage_and_an_overall_summary(
+        client: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
+    profile = StepsProfile(stages=[{"rate": 10, "duration_s": 1},
+                                   {"concurrency": 2, "duration_s": 1}], warmup_s=0.2)
+    result = await execute(client, target(simulator), SHORT, profile)
+    first, second = result.stages
+    assert first.label == "rate 10/s"
+    assert first.summary.attempts == 10
+    assert second.summary.attempts >= 10
+    assert second.summary.lag_ms.count == 0
+    assert result.summary.attempts == first.summary.attempts + second.summary.attempts
+    assert {s.stage for s in result.samples} == {0, 1}
+    report = result.report()
+    assert [s.label for s in report.stages] == ["rate 10/s", "concurrency 2"]
+
+
+async def test_poisson_profile_with_goodput(client: httpx.AsyncClient,
+                                            simulator: SimulatorHandle) -> None:
+    live = LiveStats()
+    result = await execute(client, target(simulator), SHORT,
+                           PoissonProfile(rate=20, duration_s=1.5, seed=1),
+                           SloThresholds(ttft_ms=500), live=live)
+    assert live.sent == result.summary.attempts
+    assert live.in_flight == 0
+    assert result.summary.availability == 1.0
+    assert result.summary.goodput == pytest.approx(result.summary.request_throughput)
+
+
+async def test_concurrency_profile_reaches_its_request_count(
+        client: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
+    result = await execute(client, target(simulator), SHORT,
+                           ConcurrencyProfile(users=4, max_requests=20))
+    assert result.summary.attempts == 20
+    assert result.summary.corrected_e2e_ms.count == 0
+
+
+async def test_sweep_stops_escalating_after_the_level_that_breaks_availability(
+        client: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
+    failing = target(simulator, **{FAULT_HEADER: "http_500"})
+    result = await execute(client, failing, SHORT,
+                           SweepProfile(levels=[1, 2, 4], duration_s=0.3, min_availability=0.5))
+    assert len(result.stages) == 1
+    assert result.stopped is not None
+    assert "availability" in result.stopped

@@ -1,0 +1,56 @@
+"""The mergeable sketch: within 1 % of exact quantiles, lossless through bytes, mergeable."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from probes.measure.sketch import MetricSketch
+
+LEVELS = (0.5, 0.9, 0.95, 0.99, 0.999)
+
+
+def exact(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[int(q * (len(ordered) - 1))]
+
+
+@pytest.mark.parametrize("sigma", [0.25, 1.0, 2.0])
+def test_relative_error_is_within_one_percent_on_lognormal_data(sigma: float) -> None:
+    rng = random.Random(42)
+    values = [rng.lognormvariate(4.0, sigma) for _ in range(50_000)]
+    sketch = MetricSketch.of(values)
+    for q in LEVELS:
+        estimate = sketch.quantile(q)
+        assert estimate is not None
+        assert abs(estimate - exact(values, q)) / exact(values, q) <= 0.01
+
+
+def test_bytes_round_trip_keeps_quantiles_count_sum_min_max() -> None:
+    rng = random.Random(1)
+    sketch = MetricSketch.of(rng.expovariate(0.1) for _ in range(5000))
+    again = MetricSketch.from_bytes(sketch.to_bytes())
+    assert again.count == sketch.count == 5000
+    assert again.sum == pytest.approx(sketch.sum)
+    assert (again.min, again.max) == (sketch.min, sketch.max)
+    assert again.quantile(0.99) == pytest.approx(sketch.quantile(0.99), rel=1e-12)
+
+
+def test_merged_sketches_match_one_sketch_of_all_values() -> None:
+    rng = random.Random(9)
+    parts = [[rng.lognormvariate(3, 0.7) for _ in range(3000)] for _ in range(5)]
+    merged = MetricSketch()
+    for part in parts:
+        merged.merge(MetricSketch.from_bytes(MetricSketch.of(part).to_bytes()))
+    everything = [v for part in parts for v in part]
+    assert merged.count == len(everything)
+    for q in LEVELS:
+        estimate = merged.quantile(q)
+        assert estimate is not None
+        assert abs(estimate - exact(everything, q)) / exact(everything, q) <= 0.01
+
+
+def test_empty_sketch_has_no_quantiles() -> None:
+    assert MetricSketch().quantile(0.5) is None
+    assert MetricSketch().mean is None
