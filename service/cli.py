@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -15,6 +17,7 @@ import typer
 import uvicorn
 from pydantic import ValidationError
 from rich.console import Console
+from rich.live import Live
 
 from service.config import Settings
 from service.db.embedded import DataDirInUseError, EmbeddedPostgres
@@ -146,6 +149,100 @@ def demo(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None,
             "Press Ctrl-C to stop."
         )
         _serve(settings, url)
+
+
+@app.command()
+def probe(
+    base_url: Annotated[str, typer.Argument(
+        help="OpenAI-style base URL, e.g. http://127.0.0.1:8001/v1.")],
+    model: Annotated[str, typer.Option(help="Model name to request.")],
+    api: Annotated[str, typer.Option(help="openai-chat | openai-completions | http.")]
+    = "openai-chat",
+    profile: Annotated[str, typer.Option(
+        help="single | constant | poisson | concurrency | steps | sweep.")] = "single",
+    rate: Annotated[float | None, typer.Option(help="Requests/s (constant, poisson).")] = None,
+    burstiness: Annotated[float, typer.Option(
+        help="Poisson gamma shape; 1 = Poisson, < 1 burstier.")] = 1.0,
+    concurrency: Annotated[int | None, typer.Option(help="Users (concurrency).")] = None,
+    levels: Annotated[str | None, typer.Option(
+        help="Comma-separated: rates for steps, user counts for sweep.")] = None,
+    duration: Annotated[float | None, typer.Option(
+        help="Seconds of measurement (per stage for steps and sweep). Default 10.")] = None,
+    max_requests: Annotated[int | None, typer.Option(help="Cap on measured requests.")]
+    = None,
+    warmup: Annotated[float, typer.Option(help="Seconds of unmeasured warmup per stage.")]
+    = 0.0,
+    input_tokens: Annotated[int, typer.Option(help="Synthetic prompt length (words).")] = 32,
+    output_tokens: Annotated[int, typer.Option(help="max_tokens per request.")] = 64,
+    no_stream: Annotated[bool, typer.Option("--no-stream", help="Ask for whole responses.")]
+    = False,
+    header: Annotated[list[str] | None, typer.Option(
+        help="Extra request header NAME:VALUE (repeatable).")] = None,
+    api_key_env: Annotated[str | None, typer.Option(
+        help="Send `Authorization: Bearer $NAME`; the key itself is never printed.")] = None,
+    slo_ttft_ms: Annotated[float | None, typer.Option(help="Goodput: TTFT threshold.")]
+    = None,
+    slo_tpot_ms: Annotated[float | None, typer.Option(help="Goodput: TPOT threshold.")]
+    = None,
+    slo_e2e_ms: Annotated[float | None, typer.Option(help="Goodput: E2E threshold.")] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object only.")]
+    = False,
+    save: Annotated[bool, typer.Option("--save", help="Store the result as a run.")] = False,
+    database_url: DbOpt = None,
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Run one load profile against BASE_URL now and report: live progress, then a table
+    (or --json). Exit status 1 when every request failed to reach the endpoint."""
+    from probes.client.secrets import SecretUnavailableError, resolve_secret
+    from probes.report import json_report
+    from service import oneshot
+
+    try:
+        shot = oneshot.build(
+            base_url=base_url, model=model, api=api, profile=profile, rate=rate,
+            burstiness=burstiness, concurrency=concurrency, levels=levels, duration=duration,
+            max_requests=max_requests, warmup=warmup, input_tokens=input_tokens,
+            output_tokens=output_tokens, stream=not no_stream, headers=header or [],
+            api_key_env=api_key_env,
+            slo={"ttft_ms": slo_ttft_ms, "tpot_ms": slo_tpot_ms, "e2e_ms": slo_e2e_ms})
+        if shot.endpoint.auth_secret_ref is not None:
+            resolve_secret(shot.endpoint.auth_secret_ref)
+    except (oneshot.FlagError, SecretUnavailableError) as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+    if json_output:
+        result = asyncio.run(oneshot.run_with_display(shot, None))
+    else:
+        with Live(console=console, refresh_per_second=4, transient=True) as display:
+            result = asyncio.run(oneshot.run_with_display(shot, display))
+        Console(width=None if sys.stdout.isatty() else 140).print(oneshot.results(result))
+    run_id = None
+    if save:
+        settings = load_settings(database_url=database_url, data_dir=data_dir)
+        with database(settings) as url:
+            upgrade_to_head(url)
+            run_id = asyncio.run(_save(url, shot, result))
+    if json_output:
+        report = json_report(result)
+        if run_id is not None:
+            report["run_id"] = run_id
+        print(json.dumps(report))
+    elif run_id is not None:
+        console.print(f"saved as run {run_id}")
+    if oneshot.unreachable(result):
+        console.print("[red]the endpoint was unreachable for every request[/red]")
+        raise typer.Exit(1)
+
+
+async def _save(url: str, shot: Any, result: Any) -> int:
+    from service.oneshot import save
+
+    engine = create_engine(url, pool_size=1)
+    try:
+        async with session_factory(engine).begin() as session:
+            return await save(session, shot, result)
+    finally:
+        await engine.dispose()
 
 
 @app.command()

@@ -64,11 +64,13 @@ async def mark_running(session: AsyncSession, run_id: int, replica: str) -> None
 async def finish(
     session: AsyncSession, run_id: int, status: str, *,
     summary: dict[str, Any] | None = None, error: str | None = None,
+    started_at: datetime | None = None,
 ) -> None:
-    await session.execute(
-        update(Run).where(Run.id == run_id)
-        .values(status=status, summary=summary, error=error, finished_at=_now())
-    )
+    values: dict[str, Any] = {"status": status, "summary": summary, "error": error,
+                              "finished_at": _now()}
+    if started_at is not None:
+        values["started_at"] = started_at
+    await session.execute(update(Run).where(Run.id == run_id).values(**values))
 
 
 def sample_row(run_id: int, probe_id: int, sample: Sample) -> dict[str, Any]:

@@ -1,0 +1,48 @@
+"""The machine-readable report of a run (`sustain probe --json`): a stable, documented shape
+that scripts can rely on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from probes.measure.percentiles import Distribution
+from probes.measure.summary import RunSummary
+from probes.runner import RunResult
+
+LATENCY_KEYS = ("lag_ms", "ttft_ms", "itl_ms", "tpot_ms", "e2e_ms", "corrected_e2e_ms")
+STAT_KEYS = ("p50", "p90", "p95", "p99", "p999", "max", "mean", "count")
+
+
+def latency_stats(dist: Distribution) -> dict[str, Any]:
+    """p50 p90 p95 p99 p999 max mean count, plus the 99 % upper bounds and low-count flags."""
+    stats: dict[str, Any] = {key: getattr(dist, key) for key in STAT_KEYS}
+    stats["upper_bounds"] = dict(dist.upper_bounds)
+    stats["low_count"] = list(dist.low_count)
+    return stats
+
+
+def summary_report(summary: RunSummary) -> dict[str, Any]:
+    report: dict[str, Any] = {
+        "requests": summary.attempts,
+        "successes": summary.successes,
+        "availability": summary.availability,
+        "errors": dict(summary.errors),
+        "request_throughput": summary.request_throughput,
+        "output_token_throughput": summary.output_token_throughput,
+        "goodput": summary.goodput,
+        "generator_saturated": summary.generator.saturated,
+        "duration_s": summary.duration_s,
+        "output_tokens": summary.output_tokens,
+        "output_tokens_estimated": summary.output_tokens_estimated,
+    }
+    for key in LATENCY_KEYS:
+        report[key] = latency_stats(getattr(summary, key))
+    return report
+
+
+def json_report(result: RunResult) -> dict[str, Any]:
+    report = summary_report(result.summary)
+    report["stages"] = [{"index": stage.index, "label": stage.label,
+                         **summary_report(stage.summary)} for stage in result.stages]
+    report["stopped"] = result.stopped
+    return report

@@ -1,0 +1,96 @@
+"""`sustain probe` as a user runs it: the documented JSON keys, readable tables, clear errors
+for bad flags, exit status 1 for an unreachable endpoint, and --save."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+
+import pytest
+
+from tests.conftest import SimulatorHandle
+from tests.e2e.test_serve import stored_samples
+from tests.processes import free_port, sustain_command
+
+TOP_KEYS = {"requests", "successes", "availability", "errors", "request_throughput",
+            "output_token_throughput", "goodput", "generator_saturated", "lag_ms", "ttft_ms",
+            "itl_ms", "tpot_ms", "e2e_ms", "corrected_e2e_ms", "stages"}
+LATENCY_KEYS = ("lag_ms", "ttft_ms", "itl_ms", "tpot_ms", "e2e_ms", "corrected_e2e_ms")
+STAT_KEYS = {"p50", "p90", "p95", "p99", "p999", "max", "mean", "count"}
+
+
+def probe(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*sustain_command(), "probe", *args], capture_output=True, text=True,
+                          timeout=120, env=env)
+
+
+def test_json_output_has_the_documented_keys(simulator: SimulatorHandle) -> None:
+    done = probe(simulator.base_url, "--model", "m", "--profile", "steps", "--levels", "5,10",
+                 "--duration", "1", "--slo-ttft-ms", "500", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert set(report) >= TOP_KEYS
+    for key in LATENCY_KEYS:
+        assert set(report[key]) >= STAT_KEYS
+    assert report["requests"] == 15
+    assert report["availability"] == 1.0
+    assert report["goodput"] == pytest.approx(report["request_throughput"])
+    assert [s["requests"] for s in report["stages"]] == [5, 10]
+    for stage in report["stages"]:
+        assert TOP_KEYS - {"stages"} <= set(stage)
+    assert 45.0 <= report["ttft_ms"]["p50"] <= 70.0
+
+
+def test_table_output_is_readable(simulator: SimulatorHandle) -> None:
+    done = probe(simulator.base_url, "--model", "m", "--profile", "concurrency",
+                 "--concurrency", "2", "--max-requests", "6")
+    assert done.returncode == 0, done.stderr
+    for text in ("results", "availability", "100.00%", "TTFT", "E2E", "latency (ms)"):
+        assert text in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--profile", "constant"], "--rate is required"),
+        (["--profile", "constant", "--rate", "-3"], "--rate"),
+        (["--profile", "sweep", "--levels", "8,2"], "ascending"),
+        (["--profile", "warp"], "--profile"),
+        (["--header", "no-colon"], "--header"),
+        (["--api-key-env", "SUSTAIN_SURELY_UNSET_VAR"], "SUSTAIN_SURELY_UNSET_VAR"),
+    ],
+)
+def test_bad_flags_give_a_message_and_exit_2(simulator: SimulatorHandle, args: list[str],
+                                            message: str) -> None:
+    done = probe(simulator.base_url, "--model", "m", *args)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_bad_base_url_is_named() -> None:
+    done = probe("127.0.0.1:8000", "--model", "m")
+    assert done.returncode == 2
+    assert "BASE_URL" in done.stderr
+
+
+def test_unreachable_endpoint_exits_1() -> None:
+    done = probe(f"http://127.0.0.1:{free_port()}/v1", "--model", "m", "--json")
+    assert done.returncode == 1
+    assert json.loads(done.stdout)["errors"] == {"connect": 1}
+
+
+def test_save_stores_the_run(simulator: SimulatorHandle, database_url: str) -> None:
+    env = {**os.environ, "SUSTAIN_DATABASE_URL": database_url}
+    done = probe(simulator.base_url, "--model", "m", "--profile", "constant", "--rate", "10",
+                 "--duration", "1", "--json", "--save", env=env)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    run_id = report["run_id"]
+
+
+
+    samples = asyncio.run(stored_samples(database_url, int(run_id)))
+    assert len(samples) == report["requests"] == 10
