@@ -256,7 +256,16 @@ def simulate(
     fault: Annotated[str, typer.Option(help="Fault to inject into --fault-rate of requests.")]
     = "none",
     fault_rate: Annotated[float, typer.Option(help="Fraction of requests with --fault.")] = 0.0,
-    seed: Annotated[int, typer.Option(help="Seed for fault selection.")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed for jitter and fault selection.")] = 0,
+    ttft_sigma: Annotated[float, typer.Option(help="Lognormal jitter of TTFT (sigma).")] = 0.0,
+    itl_sigma: Annotated[float, typer.Option(help="Lognormal jitter of ITL (sigma).")] = 0.0,
+    max_batch: Annotated[int | None, typer.Option(
+        help="Generations at once; more requests queue, so TTFT rises past saturation.")]
+    = None,
+    error_every: Annotated[int, typer.Option(help="Answer every Nth request with HTTP 500.")]
+    = 0,
+    truth_log: Annotated[Path | None, typer.Option(
+        help="Append per-request server-side timings (JSON lines) to this file.")] = None,
     api_key_env: Annotated[str | None, typer.Option(
         help="Require `Authorization: Bearer <key>`, the key read from this env variable.")]
     = None,
@@ -270,8 +279,16 @@ def simulate(
     except ValueError:
         console.print(f"[red]--fault must be one of {', '.join(f.value for f in Fault)}[/red]")
         raise typer.Exit(2) from None
-    if not 0.0 <= fault_rate <= 1.0 or ttft_ms < 0 or itl_ms < 0 or output_tokens < 0:
-        console.print("[red]--fault-rate must be in [0, 1]; latencies and tokens >= 0[/red]")
+    problems = [
+        "--fault-rate must be in [0, 1]" if not 0.0 <= fault_rate <= 1.0 else "",
+        "--ttft-ms, --itl-ms and --output-tokens must be >= 0"
+        if min(ttft_ms, itl_ms, output_tokens) < 0 else "",
+        "--ttft-sigma and --itl-sigma must be >= 0" if min(ttft_sigma, itl_sigma) < 0 else "",
+        "--max-batch must be >= 1" if max_batch is not None and max_batch < 1 else "",
+        "--error-every must be >= 0" if error_every < 0 else "",
+    ]
+    if any(problems):
+        console.print("[red]" + "; ".join(p for p in problems if p) + "[/red]")
         raise typer.Exit(2)
     api_key = None
     if api_key_env is not None:
@@ -281,6 +298,8 @@ def simulate(
             raise typer.Exit(2)
     config = SimulatorConfig(ttft_ms=ttft_ms, itl_ms=itl_ms, output_tokens=output_tokens,
                              model=model, fault=chosen, fault_rate=fault_rate, seed=seed,
-                             api_key=api_key)
+                             api_key=api_key, ttft_sigma=ttft_sigma, itl_sigma=itl_sigma,
+                             max_batch=max_batch, error_every=error_every,
+                             truth_log=None if truth_log is None else str(truth_log))
     console.print(f"simulator on http://{host}:{port}/v1 (ttft {ttft_ms} ms, itl {itl_ms} ms)")
     serve_simulator(config, host, port)

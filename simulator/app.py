@@ -112,11 +112,12 @@ async def _read_body(receive: Receive) -> bytes | None:
             return b"".join(parts)
 
 
-async def _json(send: Send, status: int, payload: dict[str, Any]) -> None:
+async def _json(send: Send, status: int, payload: dict[str, Any],
+                headers: list[tuple[bytes, bytes]] | None = None) -> None:
     body = json.dumps(payload).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode())]})
+                            (b"content-length", str(len(body)).encode()), *(headers or [])]})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -125,11 +126,15 @@ async def _error(send: Send, status: int, message: str) -> None:
 
 
 class SimulatorApp:
-    """ASGI app for one SimulatorConfig; faults drawn from a seeded generator."""
+    """ASGI app for one SimulatorConfig; jitter and faults drawn from a seeded generator."""
 
     def __init__(self, config: SimulatorConfig) -> None:
         self.config = config
         self._rng = random.Random(config.seed)
+        self._generations = 0
+        self._slots = None if config.max_batch is None else asyncio.Semaphore(config.max_batch)
+        self._truth = None if config.truth_log is None else open(  # noqa: SIM115
+            config.truth_log, "a", encoding="utf-8", buffering=1)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -157,15 +162,24 @@ class SimulatorApp:
                    for name, value in scope["headers"])
 
     def _fault(self, scope: Scope) -> Fault:
+        self._generations += 1
         for name, value in scope["headers"]:
             if name == FAULT_HEADER.encode():
                 try:
                     return Fault(value.decode("latin-1"))
                 except ValueError:
                     return Fault.NONE
+        every = self.config.error_every
+        if every > 0 and self._generations % every == 0:
+            return Fault.HTTP_500
         if self.config.fault is not Fault.NONE and self._rng.random() < self.config.fault_rate:
             return self.config.fault
         return Fault.NONE
+
+    def _jitter(self, median_ms: float, sigma: float) -> float:
+        """Seconds: the median, times a lognormal factor when sigma > 0."""
+        factor = self._rng.lognormvariate(0.0, sigma) if sigma > 0 else 1.0
+        return median_ms * factor / 1000.0
 
     async def _generate(self, scope: Scope, receive: Receive, send: Send, arrival: float,
                         *, chat: bool) -> None:
@@ -182,6 +196,10 @@ class SimulatorApp:
         if not isinstance(body, dict):
             await _error(send, 400, "body must be a JSON object")
             return
+        if fault is Fault.HTTP_429:
+            await _json(send, 429, {"error": {"message": "injected http_429", "code": 429}},
+                        headers=[(b"retry-after", str(config.retry_after_s).encode())])
+            return
         if fault in STATUS_FAULTS:
             await _error(send, STATUS_FAULTS[fault], f"injected {fault}")
             return
@@ -193,9 +211,23 @@ class SimulatorApp:
         finish = "length" if limit is not None and limit <= config.output_tokens else "stop"
         completion = _Completion(chat, str(body.get("model", config.model)),
                                  0 if fault is Fault.EMPTY else tokens, _prompt_tokens(body))
+        if self._slots is None:
+            await self._respond(scope, send, body, completion, arrival, fault, finish)
+            return
+        async with self._slots:
+            await self._respond(scope, send, body, completion, arrival, fault, finish)
+
+    async def _respond(self, scope: Scope, send: Send, body: dict[str, Any],
+                       completion: _Completion, arrival: float, fault: Fault,
+                       finish: str) -> None:
+        config = self.config
+        start = time.perf_counter()
+        first = start + self._jitter(config.ttft_ms, config.ttft_sigma)
+        token_times = [first]
+        for _ in range(max(completion.tokens - 1, 0)):
+            token_times.append(token_times[-1] + self._jitter(config.itl_ms, config.itl_sigma))
         if not body.get("stream"):
-            last_token = (config.ttft_ms + config.itl_ms * max(completion.tokens - 1, 0)) / 1000
-            await _sleep_until(arrival + last_token)
+            await _sleep_until(token_times[-1])
             await _json(send, 200, completion.whole(finish))
             return
         options = body.get("stream_options")
@@ -203,12 +235,32 @@ class SimulatorApp:
         media = b"text/plain" if fault is Fault.WRONG_CONTENT_TYPE else b"text/event-stream"
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", media), (b"cache-control", b"no-cache")]})
-        for part in _stream(completion, config, arrival, fault, finish, include_usage):
+        marks: dict[str, float] = {}
+        plan = _stream(completion, config, token_times, fault, finish, include_usage)
+        for part in plan:
             if isinstance(part, float):
                 await _sleep_until(part)
+                continue
+            if fault is Fault.TRICKLE:
+                await self._trickle(send, part)
             else:
                 await send({"type": "http.response.body", "body": part, "more_body": True})
+            marks.setdefault("first_byte", time.perf_counter())
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+        if self._truth is not None:
+            request_id = next((v.decode("latin-1") for n, v in scope["headers"]
+                               if n == b"x-request-id"), None)
+            self._truth.write(json.dumps({
+                "id": completion.id, "request_id": request_id, "arrival": arrival,
+                "start": start, "first_byte": marks.get("first_byte"),
+                "first_token": first, "last_byte": time.perf_counter()}) + "\n")
+
+    async def _trickle(self, send: Send, data: bytes) -> None:
+        step = max(1, self.config.trickle_bytes)
+        for i in range(0, len(data), step):
+            await send({"type": "http.response.body", "body": data[i:i + step],
+                        "more_body": True})
+            await asyncio.sleep(self.config.trickle_ms / 1000.0)
 
 
 async def _hang(receive: Receive, seconds: float) -> bool:
@@ -220,17 +272,16 @@ async def _hang(receive: Receive, seconds: float) -> bool:
     return bool(message["type"] != "http.disconnect")
 
 
-def _stream(completion: _Completion, config: SimulatorConfig, arrival: float, fault: Fault,
-            finish: str, include_usage: bool) -> list[bytes | float]:
+def _stream(completion: _Completion, config: SimulatorConfig, token_times: list[float],
+            fault: Fault, finish: str, include_usage: bool) -> list[bytes | float]:
     """The stream as a plan: bytes to send, and floats that are deadlines to wait for."""
     plan: list[bytes | float] = []
     if completion.chat:
         plan.append(_sse(completion.chunk({"delta": {"role": "assistant", "content": ""},
                                            "finish_reason": None})))
-    first = arrival + config.ttft_ms / 1000
     middle = completion.tokens // 2
     for k in range(completion.tokens):
-        plan.append(first + k * config.itl_ms / 1000)
+        plan.append(token_times[k])
         if fault is Fault.TRUNCATE and k >= middle:
             return plan
         if fault is Fault.MALFORMED and k == middle:
@@ -238,11 +289,14 @@ def _stream(completion: _Completion, config: SimulatorConfig, arrival: float, fa
         elif fault is Fault.ERROR_EVENT and k == middle:
             plan.append(_sse({"error": {"message": "injected engine error", "code": 500}}))
             return plan
+        elif fault is Fault.HUGE_CHUNK and k == middle:
+            plan.append(_sse(completion.delta("x" * config.huge_chunk_bytes, None)))
         else:
             plan.append(_sse(completion.delta(completion.token(k), None)))
     if fault is Fault.TRUNCATE:
         return plan
-    plan.append(first)
+    if not token_times[:completion.tokens]:
+        plan.append(token_times[0])
     plan.append(_sse(completion.delta(None if completion.chat else "", finish)))
     if include_usage:
         plan.append(_sse({**completion.chunk(None), "usage": completion.usage()}))

@@ -19,6 +19,8 @@ class Fault(enum.StrEnum):
     EMPTY = "empty"
     HANG = "hang"
     ERROR_EVENT = "error_event"
+    HUGE_CHUNK = "huge_chunk"
+    TRICKLE = "trickle"
 
 
 FAULT_HEADER = "x-sim-fault"
@@ -27,9 +29,28 @@ FAULT_HEADER = "x-sim-fault"
 @dataclass(frozen=True, slots=True)
 class SimulatorConfig:
     ttft_ms: float = 50.0
-    """Delay from request arrival to the first content token."""
+    """Delay from the start of generation to the first content token (median when jittered)."""
     itl_ms: float = 10.0
-    """Delay between successive tokens."""
+    """Delay between successive tokens (median when jittered)."""
+    ttft_sigma: float = 0.0
+    """Lognormal jitter of TTFT: each request's TTFT is ttft_ms * exp(N(0, sigma))."""
+    itl_sigma: float = 0.0
+    """Lognormal jitter of each inter-token gap."""
+    max_batch: int | None = None
+    """Generations served at once; further requests queue (FIFO), so TTFT rises past
+    saturation as on a real server. None: unlimited."""
+    error_every: int = 0
+    """When > 0, every Nth generation request answers HTTP 500."""
+    retry_after_s: int = 1
+    """Retry-After of `http_429` answers."""
+    huge_chunk_bytes: int = 1_048_576
+    """Content size of the one oversized delta of a `huge_chunk` fault."""
+    trickle_bytes: int = 5
+    trickle_ms: float = 1.0
+    """A `trickle` fault writes each event in pieces of trickle_bytes, trickle_ms apart."""
+    truth_log: str | None = None
+    """When set, one JSON line per streamed request: arrival, first and last byte written
+    (perf_counter seconds, the same monotonic clock as clients on this machine)."""
     output_tokens: int = 32
     """Tokens generated when the request's max_tokens allows that many."""
     model: str = "sim-model"

@@ -85,6 +85,45 @@ async def test_simulator_fault_is_classified(
     assert m.error_class is expected
 
 
+@pytest.mark.parametrize("fault", ["huge_chunk", "trickle"])
+async def test_awkward_but_valid_streams_succeed(
+        client: httpx.AsyncClient, simulator: SimulatorHandle, fault: str) -> None:
+    m = await one(client, target(simulator, fault), Workload(max_tokens=16))
+    assert m.error_class is None
+    assert m.output_tokens == 16
+    assert m.tokens_server_counted
+
+
+async def test_tls_failure_is_classified_tls(client: httpx.AsyncClient,
+                                             simulator: SimulatorHandle) -> None:
+    https = Target(base_url=simulator.base_url.replace("http://", "https://"),
+                   api_kind=ApiKind.OPENAI_CHAT, model="m")
+    m = await one(client, https)
+    assert m.error_class is ErrorClass.TLS
+
+
+async def test_unanswered_connect_is_classified_timeout_connect(
+        client: httpx.AsyncClient) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        fillers = []
+        for _ in range(8):  # fill the accept backlog so further SYNs go unanswered
+            filler = socket.socket()
+            filler.setblocking(False)
+            filler.connect_ex(("127.0.0.1", port))
+            fillers.append(filler)
+        try:
+            stalled = Target(base_url=f"http://127.0.0.1:{port}/v1",
+                             api_kind=ApiKind.OPENAI_CHAT, model="m", timeout_connect_s=0.5)
+            m = await one(client, stalled)
+        finally:
+            for filler in fillers:
+                filler.close()
+    assert m.error_class is ErrorClass.TIMEOUT_CONNECT
+
+
 async def test_hung_request_times_out_on_first_token_then_total(
         client: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
     first = await one(client, target(simulator, "hang", timeout_first_token_s=0.3))

@@ -107,3 +107,22 @@ def test_implausible_usage_figures_are_ignored() -> None:
                  ({"choices": [], "usage": {"completion_tokens": 2**40}}, 2), ("[DONE]", 3))
     assert state.output_tokens == 1
     assert state.completion_tokens is None
+
+
+def test_name_resolution_failures_are_classified_dns() -> None:
+    """A DNS failure cannot be produced on loopback without leaving the machine, so the real
+    exception chain httpx raises is built here."""
+    import socket
+
+    import httpx
+
+    from probes.client.errors import classify_transport_error
+
+    cause = socket.gaierror(-2, "Name or service not known")
+    error = httpx.ConnectError("[Errno -2] Name or service not known")
+    error.__cause__ = cause
+    assert classify_transport_error(error, response_started=False) is ErrorClass.DNS
+    assert classify_transport_error(httpx.ConnectTimeout("t"), response_started=False) \
+        is ErrorClass.TIMEOUT_CONNECT
+    assert classify_transport_error(httpx.RemoteProtocolError("x"), response_started=True) \
+        is ErrorClass.TRUNCATED

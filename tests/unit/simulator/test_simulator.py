@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
+import pytest
 
 from simulator.config import SimulatorConfig
 from simulator.server import BackgroundSimulator
@@ -71,3 +75,62 @@ def test_unknown_route_is_404_with_openai_error_shape() -> None:
         r = httpx.get(f"{sim.base_url}/nope")
     assert r.status_code == 404
     assert "error" in r.json()
+
+
+def truth(log: Path) -> list[dict[str, float]]:
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def test_batch_capacity_queues_requests_so_ttft_rises_past_saturation(tmp_path: Path) -> None:
+    log = tmp_path / "truth.jsonl"
+    config = SimulatorConfig(ttft_ms=100, itl_ms=1, output_tokens=2, max_batch=1,
+                             truth_log=str(log))
+    body = {"model": "m", "messages": [], "stream": True}
+    with BackgroundSimulator(config) as sim, ThreadPoolExecutor(3) as pool:
+        list(pool.map(lambda _: stream_events(sim, body), range(3)))
+    records = sorted(truth(log), key=lambda r: r["start"])
+    for before, after in itertools.pairwise(records):
+        assert after["start"] >= before["last_byte"] - 0.001  # one generation at a time
+    waits = [r["start"] - r["arrival"] for r in records]
+    assert max(waits) > 0.05
+    assert max(r["first_token"] - r["arrival"] for r in records) > 0.15
+
+
+def test_lognormal_jitter_is_seeded_around_the_median(tmp_path: Path) -> None:
+    runs = []
+    for attempt in range(2):
+        log = tmp_path / f"truth{attempt}.jsonl"
+        config = SimulatorConfig(ttft_ms=20, itl_ms=1, output_tokens=2, ttft_sigma=0.5, seed=4,
+                                 truth_log=str(log))
+        with BackgroundSimulator(config) as sim:
+            for _ in range(41):
+                stream_events(sim, {"model": "m", "messages": [], "stream": True})
+        runs.append([r["first_token"] - r["start"] for r in truth(log)])
+    assert runs[0] == pytest.approx(runs[1], abs=1e-6)
+    ordered = sorted(runs[0])
+    assert ordered[20] == pytest.approx(0.020, rel=0.3)
+    assert ordered[-1] / ordered[0] > 2.0
+
+
+def test_every_nth_request_fails_and_429_carries_retry_after() -> None:
+    body = {"model": "m", "prompt": "x", "max_tokens": 1}
+    with BackgroundSimulator(SimulatorConfig(ttft_ms=1, error_every=3)) as sim:
+        codes = [httpx.post(f"{sim.base_url}/completions", json=body).status_code
+                 for _ in range(6)]
+        limited = httpx.post(f"{sim.base_url}/completions", json=body,
+                             headers={"x-sim-fault": "http_429"})
+    assert codes == [200, 200, 500, 200, 200, 500]
+    assert limited.status_code == 429
+    assert limited.headers["retry-after"] == "1"
+
+
+def test_truth_log_records_server_side_times(tmp_path: Path) -> None:
+    log = tmp_path / "truth.jsonl"
+    with BackgroundSimulator(SimulatorConfig(ttft_ms=10, itl_ms=1, output_tokens=3,
+                                             truth_log=str(log))) as sim:
+        stream_events(sim, {"model": "m", "messages": [], "stream": True})
+    (line,) = log.read_text().splitlines()
+    record = json.loads(line)
+    assert record["arrival"] <= record["first_byte"] <= record["first_token"] \
+        <= record["last_byte"]
+    assert record["first_token"] - record["start"] == pytest.approx(0.010, abs=1e-6)
