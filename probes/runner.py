@@ -21,7 +21,8 @@ from probes.load.profiles import LoadProfile, SweepProfile
 from probes.measure.sample import Sample
 from probes.measure.slo import SloThresholds
 from probes.measure.summary import RunSummary, combined_health, summarise
-from probes.workload.synthetic import Workload, request_body
+from probes.workload.requests import RequestBuilder
+from probes.workload.spec import Workload
 
 
 class StageResult(BaseModel):
@@ -87,15 +88,16 @@ async def execute(
     client: httpx.AsyncClient, target: Target, workload: Workload, profile: LoadProfile,
     slo: SloThresholds | None = None, live: LiveStats | None = None,
 ) -> RunResult:
-    """Run the profile against the target, stage by stage. Raises SecretUnavailableError
-    before sending if the auth reference cannot be resolved; endpoint failures become
-    classified samples."""
+    """Run the profile against the target, stage by stage. Raises before sending anything when
+    the auth reference cannot be resolved (SecretUnavailableError) or the dataset or tokenizer
+    cannot be loaded (DatasetError, ValueError); endpoint failures become classified samples."""
     if target.api_kind is ApiKind.HTTP:
         raise NotImplementedError("api_kind 'http' is not supported by this runner")
     headers = request_headers(target)
+    builder = RequestBuilder(workload, target.api_kind, target.model)
 
     def prepare(seq: int) -> Request:
-        body = request_body(workload, target.api_kind, target.model, seq)
+        body = builder.body(seq)
         return partial(send_openai, client, target, encode_request(body, headers),
                        workload.stream)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from probes.load.profiles import ConstantProfile
-from probes.workload.synthetic import Workload
+from probes.workload.spec import Workload
 from service.db import crud
 from service.db.models import Endpoint, Probe
 

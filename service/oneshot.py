@@ -28,7 +28,7 @@ from probes.measure.sample import ErrorClass
 from probes.measure.slo import SloThresholds
 from probes.measure.summary import RunSummary
 from probes.runner import RunResult, execute
-from probes.workload.synthetic import Workload
+from probes.workload.spec import Workload
 from service.api.schemas.endpoints import EndpointCreate
 from service.db import crud
 from service.db import runs as run_queries

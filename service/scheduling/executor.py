@@ -15,7 +15,7 @@ from probes.client.target import ApiKind, Target
 from probes.load.profiles import LoadProfile
 from probes.measure.slo import SloThresholds
 from probes.runner import RunResult, execute
-from probes.workload.synthetic import Workload
+from probes.workload.spec import Workload
 from service.db import probes as probe_queries
 from service.db import runs as run_queries
 from service.db.models import Endpoint, Probe

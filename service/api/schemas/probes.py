@@ -9,7 +9,7 @@ from pydantic_core import PydanticCustomError
 
 from probes.load.profiles import LoadProfile, SingleProfile
 from probes.measure.slo import SloThresholds
-from probes.workload.synthetic import Workload
+from probes.workload.spec import Workload
 from service.api.schemas.common import DbId, Labels, Name, reject_nulls
 
 MAX_INTERVAL_S = 7 * 86_400

@@ -14,7 +14,7 @@ from probes.client.target import ApiKind, Target
 from probes.load.profiles import ConstantProfile, SingleProfile
 from probes.measure.sample import ErrorClass, Measurement
 from probes.runner import execute
-from probes.workload.synthetic import Workload
+from probes.workload.spec import Workload
 from simulator.config import FAULT_HEADER
 from tests.conftest import SimulatorHandle
 

@@ -17,7 +17,7 @@ from probes.load.profiles import (
 )
 from probes.measure.slo import SloThresholds
 from probes.runner import execute
-from probes.workload.synthetic import Workload
+from probes.workload.spec import Workload
 from simulator.config import FAULT_HEADER
 from tests.conftest import SimulatorHandle
 
