@@ -10,9 +10,10 @@ from functools import partial
 import httpx
 from pydantic import BaseModel, Field
 
+from probes.client.http_check import send_http
 from probes.client.openai import encode_request, send_openai
 from probes.client.secrets import resolve_secret
-from probes.client.target import ApiKind, Target
+from probes.client.target import ApiKind, HttpCheck, Target
 from probes.load.clock import RunClock
 from probes.load.drivers import Prepare, Request, StageContext, run_closed_loop, run_open_loop
 from probes.load.live import LiveStats
@@ -84,6 +85,23 @@ async def _run_stage(stage: Stage, prepare: Prepare, ctx: StageContext
                                  think_time_s=stage.think_time_s, warmup_s=stage.warmup_s)
 
 
+def _openai_requests(client: httpx.AsyncClient, target: Target, workload: Workload,
+                     headers: dict[str, str]) -> Prepare:
+    builder = RequestBuilder(workload, target.api_kind, target.model)
+
+    def prepare(seq: int) -> Request:
+        return partial(send_openai, client, target,
+                       encode_request(builder.body(seq), headers), workload.stream)
+    return prepare
+
+
+def _http_requests(client: httpx.AsyncClient, target: Target,
+                   headers: dict[str, str]) -> Prepare:
+    check = target.http_check or HttpCheck()
+    request: Request = partial(send_http, client, target, check, headers)
+    return lambda seq: request
+
+
 async def execute(
     client: httpx.AsyncClient, target: Target, workload: Workload, profile: LoadProfile,
     slo: SloThresholds | None = None, live: LiveStats | None = None,
@@ -91,15 +109,9 @@ async def execute(
     """Run the profile against the target, stage by stage. Raises before sending anything when
     the auth reference cannot be resolved (SecretUnavailableError) or the dataset or tokenizer
     cannot be loaded (DatasetError, ValueError); endpoint failures become classified samples."""
-    if target.api_kind is ApiKind.HTTP:
-        raise NotImplementedError("api_kind 'http' is not supported by this runner")
     headers = request_headers(target)
-    builder = RequestBuilder(workload, target.api_kind, target.model)
-
-    def prepare(seq: int) -> Request:
-        body = builder.body(seq)
-        return partial(send_openai, client, target, encode_request(body, headers),
-                       workload.stream)
+    prepare = _http_requests(client, target, headers) if target.api_kind is ApiKind.HTTP \
+        else _openai_requests(client, target, workload, headers)
 
     clock = RunClock.start()
     seqs = itertools.count()

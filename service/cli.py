@@ -155,7 +155,8 @@ def demo(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None,
 def probe(
     base_url: Annotated[str, typer.Argument(
         help="OpenAI-style base URL, e.g. http://127.0.0.1:8001/v1.")],
-    model: Annotated[str, typer.Option(help="Model name to request.")],
+    model: Annotated[str | None, typer.Option(
+        help="Model name to request (required unless --api http).")] = None,
     api: Annotated[str, typer.Option(help="openai-chat | openai-completions | http.")]
     = "openai-chat",
     profile: Annotated[str, typer.Option(
@@ -185,6 +186,11 @@ def probe(
     slo_tpot_ms: Annotated[float | None, typer.Option(help="Goodput: TPOT threshold.")]
     = None,
     slo_e2e_ms: Annotated[float | None, typer.Option(help="Goodput: E2E threshold.")] = None,
+    http2: Annotated[bool, typer.Option("--http2", help="Offer HTTP/2 (https).")] = False,
+    method: Annotated[str, typer.Option(help="--api http: request method.")] = "GET",
+    expect_status: Annotated[int, typer.Option(help="--api http: expected status.")] = 200,
+    expect_body: Annotated[str | None, typer.Option(
+        help="--api http: text the response must contain.")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object only.")]
     = False,
     save: Annotated[bool, typer.Option("--save", help="Store the result as a run.")] = False,
@@ -204,7 +210,9 @@ def probe(
             max_requests=max_requests, warmup=warmup, input_tokens=input_tokens,
             output_tokens=output_tokens, stream=not no_stream, headers=header or [],
             api_key_env=api_key_env,
-            slo={"ttft_ms": slo_ttft_ms, "tpot_ms": slo_tpot_ms, "e2e_ms": slo_e2e_ms})
+            slo={"ttft_ms": slo_ttft_ms, "tpot_ms": slo_tpot_ms, "e2e_ms": slo_e2e_ms},
+            http2=http2, http_method=method.upper(), expect_status=expect_status,
+            expect_body=expect_body)
         if shot.endpoint.auth_secret_ref is not None:
             resolve_secret(shot.endpoint.auth_secret_ref)
     except (oneshot.FlagError, SecretUnavailableError) as exc:

@@ -1,4 +1,5 @@
-"""The probe HTTP clients, one per TLS-verification setting, owned by the app lifespan."""
+"""The probe HTTP clients, one per (TLS verification, HTTP/2) setting, owned by the app
+lifespan."""
 
 from __future__ import annotations
 
@@ -12,15 +13,15 @@ class ClientPool:
         self._limits = httpx.Limits(
             max_connections=max_connections, max_keepalive_connections=max_connections
         )
-        self._clients: dict[bool, httpx.AsyncClient] = {}
+        self._clients: dict[tuple[bool, bool], httpx.AsyncClient] = {}
 
-    def get(self, *, tls_verify: bool) -> httpx.AsyncClient:
-        client = self._clients.get(tls_verify)
+    def get(self, *, tls_verify: bool, http2: bool = False) -> httpx.AsyncClient:
+        key = (tls_verify, http2)
+        client = self._clients.get(key)
         if client is None:
-            client = httpx.AsyncClient(
-                limits=self._limits, verify=tls_verify, follow_redirects=False, trust_env=False
-            )
-            self._clients[tls_verify] = client
+            client = httpx.AsyncClient(limits=self._limits, verify=tls_verify, http2=http2,
+                                       follow_redirects=False, trust_env=False)
+            self._clients[key] = client
         return client
 
     async def aclose(self) -> None:

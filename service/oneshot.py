@@ -45,7 +45,8 @@ FLAG_OF = {
     "max_tokens": "--output-tokens", "base_url": "BASE_URL", "model": "--model",
     "api_kind": "--api", "headers": "--header", "auth_secret_ref": "--api-key-env",
     "kind": "--profile", "ttft_ms": "--slo-ttft-ms", "tpot_ms": "--slo-tpot-ms",
-    "e2e_ms": "--slo-e2e-ms",
+    "e2e_ms": "--slo-e2e-ms", "method": "--method", "expected_status": "--expect-status",
+    "body_contains": "--expect-body", "path": "BASE_URL",
 }
 DEFAULT_DURATION_S = 10.0
 
@@ -108,22 +109,32 @@ class OneShot:
                       headers=e.headers, auth_secret_ref=e.auth_secret_ref,
                       timeout_connect_s=e.timeout_connect_s,
                       timeout_first_token_s=e.timeout_first_token_s,
-                      timeout_total_s=e.timeout_total_s, tls_verify=e.tls_verify)
+                      timeout_total_s=e.timeout_total_s, tls_verify=e.tls_verify,
+                      http2=e.http2, http_check=e.http_check)
 
 
-def build(*, base_url: str, model: str, api: str, profile: str, rate: float | None,
+def build(*, base_url: str, model: str | None, api: str, profile: str, rate: float | None,
           burstiness: float, concurrency: int | None, levels: str | None,
           duration: float | None, max_requests: int | None, warmup: float,
           input_tokens: int, output_tokens: int, stream: bool, headers: list[str],
-          api_key_env: str | None, slo: dict[str, float | None]) -> OneShot:
+          api_key_env: str | None, slo: dict[str, float | None], http2: bool = False,
+          http_method: str = "GET", expect_status: int = 200,
+          expect_body: str | None = None) -> OneShot:
     """Flags to validated objects; every problem is a FlagError naming its flag."""
+    if model is None and api != "http":
+        raise FlagError(f"--model is required with --api {api}")
+    check = None
     if api == "http":
-        raise FlagError("--api: 'http' probes are not supported yet; use openai-chat or "
-                        "openai-completions")
+        parts = urlsplit(base_url)
+        check = {"method": http_method, "path": (parts.path or "/") + (
+            f"?{parts.query}" if parts.query else ""), "expected_status": expect_status,
+            "body_contains": expect_body}
+        base_url = f"{parts.scheme}://{parts.netloc}"
     try:
         endpoint = EndpointCreate.model_validate({
             "name": endpoint_name(base_url), "base_url": base_url, "api_kind": api,
-            "model": model, "headers": parse_headers(headers),
+            "model": model or "n/a", "headers": parse_headers(headers), "http2": http2,
+            "http_check": check,
             "auth_secret_ref": None if api_key_env is None else f"env:{api_key_env}",
         })
         workload = Workload(input_tokens=input_tokens, max_tokens=output_tokens, stream=stream)
@@ -185,7 +196,7 @@ async def run_with_display(shot: OneShot, show: Live | None, max_connections: in
     limits = httpx.Limits(max_connections=max_connections,
                           max_keepalive_connections=max_connections)
     async with httpx.AsyncClient(limits=limits, verify=shot.endpoint.tls_verify,
-                                 trust_env=False) as client:
+                                 http2=shot.endpoint.http2, trust_env=False) as client:
         run = asyncio.create_task(execute(client, shot.target, shot.workload, shot.profile,
                                           shot.slo, live=live))
         while not run.done():
@@ -268,8 +279,7 @@ def results(result: RunResult) -> Group:
 
 async def save(session: AsyncSession, shot: OneShot, result: RunResult) -> int:
     """Store the one-shot as a manual run of a disabled probe (created on first use)."""
-    values = shot.endpoint.model_dump()
-    values["base_url"] = str(values["base_url"])
+    values = shot.endpoint.model_dump(mode="json")
     endpoint = await crud.get_by_name(session, Endpoint, shot.endpoint.name)
     if endpoint is None:
         endpoint = await crud.create(session, Endpoint, values, "endpoint")

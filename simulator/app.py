@@ -143,6 +143,8 @@ class SimulatorApp:
         method, path = scope["method"], scope["path"]
         if not self._authorized(scope):
             await _error(send, 401, "invalid API key")
+        elif path == "/health" and method in ("GET", "HEAD"):
+            await _json(send, 200, {"status": "ok"})
         elif path == "/v1/models" and method == "GET":
             await _json(send, 200, {"object": "list", "data": [
                 {"id": self.config.model, "object": "model", "owned_by": "sustain-simulator"}]})

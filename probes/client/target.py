@@ -6,11 +6,28 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from pydantic import BaseModel, ConfigDict, Field
+
 
 class ApiKind(enum.StrEnum):
     OPENAI_CHAT = "openai-chat"
     OPENAI_COMPLETIONS = "openai-completions"
     HTTP = "http"
+
+
+class HttpCheck(BaseModel):
+    """What an `http` probe sends and expects: a plain request, timed end to end."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: str = Field(default="GET", pattern=r"^(GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS)$")
+    path: str = Field(default="/", pattern=r"^/[^\s]*$", max_length=2048,
+                      description="Appended to the endpoint's base URL.")
+    expected_status: int = Field(default=200, ge=100, le=599)
+    body: str | None = Field(default=None, max_length=1_000_000,
+                             description="Request body, sent as is.")
+    body_contains: str | None = Field(default=None, min_length=1, max_length=10_000,
+                                      description="The response must contain this text.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,3 +43,7 @@ class Target:
     timeout_first_token_s: float = 30.0
     timeout_total_s: float = 120.0
     tls_verify: bool = True
+    http2: bool = False
+    """Offer HTTP/2 (ALPN on https; plain http stays HTTP/1.1)."""
+    http_check: HttpCheck | None = None
+    """For api_kind http: the request and its expectations."""

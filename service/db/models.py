@@ -65,6 +65,9 @@ class Endpoint(NamedResource, Base):
     timeout_first_token_s: Mapped[float] = mapped_column(Double)
     timeout_total_s: Mapped[float] = mapped_column(Double)
     tls_verify: Mapped[bool] = mapped_column(Boolean)
+    http2: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    http_check: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    """For api_kind http: method, path, expected status, body, expected body text."""
     labels: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _updated()

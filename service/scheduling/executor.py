@@ -11,7 +11,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from probes.client.secrets import SecretUnavailableError
-from probes.client.target import ApiKind, Target
+from probes.client.target import ApiKind, HttpCheck, Target
 from probes.load.profiles import LoadProfile
 from probes.measure.slo import SloThresholds
 from probes.runner import RunResult, execute
@@ -39,6 +39,9 @@ def target_of(endpoint: Endpoint) -> Target:
         timeout_first_token_s=endpoint.timeout_first_token_s,
         timeout_total_s=endpoint.timeout_total_s,
         tls_verify=endpoint.tls_verify,
+        http2=endpoint.http2,
+        http_check=None if endpoint.http_check is None
+        else HttpCheck.model_validate(endpoint.http_check),
     )
 
 
@@ -114,7 +117,7 @@ class RunExecutor:
         self._running.add(probe.id)
         try:
             result = await execute(
-                self.clients.get(tls_verify=endpoint.tls_verify),
+                self.clients.get(tls_verify=endpoint.tls_verify, http2=endpoint.http2),
                 target_of(endpoint),
                 Workload.model_validate(probe.workload),
                 PROFILE.validate_python(probe.profile),

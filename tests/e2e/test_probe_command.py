@@ -94,3 +94,15 @@ def test_save_stores_the_run(simulator: SimulatorHandle, database_url: str) -> N
 
     samples = asyncio.run(stored_samples(database_url, int(run_id)))
     assert len(samples) == report["requests"] == 10
+
+
+def test_http_probe_of_a_health_endpoint(simulator: SimulatorHandle) -> None:
+    root = simulator.base_url.removesuffix("/v1")
+    done = probe(f"{root}/health", "--api", "http", "--expect-body", "ok", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["availability"] == 1.0
+    assert report["e2e_ms"]["count"] == 1
+    missing_model = probe(simulator.base_url)
+    assert missing_model.returncode == 2
+    assert "--model is required" in missing_model.stderr

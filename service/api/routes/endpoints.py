@@ -19,9 +19,7 @@ EndpointId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
 
 
 def _values(body: EndpointCreate | EndpointUpdate, *, partial: bool) -> dict[str, Any]:
-    values = body.model_dump(exclude_unset=partial)
-    if values.get("base_url") is not None:
-        values["base_url"] = str(values["base_url"])
+    values = body.model_dump(mode="json", exclude_unset=partial)
     return values
 
 

@@ -16,12 +16,13 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from probes.client.secrets import SECRET_REF_PATTERN
+from probes.client.target import HttpCheck
 from service.api.schemas.common import DbId, Labels, Name, Text, reject_nulls
 
-ApiKindName = Literal["openai-chat", "openai-completions"]
-"""Supported API kinds; plain `http` probes are not measurable yet and are refused."""
+ApiKindName = Literal["openai-chat", "openai-completions", "http"]
 SecretRef = Annotated[str, StringConstraints(pattern=SECRET_REF_PATTERN, max_length=1024)]
 HeaderName = Annotated[str, StringConstraints(min_length=1, max_length=128,
                                               pattern=r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")]
@@ -91,7 +92,17 @@ class EndpointCreate(_EndpointFields):
     timeout_first_token_s: Timeout = 30.0
     timeout_total_s: Timeout = 120.0
     tls_verify: bool = True
+    http2: bool = Field(default=False, description="Offer HTTP/2 (https endpoints).")
+    http_check: HttpCheck | None = Field(
+        default=None, description="api_kind http: the request to send and what to expect.")
     labels: Labels = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check_only_for_http(self) -> EndpointCreate:
+        if self.http_check is not None and self.api_kind != "http":
+            raise PydanticCustomError("http_check", "only used with api_kind http",
+                                      {"field": "http_check"})
+        return self
 
 
 class EndpointUpdate(_EndpointFields):
@@ -130,6 +141,8 @@ class EndpointRead(BaseModel):
     timeout_first_token_s: float
     timeout_total_s: float
     tls_verify: bool
+    http2: bool
+    http_check: HttpCheck | None
     labels: dict[str, str]
     created_at: datetime
     updated_at: datetime

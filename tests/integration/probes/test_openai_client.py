@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from probes.client.target import ApiKind, Target
+from probes.client.target import ApiKind, HttpCheck, Target
 from probes.load.profiles import ConstantProfile, SingleProfile
 from probes.measure.sample import ErrorClass, Measurement
 from probes.runner import execute
@@ -167,3 +167,24 @@ async def test_sequential_requests_reuse_one_connection(
         await one(client, target(simulator, fault))
     pool = client._transport._pool  # type: ignore[attr-defined]
     assert len(pool.connections) == 1
+
+
+@pytest.mark.parametrize(
+    ("check", "expected"),
+    [
+        (HttpCheck(path="/health", body_contains="ok"), None),
+        (HttpCheck(method="HEAD", path="/health"), None),
+        (HttpCheck(path="/health", body_contains="ready"), ErrorClass.PROTOCOL),
+        (HttpCheck(path="/nowhere"), ErrorClass.HTTP_4XX),
+        (HttpCheck(path="/health", expected_status=204), ErrorClass.PROTOCOL),
+    ],
+)
+async def test_http_probe_checks_status_and_body(
+        client: httpx.AsyncClient, simulator: SimulatorHandle, check: HttpCheck,
+        expected: ErrorClass | None) -> None:
+    root = simulator.base_url.removesuffix("/v1")
+    http = Target(base_url=root, api_kind=ApiKind.HTTP, model="n/a", http_check=check)
+    m = await one(client, http)
+    assert m.error_class is expected
+    assert m.e2e_ms > 0
+    assert m.ttft_ms is None

@@ -38,7 +38,7 @@ async def test_endpoint_crud_round_trip(api: httpx.AsyncClient) -> None:
         ({"auth_secret_ref": "sk-abc123"}, "auth_secret_ref"),
         ({"unknown_field": 1}, "unknown_field"),
         ({"model": "nul\u0000byte"}, "model"),
-        ({"api_kind": "http"}, "api_kind"),
+        ({"api_kind": "ftp"}, "api_kind"),
         ({"headers": {"x-team": "caf\u00e9"}}, "headers.x-team"),
         ({"headers": {"x-team": "a\r\nInjected: 1"}}, "headers.x-team"),
         ({"base_url": "http://user:pw@127.0.0.1:9/v1"}, "base_url"),
@@ -122,3 +122,21 @@ async def test_invalid_json_body_is_422(api: httpx.AsyncClient) -> None:
                        headers={"content-type": "application/json"})
     assert r.status_code == 422
     assert r.headers["content-type"] == PROBLEM
+
+
+async def test_http_endpoints_carry_their_check(api: httpx.AsyncClient) -> None:
+    created = await create_endpoint(api, "http://127.0.0.1:9", api_kind="http", model="n/a",
+                                    http_check={"path": "/health", "body_contains": "ok"})
+    assert created["http_check"]["method"] == "GET"
+    assert created["http_check"]["expected_status"] == 200
+    assert created["http2"] is False
+    r = await api.post("/api/v1/endpoints", json={
+        "name": "chat", "base_url": "http://127.0.0.1:9/v1", "model": "m",
+        "http_check": {"path": "/x"}})
+    assert r.status_code == 422
+    assert r.json()["errors"][0]["field"] == "http_check"
+    r = await api.post("/api/v1/endpoints", json={
+        "name": "bad", "base_url": "http://127.0.0.1:9", "model": "m", "api_kind": "http",
+        "http_check": {"method": "BREW"}})
+    assert r.status_code == 422
+    assert r.json()["errors"][0]["field"] == "http_check.method"

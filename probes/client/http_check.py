@@ -1,0 +1,66 @@
+"""The `http` adapter: one plain request, end-to-end latency and an outcome (status and an
+optional body check). For health endpoints, gateways and anything that is not OpenAI-shaped."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+
+import httpx
+
+from probes.client.errors import classify_transport_error
+from probes.client.openai_stream import NS_PER_MS, error_class_for_status
+from probes.client.target import HttpCheck, Target
+from probes.measure.sample import ErrorClass, Measurement
+
+MAX_BODY = 10_000_000
+"""Bytes of a response read for the body check; a longer body is a protocol error."""
+
+
+def check_url(target: Target, check: HttpCheck) -> str:
+    return target.base_url.rstrip("/") + check.path
+
+
+async def send_http(client: httpx.AsyncClient, target: Target, check: HttpCheck,
+                    headers: Mapping[str, str], t_send_ns: int) -> Measurement:
+    """Send the check's request once and measure it; never raises for endpoint misbehaviour."""
+    timeout = httpx.Timeout(connect=target.timeout_connect_s, read=None,
+                            write=target.timeout_total_s, pool=None)
+    status: int | None = None
+    started = False
+    body = b""
+    try:
+        async with asyncio.timeout(target.timeout_total_s - (time.perf_counter_ns() - t_send_ns)
+                                   / 1e9):
+            async with client.stream(check.method, check_url(target, check),
+                                     content=check.body, headers=dict(headers),
+                                     timeout=timeout) as response:
+                started = True
+                status = response.status_code
+                async for chunk in response.aiter_bytes():
+                    body += chunk
+                    if len(body) > MAX_BODY:
+                        return _result(t_send_ns, status, ErrorClass.PROTOCOL,
+                                       "response body too large to check")
+    except TimeoutError:
+        return _result(t_send_ns, status, ErrorClass.TIMEOUT_TOTAL, "deadline exceeded")
+    except httpx.HTTPError as exc:
+        error = classify_transport_error(exc, response_started=started)
+        return _result(t_send_ns, status, error, type(exc).__name__)
+    if status != check.expected_status:
+        error = error_class_for_status(status) or ErrorClass.PROTOCOL
+        return _result(t_send_ns, status, error, f"HTTP {status}, expected "
+                       f"{check.expected_status}")
+    if check.body_contains is not None and \
+            check.body_contains not in body.decode("utf-8", errors="replace"):
+        return _result(t_send_ns, status, ErrorClass.PROTOCOL, "expected text not in body")
+    return _result(t_send_ns, status, None, None)
+
+
+def _result(t_send_ns: int, status: int | None, error: ErrorClass | None,
+            detail: str | None) -> Measurement:
+    return Measurement(ttft_ms=None, itl_ms=(),
+                       e2e_ms=(time.perf_counter_ns() - t_send_ns) / NS_PER_MS,
+                       output_tokens=0, tokens_server_counted=False, input_tokens=None,
+                       http_status=status, error_class=error, error_detail=detail)
