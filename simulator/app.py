@@ -239,15 +239,21 @@ class SimulatorApp:
                     "headers": [(b"content-type", media), (b"cache-control", b"no-cache")]})
         marks: dict[str, float] = {}
         plan = _stream(completion, config, token_times, fault, finish, include_usage)
+        waited = False
         for part in plan:
             if isinstance(part, float):
                 await _sleep_until(part)
+                waited = True
                 continue
             if fault is Fault.TRICKLE:
                 await self._trickle(send, part)
             else:
                 await send({"type": "http.response.body", "body": part, "more_body": True})
-            marks.setdefault("first_byte", time.perf_counter())
+            now = time.perf_counter()
+            marks.setdefault("first_byte", now)
+            marks["last_byte"] = now
+            if waited:
+                marks.setdefault("first_token", now)
         await send({"type": "http.response.body", "body": b"", "more_body": False})
         if self._truth is not None:
             request_id = next((v.decode("latin-1") for n, v in scope["headers"]
@@ -255,7 +261,8 @@ class SimulatorApp:
             self._truth.write(json.dumps({
                 "id": completion.id, "request_id": request_id, "arrival": arrival,
                 "start": start, "first_byte": marks.get("first_byte"),
-                "first_token": first, "last_byte": time.perf_counter()}) + "\n")
+                "first_token_due": first, "first_token": marks.get("first_token"),
+                "last_byte": marks.get("last_byte")}) + "\n")
 
     async def _trickle(self, send: Send, data: bytes) -> None:
         step = max(1, self.config.trickle_bytes)

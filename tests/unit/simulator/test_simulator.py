@@ -105,7 +105,7 @@ def test_lognormal_jitter_is_seeded_around_the_median(tmp_path: Path) -> None:
         with BackgroundSimulator(config) as sim:
             for _ in range(41):
                 stream_events(sim, {"model": "m", "messages": [], "stream": True})
-        runs.append([r["first_token"] - r["start"] for r in truth(log)])
+        runs.append([r["first_token_due"] - r["start"] for r in truth(log)])
     assert runs[0] == pytest.approx(runs[1], abs=1e-6)
     ordered = sorted(runs[0])
     assert ordered[20] == pytest.approx(0.020, rel=0.3)
@@ -133,4 +133,5 @@ def test_truth_log_records_server_side_times(tmp_path: Path) -> None:
     record = json.loads(line)
     assert record["arrival"] <= record["first_byte"] <= record["first_token"] \
         <= record["last_byte"]
-    assert record["first_token"] - record["start"] == pytest.approx(0.010, abs=1e-6)
+    assert record["first_token_due"] - record["start"] == pytest.approx(0.010, abs=1e-6)
+    assert record["first_token"] >= record["first_token_due"]

@@ -1,0 +1,127 @@
+"""How exactly does sustain measure? Client TTFT and E2E against the server's own clock.
+
+The simulator runs in its own process on the other core, with a fixed 50 ms TTFT, 10 ms ITL
+and 64 tokens, and logs when it handed the first token and the last byte to the kernel
+(perf_counter, the same monotonic clock as the client on this machine). For each request:
+
+    TTFT error = client TTFT - (server first-token write - client t_send)
+    E2E error  = client E2E  - (server last-byte write   - client t_send)
+
+so the error is what sustain adds on top of the real latency: loopback, the event loop, HTTP
+and SSE parsing. Targets: median <= 1 ms and p99 <= 3 ms at concurrency 1, 16 and 64.
+
+    python benchmarks/accuracy.py [--requests 100,300,640] [--no-record]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import sys
+import tempfile
+from functools import partial
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import Simulator, pin_to, record  # noqa: E402
+from probes.client.openai import encode_request, send_openai  # noqa: E402
+from probes.client.target import ApiKind, Target  # noqa: E402
+from probes.load.clock import RunClock  # noqa: E402
+from probes.load.drivers import Request, StageContext, run_closed_loop  # noqa: E402
+from probes.measure.percentiles import quantile  # noqa: E402
+from probes.measure.sample import Sample  # noqa: E402
+from probes.workload.requests import RequestBuilder  # noqa: E402
+from probes.workload.spec import Workload  # noqa: E402
+
+LEVELS = (1, 16, 64)
+TOKENS = 64
+
+
+async def run_level(base_url: str, concurrency: int, requests: int, tag: str
+                    ) -> tuple[list[Sample], RunClock]:
+    target = Target(base_url=base_url, api_kind=ApiKind.OPENAI_CHAT, model="sim")
+    builder = RequestBuilder(Workload(max_tokens=TOKENS, input_tokens=32), target.api_kind,
+                             target.model)
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(limits=limits, trust_env=False) as client:
+
+        def prepare(seq: int) -> Request:
+            headers = {"x-request-id": f"{tag}-{seq}"}
+            return partial(send_openai, client, target,
+                           encode_request(builder.body(seq), headers), True)
+
+        warm = StageContext(clock=RunClock.start(), seqs=itertools.count(1_000_000))
+        await run_closed_loop(concurrency, prepare, warm, duration_s=None,
+                              max_requests=concurrency)
+        clock = RunClock.start()
+        ctx = StageContext(clock=clock, seqs=itertools.count())
+        samples, _ = await run_closed_loop(concurrency, prepare, ctx, duration_s=None,
+                                           max_requests=requests)
+    return samples, clock
+
+
+def errors(samples: list[Sample], clock: RunClock, truth: dict[str, dict[str, float]],
+           tag: str) -> tuple[list[float], list[float]]:
+    ttft, e2e = [], []
+    for sample in samples:
+        server = truth.get(f"{tag}-{sample.seq}")
+        m = sample.measurement
+        if server is None or m.error_class is not None or m.ttft_ms is None:
+            continue
+        t_send_s = (clock.origin_ns / 1e9) + sample.t_send_ms / 1000.0
+        ttft.append(m.ttft_ms - (server["first_token"] - t_send_s) * 1000.0)
+        e2e.append(m.e2e_ms - (server["last_byte"] - t_send_s) * 1000.0)
+    return ttft, e2e
+
+
+def stats(values: list[float]) -> str:
+    ordered = sorted(values)
+    return (f"{quantile(ordered, 0.5):.3f} | {quantile(ordered, 0.99):.3f} | "
+            f"{ordered[0]:.3f} | {ordered[-1]:.3f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", default="100,320,640",
+                        help="requests per level, for concurrency 1,16,64")
+    parser.add_argument("--no-record", action="store_true", help="do not append RESULTS.md")
+    args = parser.parse_args()
+    counts = [int(n) for n in args.requests.split(",")]
+    pin_to(0)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "truth.jsonl"
+        with Simulator(["--ttft-ms", "50", "--itl-ms", "10", "--output-tokens", str(TOKENS),
+                        "--truth-log", str(log)], cpu=1) as sim:
+            results = {}
+            for concurrency, count in zip(LEVELS, counts, strict=True):
+                tag = f"c{concurrency}"
+                results[concurrency] = (tag, *asyncio.run(
+                    run_level(sim.base_url, concurrency, count, tag)))
+        truth = {}
+        for line in log.read_text().splitlines():
+            record_ = json.loads(line)
+            if record_.get("request_id"):
+                truth[record_["request_id"]] = record_
+    for concurrency, (tag, samples, clock) in results.items():
+        ttft, e2e = errors(samples, clock, truth, tag)
+        rows.append(f"| {concurrency} | {len(ttft)} | {stats(ttft)} | {stats(e2e)} |")
+    table = ("TTFT and E2E error in ms (client minus server truth), median | p99 | min | max:\n\n"
+             "| concurrency | requests | TTFT median | TTFT p99 | TTFT min | TTFT max | "
+             "E2E median | E2E p99 | E2E min | E2E max |\n"
+             "|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows))
+    command = "python benchmarks/accuracy.py --requests " + args.requests
+    if args.no_record:
+        print(table)
+    else:
+        record("accuracy: TTFT and E2E error against server-side truth", command,
+               table + "\n\nTarget: median <= 1 ms and p99 <= 3 ms at every concurrency.")
+
+
+if __name__ == "__main__":
+    main()
