@@ -28,15 +28,15 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import Simulator, pin_to, record  # noqa: E402
-from probes.client.openai import encode_request, send_openai  # noqa: E402
-from probes.client.target import ApiKind, Target  # noqa: E402
-from probes.load.clock import RunClock  # noqa: E402
-from probes.load.drivers import Request, StageContext, run_closed_loop  # noqa: E402
-from probes.measure.percentiles import quantile  # noqa: E402
-from probes.measure.sample import Sample  # noqa: E402
-from probes.workload.requests import RequestBuilder  # noqa: E402
-from probes.workload.spec import Workload  # noqa: E402
+from benchmarks.common import Simulator, pin_to, record
+from probes.client.openai import encode_request, send_openai
+from probes.client.target import ApiKind, Target
+from probes.load.clock import RunClock
+from probes.load.drivers import Request, StageContext, run_closed_loop
+from probes.measure.percentiles import quantile
+from probes.measure.sample import Sample
+from probes.workload.requests import RequestBuilder
+from probes.workload.spec import Workload
 
 LEVELS = (1, 16, 64)
 TOKENS = 64

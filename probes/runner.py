@@ -7,11 +7,12 @@ import itertools
 from dataclasses import dataclass, field
 from functools import partial
 
-import httpx
 from pydantic import BaseModel, Field
 
+from probes.client.clients import HttpClients
 from probes.client.http_check import send_http
 from probes.client.openai import encode_request, send_openai
+from probes.client.openai_fast import send_openai_fast
 from probes.client.secrets import resolve_secret
 from probes.client.target import ApiKind, HttpCheck, Target
 from probes.load.clock import RunClock
@@ -85,33 +86,43 @@ async def _run_stage(stage: Stage, prepare: Prepare, ctx: StageContext
                                  think_time_s=stage.think_time_s, warmup_s=stage.warmup_s)
 
 
-def _openai_requests(client: httpx.AsyncClient, target: Target, workload: Workload,
+def _openai_requests(clients: HttpClients, target: Target, workload: Workload,
                      headers: dict[str, str]) -> Prepare:
+    """HTTP/1.1 through the lean transport; HTTP/2 endpoints through httpx."""
     builder = RequestBuilder(workload, target.api_kind, target.model)
+    if target.http2:
+        client = clients.httpx(tls_verify=target.tls_verify, http2=True)
+
+        def prepare_httpx(seq: int) -> Request:
+            return partial(send_openai, client, target,
+                           encode_request(builder.body(seq), headers), workload.stream)
+        return prepare_httpx
+    pool = clients.pool(tls_verify=target.tls_verify)
 
     def prepare(seq: int) -> Request:
-        return partial(send_openai, client, target,
+        return partial(send_openai_fast, pool, target,
                        encode_request(builder.body(seq), headers), workload.stream)
     return prepare
 
 
-def _http_requests(client: httpx.AsyncClient, target: Target,
+def _http_requests(clients: HttpClients, target: Target,
                    headers: dict[str, str]) -> Prepare:
+    client = clients.httpx(tls_verify=target.tls_verify, http2=target.http2)
     check = target.http_check or HttpCheck()
     request: Request = partial(send_http, client, target, check, headers)
     return lambda seq: request
 
 
 async def execute(
-    client: httpx.AsyncClient, target: Target, workload: Workload, profile: LoadProfile,
+    clients: HttpClients, target: Target, workload: Workload, profile: LoadProfile,
     slo: SloThresholds | None = None, live: LiveStats | None = None,
 ) -> RunResult:
     """Run the profile against the target, stage by stage. Raises before sending anything when
     the auth reference cannot be resolved (SecretUnavailableError) or the dataset or tokenizer
     cannot be loaded (DatasetError, ValueError); endpoint failures become classified samples."""
     headers = request_headers(target)
-    prepare = _http_requests(client, target, headers) if target.api_kind is ApiKind.HTTP \
-        else _openai_requests(client, target, workload, headers)
+    prepare = _http_requests(clients, target, headers) if target.api_kind is ApiKind.HTTP \
+        else _openai_requests(clients, target, workload, headers)
 
     clock = RunClock.start()
     seqs = itertools.count()

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 from pydantic import TypeAdapter, ValidationError
 from rich.console import Group
 from rich.live import Live
 from rich.table import Table
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from probes.client.clients import HttpClients
 from probes.client.target import ApiKind, Target
 from probes.load.live import LiveStats
 from probes.load.profiles import LoadProfile
@@ -193,11 +193,8 @@ async def run_with_display(shot: OneShot, show: Live | None, max_connections: in
     """Run the one-shot; refresh `show` four times a second while it goes."""
     live = LiveStats()
     started = time.monotonic()
-    limits = httpx.Limits(max_connections=max_connections,
-                          max_keepalive_connections=max_connections)
-    async with httpx.AsyncClient(limits=limits, verify=shot.endpoint.tls_verify,
-                                 http2=shot.endpoint.http2, trust_env=False) as client:
-        run = asyncio.create_task(execute(client, shot.target, shot.workload, shot.profile,
+    async with HttpClients(max_connections) as clients:
+        run = asyncio.create_task(execute(clients, shot.target, shot.workload, shot.profile,
                                           shot.slo, live=live))
         while not run.done():
             if show is not None:

@@ -91,12 +91,12 @@ async def send_openai(
                 failed = error_class_for_status(status)
                 if failed is not None:
                     await _drain(response, ERROR_BODY_LIMIT)
-                    return _failure(t_send_ns, status, failed, f"HTTP {status}")
+                    return failure(t_send_ns, status, failed, f"HTTP {status}")
                 if not stream:
                     return await _read_whole(response, t_send_ns, status)
                 content_type = response.headers.get("content-type", "")
                 if not content_type.startswith("text/event-stream"):
-                    return _failure(
+                    return failure(
                         t_send_ns, status, ErrorClass.PROTOCOL, "stream is not text/event-stream"
                     )
                 decoder = SSEDecoder()
@@ -123,16 +123,17 @@ async def send_openai(
             late = ErrorClass.TIMEOUT_FIRST_TOKEN
             if not stream or phase.first_token_seen or loop.time() >= total_deadline:
                 late = ErrorClass.TIMEOUT_TOTAL
-            return _partial(state, t_send_ns, status, late, "deadline exceeded")
+            return partial_result(state, t_send_ns, status, late, "deadline exceeded")
     except UnicodeDecodeError:
-        return _partial(state, t_send_ns, status, ErrorClass.PROTOCOL, "invalid UTF-8 in stream")
+        return partial_result(state, t_send_ns, status, ErrorClass.PROTOCOL,
+                              "invalid UTF-8 in stream")
     except httpx.HTTPError as exc:
         if not (state.complete and state.failure is None):
             error = classify_transport_error(exc, response_started=phase.response_started)
-            return _partial(state, t_send_ns, status, error, type(exc).__name__)
+            return partial_result(state, t_send_ns, status, error, type(exc).__name__)
         end_ns = end_ns or time.perf_counter_ns()
     error_class, detail = state.outcome()
-    return _from_state(state, t_send_ns, end_ns or time.perf_counter_ns(), status, error_class,
+    return from_state(state, t_send_ns, end_ns or time.perf_counter_ns(), status, error_class,
                        detail)
 
 
@@ -147,13 +148,17 @@ async def _drain(response: httpx.Response, limit: int) -> None:
 
 async def _read_whole(response: httpx.Response, t_send_ns: int, status: int) -> Measurement:
     raw = await response.aread()
-    end = time.perf_counter_ns()
+    return whole_response(raw, t_send_ns, time.perf_counter_ns(), status)
+
+
+def whole_response(raw: bytes, t_send_ns: int, end: int, status: int) -> Measurement:
+    """Measure a non-streamed response body that ended at `end` (ns)."""
     try:
         payload = json.loads(raw)
     except ValueError:
-        return _failure(t_send_ns, status, ErrorClass.PROTOCOL, "malformed JSON response")
+        return failure(t_send_ns, status, ErrorClass.PROTOCOL, "malformed JSON response")
     if not isinstance(payload, dict):
-        return _failure(t_send_ns, status, ErrorClass.PROTOCOL, "response is not a JSON object")
+        return failure(t_send_ns, status, ErrorClass.PROTOCOL, "response is not a JSON object")
     usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
     completion = token_count(usage.get("completion_tokens")) if usage else None
     prompt = token_count(usage.get("prompt_tokens")) if usage else None
@@ -174,17 +179,17 @@ async def _read_whole(response: httpx.Response, t_send_ns: int, status: int) -> 
     )
 
 
-def _failure(t_send_ns: int, status: int | None, error: ErrorClass, detail: str) -> Measurement:
-    return _from_state(StreamState(), t_send_ns, time.perf_counter_ns(), status, error, detail)
+def failure(t_send_ns: int, status: int | None, error: ErrorClass, detail: str) -> Measurement:
+    return from_state(StreamState(), t_send_ns, time.perf_counter_ns(), status, error, detail)
 
 
-def _partial(
+def partial_result(
     state: StreamState, t_send_ns: int, status: int | None, error: ErrorClass, detail: str
 ) -> Measurement:
-    return _from_state(state, t_send_ns, time.perf_counter_ns(), status, error, detail)
+    return from_state(state, t_send_ns, time.perf_counter_ns(), status, error, detail)
 
 
-def _from_state(
+def from_state(
     state: StreamState,
     t_send_ns: int,
     end_ns: int,

@@ -11,13 +11,13 @@ from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI
 
+from probes.client.clients import HttpClients
 from service.api.errors import install_error_handlers
 from service.api.routes import endpoints, health, metrics, probes, runs
 from service.api.state import AppState
 from service.config import Settings
 from service.db.engine import create_engine, safe_url, session_factory
 from service.db.migrate import upgrade_to_head
-from service.http_clients import ClientPool
 from service.metrics import Metrics
 from service.scheduling.executor import RunExecutor
 from service.scheduling.scheduler import ProbeScheduler
@@ -44,7 +44,7 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
             await asyncio.to_thread(upgrade_to_head, url)
         engine = create_engine(url)
         sessions = session_factory(engine)
-        clients = ClientPool(settings.http_max_connections)
+        clients = HttpClients(settings.http_max_connections)
         app_metrics = Metrics()
         executor = RunExecutor(sessions, clients, app_metrics,
                                settings.replica_id or default_replica_id())

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from probes.client.clients import HttpClients
 from service.config import Settings
-from service.http_clients import ClientPool
 from service.metrics import Metrics
 from service.scheduling.executor import RunExecutor
 from service.scheduling.scheduler import ProbeScheduler
@@ -19,7 +19,7 @@ class AppState:
     database_url: str
     engine: AsyncEngine
     sessions: async_sessionmaker[AsyncSession]
-    clients: ClientPool
+    clients: HttpClients
     metrics: Metrics
     executor: RunExecutor
     scheduler: ProbeScheduler

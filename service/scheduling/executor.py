@@ -10,6 +10,7 @@ from pydantic import TypeAdapter
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from probes.client.clients import HttpClients
 from probes.client.secrets import SecretUnavailableError
 from probes.client.target import ApiKind, HttpCheck, Target
 from probes.load.profiles import LoadProfile
@@ -19,7 +20,6 @@ from probes.workload.spec import Workload
 from service.db import probes as probe_queries
 from service.db import runs as run_queries
 from service.db.models import Endpoint, Probe
-from service.http_clients import ClientPool
 from service.metrics import Metrics
 from service.scheduling.ticks import tick_of
 
@@ -58,7 +58,7 @@ def run_status(result: RunResult) -> str:
 class RunExecutor:
     """Runs probes and owns the tasks of runs in flight."""
 
-    def __init__(self, sessions: async_sessionmaker[AsyncSession], clients: ClientPool,
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], clients: HttpClients,
                  metrics: Metrics, replica_id: str) -> None:
         self.sessions = sessions
         self.clients = clients
@@ -117,7 +117,7 @@ class RunExecutor:
         self._running.add(probe.id)
         try:
             result = await execute(
-                self.clients.get(tls_verify=endpoint.tls_verify, http2=endpoint.http2),
+                self.clients,
                 target_of(endpoint),
                 Workload.model_validate(probe.workload),
                 PROFILE.validate_python(probe.profile),

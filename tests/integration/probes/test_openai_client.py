@@ -7,9 +7,9 @@ import socket
 import statistics
 from collections.abc import AsyncIterator
 
-import httpx
 import pytest
 
+from probes.client.clients import HttpClients
 from probes.client.target import ApiKind, HttpCheck, Target
 from probes.load.profiles import ConstantProfile, SingleProfile
 from probes.measure.sample import ErrorClass, Measurement
@@ -20,26 +20,34 @@ from tests.conftest import SimulatorHandle
 
 
 @pytest.fixture
-async def client() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient() as c:
-        yield c
+async def client() -> AsyncIterator[HttpClients]:
+    async with HttpClients() as clients:
+        yield clients
 
 
-def target(sim: SimulatorHandle, fault: str | None = None, **kw: float) -> Target:
+@pytest.fixture(params=[False, True], ids=["lean-http1", "httpx"])
+def via_httpx(request: pytest.FixtureRequest) -> bool:
+    """Both client paths: the lean HTTP/1.1 transport, and httpx (used for HTTP/2 endpoints;
+    against this plain-http simulator it speaks HTTP/1.1 too)."""
+    return bool(request.param)
+
+
+def target(sim: SimulatorHandle, fault: str | None = None, http2: bool = False,
+           **kw: float) -> Target:
     headers = {FAULT_HEADER: fault} if fault else {}
     return Target(base_url=sim.base_url, api_kind=ApiKind.OPENAI_CHAT, model="m",
-                  headers=headers, **kw)  # type: ignore[arg-type]
+                  headers=headers, http2=http2, **kw)  # type: ignore[arg-type]
 
 
-async def one(client: httpx.AsyncClient, t: Target, workload: Workload | None = None
+async def one(client: HttpClients, t: Target, workload: Workload | None = None
               ) -> Measurement:
     result = await execute(client, t, workload or Workload(), SingleProfile())
     return result.samples[0].measurement
 
 
 async def test_streamed_chat_request_is_measured_from_t_send(
-        client: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
-    m = await one(client, target(simulator))
+        client: HttpClients, simulator: SimulatorHandle, via_httpx: bool) -> None:
+    m = await one(client, target(simulator, http2=via_httpx))
     assert m.error_class is None
     assert m.http_status == 200
     assert m.output_tokens == 32
@@ -52,7 +60,7 @@ async def test_streamed_chat_request_is_measured_from_t_send(
 
 
 async def test_completions_api_and_non_streaming_responses(
-        client: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
+        client: HttpClients, simulator: SimulatorHandle) -> None:
     completions = Target(base_url=simulator.base_url, api_kind=ApiKind.OPENAI_COMPLETIONS,
                          model="m")
     streamed = await one(client, completions, Workload(max_tokens=8))
@@ -79,31 +87,31 @@ async def test_completions_api_and_non_streaming_responses(
     ],
 )
 async def test_simulator_fault_is_classified(
-        client: httpx.AsyncClient, simulator: SimulatorHandle, fault: str,
-        expected: ErrorClass) -> None:
-    m = await one(client, target(simulator, fault))
+        client: HttpClients, simulator: SimulatorHandle, fault: str,
+        expected: ErrorClass, via_httpx: bool) -> None:
+    m = await one(client, target(simulator, fault, http2=via_httpx))
     assert m.error_class is expected
 
 
 @pytest.mark.parametrize("fault", ["huge_chunk", "trickle"])
 async def test_awkward_but_valid_streams_succeed(
-        client: httpx.AsyncClient, simulator: SimulatorHandle, fault: str) -> None:
-    m = await one(client, target(simulator, fault), Workload(max_tokens=16))
+        client: HttpClients, simulator: SimulatorHandle, fault: str, via_httpx: bool) -> None:
+    m = await one(client, target(simulator, fault, http2=via_httpx), Workload(max_tokens=16))
     assert m.error_class is None
     assert m.output_tokens == 16
     assert m.tokens_server_counted
 
 
-async def test_tls_failure_is_classified_tls(client: httpx.AsyncClient,
-                                             simulator: SimulatorHandle) -> None:
+async def test_tls_failure_is_classified_tls(client: HttpClients, simulator: SimulatorHandle,
+                                             via_httpx: bool) -> None:
     https = Target(base_url=simulator.base_url.replace("http://", "https://"),
-                   api_kind=ApiKind.OPENAI_CHAT, model="m")
+                   api_kind=ApiKind.OPENAI_CHAT, model="m", http2=via_httpx)
     m = await one(client, https)
     assert m.error_class is ErrorClass.TLS
 
 
 async def test_unanswered_connect_is_classified_timeout_connect(
-        client: httpx.AsyncClient) -> None:
+        client: HttpClients, via_httpx: bool) -> None:
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(0)
@@ -116,7 +124,8 @@ async def test_unanswered_connect_is_classified_timeout_connect(
             fillers.append(filler)
         try:
             stalled = Target(base_url=f"http://127.0.0.1:{port}/v1",
-                             api_kind=ApiKind.OPENAI_CHAT, model="m", timeout_connect_s=0.5)
+                             api_kind=ApiKind.OPENAI_CHAT, model="m", timeout_connect_s=0.5,
+                             http2=via_httpx)
             m = await one(client, stalled)
         finally:
             for filler in fillers:
@@ -125,30 +134,31 @@ async def test_unanswered_connect_is_classified_timeout_connect(
 
 
 async def test_hung_request_times_out_on_first_token_then_total(
-        client: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
-    first = await one(client, target(simulator, "hang", timeout_first_token_s=0.3))
+        client: HttpClients, simulator: SimulatorHandle, via_httpx: bool) -> None:
+    first = await one(client, target(simulator, "hang", via_httpx, timeout_first_token_s=0.3))
     assert first.error_class is ErrorClass.TIMEOUT_FIRST_TOKEN
     assert 300.0 <= first.e2e_ms < 1000.0
-    total = await one(client, target(simulator, "hang", timeout_total_s=0.3))
+    total = await one(client, target(simulator, "hang", via_httpx, timeout_total_s=0.3))
     assert total.error_class is ErrorClass.TIMEOUT_TOTAL
-    slow_stream = await one(client, target(simulator, timeout_total_s=0.2))
+    slow_stream = await one(client, target(simulator, http2=via_httpx, timeout_total_s=0.2))
     assert slow_stream.error_class is ErrorClass.TIMEOUT_TOTAL
     assert slow_stream.ttft_ms is not None
 
 
-async def test_refused_connection_is_classified_connect(client: httpx.AsyncClient) -> None:
+async def test_refused_connection_is_classified_connect(client: HttpClients,
+                                                       via_httpx: bool) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     refused = Target(base_url=f"http://127.0.0.1:{port}/v1", api_kind=ApiKind.OPENAI_CHAT,
-                     model="m")
+                     model="m", http2=via_httpx)
     m = await one(client, refused)
     assert m.error_class is ErrorClass.CONNECT
     assert m.http_status is None
 
 
 async def test_constant_profile_at_ten_per_second_reports_availability_and_throughput(
-        client: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
+        client: HttpClients, simulator: SimulatorHandle) -> None:
     result = await execute(client, target(simulator), Workload(),
                            ConstantProfile(rate=10.0, duration_s=2.0))
     summary = result.summary
@@ -162,11 +172,14 @@ async def test_constant_profile_at_ten_per_second_reports_availability_and_throu
 
 
 async def test_sequential_requests_reuse_one_connection(
-        client: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
-    for fault in (None, None, "http_500", None):
-        await one(client, target(simulator, fault))
-    pool = client._transport._pool  # type: ignore[attr-defined]
-    assert len(pool.connections) == 1
+        client: HttpClients, simulator: SimulatorHandle, via_httpx: bool) -> None:
+    for fault in (None, None, "http_500", None, "truncate", None):
+        await one(client, target(simulator, fault, http2=via_httpx))
+    if via_httpx:
+        pool = client.httpx(http2=True)._transport._pool  # type: ignore[attr-defined]
+        assert len(pool.connections) == 1
+    else:
+        assert client.pool().idle_connections == 1
 
 
 @pytest.mark.parametrize(
@@ -180,7 +193,7 @@ async def test_sequential_requests_reuse_one_connection(
     ],
 )
 async def test_http_probe_checks_status_and_body(
-        client: httpx.AsyncClient, simulator: SimulatorHandle, check: HttpCheck,
+        client: HttpClients, simulator: SimulatorHandle, check: HttpCheck,
         expected: ErrorClass | None) -> None:
     root = simulator.base_url.removesuffix("/v1")
     http = Target(base_url=root, api_kind=ApiKind.HTTP, model="n/a", http_check=check)

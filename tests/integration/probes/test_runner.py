@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-import httpx
 import pytest
 
+from probes.client.clients import HttpClients
 from probes.client.target import ApiKind, Target
 from probes.load.live import LiveStats
 from probes.load.profiles import (
@@ -25,9 +25,9 @@ SHORT = Workload(max_tokens=4)
 
 
 @pytest.fixture
-async def client() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient() as c:
-        yield c
+async def client() -> AsyncIterator[HttpClients]:
+    async with HttpClients() as clients:
+        yield clients
 
 
 def target(sim: SimulatorHandle, **headers: str) -> Target:
@@ -36,7 +36,7 @@ def target(sim: SimulatorHandle, **headers: str) -> Target:
 
 
 async def test_steps_give_one_result_per_stage_and_an_overall_summary(
-        client: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
+        client: HttpClients, simulator: SimulatorHandle) -> None:
     profile = StepsProfile(stages=[{"rate": 10, "duration_s": 1},
                                    {"concurrency": 2, "duration_s": 1}], warmup_s=0.2)
     result = await execute(client, target(simulator), SHORT, profile)
@@ -51,7 +51,7 @@ async def test_steps_give_one_result_per_stage_and_an_overall_summary(
     assert [s.label for s in report.stages] == ["rate 10/s", "concurrency 2"]
 
 
-async def test_poisson_profile_with_goodput(client: httpx.AsyncClient,
+async def test_poisson_profile_with_goodput(client: HttpClients,
                                             simulator: SimulatorHandle) -> None:
     live = LiveStats()
     result = await execute(client, target(simulator), SHORT,
@@ -64,7 +64,7 @@ async def test_poisson_profile_with_goodput(client: httpx.AsyncClient,
 
 
 async def test_concurrency_profile_reaches_its_request_count(
-        client: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
+        client: HttpClients, simulator: SimulatorHandle) -> None:
     result = await execute(client, target(simulator), SHORT,
                            ConcurrencyProfile(users=4, max_requests=20))
     assert result.summary.attempts == 20
@@ -72,10 +72,23 @@ async def test_concurrency_profile_reaches_its_request_count(
 
 
 async def test_sweep_stops_escalating_after_the_level_that_breaks_availability(
-        client: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
+        client: HttpClients, simulator: SimulatorHandle) -> None:
     failing = target(simulator, **{FAULT_HEADER: "http_500"})
     result = await execute(client, failing, SHORT,
                            SweepProfile(levels=[1, 2, 4], duration_s=0.3, min_availability=0.5))
     assert len(result.stages) == 1
     assert result.stopped is not None
     assert "availability" in result.stopped
+
+
+def test_the_lean_transport_runs_under_uvloop(simulator: SimulatorHandle) -> None:
+    """The service runs on uvloop (uvicorn picks it), whose transports differ from asyncio's."""
+    import uvloop
+
+    async def run() -> int:
+        async with HttpClients() as clients:
+            result = await execute(clients, target(simulator), SHORT,
+                                   ConcurrencyProfile(users=2, max_requests=6))
+            return result.summary.successes
+
+    assert uvloop.run(run()) == 6

@@ -1,0 +1,46 @@
+"""The connections runs share: the lean HTTP/1.1 pool for OpenAI requests, and httpx clients
+for HTTP/2 endpoints and plain `http` checks. Created and closed by their owner (the service
+lifespan, the CLI); one per event loop."""
+
+from __future__ import annotations
+
+import httpx
+
+from probes.client.transport import ConnectionPool
+
+
+class HttpClients:
+    def __init__(self, max_connections: int = 1000) -> None:
+        self._limits = httpx.Limits(max_connections=max_connections,
+                                    max_keepalive_connections=max_connections)
+        self._pools: dict[bool, ConnectionPool] = {}
+        self._httpx: dict[tuple[bool, bool], httpx.AsyncClient] = {}
+
+    def pool(self, *, tls_verify: bool = True) -> ConnectionPool:
+        pool = self._pools.get(tls_verify)
+        if pool is None:
+            pool = self._pools[tls_verify] = ConnectionPool(tls_verify=tls_verify)
+        return pool
+
+    def httpx(self, *, tls_verify: bool = True, http2: bool = False) -> httpx.AsyncClient:
+        key = (tls_verify, http2)
+        client = self._httpx.get(key)
+        if client is None:
+            client = httpx.AsyncClient(limits=self._limits, verify=tls_verify, http2=http2,
+                                       follow_redirects=False, trust_env=False)
+            self._httpx[key] = client
+        return client
+
+    async def aclose(self) -> None:
+        for pool in self._pools.values():
+            await pool.aclose()
+        for client in self._httpx.values():
+            await client.aclose()
+        self._pools.clear()
+        self._httpx.clear()
+
+    async def __aenter__(self) -> HttpClients:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

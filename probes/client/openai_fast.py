@@ -1,0 +1,142 @@
+"""OpenAI-compatible requests over the lean HTTP/1.1 transport (probes/client/transport.py):
+the same measurement as probes/client/openai.py, with events parsed and time-stamped in the
+call that read them from the socket."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from probes.client.openai import (
+    DRAIN_S,
+    ERROR_BODY_LIMIT,
+    failure,
+    from_state,
+    partial_result,
+    request_url,
+    whole_response,
+)
+from probes.client.openai_stream import StreamState, error_class_for_status
+from probes.client.sse import SSEDecoder
+from probes.client.target import Target
+from probes.client.transport import ConnectionPool, Exchange, TransportError
+from probes.measure.sample import ErrorClass, Measurement
+
+WHOLE_BODY_LIMIT = 64 * 1024 * 1024
+TRANSPORT_ERRORS = {"connect": ErrorClass.CONNECT, "dns": ErrorClass.DNS,
+                    "tls": ErrorClass.TLS, "timeout_connect": ErrorClass.TIMEOUT_CONNECT,
+                    "protocol": ErrorClass.PROTOCOL}
+
+
+class _Reader:
+    """Consumes the body as it arrives: SSE events for a 2xx stream, else raw bytes."""
+
+    def __init__(self, stream: bool, loop: asyncio.AbstractEventLoop, total_deadline: float
+                 ) -> None:
+        self.stream = stream
+        self.loop = loop
+        self.total_deadline = total_deadline
+        self.exchange: Exchange | None = None
+        self.deadline: asyncio.Timeout | None = None
+        self.state = StreamState()
+        self.decoder = SSEDecoder()
+        self.raw = bytearray()
+        self.end_ns: int | None = None
+        self.first_token_seen = False
+
+    def _sse(self) -> bool:
+        exchange = self.exchange
+        status = 0 if exchange is None or not exchange.head.done() or exchange.head.cancelled() \
+            else exchange.head.result()[0]
+        return self.stream and 200 <= status < 300
+
+    def on_body(self, chunk: bytes, now: int) -> None:
+        if not self._sse():
+            if len(self.raw) <= WHOLE_BODY_LIMIT:
+                self.raw += chunk
+            return
+        state = self.state
+        if state.done or state.failure is not None:
+            return  # the body's last bytes: read so the connection is reused
+        try:
+            events = self.decoder.feed(chunk)
+        except UnicodeDecodeError:
+            state.failure, state.detail = ErrorClass.PROTOCOL, "invalid UTF-8 in stream"
+            return
+        for event in events:
+            state.on_event(event, now)
+        if state.first_output_ns is not None and not self.first_token_seen:
+            self.first_token_seen = True
+            if self.deadline is not None:
+                self.deadline.reschedule(self.total_deadline)
+        if state.done and self.end_ns is None:
+            self.end_ns = now
+            if self.deadline is not None:
+                self.deadline.reschedule(min(self.total_deadline, self.loop.time() + DRAIN_S))
+
+    def finish_stream(self, end_ns: int) -> None:
+        """The response ended: a trailing event without a blank line is processed."""
+        if self.end_ns is None and self.state.failure is None and not self.state.done:
+            try:
+                for event in self.decoder.close():
+                    self.state.on_event(event, end_ns)
+            except UnicodeDecodeError:
+                self.state.failure = ErrorClass.PROTOCOL
+                self.state.detail = "invalid UTF-8 in stream"
+            self.end_ns = end_ns
+
+
+async def send_openai_fast(pool: ConnectionPool, target: Target,
+                           encoded: tuple[bytes, dict[str, str]], stream: bool,
+                           t_send_ns: int) -> Measurement:
+    """Send one encoded request and measure it. Never raises for endpoint misbehaviour; no
+    retries. Deadlines: connect, first token and total, from t_send."""
+    payload, headers = encoded
+    loop = asyncio.get_running_loop()
+    start_loop = loop.time() - (time.perf_counter_ns() - t_send_ns) / 1e9
+    total_deadline = start_loop + target.timeout_total_s
+    first_deadline = min(start_loop + target.timeout_first_token_s, total_deadline)
+    reader = _Reader(stream, loop, total_deadline)
+    status: int | None = None
+    try:
+        async with asyncio.timeout_at(first_deadline if stream else total_deadline) as deadline:
+            reader.deadline = deadline
+            reader.exchange = await pool.start(
+                "POST", request_url(target), headers, payload, reader.on_body,
+                connect_timeout_s=target.timeout_connect_s)
+            status, response_headers = await reader.exchange.head
+            failed = error_class_for_status(status)
+            if failed is not None:
+                result = failure(t_send_ns, status, failed, f"HTTP {status}")
+                await asyncio.wait({reader.exchange.done}, timeout=DRAIN_S)
+                if not reader.exchange.done.done() or len(reader.raw) > ERROR_BODY_LIMIT:
+                    pool.abandon(reader.exchange)
+                return result
+            if not stream:
+                end = await reader.exchange.done
+                return whole_response(bytes(reader.raw), t_send_ns, end, status)
+            if not response_headers.get("content-type", "").startswith("text/event-stream"):
+                pool.abandon(reader.exchange)
+                return failure(t_send_ns, status, ErrorClass.PROTOCOL,
+                               "stream is not text/event-stream")
+            end = await reader.exchange.done
+            reader.finish_stream(end)
+    except TimeoutError:
+        if reader.exchange is not None:
+            pool.abandon(reader.exchange)
+        if not reader.state.done:
+            late = ErrorClass.TIMEOUT_FIRST_TOKEN
+            if not stream or reader.first_token_seen or loop.time() >= total_deadline:
+                late = ErrorClass.TIMEOUT_TOTAL
+            return partial_result(reader.state, t_send_ns, status, late, "deadline exceeded")
+    except TransportError as exc:
+        if not (reader.state.complete and reader.state.failure is None):
+            error = TRANSPORT_ERRORS.get(exc.kind)
+            if error is None:
+                error = ErrorClass.TRUNCATED if status is not None else ErrorClass.PROTOCOL
+            return partial_result(reader.state, t_send_ns, status, error, exc.detail)
+    if status is None:
+        return failure(t_send_ns, None, ErrorClass.PROTOCOL, "no response")
+    error_class, detail = reader.state.outcome()
+    return from_state(reader.state, t_send_ns, reader.end_ns or time.perf_counter_ns(), status,
+                      error_class, detail)
