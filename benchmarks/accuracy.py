@@ -8,7 +8,8 @@ and 64 tokens, and logs when it handed the first token and the last byte to the 
     E2E error  = client E2E  - (server last-byte write   - client t_send)
 
 so the error is what sustain adds on top of the real latency: loopback, the event loop, HTTP
-and SSE parsing. Targets: median <= 1 ms and p99 <= 3 ms at concurrency 1, 16 and 64.
+and SSE parsing. Targets: median <= 1 ms and p99 <= 3 ms at concurrency 1, 16 and 64. Side by
+side in the same run: sustain's lean transport and the same measurement over httpx.
 
     python benchmarks/accuracy.py [--requests 100,300,640] [--no-record]
 """
@@ -24,12 +25,14 @@ import tempfile
 from functools import partial
 from pathlib import Path
 
-import httpx
+import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import Simulator, pin_to, record
+from probes.client.clients import HttpClients
 from probes.client.openai import encode_request, send_openai
+from probes.client.openai_fast import send_openai_fast
 from probes.client.target import ApiKind, Target
 from probes.load.clock import RunClock
 from probes.load.drivers import Request, StageContext, run_closed_loop
@@ -39,21 +42,23 @@ from probes.workload.requests import RequestBuilder
 from probes.workload.spec import Workload
 
 LEVELS = (1, 16, 64)
+CLIENTS = {"lean": "sustain (lean HTTP/1.1 transport)", "httpx": "baseline: httpx"}
 TOKENS = 64
 
 
-async def run_level(base_url: str, concurrency: int, requests: int, tag: str
+async def run_level(base_url: str, concurrency: int, requests: int, tag: str, client: str
                     ) -> tuple[list[Sample], RunClock]:
+    """`client`: "lean" (sustain's HTTP/1.1 transport) or "httpx" (the baseline)."""
     target = Target(base_url=base_url, api_kind=ApiKind.OPENAI_CHAT, model="sim")
     builder = RequestBuilder(Workload(max_tokens=TOKENS, input_tokens=32), target.api_kind,
                              target.model)
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(limits=limits, trust_env=False) as client:
+    async with HttpClients(concurrency) as clients:
 
         def prepare(seq: int) -> Request:
-            headers = {"x-request-id": f"{tag}-{seq}"}
-            return partial(send_openai, client, target,
-                           encode_request(builder.body(seq), headers), True)
+            encoded = encode_request(builder.body(seq), {"x-request-id": f"{tag}-{seq}"})
+            if client == "httpx":
+                return partial(send_openai, clients.httpx(), target, encoded, True)
+            return partial(send_openai_fast, clients.pool(), target, encoded, True)
 
         warm = StageContext(clock=RunClock.start(), seqs=itertools.count(1_000_000))
         await run_closed_loop(concurrency, prepare, warm, duration_s=None,
@@ -90,6 +95,8 @@ def main() -> None:
     parser.add_argument("--requests", default="100,320,640",
                         help="requests per level, for concurrency 1,16,64")
     parser.add_argument("--no-record", action="store_true", help="do not append RESULTS.md")
+    parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop",
+                        help="event loop of the client (sustain serve runs on uvloop)")
     args = parser.parse_args()
     counts = [int(n) for n in args.requests.split(",")]
     pin_to(0)
@@ -100,22 +107,25 @@ def main() -> None:
                         "--truth-log", str(log)], cpu=1) as sim:
             results = {}
             for concurrency, count in zip(LEVELS, counts, strict=True):
-                tag = f"c{concurrency}"
-                results[concurrency] = (tag, *asyncio.run(
-                    run_level(sim.base_url, concurrency, count, tag)))
+                for client in CLIENTS:
+                    tag = f"{client}-c{concurrency}"
+                    level = run_level(sim.base_url, concurrency, count, tag, client)
+                    outcome = uvloop.run(level) if args.loop == "uvloop" else asyncio.run(level)
+                    results[(client, concurrency)] = (tag, *outcome)
         truth = {}
         for line in log.read_text().splitlines():
             record_ = json.loads(line)
             if record_.get("request_id"):
                 truth[record_["request_id"]] = record_
-    for concurrency, (tag, samples, clock) in results.items():
+    for (client, concurrency), (tag, samples, clock) in results.items():
         ttft, e2e = errors(samples, clock, truth, tag)
-        rows.append(f"| {concurrency} | {len(ttft)} | {stats(ttft)} | {stats(e2e)} |")
+        rows.append(f"| {CLIENTS[client]} | {concurrency} | {len(ttft)} | {stats(ttft)} | "
+                    f"{stats(e2e)} |")
     table = ("TTFT and E2E error in ms (client minus server truth), median | p99 | min | max:\n\n"
-             "| concurrency | requests | TTFT median | TTFT p99 | TTFT min | TTFT max | "
+             "| client | concurrency | requests | TTFT median | TTFT p99 | TTFT min | TTFT max | "
              "E2E median | E2E p99 | E2E min | E2E max |\n"
-             "|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows))
-    command = "python benchmarks/accuracy.py --requests " + args.requests
+             "|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows))
+    command = f"python benchmarks/accuracy.py --requests {args.requests} --loop {args.loop}"
     if args.no_record:
         print(table)
     else:
