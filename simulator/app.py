@@ -240,20 +240,32 @@ class SimulatorApp:
         marks: dict[str, float] = {}
         plan = _stream(completion, config, token_times, fault, finish, include_usage)
         waited = False
-        for part in plan:
-            if isinstance(part, float):
-                await _sleep_until(part)
-                waited = True
-                continue
+        pending: list[bytes] = []
+
+        async def flush() -> None:
+            if not pending:
+                return
+            data = b"".join(pending)
+            pending.clear()
             if fault is Fault.TRICKLE:
-                await self._trickle(send, part)
+                await self._trickle(send, data)
             else:
-                await send({"type": "http.response.body", "body": part, "more_body": True})
+                await send({"type": "http.response.body", "body": data, "more_body": True})
             now = time.perf_counter()
             marks.setdefault("first_byte", now)
             marks["last_byte"] = now
             if waited:
                 marks.setdefault("first_token", now)
+
+        for part in plan:
+            if isinstance(part, float):
+                if part > time.perf_counter():  # events already due go out in one write
+                    await flush()
+                    await _sleep_until(part)
+                waited = True
+                continue
+            pending.append(part)
+        await flush()
         await send({"type": "http.response.body", "body": b"", "more_body": False})
         if self._truth is not None:
             request_id = next((v.decode("latin-1") for n, v in scope["headers"]

@@ -20,21 +20,21 @@ def token_count(value: Any) -> int | None:
     return value if 0 <= value <= MAX_TOKEN_COUNT else None
 
 
-def _non_empty(value: Any) -> bool:
-    return bool(value) if isinstance(value, (str, list)) else False
+OUTPUT_KEYS = ("content", "reasoning_content", "reasoning", "tool_calls")
 
 
 def choice_has_output(choice: Any) -> bool:
     """Content, reasoning or tool-call deltas (chat), text (completions); role-only is not."""
-    if not isinstance(choice, dict):
+    if type(choice) is not dict:
         return False
     delta = choice.get("delta")
-    if isinstance(delta, dict) and any(
-        _non_empty(delta.get(key))
-        for key in ("content", "reasoning_content", "reasoning", "tool_calls")
-    ):
-        return True
-    return _non_empty(choice.get("text"))
+    if type(delta) is dict:
+        for key in OUTPUT_KEYS:
+            value = delta.get(key)
+            if value and isinstance(value, (str, list)):
+                return True
+    text = choice.get("text")
+    return bool(text) and isinstance(text, str)
 
 
 def error_class_for_status(status: int) -> ErrorClass | None:
@@ -79,19 +79,29 @@ class StreamState:
         if payload.get("error") is not None:
             self._on_error(payload["error"])
             return
-        self._on_usage(payload.get("usage"))
-        choices = payload.get("choices") or []
-        if not isinstance(choices, list):
+        usage = payload.get("usage")
+        if usage:
+            self._on_usage(usage)
+        choices = payload.get("choices")
+        if not choices:
+            return
+        if type(choices) is not list:
             self._fail(ErrorClass.PROTOCOL, "choices is not a list")
             return
-        if any(choice_has_output(c) for c in choices):
+        output = finished = False
+        for choice in choices:
+            if not output and choice_has_output(choice):
+                output = True
+            if type(choice) is dict and choice.get("finish_reason"):
+                finished = True
+        if output:
             if self.last_output_ns is not None:
                 self.itl_ns.append(now_ns - self.last_output_ns)
             else:
                 self.first_output_ns = now_ns
             self.last_output_ns = now_ns
             self.output_events += 1
-        if any(isinstance(c, dict) and c.get("finish_reason") for c in choices):
+        if finished:
             self.finished = True
 
     def _on_usage(self, usage: Any) -> None:

@@ -38,6 +38,10 @@ class SSEDecoder:
         return self._drain(final=True)
 
     def _drain(self, *, final: bool) -> list[SSEEvent]:
+        if "\r" not in self._buffer:  # the common case, split in C
+            lines = self._buffer.split("\n")
+            self._buffer = lines.pop()
+            return [event for line in lines if (event := self._line(line)) is not None]
         events: list[SSEEvent] = []
         pos = 0
         while (match := _LINE_END.search(self._buffer, pos)) is not None:
@@ -51,6 +55,9 @@ class SSEDecoder:
         return events
 
     def _line(self, line: str) -> SSEEvent | None:
+        if line.startswith("data: "):
+            self._data.append(line[6:])
+            return None
         if not line:
             if not self._data:
                 self._event = ""
