@@ -2,8 +2,8 @@
 generator lag <= 5 ms and no client-side errors, against a 1 ms TTFT / 32-token simulator
 (itl 0) on the other core. Side by side in the same run:
 
-- sustain: the open-loop driver and the lean HTTP/1.1 transport (what `sustain probe` and
-  the service use);
+- sustain: the open-loop driver and the lean HTTP/1.1 transport, with the cyclic garbage
+  collector paused during the run (what `sustain probe` and the service use);
 - baseline: the naive client (one httpx.AsyncClient, a task per request reading SSE lines).
 
 Each rate runs for --seconds after a one-second warmup; rates climb until a client fails twice
@@ -40,6 +40,7 @@ from probes.client.openai_fast import send_openai_fast
 from probes.client.target import ApiKind, Target
 from probes.load.clock import RunClock
 from probes.load.drivers import Request, StageContext, run_open_loop
+from probes.load.quiet_gc import quiet_gc
 from probes.load.schedule import constant_offsets
 from probes.measure.percentiles import quantile
 from probes.measure.sketch import MetricSketch
@@ -81,8 +82,10 @@ async def sustain_client(base_url: str, rate: float, seconds: float
                            encode_request(builder.body(seq), {}), True)
 
         ctx = StageContext(clock=RunClock.start(), seqs=itertools.count())
-        samples, _ = await run_open_loop(constant_offsets(rate, seconds + WARMUP_S), prepare,
-                                         ctx, max_in_flight=10_000, warmup_s=WARMUP_S)
+        with quiet_gc():  # as probes.runner.execute does
+            samples, _ = await run_open_loop(constant_offsets(rate, seconds + WARMUP_S),
+                                             prepare, ctx, max_in_flight=10_000,
+                                             warmup_s=WARMUP_S)
     lags = [s.lag_ms or 0.0 for s in samples]
     ttfts = [s.ttft_ms for s in samples if s.ttft_ms is not None]
     errors = sum(1 for s in samples if s.measurement.error_class is not None)

@@ -20,6 +20,7 @@ from probes.load.drivers import Prepare, Request, StageContext, run_closed_loop,
 from probes.load.live import LiveStats
 from probes.load.plan import ClosedStage, OpenStage, SingleStage, Stage, stages
 from probes.load.profiles import LoadProfile, SweepProfile
+from probes.load.quiet_gc import quiet_gc
 from probes.measure.sample import Sample
 from probes.measure.slo import SloThresholds
 from probes.measure.summary import RunSummary, combined_health, summarise
@@ -124,6 +125,12 @@ async def execute(
     prepare = _http_requests(clients, target, headers) if target.api_kind is ApiKind.HTTP \
         else _openai_requests(clients, target, workload, headers)
 
+    with quiet_gc():
+        return await _execute(prepare, profile, slo, live)
+
+
+async def _execute(prepare: Prepare, profile: LoadProfile, slo: SloThresholds | None,
+                   live: LiveStats | None) -> RunResult:
     clock = RunClock.start()
     seqs = itertools.count()
     samples: list[Sample] = []
