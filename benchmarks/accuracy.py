@@ -36,6 +36,7 @@ from probes.client.openai_fast import send_openai_fast
 from probes.client.target import ApiKind, Target
 from probes.load.clock import RunClock
 from probes.load.drivers import Request, StageContext, run_closed_loop
+from probes.load.quiet_gc import quiet_gc
 from probes.measure.percentiles import quantile
 from probes.measure.sample import Sample
 from probes.workload.requests import RequestBuilder
@@ -65,8 +66,9 @@ async def run_level(base_url: str, concurrency: int, requests: int, tag: str, cl
                               max_requests=concurrency)
         clock = RunClock.start()
         ctx = StageContext(clock=clock, seqs=itertools.count())
-        samples, _ = await run_closed_loop(concurrency, prepare, ctx, duration_s=None,
-                                           max_requests=requests)
+        with quiet_gc():  # as probes.runner.execute does
+            samples, _ = await run_closed_loop(concurrency, prepare, ctx, duration_s=None,
+                                               max_requests=requests)
     return samples, clock
 
 

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 import uvicorn
+import uvloop
 from pydantic import ValidationError
 from rich.console import Console
 from rich.live import Live
@@ -219,10 +220,10 @@ def probe(
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from None
     if json_output:
-        result = asyncio.run(oneshot.run_with_display(shot, None))
+        result = uvloop.run(oneshot.run_with_display(shot, None))
     else:
         with Live(console=console, refresh_per_second=4, transient=True) as display:
-            result = asyncio.run(oneshot.run_with_display(shot, display))
+            result = uvloop.run(oneshot.run_with_display(shot, display))
         Console(width=None if sys.stdout.isatty() else 140).print(oneshot.results(result))
     run_id = None
     if save:
