@@ -5,6 +5,7 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
+from probes.client.openai_stream import StreamState
 from probes.client.sse import SSEDecoder, SSEEvent
 
 VALID_STREAM = (
@@ -49,12 +50,41 @@ def test_crlf_split_across_chunks_is_one_line_end() -> None:
     assert decode_all([b"data: a\r", b"\n\r", b"\n"]) == [SSEEvent("message", "a")]
 
 
+OPENAI_STREAM = "".join(
+    f"data: {line}\r\n\r\n" if i % 2 else f"data: {line}\n\n" for i, line in enumerate([
+        '{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}',
+        ": keep-alive",
+        '{"choices":[{"index":0,"delta":{"reasoning_content":"thinking…"}}]}',
+        '{"choices":[{"index":0,"delta":{"content":"héllo"}}]}',
+        '{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1"}]}}]}',
+        '{"choices":[{"index":0,"delta":{"content":" 世界"},"finish_reason":"stop"}]}',
+        '{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":4}}',
+        "[DONE]",
+    ])).replace("data: : keep-alive", ": keep-alive").encode()
+
+
+def tokens_of(chunks: list[bytes]) -> tuple[int, int, bool]:
+    state = StreamState()
+    for n, event in enumerate(decode_all(chunks)):
+        state.on_event(event, n)
+    return state.output_tokens, state.output_events, state.complete
+
+
 @given(st.data())
 def test_any_rechunking_yields_the_same_events(data: st.DataObject) -> None:
     cuts = sorted(data.draw(st.lists(st.integers(0, len(VALID_STREAM)), max_size=40)))
     bounds = [0, *cuts, len(VALID_STREAM)]
     chunks = [VALID_STREAM[a:b] for a, b in itertools.pairwise(bounds)]
     assert decode_all(chunks) == decode_all([VALID_STREAM])
+
+
+@given(st.data())
+def test_any_rechunking_of_an_openai_stream_yields_the_same_token_count(
+        data: st.DataObject) -> None:
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(OPENAI_STREAM)), max_size=60)))
+    bounds = [0, *cuts, len(OPENAI_STREAM)]
+    chunks = [OPENAI_STREAM[a:b] for a, b in itertools.pairwise(bounds)]
+    assert tokens_of(chunks) == tokens_of([OPENAI_STREAM]) == (4, 4, True)
 
 
 def test_invalid_utf8_raises() -> None:
