@@ -155,7 +155,7 @@ def whole_response(raw: bytes, t_send_ns: int, end: int, status: int) -> Measure
     """Measure a non-streamed response body that ended at `end` (ns)."""
     try:
         payload = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return failure(t_send_ns, status, ErrorClass.PROTOCOL, "malformed JSON response")
     if not isinstance(payload, dict):
         return failure(t_send_ns, status, ErrorClass.PROTOCOL, "response is not a JSON object")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import cast
 
 from probes.client.openai import (
     DRAIN_S,
@@ -43,6 +44,8 @@ class _Reader:
         self.raw = bytearray()
         self.end_ns: int | None = None
         self.first_token_seen = False
+        self.failed: asyncio.Future[None] = loop.create_future()
+        """Set when the stream turned out bad: no need to wait for the rest of it."""
 
     def _sse(self) -> bool:
         exchange = self.exchange
@@ -62,9 +65,15 @@ class _Reader:
             events = self.decoder.feed(chunk)
         except UnicodeDecodeError:
             state.failure, state.detail = ErrorClass.PROTOCOL, "invalid UTF-8 in stream"
+            if not self.failed.done():
+                self.failed.set_result(None)
             return
         for event in events:
             state.on_event(event, now)
+        if state.failure is not None:
+            if not self.failed.done():
+                self.failed.set_result(None)
+            return
         if state.first_output_ns is not None and not self.first_token_seen:
             self.first_token_seen = True
             if self.deadline is not None:
@@ -95,8 +104,23 @@ async def send_openai_fast(pool: ConnectionPool, target: Target,
     loop = asyncio.get_running_loop()
     start_loop = loop.time() - (time.perf_counter_ns() - t_send_ns) / 1e9
     total_deadline = start_loop + target.timeout_total_s
-    first_deadline = min(start_loop + target.timeout_first_token_s, total_deadline)
     reader = _Reader(stream, loop, total_deadline)
+    try:
+        return await _exchange(pool, target, payload, headers, stream, t_send_ns, reader,
+                               total_deadline, loop)
+    except BaseException:  # cancelled: the connection must not be reused
+        if reader.exchange is not None:
+            pool.abandon(reader.exchange)
+        raise
+    finally:
+        reader.exchange = None  # break the reader <-> exchange cycle for refcounting
+
+
+async def _exchange(pool: ConnectionPool, target: Target, payload: bytes,
+                    headers: dict[str, str], stream: bool, t_send_ns: int, reader: _Reader,
+                    total_deadline: float, loop: asyncio.AbstractEventLoop) -> Measurement:
+    first_deadline = min(total_deadline - target.timeout_total_s + target.timeout_first_token_s,
+                         total_deadline)
     status: int | None = None
     try:
         async with asyncio.timeout_at(first_deadline if stream else total_deadline) as deadline:
@@ -119,11 +143,21 @@ async def send_openai_fast(pool: ConnectionPool, target: Target,
                 pool.abandon(reader.exchange)
                 return failure(t_send_ns, status, ErrorClass.PROTOCOL,
                                "stream is not text/event-stream")
-            end = await reader.exchange.done
-            reader.finish_stream(end)
+            pending: set[asyncio.Future[object]] = {
+                cast("asyncio.Future[object]", reader.exchange.done),
+                cast("asyncio.Future[object]", reader.failed)}
+            await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            if reader.state.failure is not None:
+                pool.abandon(reader.exchange)
+                return partial_result(reader.state, t_send_ns, status, reader.state.failure,
+                                      reader.state.detail or "bad stream")
+            reader.finish_stream(await reader.exchange.done)
     except TimeoutError:
         if reader.exchange is not None:
             pool.abandon(reader.exchange)
+        if reader.state.failure is not None:
+            return partial_result(reader.state, t_send_ns, status, reader.state.failure,
+                                  reader.state.detail or "bad stream")
         if not reader.state.done:
             late = ErrorClass.TIMEOUT_FIRST_TOKEN
             if not stream or reader.first_token_seen or loop.time() >= total_deadline:

@@ -70,7 +70,7 @@ class StreamState:
             return
         try:
             payload = json.loads(event.data)
-        except ValueError:
+        except (ValueError, RecursionError):
             self._fail(ErrorClass.PROTOCOL, "malformed JSON in SSE data")
             return
         if not isinstance(payload, dict):

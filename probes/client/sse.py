@@ -33,9 +33,17 @@ class SSEDecoder:
         return self._drain(final=False)
 
     def close(self) -> list[SSEEvent]:
-        """End of stream: a trailing line is processed; an undispatched event is dropped (spec)."""
+        """End of stream. Unlike a browser, which drops an event not followed by a blank line,
+        a trailing line and a pending event are delivered: some servers end with
+        `data: [DONE]` and no blank line, and the data did arrive."""
         self._buffer += self._utf8.decode(b"", final=True)
-        return self._drain(final=True)
+        events = self._drain(final=True)
+        if self._buffer:
+            self._line(self._buffer)
+            self._buffer = ""
+        if (last := self._line("")) is not None:
+            events.append(last)
+        return events
 
     def _drain(self, *, final: bool) -> list[SSEEvent]:
         if "\r" not in self._buffer:  # the common case, split in C

@@ -21,6 +21,9 @@ from urllib.parse import urlsplit
 
 import httptools
 
+RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
+"""Set by the transport itself; the same names among a caller's headers are dropped."""
+
 BodyCallback = Callable[[bytes, int], None]
 """on_body(chunk, arrival_ns): called for each piece of the response body as it arrives."""
 
@@ -44,10 +47,13 @@ class Origin:
     @classmethod
     def of(cls, url: str) -> tuple[Origin, str]:
         """The origin of `url` and the request target (path and query)."""
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError as exc:
+            raise TransportError("protocol", f"invalid URL ({exc})") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise TransportError("protocol", "URL must be http:// or https:// with a host")
-        port = parts.port or (443 if parts.scheme == "https" else 80)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         return cls(parts.scheme, parts.hostname, port), target
 
@@ -80,6 +86,8 @@ class _Connection(asyncio.Protocol):
         self.closed = False
         self.reusable = False
         self.arrival_ns = 0
+        self.interim = False
+        """The message being parsed is a 1xx interim response, to be skipped."""
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -90,6 +98,9 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.arrival_ns = time.perf_counter_ns()
+        if self.exchange is None:  # bytes nobody asked for: the connection cannot be trusted
+            self.close()
+            return
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError as exc:
@@ -113,14 +124,23 @@ class _Connection(asyncio.Protocol):
 
     def on_headers_complete(self) -> None:
         exchange = self.exchange
-        if exchange is not None and not exchange.head.done():
-            exchange.head.set_result((self.parser.get_status_code(), exchange.headers))
+        status = self.parser.get_status_code()
+        self.interim = 100 <= status < 200 and status != 101
+        if exchange is None or self.interim:
+            if exchange is not None:
+                exchange.headers.clear()
+            return
+        if not exchange.head.done():
+            exchange.head.set_result((status, exchange.headers))
 
     def on_body(self, body: bytes) -> None:
         if self.exchange is not None:
             self.exchange.on_body(body, self.arrival_ns)
 
     def on_message_complete(self) -> None:
+        if self.interim:  # e.g. 103 Early Hints: the real response follows
+            self.interim = False
+            return
         exchange, self.exchange = self.exchange, None
         self.reusable = self.parser.should_keep_alive()
         if exchange is not None and not exchange.done.done():
@@ -148,6 +168,7 @@ class ConnectionPool:
 
     def __init__(self, *, tls_verify: bool = True) -> None:
         self._idle: dict[Origin, list[_Connection]] = {}
+        self._open: set[_Connection] = set()
         self._ssl = ssl.create_default_context()
         if not tls_verify:
             self._ssl.check_hostname = False
@@ -173,13 +194,16 @@ class ConnectionPool:
             raise TransportError("tls", exc.reason or type(exc).__name__) from None
         except OSError as exc:
             raise TransportError("connect", exc.strerror or type(exc).__name__) from None
+        self._open.add(protocol)
         return protocol
 
     def release(self, connection: _Connection) -> None:
-        if not connection.closed:
-            self._idle.setdefault(connection.origin, []).append(connection)
+        idle = self._idle.setdefault(connection.origin, [])
+        if not connection.closed and connection not in idle:
+            idle.append(connection)
 
     def forget(self, connection: _Connection) -> None:
+        self._open.discard(connection)
         idle = self._idle.get(connection.origin)
         if idle and connection in idle:
             idle.remove(connection)
@@ -188,6 +212,16 @@ class ConnectionPool:
                     on_body: BodyCallback, *, connect_timeout_s: float) -> Exchange:
         """Send a request; the returned exchange's futures give the head and the end."""
         origin, path = Origin.of(url)
+        host = f"[{origin.host}]" if ":" in origin.host else origin.host
+        if origin.port not in (80, 443):
+            host = f"{host}:{origin.port}"
+        lines = [f"{method} {path} HTTP/1.1", f"host: {host}", f"content-length: {len(body)}"]
+        lines.extend(f"{name}: {value}" for name, value in headers.items()
+                     if name.lower() not in RESERVED_HEADERS)
+        try:
+            head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        except UnicodeEncodeError:
+            raise TransportError("protocol", "a request header is not latin-1 text") from None
         idle = self._idle.get(origin)
         connection = None
         while idle:
@@ -201,12 +235,8 @@ class ConnectionPool:
         exchange = Exchange(on_body=on_body, head=loop.create_future(),
                             done=loop.create_future(), connection=connection)
         connection.exchange = exchange
-        host = origin.host if origin.port in (80, 443) else f"{origin.host}:{origin.port}"
-        lines = [f"{method} {path} HTTP/1.1", f"host: {host}",
-                 f"content-length: {len(body)}"]
-        lines.extend(f"{name}: {value}" for name, value in headers.items())
         assert connection.transport is not None
-        connection.transport.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+        connection.transport.write(head + body)
         return exchange
 
     @staticmethod
@@ -219,7 +249,8 @@ class ConnectionPool:
         exchange.fail(TransportError("closed", "abandoned"))
 
     async def aclose(self) -> None:
-        for conns in self._idle.values():
-            for connection in conns:
-                connection.close()
+        """Close every connection, idle or in use."""
+        for connection in list(self._open):
+            connection.close()
+        self._open.clear()
         self._idle.clear()

@@ -46,6 +46,14 @@ class StageContext:
                       sent_at=self.clock.wall(t_send_ms), measurement=measurement)
 
 
+async def sleep_until_ns(deadline_ns: int) -> None:
+    """Sleep until perf_counter_ns() reaches the deadline. Event-loop timers can wake up to a
+    millisecond early (uvloop's clock has millisecond resolution), so sleep again for what is
+    left; a request is never sent before its intended time."""
+    while (remaining := deadline_ns - time.perf_counter_ns()) > 0:  # noqa: ASYNC110
+        await asyncio.sleep(remaining / 1e9)
+
+
 def measured_seconds(samples: list[Sample], start_ms: float) -> float:
     """From `start_ms` (end of warmup) to the end of the last response."""
     if not samples:
@@ -65,9 +73,8 @@ async def run_open_loop(
     recorded as lag (t_send - t_sched), never hidden. Cancelling the driver cancels its
     requests in flight.
     """
-    loop = asyncio.get_running_loop()
-    stage_origin_ms = ctx.clock.ms(time.perf_counter_ns())
-    origin_loop = loop.time()
+    origin_ns = time.perf_counter_ns()
+    stage_origin_ms = ctx.clock.ms(origin_ns)
     slots = asyncio.Semaphore(max_in_flight)
     measured: list[asyncio.Task[Sample]] = []
 
@@ -79,9 +86,7 @@ async def run_open_loop(
 
     async with asyncio.TaskGroup() as group:
         for offset_s in offsets_s:
-            delay = origin_loop + offset_s - loop.time()
-            if delay > 0:
-                await asyncio.sleep(delay)
+            await sleep_until_ns(origin_ns + int(offset_s * 1e9))
             await slots.acquire()
             task = group.create_task(one(offset_s))
             if offset_s >= warmup_s:
@@ -127,4 +132,7 @@ async def run_closed_loop(
         for _ in range(users):
             group.create_task(user())
     samples.sort(key=lambda s: s.seq)
-    return samples, measured_seconds(samples, stage_origin_ms + warmup_s * 1000.0)
+    # Users are still busy with warmup requests after the warmup ends: the window starts at
+    # the first counted send.
+    start_ms = min((s.t_send_ms for s in samples), default=stage_origin_ms)
+    return samples, measured_seconds(samples, start_ms)

@@ -116,3 +116,10 @@ async def test_cancelling_a_run_cancels_its_requests_in_flight() -> None:
         await run
     await asyncio.sleep(0.6)
     assert finished == []
+
+
+async def test_closed_loop_throughput_window_starts_at_the_first_counted_send() -> None:
+    endpoint = InFlight(0.2)
+    samples, measured_s = await run_closed_loop(4, endpoint.prepare, ctx(), duration_s=0.6,
+                                                max_requests=None, warmup_s=0.1)
+    assert len(samples) / measured_s == pytest.approx(4 / 0.2, rel=0.15)

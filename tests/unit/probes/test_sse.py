@@ -42,8 +42,10 @@ def test_event_field_names_the_event() -> None:
     assert decode_all([b"event: error\ndata: {}\n\n"]) == [SSEEvent("error", "{}")]
 
 
-def test_incomplete_event_at_end_of_stream_is_dropped() -> None:
-    assert decode_all([b"data: complete\n\ndata: partial"]) == [SSEEvent("message", "complete")]
+def test_an_event_cut_off_by_the_end_of_the_stream_is_still_delivered() -> None:
+    assert decode_all([b"data: complete\n\ndata: [DONE]"]) == [
+        SSEEvent("message", "complete"), SSEEvent("message", "[DONE]")]
+    assert decode_all([b"data: a\ndata: b\n"]) == [SSEEvent("message", "a\nb")]
 
 
 def test_crlf_split_across_chunks_is_one_line_end() -> None:
