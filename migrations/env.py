@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from service.db.engine import async_url
 from service.db.models import Base
+from service.db.partitions import PARTITION_NAME
 
 MIGRATION_LOCK_KEY = 0x5355_5354  # "SUST"
 
@@ -25,8 +26,14 @@ def _url() -> str:
     return str(url)
 
 
+def include_name(name: str | None, type_: str, parent_names: object) -> bool:
+    """Autogenerate ignores the daily sample partitions: the service manages them."""
+    return not (type_ == "table" and name is not None and PARTITION_NAME.match(name))
+
+
 def _run(connection: Connection) -> None:
-    context.configure(connection=connection, target_metadata=target_metadata, compare_type=True)
+    context.configure(connection=connection, target_metadata=target_metadata, compare_type=True,
+                      include_name=include_name)
     with context.begin_transaction():
         # Held until the migration transaction ends, whether it commits or fails.
         connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})

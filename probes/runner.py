@@ -4,6 +4,7 @@ and overall summaries out."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -117,20 +118,23 @@ def _http_requests(clients: HttpClients, target: Target,
 async def execute(
     clients: HttpClients, target: Target, workload: Workload, profile: LoadProfile,
     slo: SloThresholds | None = None, live: LiveStats | None = None,
+    on_sample: Callable[[Sample], None] | None = None,
 ) -> RunResult:
     """Run the profile against the target, stage by stage. Raises before sending anything when
     the auth reference cannot be resolved (SecretUnavailableError) or the dataset or tokenizer
-    cannot be loaded (DatasetError, ValueError); endpoint failures become classified samples."""
+    cannot be loaded (DatasetError, ValueError); endpoint failures become classified samples.
+    `on_sample` sees each measured sample as it completes (the service buffers them)."""
     headers = request_headers(target)
     prepare = _http_requests(clients, target, headers) if target.api_kind is ApiKind.HTTP \
         else _openai_requests(clients, target, workload, headers)
 
     with quiet_gc():
-        return await _execute(prepare, profile, slo, live)
+        return await _execute(prepare, profile, slo, live, on_sample)
 
 
 async def _execute(prepare: Prepare, profile: LoadProfile, slo: SloThresholds | None,
-                   live: LiveStats | None) -> RunResult:
+                   live: LiveStats | None, on_sample: Callable[[Sample], None] | None
+                   ) -> RunResult:
     clock = RunClock.start()
     seqs = itertools.count()
     samples: list[Sample] = []
@@ -138,7 +142,8 @@ async def _execute(prepare: Prepare, profile: LoadProfile, slo: SloThresholds | 
     measured_s = 0.0
     stopped = None
     for index, stage in enumerate(stages(profile)):
-        ctx = StageContext(clock=clock, seqs=seqs, stage=index, live=live)
+        ctx = StageContext(clock=clock, seqs=seqs, stage=index, live=live,
+                           on_sample=on_sample)
         stage_samples, stage_s = await _run_stage(stage, prepare, ctx)
         summary = summarise(stage_samples, stage_s, slo)
         results.append(StageResult(index=index, label=stage.label, summary=summary))

@@ -45,6 +45,20 @@ class Settings(BaseSettings):
         description="Connection pool size of the probe HTTP client.",
     )
 
+    sample_retention_days: int = Field(
+        default=14, ge=1, le=3650,
+        description="Days raw samples are kept; older daily partitions are dropped whole.",
+    )
+    run_retention_days: int = Field(
+        default=400, ge=1, le=36500,
+        description="Days run summaries, sketches and rollups are kept.",
+    )
+    buffer_samples: int = Field(
+        default=1_000_000, ge=1000, le=100_000_000,
+        description="Samples held in memory while the database is slow or down. At 90 % full "
+        "no new runs start (and /readyz says so); at 100 % samples are dropped and counted.",
+    )
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _lower(cls, value: object) -> object:

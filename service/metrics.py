@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from probes.measure.sample import Outcome, Sample
 from service.db.runs import LastRun
+from service.ingest.buffer import SampleBuffer
+from service.ingest.writer import SampleWriter
 
 LATENCY_BUCKETS_S = (
     0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75,
@@ -78,6 +80,38 @@ class LastRunCollector(Collector):
         yield from (timestamp, success, availability, throughput, *latency.values())
 
 
+class WriteBufferCollector(Collector):
+    """The write path: samples waiting in memory, dropped, written, orphaned; write failures."""
+
+    def __init__(self, buffer: SampleBuffer, writer: SampleWriter) -> None:
+        self.buffer = buffer
+        self.writer = writer
+
+    def describe(self) -> Iterable[Metric]:
+        return []
+
+    def collect(self) -> Iterable[Metric]:
+        yield GaugeMetricFamily(
+            "sustain_buffer_samples", "Samples buffered in memory, not yet in the database.",
+            value=self.buffer.samples)
+        yield GaugeMetricFamily(
+            "sustain_buffer_capacity_samples", "Capacity of the sample buffer.",
+            value=self.buffer.capacity)
+        yield CounterMetricFamily(
+            "sustain_samples_dropped", "Samples dropped because the buffer was full.",
+            value=self.buffer.dropped_total)
+        yield CounterMetricFamily(
+            "sustain_samples_written", "Samples written to the database.",
+            value=self.writer.written_total)
+        yield CounterMetricFamily(
+            "sustain_samples_orphaned",
+            "Samples discarded because their run was deleted before they were written.",
+            value=self.writer.orphaned_total)
+        yield CounterMetricFamily(
+            "sustain_write_failures", "Failed attempts to write a batch (each is retried).",
+            value=self.writer.failures_total)
+
+
 class Metrics:
     """Every sustain_* metric of one app instance."""
 
@@ -105,8 +139,14 @@ class Metrics:
         self.tpot = Histogram(
             "sustain_tpot_seconds", "Time per output token of successful requests.",
             labels, buckets=TOKEN_LATENCY_BUCKETS_S, registry=self.registry)
+        self.ticks_skipped = Counter(
+            "sustain_ticks_skipped", "Scheduled ticks that started no run, by reason.",
+            ["probe", "reason"], registry=self.registry)
         self.last_runs = LastRunCollector()
         self.registry.register(self.last_runs)
+
+    def watch_writes(self, buffer: SampleBuffer, writer: SampleWriter) -> None:
+        self.registry.register(WriteBufferCollector(buffer, writer))
 
     def observe_samples(self, endpoint: str, probe: str, model: str,
                         samples: Sequence[Sample]) -> None:

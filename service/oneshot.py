@@ -30,10 +30,12 @@ from probes.measure.summary import RunSummary
 from probes.runner import RunResult, execute
 from probes.workload.spec import Workload
 from service.api.schemas.endpoints import EndpointCreate
-from service.db import crud
+from service.db import crud, partitions
 from service.db import runs as run_queries
 from service.db.models import Endpoint, Probe
-from service.scheduling.executor import run_status
+from service.ingest.finals import RunFinal, completed
+from service.ingest.rows import sample_tuple, sent_at
+from service.ingest.writer import store
 
 PROFILE = TypeAdapter[LoadProfile](LoadProfile)
 UNREACHABLE = frozenset({ErrorClass.CONNECT, ErrorClass.DNS, ErrorClass.TLS,
@@ -295,9 +297,13 @@ async def save(session: AsyncSession, shot: OneShot, result: RunResult) -> int:
     else:
         probe = await crud.update(session, probe, columns, "probe")
     run = await run_queries.create_manual(session, probe.id)
-    await run_queries.insert_samples(session, run.id, probe.id, result.samples)
-    first_send = min((s.sent_at for s in result.samples), default=None)
-    await run_queries.finish(session, run.id, run_status(result),
-                             summary=result.report().model_dump(mode="json"),
-                             started_at=first_send)
+    run.started_at = min((s.sent_at for s in result.samples), default=None)
+    await session.flush()
+    rows = [sample_tuple(run.id, pos, probe.id, sample)
+            for pos, sample in enumerate(result.samples)]
+    final = completed(RunFinal(run_id=run.id, probe_id=probe.id,
+                               scheduled_for=run.scheduled_for, status="failed"), result)
+    connection = await session.connection()
+    await partitions.ensure(connection, {partitions.utc_day(sent_at(row)) for row in rows})
+    await store(connection, rows, [final])
     return run.id

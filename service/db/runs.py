@@ -7,16 +7,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import insert, select, text, update
+from sqlalchemy import select, text, update
 from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from probes.measure.sample import Sample
-from service.db.models import Endpoint, Probe, Run, SampleRow
+from service.db.models import Endpoint, Probe, Run
 from service.errors import NotFoundError
-
-SAMPLE_BATCH = 1000
 
 
 def _now() -> datetime:
@@ -59,54 +56,6 @@ async def mark_running(session: AsyncSession, run_id: int, replica: str) -> None
         update(Run).where(Run.id == run_id)
         .values(status="running", claimed_by=replica, started_at=_now())
     )
-
-
-async def finish(
-    session: AsyncSession, run_id: int, status: str, *,
-    summary: dict[str, Any] | None = None, error: str | None = None,
-    started_at: datetime | None = None,
-) -> None:
-    values: dict[str, Any] = {"status": status, "summary": summary, "error": error,
-                              "finished_at": _now()}
-    if started_at is not None:
-        values["started_at"] = started_at
-    await session.execute(update(Run).where(Run.id == run_id).values(**values))
-
-
-def sample_row(run_id: int, probe_id: int, sample: Sample) -> dict[str, Any]:
-    m = sample.measurement
-    return {
-        "run_id": run_id,
-        "probe_id": probe_id,
-        "seq": sample.seq,
-        "stage": sample.stage,
-        "sent_at": sample.sent_at,
-        "t_sched_ms": sample.t_sched_ms,
-        "t_send_ms": sample.t_send_ms,
-        "lag_ms": sample.lag_ms,
-        "ttft_ms": m.ttft_ms,
-        "itl_count": len(m.itl_ms),
-        "itl_mean_ms": sum(m.itl_ms) / len(m.itl_ms) if m.itl_ms else None,
-        "itl_max_ms": max(m.itl_ms) if m.itl_ms else None,
-        "tpot_ms": sample.tpot_ms,
-        "e2e_ms": m.e2e_ms,
-        "corrected_e2e_ms": sample.corrected_e2e_ms,
-        "input_tokens": m.input_tokens,
-        "output_tokens": m.output_tokens,
-        "tokens_server_counted": m.tokens_server_counted,
-        "outcome": str(sample.outcome),
-        "error_class": None if m.error_class is None else str(m.error_class),
-        "http_status": m.http_status,
-    }
-
-
-async def insert_samples(
-    session: AsyncSession, run_id: int, probe_id: int, samples: Sequence[Sample]
-) -> None:
-    """Multi-row inserts in batches of SAMPLE_BATCH."""
-    rows = [sample_row(run_id, probe_id, s) for s in samples]
-    for start in range(0, len(rows), SAMPLE_BATCH):
-        await session.execute(insert(SampleRow), rows[start : start + SAMPLE_BATCH])
 
 
 async def list_runs(

@@ -1,13 +1,15 @@
-"""Executing runs: claim, measure with `probes`, store samples and summary, record metrics."""
+"""Executing runs: claim, measure with `probes`, hand samples and the final record to the
+write buffer, record metrics."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from pydantic import TypeAdapter
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from probes.client.clients import HttpClients
@@ -15,11 +17,13 @@ from probes.client.secrets import SecretUnavailableError
 from probes.client.target import ApiKind, HttpCheck, Target
 from probes.load.profiles import LoadProfile
 from probes.measure.slo import SloThresholds
-from probes.runner import RunResult, execute
+from probes.runner import execute
 from probes.workload.spec import Workload
 from service.db import probes as probe_queries
 from service.db import runs as run_queries
 from service.db.models import Endpoint, Probe
+from service.ingest.buffer import RunSink, SampleBuffer
+from service.ingest.finals import RunFinal, completed
 from service.metrics import Metrics
 from service.scheduling.ticks import tick_of
 
@@ -50,38 +54,41 @@ def slo_of(probe: Probe) -> SloThresholds:
                          e2e_ms=probe.slo_e2e_ms)
 
 
-def run_status(result: RunResult) -> str:
-    """A run succeeded when at least one request did; its availability tells the rest."""
-    return "succeeded" if result.summary.successes > 0 else "failed"
-
-
 class RunExecutor:
     """Runs probes and owns the tasks of runs in flight."""
 
     def __init__(self, sessions: async_sessionmaker[AsyncSession], clients: HttpClients,
-                 metrics: Metrics, replica_id: str) -> None:
+                 metrics: Metrics, replica_id: str, buffer: SampleBuffer) -> None:
         self.sessions = sessions
         self.clients = clients
+        self.buffer = buffer
         self.metrics = metrics
         self.replica_id = replica_id
         self._tasks: set[asyncio.Task[object]] = set()
         self._running: set[int] = set()
         """Probes with a run in flight on this replica: a tick never overlaps its last run."""
 
-    async def run_tick(self, probe_id: int, interval_seconds: int) -> None:
+    async def run_tick(self, probe_id: int, interval_seconds: int, probe_name: str = "") -> None:
         """APScheduler job: claim this tick's run and execute it (tracked, so shutdown waits)."""
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
         try:
-            await self._tick(probe_id, interval_seconds)
+            await self._tick(probe_id, interval_seconds, probe_name or str(probe_id))
         finally:
             if task is not None:
                 self._tasks.discard(task)
 
-    async def _tick(self, probe_id: int, interval_seconds: int) -> None:
+    async def _tick(self, probe_id: int, interval_seconds: int, probe_name: str) -> None:
         if probe_id in self._running:
-            logger.warning("probe %s is still running its previous run; tick skipped", probe_id)
+            logger.warning("probe %s is still running its previous run; tick skipped",
+                           probe_name)
+            self.metrics.ticks_skipped.labels(probe_name, "overlap").inc()
+            return
+        if not self.buffer.accepting:
+            logger.warning("write buffer nearly full (%d samples); tick of probe %s skipped",
+                           self.buffer.samples, probe_name)
+            self.metrics.ticks_skipped.labels(probe_name, "buffer_full").inc()
             return
         scheduled_for = tick_of(datetime.now(UTC), interval_seconds)
         try:
@@ -109,11 +116,15 @@ class RunExecutor:
                          exc_info=task.exception())
 
     async def execute(self, run_id: int) -> None:
-        """Run to completion; whatever happens, the run ends in a final status."""
+        """Run to completion; whatever happens, the run's final record goes to the buffer
+        after its samples, and the writer makes both durable."""
         async with self.sessions.begin() as session:
             run = await run_queries.get(session, run_id)
             probe, endpoint = await probe_queries.get_with_endpoint(session, run.probe_id)
             await run_queries.mark_running(session, run_id, self.replica_id)
+        sink = self.buffer.open(run_id, probe.id)
+        base = RunFinal(run_id=run_id, probe_id=probe.id, scheduled_for=run.scheduled_for,
+                        status="failed")
         self._running.add(probe.id)
         try:
             result = await execute(
@@ -122,48 +133,34 @@ class RunExecutor:
                 Workload.model_validate(probe.workload),
                 PROFILE.validate_python(probe.profile),
                 slo_of(probe),
+                on_sample=sink.put,
             )
-            await self._store(run_id, probe, endpoint, result)
+            final = await asyncio.to_thread(completed, base, result)
         except asyncio.CancelledError:
-            await asyncio.shield(self._finish_failed(run_id, probe, "abandoned",
-                                                     "service stopped during the run"))
+            self._end(sink, probe, replace(base, status="abandoned",
+                                           error="service stopped during the run"))
             raise
         except SecretUnavailableError as exc:
-            await self._finish_failed(run_id, probe, "failed", str(exc))
-        except (OSError, DBAPIError) as exc:
-            logger.error("run %s of probe %s: storing results failed: %s", run_id, probe.name,
-                         type(exc).__name__)
-            error = f"could not store the run's results ({type(exc).__name__})"
-            await self._finish_failed(run_id, probe, "failed", error)
+            self._end(sink, probe, replace(base, error=str(exc)))
         except Exception as exc:
             logger.exception("run %s of probe %s crashed", run_id, probe.name)
-            error = f"internal error: {type(exc).__name__}"
-            await self._finish_failed(run_id, probe, "failed", error)
+            self._end(sink, probe, replace(base, error=f"internal error: {type(exc).__name__}"))
+        else:
+            self.metrics.observe_samples(endpoint.name, probe.name, endpoint.model,
+                                         result.samples)
+            self._end(sink, probe, final)
+            logger.info("run %s of probe %s %s: %d requests, availability %s", run_id,
+                        probe.name, final.status, result.summary.attempts,
+                        result.summary.availability)
         finally:
             self._running.discard(probe.id)
 
-    async def _store(self, run_id: int, probe: Probe, endpoint: Endpoint,
-                     result: RunResult) -> None:
-        status = run_status(result)
-        async with self.sessions.begin() as session:
-            await run_queries.insert_samples(session, run_id, probe.id, result.samples)
-            await run_queries.finish(session, run_id, status,
-                                     summary=result.report().model_dump(mode="json"))
-        self.metrics.observe_samples(endpoint.name, probe.name, endpoint.model, result.samples)
-        self.metrics.observe_run(probe.name, status)
-        logger.info("run %s of probe %s %s: %d requests, availability %s", run_id, probe.name,
-                    status, result.summary.attempts, result.summary.availability)
-
-    async def _finish_failed(self, run_id: int, probe: Probe, status: str, error: str) -> None:
-        try:
-            async with self.sessions.begin() as session:
-                await run_queries.finish(session, run_id, status, error=error)
-        except (OSError, DBAPIError) as exc:
-            logger.error("run %s of probe %s: cannot record status %s (%s)", run_id,
-                         probe.name, status, type(exc).__name__)
-            return
-        self.metrics.observe_run(probe.name, status)
-        logger.warning("run %s of probe %s %s: %s", run_id, probe.name, status, error)
+    def _end(self, sink: RunSink, probe: Probe, final: RunFinal) -> None:
+        sink.finish(final)
+        self.metrics.observe_run(probe.name, final.status)
+        if final.error is not None:
+            logger.warning("run %s of probe %s %s: %s", final.run_id, probe.name, final.status,
+                           final.error)
 
     async def close(self) -> None:
         """Cancel runs in flight; each marks itself abandoned."""

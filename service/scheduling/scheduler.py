@@ -10,11 +10,13 @@ from datetime import UTC, datetime
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from service.config import Settings
 from service.db import probes as probe_queries
 from service.db.models import Probe
 from service.scheduling.executor import RunExecutor
+from service.scheduling.maintenance import maintain
 from service.scheduling.ticks import next_tick
 from service.scheduling.trigger import AlignedIntervalTrigger
 
@@ -22,6 +24,8 @@ logger = logging.getLogger(__name__)
 
 LOAD_JOB = "load-probes"
 LOAD_RETRY_S = 5
+MAINTENANCE_JOB = "storage-maintenance"
+MAINTENANCE_INTERVAL_S = 3600
 
 
 def catch_up_now(now: datetime, interval_s: int) -> bool:
@@ -36,9 +40,12 @@ def job_id(probe_id: int) -> str:
 
 
 class ProbeScheduler:
-    def __init__(self, executor: RunExecutor, sessions: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(self, executor: RunExecutor, sessions: async_sessionmaker[AsyncSession],
+                 engine: AsyncEngine, settings: Settings) -> None:
         self.executor = executor
         self.sessions = sessions
+        self.engine = engine
+        self.settings = settings
         self._scheduler = AsyncIOScheduler(timezone=UTC)
         self._locks: defaultdict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
 
@@ -50,9 +57,23 @@ class ProbeScheduler:
         """Start, and load the enabled probes; if the database cannot answer yet (down, or not
         migrated), keep retrying in the background instead of failing the service."""
         self._scheduler.start()
+        self._scheduler.add_job(
+            self.maintain, IntervalTrigger(seconds=MAINTENANCE_INTERVAL_S),
+            id=MAINTENANCE_JOB, next_run_time=datetime.now(UTC), max_instances=1,
+            coalesce=True, misfire_grace_time=None)
         if not await self.load_probes():
             self._scheduler.add_job(self._retry_load, IntervalTrigger(seconds=LOAD_RETRY_S),
                                     id=LOAD_JOB, max_instances=1, coalesce=True)
+
+    async def maintain(self) -> None:
+        """Storage maintenance; a failure (database down) waits for the next hour."""
+        try:
+            await maintain(self.engine,
+                           sample_retention_days=self.settings.sample_retention_days,
+                           run_retention_days=self.settings.run_retention_days)
+        except (OSError, DBAPIError) as exc:
+            logger.warning("storage maintenance failed (%s); next try in %ss",
+                           type(exc).__name__, MAINTENANCE_INTERVAL_S)
 
     async def load_probes(self) -> bool:
         try:
@@ -82,7 +103,7 @@ class ProbeScheduler:
             self.remove(probe.id)
             return
         first_job = self._scheduler.get_job(job_id(probe.id)) is None
-        args = (probe.id, probe.interval_seconds)
+        args = (probe.id, probe.interval_seconds, probe.name)
         self._scheduler.add_job(
             self.executor.run_tick,
             AlignedIntervalTrigger(probe.interval_seconds, probe.jitter_seconds),

@@ -35,13 +35,18 @@ async def _database_checks(state: StateDep) -> dict[str, Any]:
 
 @router.get("/readyz")
 async def readyz(state: StateDep) -> JSONResponse:
-    """200 when the database answers, the schema is at head and the scheduler runs; else 503
-    with the reason."""
+    """200 when the database answers, the schema is at head, the scheduler runs and buffered
+    samples are being written with room to spare; else 503 with the reason."""
     try:
         checks = await asyncio.wait_for(_database_checks(state), READY_TIMEOUT_S)
     except Exception as exc:
         checks = {"database": f"unreachable ({type(exc).__name__})", "migrations": "unknown"}
     checks["scheduler"] = "ok" if state.scheduler.running else "not running"
+    buffer = state.buffer
+    checks["buffer"] = "ok" if buffer.accepting else (
+        f"nearly full ({buffer.samples} of {buffer.capacity} samples): new runs paused")
+    checks["writer"] = "ok" if state.writer.last_error is None else (
+        f"retrying ({state.writer.last_error}); {buffer.samples} samples waiting")
     ready = all(value == "ok" for value in checks.values())
     return JSONResponse({"status": "ready" if ready else "not ready", "checks": checks},
                         status_code=200 if ready else 503)

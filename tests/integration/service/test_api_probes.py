@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import pytest
 from fastapi import FastAPI
@@ -148,20 +150,33 @@ async def test_duplicate_probe_name_is_409(api: httpx.AsyncClient) -> None:
     assert r.status_code == 409
 
 
-async def test_a_database_failure_while_storing_fails_the_run_instead_of_hanging_it(
+async def test_a_failing_write_keeps_the_samples_and_the_run_finishes_when_it_works_again(
         api: httpx.AsyncClient, app: FastAPI, simulator: SimulatorHandle) -> None:
     endpoint = await create_endpoint(api, simulator.base_url)
     probe = await create_probe(api, endpoint["id"], enabled=False,
                                profile={"kind": "constant", "rate": 5, "duration_s": 1})
-    run_id = (await api.post(f"/api/v1/probes/{probe['id']}/runs")).json()["id"]
     state: AppState = app.state.sustain
     async with state.engine.begin() as connection:
         await connection.execute(text("ALTER TABLE samples RENAME TO samples_unavailable"))
     try:
-        run = await wait_for_run(api, run_id)
+        run_id = (await api.post(f"/api/v1/probes/{probe['id']}/runs")).json()["id"]
+        for _ in range(200):
+            if state.writer.last_error is not None:
+                break
+            await asyncio.sleep(0.05)
+        assert state.writer.last_error is not None
+        ready = await api.get("/readyz")
+        assert ready.status_code == 503
+        assert ready.json()["checks"]["writer"].startswith("retrying")
+        assert (await api.get(f"/api/v1/runs/{run_id}")).json()["status"] == "running"
     finally:
         async with state.engine.begin() as connection:
             await connection.execute(text("ALTER TABLE samples_unavailable RENAME TO samples"))
-    assert run["status"] == "failed"
-    assert "could not store" in run["error"]
-    assert run["finished_at"] is not None
+    run = await wait_for_run(api, run_id)
+    assert run["status"] == "succeeded"
+    async with state.engine.connect() as connection:
+        stored = (await connection.execute(text(
+            "SELECT count(*), count(DISTINCT seq) FROM samples WHERE run_id = :id"),
+            {"id": run_id})).one()
+    assert tuple(stored) == (run["summary"]["attempts"],) * 2
+    assert (await api.get("/readyz")).status_code == 200

@@ -14,7 +14,8 @@ async def test_healthz_and_readyz_when_everything_is_up(api: httpx.AsyncClient) 
     assert (await api.get("/healthz")).json() == {"status": "ok"}
     r = await api.get("/readyz")
     assert r.status_code == 200
-    assert r.json()["checks"] == {"database": "ok", "migrations": "ok", "scheduler": "ok"}
+    assert r.json()["checks"] == {"database": "ok", "migrations": "ok", "scheduler": "ok",
+                                  "buffer": "ok", "writer": "ok"}
 
 
 async def test_readyz_is_503_on_an_unmigrated_database(empty_database_url: str) -> None:

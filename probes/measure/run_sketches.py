@@ -1,0 +1,45 @@
+"""The per-stage sketches of a run: one mergeable sketch per latency metric, from the same
+values the run summary uses, so windows over many runs merge them (SPEC section 4)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Literal, get_args
+
+from probes.measure.sample import Outcome, Sample
+from probes.measure.sketch import MetricSketch
+
+MetricName = Literal["ttft", "itl", "tpot", "e2e", "corrected_e2e", "lag"]
+METRICS: tuple[MetricName, ...] = get_args(MetricName)
+"""Latency metrics that are sketched, in ms."""
+
+
+def metric_values(sample: Sample) -> Iterable[tuple[MetricName, float]]:
+    """The (metric, value) pairs one sample contributes: latencies of successful requests
+    only, lag of every request (as in `summarise`)."""
+    if (lag := sample.lag_ms) is not None:
+        yield "lag", lag
+    if sample.outcome is not Outcome.SUCCESS:
+        return
+    if (ttft := sample.ttft_ms) is not None:
+        yield "ttft", ttft
+    for gap in sample.measurement.itl_ms:
+        yield "itl", gap
+    if (tpot := sample.tpot_ms) is not None:
+        yield "tpot", tpot
+    yield "e2e", sample.e2e_ms
+    if (corrected := sample.corrected_e2e_ms) is not None:
+        yield "corrected_e2e", corrected
+
+
+def stage_sketches(samples: Sequence[Sample]) -> dict[tuple[int, MetricName], MetricSketch]:
+    """Sketches keyed by (stage, metric); metrics with no values are left out."""
+    sketches: dict[tuple[int, MetricName], MetricSketch] = {}
+    for sample in samples:
+        for metric, value in metric_values(sample):
+            key = (sample.stage, metric)
+            sketch = sketches.get(key)
+            if sketch is None:
+                sketch = sketches[key] = MetricSketch()
+            sketch.add(value)
+    return sketches

@@ -1,0 +1,80 @@
+"""Raw samples: the batch insert of the write path, and per-run pages and streams."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Select, select, text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+
+from service.db.models import Run, SampleRow
+from service.ingest.rows import SAMPLE_COLUMNS, SAMPLE_TYPES, SampleTuple
+
+INSERT_SAMPLES = (
+    f"INSERT INTO samples ({', '.join(SAMPLE_COLUMNS)}) SELECT * FROM unnest("
+    + ", ".join(f"${i}::{kind}[]" for i, kind in enumerate(SAMPLE_TYPES, 1))
+    + ") ON CONFLICT DO NOTHING"
+)
+"""One statement per batch, each column an array parameter; rows already written (a retry
+after a commit whose answer was lost) are skipped, so every sample is stored exactly once."""
+
+CLOCK_SLACK = timedelta(minutes=10)
+"""Samples are time-stamped by the run's clock, runs.started_at by the service's: a margin for
+a wall-clock step between the two."""
+
+READ_COLUMNS = [getattr(SampleRow, name) for name in SAMPLE_COLUMNS]
+
+
+async def insert(connection: AsyncConnection, rows: Sequence[SampleTuple]) -> None:
+    """Write rows (call inside a transaction) through the asyncpg connection directly."""
+    if not rows:
+        return
+    raw = await connection.get_raw_connection()
+    driver: Any = raw.driver_connection
+    await driver.execute(INSERT_SAMPLES, *[list(column) for column in zip(*rows, strict=True)])
+
+
+async def live_runs(connection: AsyncConnection, run_ids: set[int]) -> set[int]:
+    """Which of the runs still exist, locked against deletion until the transaction ends
+    (a probe deleted mid-run takes its runs with it; their samples have nowhere to go)."""
+    if not run_ids:
+        return set()
+    rows = await connection.execute(
+        text("SELECT id FROM runs WHERE id = ANY(:ids) FOR KEY SHARE"),
+        {"ids": sorted(run_ids)})
+    return {run_id for (run_id,) in rows}
+
+
+def run_query(run: Run, after_pos: int | None) -> Select[Any]:
+    """A run's samples in buffer order. The sent_at bound lets Postgres skip the partitions
+    of other days."""
+    query = select(*READ_COLUMNS).where(SampleRow.run_id == run.id).order_by(SampleRow.pos)
+    if run.started_at is not None:
+        query = query.where(SampleRow.sent_at >= run.started_at - CLOCK_SLACK)
+    if after_pos is not None:
+        query = query.where(SampleRow.pos > after_pos)
+    return query
+
+
+async def page(session: AsyncSession, run: Run, after_pos: int | None, limit: int
+               ) -> list[dict[str, Any]]:
+    rows = await session.execute(run_query(run, after_pos).limit(limit))
+    return [dict(row._mapping) for row in rows]
+
+
+async def stream(session: AsyncSession, query: Select[Any], chunk: int = 2000
+                 ) -> AsyncIterator[list[dict[str, Any]]]:
+    """Rows of `query` in chunks, from a server-side cursor (memory stays flat)."""
+    result = await session.stream(query.execution_options(yield_per=chunk))
+    async for partition in result.partitions(chunk):
+        yield [dict(row._mapping) for row in partition]
+
+
+def probe_query(probe_id: int, start: datetime, end: datetime) -> Select[Any]:
+    """A probe's samples sent in [start, end), oldest first (for exports)."""
+    return (select(*READ_COLUMNS)
+            .where(SampleRow.probe_id == probe_id, SampleRow.sent_at >= start,
+                   SampleRow.sent_at < end)
+            .order_by(SampleRow.sent_at, SampleRow.run_id, SampleRow.pos))

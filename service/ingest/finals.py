@@ -1,0 +1,60 @@
+"""The final record of a run: status, summary, counts and sketches, written after its samples."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from probes.measure.run_sketches import stage_sketches
+from probes.runner import RunResult
+
+
+@dataclass(frozen=True, slots=True)
+class RunCounts:
+    """What windowed availability and throughputs are summed from."""
+
+    attempts: int
+    successes: int
+    good: int | None
+    output_tokens: int
+    measured_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinal:
+    """The end of a run: written after its samples, in one transaction with its sketches."""
+
+    run_id: int
+    probe_id: int
+    scheduled_for: datetime
+    status: str
+    error: str | None = None
+    summary: dict[str, Any] | None = None
+    counts: RunCounts | None = None
+    sketches: Mapping[tuple[int, str], bytes] = field(default_factory=dict)
+    """Serialised MetricSketch by (stage, metric)."""
+    samples_dropped: int = 0
+
+
+def run_status(result: RunResult) -> str:
+    """A run succeeded when at least one request did; its availability tells the rest."""
+    return "succeeded" if result.summary.successes > 0 else "failed"
+
+
+def completed(base: RunFinal, result: RunResult) -> RunFinal:
+    """The final record of a run that ran to its end: status, summary, counts, and the
+    serialised sketch of each metric of each stage. CPU-heavy for big runs (every ITL gap is
+    binned): the executor calls it in a thread."""
+    summary = result.summary
+    return replace(
+        base,
+        status=run_status(result),
+        summary=result.report().model_dump(mode="json"),
+        counts=RunCounts(attempts=summary.attempts, successes=summary.successes,
+                         good=summary.good, output_tokens=summary.output_tokens,
+                         measured_s=summary.duration_s),
+        sketches={key: sketch.to_bytes()
+                  for key, sketch in stage_sketches(result.samples).items()},
+    )
