@@ -21,6 +21,13 @@ class ConflictError(ServiceError):
     title = "Conflict"
 
 
+class UnavailableError(ServiceError):
+    """Temporarily unable (e.g. the write buffer is nearly full); retry later."""
+
+    status = 503
+    title = "Service unavailable"
+
+
 class FieldError(ServiceError):
     """A value that passed schema validation but breaks a rule across fields or stored state."""
 

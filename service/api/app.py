@@ -13,7 +13,7 @@ from fastapi import APIRouter, FastAPI
 
 from probes.client.clients import HttpClients
 from service.api.errors import install_error_handlers
-from service.api.routes import endpoints, health, metrics, probes, runs
+from service.api.routes import endpoints, health, history, metrics, probes, runs
 from service.api.state import AppState
 from service.config import Settings
 from service.db.engine import create_engine, safe_url, session_factory
@@ -78,7 +78,7 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
     )
     install_error_handlers(app)
     api = APIRouter(prefix=API_PREFIX)
-    for module in (endpoints, probes, runs):
+    for module in (endpoints, probes, history, runs):
         api.include_router(module.router)
     app.include_router(api)
     app.include_router(health.router)

@@ -59,14 +59,21 @@ async def mark_running(session: AsyncSession, run_id: int, replica: str) -> None
 
 
 async def list_runs(
-    session: AsyncSession, *, probe_id: int | None, status: str | None, limit: int
+    session: AsyncSession, *, probe_id: int | None, status: str | None,
+    start: datetime | None, end: datetime | None, before_id: int | None, limit: int,
 ) -> Sequence[Run]:
-    """Newest first."""
+    """Newest first (by id); `start`/`end` bound scheduled_for, `before_id` continues a page."""
     query = select(Run).order_by(Run.id.desc()).limit(limit)
     if probe_id is not None:
         query = query.where(Run.probe_id == probe_id)
     if status is not None:
         query = query.where(Run.status == status)
+    if start is not None:
+        query = query.where(Run.scheduled_for >= start)
+    if end is not None:
+        query = query.where(Run.scheduled_for < end)
+    if before_id is not None:
+        query = query.where(Run.id < before_id)
     return (await session.execute(query)).scalars().all()
 
 

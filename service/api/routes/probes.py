@@ -15,7 +15,7 @@ from service.api.schemas.runs import RunAccepted
 from service.db import crud
 from service.db import runs as run_queries
 from service.db.models import Endpoint, Probe
-from service.errors import FieldError, NotFoundError
+from service.errors import FieldError, NotFoundError, UnavailableError
 
 router = APIRouter(prefix="/probes", tags=["probes"])
 
@@ -107,8 +107,12 @@ async def delete_probe(probe_id: ProbeId, session: SessionDep, scheduler: Schedu
 
 @router.post("/{probe_id}/runs", status_code=status.HTTP_202_ACCEPTED)
 async def run_now(probe_id: ProbeId, session: SessionDep, executor: ExecutorDep) -> RunAccepted:
-    """Start a run now, outside the schedule; poll the returned href for its result."""
+    """Start a run now, outside the schedule; poll the returned href for its result. 503 while
+    the write buffer is nearly full (the database is down or slow)."""
     await crud.get(session, Probe, probe_id, "probe")
+    if not executor.buffer.accepting:
+        raise UnavailableError("the sample write buffer is nearly full; no new runs start "
+                               "until the database catches up")
     run = await run_queries.create_manual(session, probe_id)
     await session.commit()
     executor.submit(run.id)

@@ -1,17 +1,37 @@
-"""/api/v1/runs"""
+"""/api/v1/runs, and /api/v1/runs/{id}/samples (JSON pages or streamed CSV)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import csv
+import io
+from collections.abc import AsyncIterator, Iterable
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Response
+from fastapi.responses import StreamingResponse
 
-from service.api.deps import SessionDep
+from service.api import cursor
+from service.api.deps import SessionDep, StateDep
 from service.api.schemas.common import MAX_DB_ID
-from service.api.schemas.runs import RunList, RunRead, RunStatus
+from service.api.schemas.runs import RunList, RunRead, RunStatus, SamplePage, SampleRead
 from service.db import runs as run_queries
+from service.db import samples as sample_queries
+from service.db.models import Run
+from service.errors import FieldError
+from service.ingest.rows import SAMPLE_COLUMNS
 
 router = APIRouter(prefix="/runs", tags=["runs"])
+
+RunId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
+FINAL_STATUSES = frozenset({"succeeded", "failed", "abandoned", "invalid"})
+CSV_MEDIA_TYPE = "text/csv; charset=utf-8"
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    if moment is None:
+        return None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
 
 @router.get("")
@@ -19,14 +39,86 @@ async def list_runs(
     session: SessionDep,
     probe_id: Annotated[int | None, Query(ge=1, le=MAX_DB_ID)] = None,
     status: RunStatus | None = None,
+    from_: Annotated[datetime | None, Query(alias="from")] = None,
+    to: datetime | None = None,
+    cursor_: Annotated[str | None, Query(alias="cursor", max_length=100)] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
 ) -> RunList:
-    """Runs, newest first."""
-    rows = await run_queries.list_runs(session, probe_id=probe_id, status=status, limit=limit)
-    return RunList(items=[RunRead.model_validate(r) for r in rows])
+    """Runs, newest first; `from`/`to` bound scheduled_for. Pass `next_cursor` back as
+    `cursor` for the next page; it is null on the last one."""
+    start, end = _utc(from_), _utc(to)
+    if start is not None and end is not None and start >= end:
+        raise FieldError("query.from", "must be before `to`")
+    before = cursor.decode("runs", cursor_)
+    rows = await run_queries.list_runs(session, probe_id=probe_id, status=status, start=start,
+                                       end=end, before_id=before, limit=limit)
+    next_cursor = cursor.encode("runs", rows[-1].id) if len(rows) == limit else None
+    return RunList(items=[RunRead.model_validate(r) for r in rows], next_cursor=next_cursor)
 
 
 @router.get("/{run_id}")
-async def get_run(run_id: Annotated[int, Path(ge=1, le=MAX_DB_ID)],
-                  session: SessionDep) -> RunRead:
+async def get_run(run_id: RunId, session: SessionDep) -> RunRead:
     return RunRead.model_validate(await run_queries.get(session, run_id))
+
+
+def _csv_value(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+def _csv(rows: Iterable[dict[str, Any]], header: bool) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    if header:
+        writer.writerow(SAMPLE_COLUMNS)
+    writer.writerows([_csv_value(row[c]) for c in SAMPLE_COLUMNS] for row in rows)
+    return out.getvalue()
+
+
+@router.get("/{run_id}/samples", response_model=SamplePage,
+            responses={200: {"content": {"text/csv": {}}}})
+async def run_samples(
+    run_id: RunId,
+    session: SessionDep,
+    state: StateDep,
+    format: Literal["json", "csv"] = "json",
+    cursor_: Annotated[str | None, Query(alias="cursor", max_length=100)] = None,
+    limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
+) -> Any:
+    """A run's raw samples in the order they were recorded. JSON comes in pages (`limit`,
+    default 1000): follow `next_cursor` until it is null, which happens only once the run is
+    final, so a client reading a running run gets every sample exactly once. CSV (with a
+    header row) streams every sample after `cursor`, or one page with `limit` and the next
+    cursor in the `X-Next-Cursor` header."""
+    after = cursor.decode("samples", cursor_)
+    run = await run_queries.get(session, run_id)
+    final = run.status in FINAL_STATUSES
+    if format == "csv" and limit is None:
+        return StreamingResponse(_stream_csv(state, run, after), media_type=CSV_MEDIA_TYPE,
+                                 headers=_disposition(run_id))
+    rows = await sample_queries.page(session, run, after, limit or 1000)
+    last = rows[-1]["pos"] if rows else after if after is not None else -1
+    more = len(rows) == (limit or 1000) or not final
+    next_cursor = cursor.encode("samples", last) if more else None
+    if format == "csv":
+        headers = _disposition(run_id) | ({"X-Next-Cursor": next_cursor} if next_cursor else {})
+        return Response(_csv(rows, header=True), media_type=CSV_MEDIA_TYPE, headers=headers)
+    return SamplePage(run_id=run_id, run_status=run.status,
+                      items=[SampleRead.model_validate(r) for r in rows], next_cursor=next_cursor)
+
+
+def _disposition(run_id: int) -> dict[str, str]:
+    return {"Content-Disposition": f'attachment; filename="run-{run_id}-samples.csv"'}
+
+
+async def _stream_csv(state: StateDep, run: Run, after: int | None) -> AsyncIterator[str]:
+    yield _csv([], header=True)
+    async with state.sessions() as session:
+        async for chunk in sample_queries.stream(session,
+                                                 sample_queries.run_query(run, after)):
+            yield _csv(chunk, header=False)

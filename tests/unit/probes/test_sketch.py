@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from probes.measure.sketch import MetricSketch
+from probes.measure.sketch import MetricSketch, SketchMerger
 
 LEVELS = (0.5, 0.9, 0.95, 0.99, 0.999)
 
@@ -54,3 +54,29 @@ def test_merged_sketches_match_one_sketch_of_all_values() -> None:
 def test_empty_sketch_has_no_quantiles() -> None:
     assert MetricSketch().quantile(0.5) is None
     assert MetricSketch().mean is None
+
+
+def test_bulk_sketch_has_the_same_bins_as_adding_one_by_one() -> None:
+    rng = random.Random(11)
+    values = [rng.lognormvariate(3, 1) for _ in range(3000)] + [0.0]
+    bulk, one_by_one = MetricSketch.of(values), MetricSketch()
+    for value in values:
+        one_by_one.add(value)
+    for q in (0.0, 0.1, 0.5, 0.9, 0.99, 0.999, 1.0):
+        assert bulk.quantile(q) == pytest.approx(one_by_one.quantile(q), rel=1e-9)
+    assert bulk.count == one_by_one.count
+
+
+def test_the_fast_merger_equals_merging_sketches() -> None:
+    rng = random.Random(12)
+    parts = [MetricSketch.of(rng.expovariate(0.05) for _ in range(300)) for _ in range(20)]
+    merger, merged = SketchMerger(), MetricSketch()
+    for part in parts:
+        merger.add(part.to_bytes())
+        merged.merge(MetricSketch.from_bytes(part.to_bytes()))
+    fast = merger.result()
+    assert fast.count == merged.count == 6000
+    assert (fast.min, fast.max) == (merged.min, merged.max)
+    for q in (0.5, 0.9, 0.99):
+        assert fast.quantile(q) == pytest.approx(merged.quantile(q), rel=1e-9)
+    assert SketchMerger().result().count == 0

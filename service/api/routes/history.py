@@ -1,0 +1,122 @@
+"""/api/v1/probes/{id}/series and /summary: history of a probe from merged sketches and
+summed counts."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+
+from probes.measure.percentiles import QUANTILES
+from probes.measure.run_sketches import METRICS, MetricName
+from service.api.deps import SessionDep
+from service.api.schemas.common import MAX_DB_ID
+from service.api.schemas.history import MetricSummary, Series, SeriesPoint, WindowSummary
+from service.db import history
+from service.db.models import Probe
+from service.errors import FieldError, NotFoundError
+from service.history.aggregate import LATENCY_STATS, Stat, count_stat, latency_stat
+from service.history.windows import (
+    MAX_POINTS,
+    aligned_windows,
+    at,
+    parse_duration,
+    point_count,
+)
+
+router = APIRouter(prefix="/probes", tags=["history"])
+
+ProbeId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
+MAX_WINDOW_S = 400 * 86400
+
+UNITS = {"availability": "ratio", "request_throughput": "requests/s",
+         "output_token_throughput": "tokens/s", "goodput": "requests/s"}
+
+
+def _utc(moment: datetime) -> datetime:
+    """Naive times are taken as UTC."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _duration(field: str, text: str) -> int:
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise FieldError(field, str(exc)) from None
+
+
+async def _check_probe(session: SessionDep, probe_id: int) -> None:
+    if await session.get(Probe, probe_id) is None:
+        raise NotFoundError("probe", probe_id)
+
+
+@router.get("/{probe_id}/series", response_model_exclude_none=False)
+async def series(
+    probe_id: ProbeId,
+    session: SessionDep,
+    metric: MetricName = "ttft",
+    stat: Stat = "p99",
+    from_: Annotated[datetime | None, Query(alias="from")] = None,
+    to: datetime | None = None,
+    step: Annotated[str, Query(max_length=16)] = "1h",
+) -> Series:
+    """One point per step (windows aligned on multiples of the step since the Unix epoch, UTC)
+    from merged sketches or summed counts. `from` defaults to 24 h before `to` (now)."""
+    step_s = _duration("query.step", step)
+    end = _utc(to) if to is not None else datetime.now(UTC)
+    start = _utc(from_) if from_ is not None else end - timedelta(days=1)
+    if start >= end:
+        raise FieldError("query.from", "must be before `to`")
+    points = point_count(start, end, step_s)
+    if points > MAX_POINTS:
+        raise FieldError("query.step", f"gives {points} points from `from` to `to`; at most "
+                         f"{MAX_POINTS} are allowed, use a larger step")
+    await _check_probe(session, probe_id)
+    windows = aligned_windows(start, end, step_s)
+    metrics = [metric] if stat in LATENCY_STATS else []
+    aggregates = await history.aggregates(session, probe_id, windows, metrics)
+    result = []
+    for (a, b), agg in zip(windows, aggregates, strict=True):
+        if agg.runs == 0:
+            continue
+        value = latency_stat(agg.sketch(metric), stat) if stat in LATENCY_STATS \
+            else count_stat(agg, stat)
+        result.append(SeriesPoint(start=at(a), end=at(b), value=value.value, count=value.count,
+                                  runs=agg.runs, low_count=value.low_count))
+    return Series(probe_id=probe_id, metric=metric, stat=stat, unit=UNITS.get(stat, "ms"),
+                  step_seconds=step_s, from_=start, to=end, points=result)
+
+
+@router.get("/{probe_id}/summary")
+async def summary(
+    probe_id: ProbeId,
+    session: SessionDep,
+    window: Annotated[str, Query(max_length=16)] = "24h",
+    to: datetime | None = None,
+) -> WindowSummary:
+    """Merged percentiles of every latency metric, availability and throughputs over
+    [to - window, to), with their counts. `to` defaults to now."""
+    window_s = _duration("query.window", window)
+    if window_s > MAX_WINDOW_S:
+        raise FieldError("query.window", "at most 400d (the run retention's maximum)")
+    end = _utc(to) if to is not None else datetime.now(UTC)
+    start = end - timedelta(seconds=window_s)
+    await _check_probe(session, probe_id)
+    span = (start.timestamp(), end.timestamp())
+    (agg,) = await history.aggregates(session, probe_id, [span], list(METRICS))
+    metrics = {}
+    for name in METRICS:
+        sketch = agg.sketch(name)
+        values = {stat: latency_stat(sketch, stat) for stat in (*QUANTILES, "mean", "max")}
+        metrics[name] = MetricSummary(
+            count=sketch.count, **{stat: v.value for stat, v in values.items()},
+            low_count=[stat for stat in QUANTILES if values[stat].low_count])
+    return WindowSummary(
+        probe_id=probe_id, from_=start, to=end, runs=agg.runs, attempts=agg.attempts,
+        successes=agg.successes, availability=count_stat(agg, "availability").value,
+        measured_s=agg.measured_s,
+        request_throughput=count_stat(agg, "request_throughput").value,
+        output_tokens=agg.output_tokens,
+        output_token_throughput=count_stat(agg, "output_token_throughput").value,
+        good=agg.good, goodput=count_stat(agg, "goodput").value, metrics=metrics)
