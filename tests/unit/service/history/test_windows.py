@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime
 
 import pytest
@@ -27,7 +28,7 @@ def test_durations_parse_to_seconds(text: str, seconds: int) -> None:
 
 @pytest.mark.parametrize("text", ["", "1", "h", "1y", "-1h", "0h", "1.5h", "1h30m"])
 def test_bad_durations_are_refused(text: str) -> None:
-    with pytest.raises(ValueError, match="."):
+    with pytest.raises(ValueError, match=r"."):
         parse_duration(text)
 
 
@@ -56,7 +57,7 @@ def test_cover_pieces_tile_the_window_exactly(a: int, length: int) -> None:
                     + list(c.runs))
     assert pieces[0][0] == a
     assert pieces[-1][1] == b
-    for (_, end), (start, _) in zip(pieces, pieces[1:], strict=False):
+    for (_, end), (start, _) in itertools.pairwise(pieces):
         assert end == start
     assert all(d % DAY_S == 0 for d in c.days)
     assert all(h % HOUR_S == 0 for h in c.hours)
