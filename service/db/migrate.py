@@ -26,6 +26,11 @@ def upgrade_to_head(database_url: str) -> None:
     command.upgrade(alembic_config(database_url), "head")
 
 
+def upgrade_to(database_url: str, revision: str) -> None:
+    """Blocking, like `upgrade_to_head`; for migration tests that stop at a revision."""
+    command.upgrade(alembic_config(database_url), revision)
+
+
 def downgrade_to(database_url: str, revision: str) -> None:
     command.downgrade(alembic_config(database_url), revision)
 
