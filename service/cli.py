@@ -9,6 +9,7 @@ import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Annotated, Any
@@ -312,3 +313,71 @@ def simulate(
                              truth_log=None if truth_log is None else str(truth_log))
     console.print(f"simulator on http://{host}:{port}/v1 (ttft {ttft_ms} ms, itl {itl_ms} ms)")
     serve_simulator(config, host, port)
+
+
+def _moment(option: str, value: str) -> datetime:
+    """ISO 8601; a time without an offset is UTC."""
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        console.print(f"[red]{option}: not an ISO 8601 time: {value!r}[/red]")
+        raise typer.Exit(2) from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+async def _export(url: str, request: Any, format: str, output: Path | None) -> int:
+    from service.export.samples import export_samples
+
+    engine = create_engine(url, pool_size=1)
+    try:
+        if format == "parquet":
+            return await export_samples(engine, request, "parquet", path=output)
+        if output is None:
+            return await export_samples(engine, request, "csv", text_out=sys.stdout)
+        with output.open("w", encoding="utf-8", newline="") as out:
+            return await export_samples(engine, request, "csv", text_out=out)
+    finally:
+        await engine.dispose()
+
+
+@app.command()
+def export(
+    probe_name: Annotated[str, typer.Option("--probe", help="Probe name.")],
+    start: Annotated[str, typer.Option("--from", help="ISO 8601 time, inclusive (UTC if no "
+                                                      "offset).")],
+    end: Annotated[str | None, typer.Option("--to", help="ISO 8601 time, exclusive; "
+                                                         "default now.")] = None,
+    format: Annotated[str, typer.Option(
+        "--format", help="csv | parquet (parquet needs the `parquet` extra).")] = "csv",
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="File to write; CSV goes to stdout without it.")] = None,
+    database_url: DbOpt = None, data_dir: DataDirOpt = None,
+) -> None:
+    """Raw samples of one probe sent in [--from, --to), oldest first, as CSV or Parquet."""
+    from service.export.parquet_file import ParquetUnavailableError
+    from service.export.samples import ExportRequest, UnknownProbeError
+
+    if format not in ("csv", "parquet"):
+        console.print(f"[red]--format: must be csv or parquet, not {format!r}[/red]")
+        raise typer.Exit(2)
+    if format == "parquet" and output is None:
+        console.print("[red]--output: required for parquet (a binary file)[/red]")
+        raise typer.Exit(2)
+    request = ExportRequest(probe=probe_name, start=_moment("--from", start),
+                            end=_moment("--to", end) if end else datetime.now(UTC))
+    if request.start >= request.end:
+        console.print("[red]--from: must be before --to[/red]")
+        raise typer.Exit(2)
+    settings = load_settings(database_url=database_url, data_dir=data_dir)
+    configure_logging(settings.log_level, settings.log_format)
+    with database(settings) as url:
+        try:
+            count = asyncio.run(_export(url, request, format, output))
+        except UnknownProbeError:
+            console.print(f"[red]--probe: no probe named {probe_name!r}[/red]")
+            raise typer.Exit(2) from None
+        except ParquetUnavailableError as exc:
+            console.print(f"[red]--format parquet: {exc}[/red]")
+            raise typer.Exit(2) from None
+    console.print(f"exported {count} samples of probe {probe_name!r}"
+                  + (f" to {output}" if output else ""))

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import csv
-import io
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -19,13 +17,13 @@ from service.db import runs as run_queries
 from service.db import samples as sample_queries
 from service.db.models import Run
 from service.errors import FieldError
-from service.ingest.rows import SAMPLE_COLUMNS
+from service.export.csv_rows import MEDIA_TYPE as CSV_MEDIA
+from service.export.csv_rows import csv_text
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 
 RunId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
 FINAL_STATUSES = frozenset({"succeeded", "failed", "abandoned", "invalid"})
-CSV_MEDIA_TYPE = "text/csv; charset=utf-8"
 
 
 def _utc(moment: datetime | None) -> datetime | None:
@@ -61,25 +59,6 @@ async def get_run(run_id: RunId, session: SessionDep) -> RunRead:
     return RunRead.model_validate(await run_queries.get(session, run_id))
 
 
-def _csv_value(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return value
-
-
-def _csv(rows: Iterable[dict[str, Any]], header: bool) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    if header:
-        writer.writerow(SAMPLE_COLUMNS)
-    writer.writerows([_csv_value(row[c]) for c in SAMPLE_COLUMNS] for row in rows)
-    return out.getvalue()
-
-
 @router.get("/{run_id}/samples", response_model=SamplePage,
             responses={200: {"content": {"text/csv": {}}}})
 async def run_samples(
@@ -99,7 +78,7 @@ async def run_samples(
     run = await run_queries.get(session, run_id)
     final = run.status in FINAL_STATUSES
     if format == "csv" and limit is None:
-        return StreamingResponse(_stream_csv(state, run, after), media_type=CSV_MEDIA_TYPE,
+        return StreamingResponse(_streamcsv_text(state, run, after), media_type=CSV_MEDIA,
                                  headers=_disposition(run_id))
     rows = await sample_queries.page(session, run, after, limit or 1000)
     last = rows[-1]["pos"] if rows else after if after is not None else -1
@@ -107,7 +86,7 @@ async def run_samples(
     next_cursor = cursor.encode("samples", last) if more else None
     if format == "csv":
         headers = _disposition(run_id) | ({"X-Next-Cursor": next_cursor} if next_cursor else {})
-        return Response(_csv(rows, header=True), media_type=CSV_MEDIA_TYPE, headers=headers)
+        return Response(csv_text(rows, header=True), media_type=CSV_MEDIA, headers=headers)
     return SamplePage(run_id=run_id, run_status=run.status,
                       items=[SampleRead.model_validate(r) for r in rows], next_cursor=next_cursor)
 
@@ -116,9 +95,9 @@ def _disposition(run_id: int) -> dict[str, str]:
     return {"Content-Disposition": f'attachment; filename="run-{run_id}-samples.csv"'}
 
 
-async def _stream_csv(state: StateDep, run: Run, after: int | None) -> AsyncIterator[str]:
-    yield _csv([], header=True)
+async def _streamcsv_text(state: StateDep, run: Run, after: int | None) -> AsyncIterator[str]:
+    yield csv_text([], header=True)
     async with state.sessions() as session:
         async for chunk in sample_queries.stream(session,
                                                  sample_queries.run_query(run, after)):
-            yield _csv(chunk, header=False)
+            yield csv_text(chunk, header=False)

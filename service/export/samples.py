@@ -1,0 +1,61 @@
+"""`sustain export`: one probe's raw samples sent in a time range, oldest first, streamed from
+a server-side cursor into CSV or Parquet."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Literal
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.db import samples as sample_queries
+from service.db.engine import session_factory
+from service.db.models import Probe
+from service.export.csv_rows import csv_text
+from service.export.parquet_file import ParquetSink
+
+Format = Literal["csv", "parquet"]
+
+
+class UnknownProbeError(LookupError):
+    """No probe has that name."""
+
+
+@dataclass(frozen=True)
+class ExportRequest:
+    probe: str
+    """Probe name."""
+    start: datetime
+    """Inclusive, on sent_at."""
+    end: datetime
+    """Exclusive, on sent_at."""
+
+
+async def export_samples(engine: AsyncEngine, request: ExportRequest, format: Format,
+                         text_out: IO[str] | None = None, path: Path | None = None) -> int:
+    """Write the samples as CSV to `text_out` or as Parquet to `path`; the number of rows."""
+    sessions = session_factory(engine)
+    async with sessions() as session:
+        probe_id = (await session.execute(
+            select(Probe.id).where(Probe.name == request.probe))).scalar_one_or_none()
+        if probe_id is None:
+            raise UnknownProbeError(request.probe)
+        query = sample_queries.probe_query(probe_id, request.start, request.end)
+        count = 0
+        if format == "csv":
+            assert text_out is not None
+            text_out.write(csv_text([], header=True))
+            async for chunk in sample_queries.stream(session, query, chunk=10_000):
+                text_out.write(csv_text(chunk, header=False))
+                count += len(chunk)
+            text_out.flush()
+            return count
+        assert path is not None
+        with ParquetSink(path) as sink:
+            async for chunk in sample_queries.stream(session, query, chunk=50_000):
+                sink.write(chunk)
+                count += len(chunk)
+        return count
