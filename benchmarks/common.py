@@ -89,3 +89,85 @@ def record(title: str, command: str, body: str) -> None:
                            "newest last.\n")
     with RESULTS.open("a", encoding="utf-8") as out:
         out.write(section)
+
+
+SERVER_URL = os.environ.get("SUSTAIN_BENCH_DATABASE_URL",
+                            "postgresql://postgres@127.0.0.1:5432/postgres")
+"""A PostgreSQL server where the benchmarks may create and drop their own databases."""
+
+
+async def _admin(server_url: str, *statements: str) -> None:
+    import asyncpg
+    from sqlalchemy import make_url
+
+    dsn = make_url(server_url).set(drivername="postgresql").render_as_string(
+        hide_password=False)
+    connection = await asyncpg.connect(dsn)
+    try:
+        for statement in statements:
+            await connection.execute(statement)
+    finally:
+        await connection.close()
+
+
+def database_url(server_url: str, name: str) -> str:
+    from sqlalchemy import make_url
+
+    return make_url(server_url).set(database=name).render_as_string(hide_password=False)
+
+
+def fresh_database(server_url: str, name: str) -> str:
+    """Drop and create database `name` on the server, migrate it to head; its URL."""
+    import asyncio
+
+    from service.db.migrate import upgrade_to_head
+
+    asyncio.run(_admin(server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
+                       f'CREATE DATABASE "{name}"'))
+    url = database_url(server_url, name)
+    upgrade_to_head(url)
+    return url
+
+
+def drop_database(server_url: str, name: str) -> None:
+    import asyncio
+
+    asyncio.run(_admin(server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+class Service:
+    """`sustain serve` on a database URL, stopped by PID; `base_url` is the API root."""
+
+    def __init__(self, url: str, env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "service", "serve", "--port", str(self.port),
+             "--log-level", "warning"],
+            env={**os.environ, "SUSTAIN_DATABASE_URL": url, **(env or {})},
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.base_url}/readyz", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError("sustain serve did not become ready")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+
+    def __enter__(self) -> Service:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

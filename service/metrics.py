@@ -30,6 +30,9 @@ TOKEN_LATENCY_BUCKETS_S = (
 )
 """ITL and TPOT buckets, seconds."""
 
+DB_WRITE_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+"""Batch write buckets, seconds (a batch is up to 5,000 samples plus run results)."""
+
 SERIES_LABELS = ("endpoint", "probe", "model")
 
 
@@ -142,6 +145,10 @@ class Metrics:
         self.ticks_skipped = Counter(
             "sustain_ticks_skipped", "Scheduled ticks that started no run, by reason.",
             ["probe", "reason"], registry=self.registry)
+        self.db_write = Histogram(
+            "sustain_db_write_seconds",
+            "Time to write one batch of buffered samples and run results to the database.",
+            buckets=DB_WRITE_BUCKETS_S, registry=self.registry)
         self.last_runs = LastRunCollector()
         self.registry.register(self.last_runs)
 

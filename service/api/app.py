@@ -51,7 +51,7 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
         clients = HttpClients(settings.http_max_connections)
         app_metrics = Metrics()
         buffer = SampleBuffer(settings.buffer_samples)
-        writer = SampleWriter(engine, buffer)
+        writer = SampleWriter(engine, buffer, on_batch=app_metrics.db_write.observe)
         app_metrics.watch_writes(buffer, writer)
         executor = RunExecutor(sessions, clients, app_metrics,
                                settings.replica_id or default_replica_id(), buffer)

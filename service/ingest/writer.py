@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections.abc import Callable
 from datetime import date
 
 import asyncpg  # type: ignore[import-untyped]
@@ -34,8 +36,11 @@ BATCH_TIMEOUT_S = 60.0
 
 class SampleWriter:
     def __init__(self, engine: AsyncEngine, buffer: SampleBuffer, *,
-                 batch_samples: int = BATCH_SAMPLES, linger_s: float = LINGER_S) -> None:
+                 batch_samples: int = BATCH_SAMPLES, linger_s: float = LINGER_S,
+                 on_batch: Callable[[float], None] | None = None) -> None:
         self.engine = engine
+        self.on_batch = on_batch
+        """Called with the seconds each successful batch took (database write latency)."""
         self.buffer = buffer
         self.batch_samples = batch_samples
         self.linger_s = linger_s
@@ -68,8 +73,11 @@ class SampleWriter:
         )
         async for attempt in retrying:
             with attempt:
+                started = time.perf_counter()
                 async with asyncio.timeout(BATCH_TIMEOUT_S):
                     await self._write(items)
+        if self.on_batch is not None:
+            self.on_batch(time.perf_counter() - started)
         self.last_error = None
 
     def _failed(self, state: RetryCallState) -> None:

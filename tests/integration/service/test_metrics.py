@@ -66,3 +66,23 @@ async def test_failed_requests_are_counted_by_error_class(
     assert "sk-top-secret-token" not in (await api.get(f"/api/v1/runs/{run_id}")).text
     assert "sk-top-secret-token" not in (await api.get("/api/v1/endpoints")).text
 
+
+
+async def test_write_path_metrics_count_what_reached_the_database(
+        api: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
+    endpoint = await create_endpoint(api, simulator.base_url)
+    probe = await create_probe(api, endpoint["id"], enabled=False,
+                               profile={"kind": "constant", "rate": 20, "duration_s": 0.5})
+    run_id = (await api.post(f"/api/v1/probes/{probe['id']}/runs")).json()["id"]
+    assert (await wait_for_run(api, run_id))["status"] == "succeeded"
+
+    metrics = samples_of((await api.get("/metrics")).text)
+    assert metrics["sustain_samples_written_total"] == [({}, 10.0)]
+    assert metrics["sustain_buffer_samples"] == [({}, 0.0)]
+    assert metrics["sustain_buffer_capacity_samples"][0][1] > 0
+    assert metrics["sustain_samples_dropped_total"] == [({}, 0.0)]
+    assert metrics["sustain_write_failures_total"] == [({}, 0.0)]
+    ((_, batches),) = metrics["sustain_db_write_seconds_count"]
+    ((_, seconds),) = metrics["sustain_db_write_seconds_sum"]
+    assert batches >= 1
+    assert 0 < seconds < 30
