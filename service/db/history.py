@@ -4,10 +4,9 @@ probe over a time range. Times in and out are epoch seconds."""
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.db.models import Rollup, RollupSketch, Run, RunSketch
@@ -43,13 +42,36 @@ async def rollup_sketches(session: AsyncSession, probe_id: int, width_s: int,
     return [SketchPiece(float(t), m, bytes(s)) for t, m, s in await session.execute(query)]
 
 
-async def runs(session: AsyncSession, probe_id: int, start: datetime, end: datetime
+MAX_RANGES = 32
+"""Past this many separate run ranges, one query over their whole span is cheaper."""
+
+
+def merge_ranges(ranges: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """[a, b) ranges (epoch seconds) sorted, with touching or overlapping ones joined; past
+    MAX_RANGES, the one range spanning them all."""
+    merged: list[tuple[float, float]] = []
+    for a, b in sorted(ranges):
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(b, merged[-1][1]))
+        else:
+            merged.append((a, b))
+    if len(merged) > MAX_RANGES:
+        return [(merged[0][0], merged[-1][1])]
+    return merged
+
+
+def _in_ranges(ranges: Sequence[tuple[float, float]]) -> Any:
+    return or_(*(and_(Run.scheduled_for >= at(a), Run.scheduled_for < at(b))
+                 for a, b in ranges))
+
+
+async def runs(session: AsyncSession, probe_id: int, ranges: Sequence[tuple[float, float]]
                ) -> list[Piece]:
-    """Runs with counts (finished, with results) scheduled in [start, end)."""
+    """Runs with counts (finished, with results) scheduled in any of the [a, b) ranges."""
     query = (select(_epoch(Run.scheduled_for), Run.attempts, Run.successes, Run.good,
                     Run.output_tokens, Run.measured_s)
-             .where(Run.probe_id == probe_id, Run.scheduled_for >= start,
-                    Run.scheduled_for < end, Run.attempts.is_not(None)))
+             .where(Run.probe_id == probe_id, _in_ranges(ranges),
+                    Run.attempts.is_not(None)))
     pieces = []
     for t, attempts, successes, good, tokens, measured in await session.execute(query):
         known = good is not None
@@ -60,14 +82,14 @@ async def runs(session: AsyncSession, probe_id: int, start: datetime, end: datet
     return pieces
 
 
-async def run_sketches(session: AsyncSession, probe_id: int, start: datetime, end: datetime,
-                       metrics: Sequence[str]) -> list[SketchPiece]:
+async def run_sketches(session: AsyncSession, probe_id: int,
+                       ranges: Sequence[tuple[float, float]], metrics: Sequence[str]
+                       ) -> list[SketchPiece]:
     if not metrics:
         return []
     query = (select(_epoch(Run.scheduled_for), RunSketch.metric, RunSketch.sketch)
              .join(Run, Run.id == RunSketch.run_id)
-             .where(Run.probe_id == probe_id, Run.scheduled_for >= start,
-                    Run.scheduled_for < end, Run.attempts.is_not(None),
+             .where(Run.probe_id == probe_id, _in_ranges(ranges), Run.attempts.is_not(None),
                     RunSketch.metric.in_(metrics)))
     return [SketchPiece(float(t), m, bytes(s)) for t, m, s in await session.execute(query)]
 
@@ -83,10 +105,9 @@ async def aggregates(session: AsyncSession, probe_id: int,
     run_pieces: list[Piece] = []
     run_sketch_pieces: list[SketchPiece] = []
     if p.needs_runs:
-        ranges = [r for c in p.covers for r in c.runs]
-        start, end = at(min(a for a, _ in ranges)), at(max(b for _, b in ranges))
-        run_pieces = await runs(session, probe_id, start, end)
-        run_sketch_pieces = await run_sketches(session, probe_id, start, end, metrics)
+        ranges = merge_ranges([r for c in p.covers for r in c.runs])
+        run_pieces = await runs(session, probe_id, ranges)
+        run_sketch_pieces = await run_sketches(session, probe_id, ranges, metrics)
     return assemble(
         p,
         await rollups(session, probe_id, DAY_S, days),
