@@ -84,27 +84,60 @@ def database(settings: Settings) -> Iterator[str]:
 
 def _serve(settings: Settings, url: str) -> None:
     from service.api.app import create_app
+    from service.server import GracefulServer
 
-    server = uvicorn.Server(uvicorn.Config(
-        create_app(settings, url), host=settings.host, port=settings.port,
+    app = create_app(settings, url)
+    server = GracefulServer(uvicorn.Config(
+        app, host=settings.host, port=settings.port,
         log_config=None, access_log=False, timeout_graceful_shutdown=10,
-    ))
+    ), app)
     with suppress(KeyboardInterrupt):
         server.run()
     if not server.started:
         raise typer.Exit(1)
 
 
+ConfigOpt = Annotated[Path | None, typer.Option(
+    "--config", help="YAML config file synced to the database (env SUSTAIN_CONFIG).")]
+
+
+def _check_config(path: Path) -> bool:
+    """Print every problem of the file (file:line: field: message); whether it is valid."""
+    from service.config_file.load import read
+    from service.config_file.yaml_lines import ConfigError
+
+    try:
+        config, _ = read(path)
+    except ConfigError as exc:
+        for line in exc.lines():
+            console.print(line, markup=False, highlight=False)
+        return False
+    console.print(f"{path}: ok ({len(config.endpoints)} endpoints, {len(config.workloads)} "
+                  f"workloads, {len(config.probes)} probes)", markup=False, highlight=False)
+    return True
+
+
 @app.command()
 def serve(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None,
           data_dir: DataDirOpt = None, log_level: LogLevelOpt = None,
-          log_format: LogFormatOpt = None) -> None:
-    """Run the service: API, scheduler, metrics. Embedded PostgreSQL unless a URL is set."""
+          log_format: LogFormatOpt = None, config: ConfigOpt = None) -> None:
+    """Run the service: API, scheduler, metrics. Embedded PostgreSQL unless a URL is set.
+    SIGTERM drains (runs in flight may finish within SUSTAIN_SHUTDOWN_GRACE_SECONDS)."""
     settings = load_settings(host=host, port=port, database_url=database_url,
-                             data_dir=data_dir, log_level=log_level, log_format=log_format)
+                             data_dir=data_dir, log_level=log_level, log_format=log_format,
+                             config=config)
     configure_logging(settings.log_level, settings.log_format)
+    if settings.config is not None and not _check_config(settings.config):
+        raise typer.Exit(2)
     with database(settings) as url:
         _serve(settings, url)
+
+
+@app.command()
+def validate(path: Annotated[Path, typer.Argument(help="The YAML config file.")]) -> None:
+    """Check a config file: every problem with its line; exit 1 if there is any."""
+    if not _check_config(path):
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -58,6 +58,36 @@ class Settings(BaseSettings):
         description="Samples held in memory while the database is slow or down. At 90 % full "
         "no new runs start (and /readyz says so); at 100 % samples are dropped and counted.",
     )
+    heartbeat_seconds: float = Field(
+        default=5.0, ge=0.2, le=300,
+        description="Heartbeat interval; a replica silent for 3 intervals is dead and its "
+        "runs are marked abandoned by the others.",
+    )
+    misfire_grace_seconds: float = Field(
+        default=15.0, ge=0.1, le=86400,
+        description="How late a tick may still start (capped at half the probe's interval); "
+        "later ones are recorded as missed runs.",
+    )
+    reconcile_seconds: float = Field(
+        default=30.0, ge=1, le=3600,
+        description="How often each replica re-reads every probe (a safety net behind "
+        "LISTEN/NOTIFY) and records missed ticks.",
+    )
+    shutdown_grace_seconds: float = Field(
+        default=30.0, ge=0, le=3600,
+        description="On SIGTERM, how long runs in flight may take to finish before they are "
+        "marked abandoned.",
+    )
+    config: Path | None = Field(
+        default=None,
+        description="A YAML config file (endpoints, workloads, probes) synced to the database "
+        "at start, on SIGHUP and every config_reload_seconds.",
+    )
+    config_reload_seconds: float = Field(
+        default=60.0, ge=0, le=86400,
+        description="How often `serve --config FILE` re-reads the file (0: only at start and "
+        "on SIGHUP).",
+    )
 
     @field_validator("log_level", mode="before")
     @classmethod

@@ -149,6 +149,11 @@ class Metrics:
             "sustain_db_write_seconds",
             "Time to write one batch of buffered samples and run results to the database.",
             buckets=DB_WRITE_BUCKETS_S, registry=self.registry)
+        self.config_reloads = Counter(
+            "sustain_config_reloads",
+            "Syncs of the config file by result: ok, invalid (bad file or a name conflict; "
+            "nothing applied), error (database unavailable).",
+            ["result"], registry=self.registry)
         self.last_runs = LastRunCollector()
         self.registry.register(self.last_runs)
 

@@ -16,12 +16,15 @@ from service.api.errors import install_error_handlers
 from service.api.routes import endpoints, health, history, metrics, probes, runs
 from service.api.state import AppState
 from service.config import Settings
+from service.config_file.reloader import ConfigReloader
 from service.db.engine import create_engine, safe_url, session_factory
 from service.db.migrate import upgrade_to_head
 from service.ingest.buffer import SampleBuffer
 from service.ingest.writer import SampleWriter
 from service.metrics import Metrics
 from service.scheduling.executor import RunExecutor
+from service.scheduling.listener import ProbeListener
+from service.scheduling.liveness import Liveness
 from service.scheduling.scheduler import ProbeScheduler
 
 logger = logging.getLogger(__name__)
@@ -53,20 +56,37 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
         buffer = SampleBuffer(settings.buffer_samples)
         writer = SampleWriter(engine, buffer, on_batch=app_metrics.db_write.observe)
         app_metrics.watch_writes(buffer, writer)
-        executor = RunExecutor(sessions, clients, app_metrics,
-                               settings.replica_id or default_replica_id(), buffer)
+        replica_id = settings.replica_id or default_replica_id()
+        executor = RunExecutor(sessions, clients, app_metrics, replica_id, buffer)
+        liveness = Liveness(engine, replica_id, settings.heartbeat_seconds,
+                            lambda: executor.in_flight)
+        executor.other_loads = lambda: liveness.others
         scheduler = ProbeScheduler(executor, sessions, engine, settings)
+        listener = ProbeListener(url, scheduler.refresh, scheduler.reconcile)
+        reloader = None if settings.config is None else ConfigReloader(
+            settings.config, sessions, scheduler, app_metrics, settings.config_reload_seconds)
         app.state.sustain = AppState(settings, url, engine, sessions, clients, app_metrics,
-                                     buffer, writer, executor, scheduler)
+                                     buffer, writer, executor, scheduler, liveness, listener,
+                                     reloader)
         writer.start()
         try:
+            await liveness.beat()
+            liveness.start()
+            listener.start()
+            if reloader is not None:
+                await reloader.reload(strict=True)
+                reloader.start()
             await scheduler.start()
-            logger.info("sustain ready on database %s", safe_url(url))
+            logger.info("sustain replica %s ready on database %s", replica_id, safe_url(url))
             yield
         finally:
+            if reloader is not None:
+                await reloader.close()
+            await listener.close()
             await scheduler.shutdown()
             await executor.close()
             await writer.close(FLUSH_TIMEOUT_S)
+            await liveness.close()
             await clients.aclose()
             await engine.dispose()
 

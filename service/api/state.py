@@ -8,10 +8,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from probes.client.clients import HttpClients
 from service.config import Settings
+from service.config_file.reloader import ConfigReloader
 from service.ingest.buffer import SampleBuffer
 from service.ingest.writer import SampleWriter
 from service.metrics import Metrics
 from service.scheduling.executor import RunExecutor
+from service.scheduling.listener import ProbeListener
+from service.scheduling.liveness import Liveness
 from service.scheduling.scheduler import ProbeScheduler
 
 
@@ -27,3 +30,8 @@ class AppState:
     writer: SampleWriter
     executor: RunExecutor
     scheduler: ProbeScheduler
+    liveness: Liveness
+    listener: ProbeListener
+    reloader: ConfigReloader | None
+    stopping: bool = False
+    """Shutdown has begun: /readyz answers 503 while runs in flight finish."""

@@ -76,3 +76,10 @@ async def delete(session: AsyncSession, obj: NamedResource, resource: str) -> No
 
 async def list_all(session: AsyncSession, model: type[M]) -> Sequence[M]:
     return (await session.execute(select(model).order_by(model.id))).scalars().all()
+
+
+def check_unmanaged(obj: NamedResource, resource: str) -> None:
+    """Objects a config file owns are changed in the file, not over REST."""
+    if obj.managed_by is not None:
+        raise ConflictError(f"{resource} {obj.name!r} is managed by the config file "
+                            f"{obj.managed_by}; change it there")

@@ -24,7 +24,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-RUN_STATUSES = ("pending", "running", "succeeded", "failed", "abandoned", "invalid")
+RUN_STATUSES = ("pending", "running", "succeeded", "failed", "abandoned", "invalid", "missed",
+                "skipped")
 RUN_TRIGGERS = ("schedule", "manual")
 
 
@@ -51,6 +52,9 @@ class NamedResource:
 
     id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
     name: Mapped[str] = mapped_column(String(100), unique=True)
+    managed_by: Mapped[str | None] = mapped_column(Text)
+    """The config file that owns this object (REST writes to it answer 409); None when it
+    was created over REST."""
 
 
 class Endpoint(NamedResource, Base):
@@ -83,6 +87,13 @@ class Probe(NamedResource, Base):
     workload: Mapped[dict[str, Any]]
     profile: Mapped[dict[str, Any]]
     interval_seconds: Mapped[int] = mapped_column(Integer)
+    """Seconds between ticks; for a cron schedule, the gap between its next two ticks when
+    it was set (used to size overlap and no-data checks)."""
+    cron: Mapped[str | None] = mapped_column(Text)
+    """A five-field crontab expression in UTC; None: ticks every interval_seconds."""
+    schedule_since: Mapped[datetime] = mapped_column(server_default=func.now())
+    """When the current schedule began (created, enabled, or its timing changed): ticks
+    before it are never reported missed."""
     jitter_seconds: Mapped[float] = mapped_column(Double, server_default=text("0"))
     enabled: Mapped[bool] = mapped_column(Boolean, server_default=text("true"))
     slo_ttft_ms: Mapped[float | None] = mapped_column(Double)
@@ -93,6 +104,18 @@ class Probe(NamedResource, Base):
     updated_at: Mapped[datetime] = _updated()
 
     __table_args__ = (CheckConstraint("interval_seconds > 0", name="interval_positive"),)
+
+
+class Replica(Base):
+    """A running sustain: its heartbeat and its load (runs in flight)."""
+
+    __tablename__ = "replicas"
+
+    id: Mapped[str] = mapped_column(Text, primary_key=True)
+    started_at: Mapped[datetime] = mapped_column(server_default=func.now())
+    heartbeat_at: Mapped[datetime] = mapped_column(server_default=func.now())
+    in_flight: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    stopping: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
 
 
 class Run(Base):

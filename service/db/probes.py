@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import select
+from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.db.models import Endpoint, Probe
 from service.errors import NotFoundError
+
+PROBES_CHANNEL = "sustain_probes"
+"""LISTEN/NOTIFY channel of probe changes; the payload is the probe id."""
 
 
 async def get_with_endpoint(session: AsyncSession, probe_id: int) -> tuple[Probe, Endpoint]:
@@ -29,3 +32,9 @@ async def list_all(session: AsyncSession, *, enabled_only: bool = False) -> Sequ
     if enabled_only:
         query = query.where(Probe.enabled.is_(True))
     return (await session.execute(query)).scalars().all()
+
+
+async def notify_changed(session: AsyncSession, probe_id: int) -> None:
+    """Tell every replica's listener (on commit) that the probe changed."""
+    await session.execute(text("SELECT pg_notify(:channel, :payload)"),
+                          {"channel": PROBES_CHANNEL, "payload": str(probe_id)})

@@ -9,7 +9,6 @@ from typing import Any
 
 from sqlalchemy import select, text, update
 from sqlalchemy.dialects.postgresql import distinct_on
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.db.models import Endpoint, Probe, Run
@@ -35,20 +34,64 @@ async def create_manual(session: AsyncSession, probe_id: int) -> Run:
     return run
 
 
+CLAIM_TICK = text("""
+    INSERT INTO runs (probe_id, trigger, scheduled_for, status, claimed_by, finished_at, error)
+    SELECT :probe_id, 'schedule', :tick,
+           CASE WHEN busy THEN 'skipped' ELSE 'pending' END, :replica,
+           CASE WHEN busy THEN now() END,
+           CASE WHEN busy THEN 'the previous run of the probe was still going' END
+    FROM (SELECT EXISTS (
+        SELECT 1 FROM runs WHERE probe_id = :probe_id AND status IN ('pending', 'running')
+    ) AS busy) AS previous
+    ON CONFLICT (probe_id, scheduled_for) WHERE trigger = 'schedule' DO NOTHING
+    RETURNING id, status
+""")
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    run_id: int
+    skipped: bool
+    """The tick was recorded as skipped: a run of the probe was still pending or running."""
+
+
 async def claim_scheduled(
     session: AsyncSession, probe_id: int, scheduled_for: datetime, replica: str
-) -> int | None:
-    """Atomically create the run of one tick; None if some replica already claimed it."""
-    statement = (
-        pg_insert(Run)
-        .values(probe_id=probe_id, trigger="schedule", scheduled_for=scheduled_for,
-                status="pending", claimed_by=replica)
-        .on_conflict_do_nothing(
-            index_elements=["probe_id", "scheduled_for"], index_where=text("trigger = 'schedule'")
-        )
-        .returning(Run.id)
-    )
-    return (await session.execute(statement)).scalar_one_or_none()
+) -> Claim | None:
+    """Atomically take one tick: a pending run for this replica, or a `skipped` record when a
+    run of the probe is still in flight anywhere (runs of a probe never overlap); None when
+    another replica took the tick first."""
+    row = (await session.execute(CLAIM_TICK, {
+        "probe_id": probe_id, "tick": scheduled_for, "replica": replica})).first()
+    return None if row is None else Claim(int(row[0]), row[1] == "skipped")
+
+
+RECORD_MISSED = text("""
+    INSERT INTO runs (probe_id, trigger, scheduled_for, status, finished_at, error)
+    SELECT :probe_id, 'schedule', tick, 'missed', now(),
+           'no replica started this tick in time'
+    FROM unnest(CAST(:ticks AS timestamptz[])) AS tick
+    ON CONFLICT (probe_id, scheduled_for) WHERE trigger = 'schedule' DO NOTHING
+""")
+
+
+async def record_missed(session: AsyncSession, probe_id: int, ticks: Sequence[datetime]
+                        ) -> int:
+    """Record ticks that never became runs as `missed` (ticks that have a run are left as
+    they are); how many were recorded."""
+    if not ticks:
+        return 0
+    result = await session.execute(RECORD_MISSED, {"probe_id": probe_id, "ticks": list(ticks)})
+    return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+async def last_ticks(session: AsyncSession) -> dict[int, datetime]:
+    """The newest scheduled tick with a run (of any status), per enabled probe that has one
+    (one backward step of the tick index per probe)."""
+    rows = await session.execute(text(
+        "SELECT p.id, (SELECT max(r.scheduled_for) FROM runs r WHERE r.probe_id = p.id "
+        "AND r.trigger = 'schedule') FROM probes p WHERE p.enabled"))
+    return {int(p): t for p, t in rows if t is not None}
 
 
 async def mark_running(session: AsyncSession, run_id: int, replica: str) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from pydantic import TypeAdapter
 from sqlalchemy.exc import IntegrityError
@@ -25,7 +26,8 @@ from service.db.models import Endpoint, Probe
 from service.ingest.buffer import RunSink, SampleBuffer
 from service.ingest.finals import RunFinal, completed
 from service.metrics import Metrics
-from service.scheduling.ticks import tick_of
+from service.scheduling.claims import claim_delay
+from service.scheduling.schedule import Schedule
 
 logger = logging.getLogger(__name__)
 
@@ -66,42 +68,71 @@ class RunExecutor:
         self.replica_id = replica_id
         self._tasks: set[asyncio.Task[object]] = set()
         self._running: set[int] = set()
-        """Probes with a run in flight on this replica: a tick never overlaps its last run."""
+        """Probes with a run executing on this replica."""
+        self.claiming = True
+        self.other_loads: Callable[[], dict[str, int]] = dict
+        """Runs in flight of the other live replicas (wired to the heartbeat by the app)."""
 
-    async def run_tick(self, probe_id: int, interval_seconds: int, probe_name: str = "") -> None:
-        """APScheduler job: claim this tick's run and execute it (tracked, so shutdown waits)."""
+    @property
+    def in_flight(self) -> int:
+        """Runs executing on this replica (its load, for claim spreading)."""
+        return len(self._running)
+
+    def stop_claiming(self) -> None:
+        """Shutdown has begun: ticks from now on are left to other replicas."""
+        self.claiming = False
+
+    async def run_tick(self, probe_id: int, probe_name: str, schedule: Schedule,
+                       lookback_s: float) -> None:
+        """APScheduler job: claim the tick this firing belongs to (the latest tick within
+        `lookback_s`: jitter plus misfire grace) and execute it (tracked, so shutdown waits)."""
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
         try:
-            await self._tick(probe_id, interval_seconds, probe_name or str(probe_id))
+            tick = schedule.latest_at_or_before(datetime.now(UTC),
+                                                timedelta(seconds=lookback_s))
+            if tick is not None:
+                await self.claim_and_run(probe_id, probe_name, tick)
         finally:
             if task is not None:
                 self._tasks.discard(task)
 
-    async def _tick(self, probe_id: int, interval_seconds: int, probe_name: str) -> None:
-        if probe_id in self._running:
-            logger.warning("probe %s is still running its previous run; tick skipped",
-                           probe_name)
-            self.metrics.ticks_skipped.labels(probe_name, "overlap").inc()
+    async def claim_and_run(self, probe_id: int, probe_name: str, tick: datetime) -> None:
+        if not self.claiming:
             return
         if not self.buffer.accepting:
-            logger.warning("write buffer nearly full (%d samples); tick of probe %s skipped",
-                           self.buffer.samples, probe_name)
+            logger.warning("write buffer nearly full (%d samples); tick of probe %s left to "
+                           "other replicas", self.buffer.samples, probe_name)
             self.metrics.ticks_skipped.labels(probe_name, "buffer_full").inc()
             return
-        scheduled_for = tick_of(datetime.now(UTC), interval_seconds)
+        delay = claim_delay(self.in_flight, list(self.other_loads().values()))
+        if delay:
+            await asyncio.sleep(delay)
         try:
             async with self.sessions.begin() as session:
-                run_id = await run_queries.claim_scheduled(
-                    session, probe_id, scheduled_for, self.replica_id)
+                claim = await run_queries.claim_scheduled(session, probe_id, tick,
+                                                          self.replica_id)
         except IntegrityError:
-            logger.info("probe %s was deleted before its tick %s", probe_id, scheduled_for)
+            logger.info("probe %s was deleted before its tick %s", probe_id, tick)
             return
-        if run_id is None:
-            logger.info("tick %s of probe %s already claimed", scheduled_for, probe_id)
+        if claim is None:
+            logger.debug("tick %s of probe %s taken by another replica", tick, probe_name)
             return
-        await self.execute(run_id)
+        if claim.skipped:
+            logger.warning("tick %s of probe %s skipped: its previous run is still going",
+                           tick, probe_name)
+            self.metrics.ticks_skipped.labels(probe_name, "overlap").inc()
+            return
+        await self.execute(claim.run_id)
+
+    async def drain(self, timeout_s: float) -> bool:
+        """Wait up to `timeout_s` for the runs in flight to finish; True if they all did."""
+        tasks = list(self._tasks)
+        if not tasks:
+            return True
+        _, pending = await asyncio.wait(tasks, timeout=timeout_s)
+        return not pending
 
     def submit(self, run_id: int) -> None:
         """Execute a run in the background (run-now requests)."""

@@ -1,11 +1,15 @@
-"""One APScheduler job per enabled probe; REST changes update the job immediately."""
+"""One APScheduler job per enabled probe, kept in step with the database: at once after a
+change on this replica, within moments after a change on another (LISTEN/NOTIFY), and by a
+periodic reconcile as a safety net, which also records ticks no replica started as missed."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections import defaultdict
-from datetime import UTC, datetime
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
@@ -14,29 +18,47 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from service.config import Settings
 from service.db import probes as probe_queries
+from service.db import runs as run_queries
 from service.db.models import Probe
 from service.scheduling.executor import RunExecutor
 from service.scheduling.maintenance import maintain
-from service.scheduling.ticks import next_tick
-from service.scheduling.trigger import AlignedIntervalTrigger
+from service.scheduling.schedule import Cron, Every, Schedule, ticks_between
+from service.scheduling.trigger import TickTrigger
 
 logger = logging.getLogger(__name__)
 
-LOAD_JOB = "load-probes"
-LOAD_RETRY_S = 5
+RECONCILE_JOB = "reconcile"
 MAINTENANCE_JOB = "storage-maintenance"
 MAINTENANCE_INTERVAL_S = 3600
+MISSED_MARGIN_S = 5.0
+"""A tick is reported missed only this long after it could last have started."""
+MISSED_LIMIT = 10_000
+"""At most this many missed ticks are recorded per probe and pass (the newest)."""
 
 
-def catch_up_now(now: datetime, interval_s: int) -> bool:
-    """Run the current tick at once only if at least half an interval remains before the
-    next one, so the catch-up run does not collide with (and skip) the next tick."""
-    remaining = next_tick(None, now, interval_s) - now
-    return remaining.total_seconds() >= interval_s / 2
+def schedule_of(probe: Probe) -> Schedule:
+    return Cron(probe.cron) if probe.cron else Every(probe.interval_seconds)
+
+
+def catch_up_now(schedule: Schedule, now: datetime) -> bool:
+    """Run the current tick at once only if at least half a period remains before the next
+    one, so the catch-up run does not collide with (and skip) the next tick."""
+    remaining = (schedule.next_after(now) - now).total_seconds()
+    return remaining >= schedule.period_s(now) / 2
 
 
 def job_id(probe_id: int) -> str:
     return f"probe:{probe_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """What a probe's job depends on: a change to any of it replaces the job."""
+
+    name: str
+    schedule: Schedule
+    jitter_s: float
+    grace_s: float
 
 
 class ProbeScheduler:
@@ -48,22 +70,31 @@ class ProbeScheduler:
         self.settings = settings
         self._scheduler = AsyncIOScheduler(timezone=UTC)
         self._locks: defaultdict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._specs: dict[int, JobSpec] = {}
+        self.loaded = False
+        """Whether the probes have been read from the database at least once."""
 
     @property
     def running(self) -> bool:
         return bool(self._scheduler.running)
 
     async def start(self) -> None:
-        """Start, and load the enabled probes; if the database cannot answer yet (down, or not
-        migrated), keep retrying in the background instead of failing the service."""
+        """Start and load the enabled probes; if the database cannot answer yet (down, or not
+        migrated), the reconcile job keeps trying instead of failing the service."""
         self._scheduler.start()
         self._scheduler.add_job(
             self.maintain, IntervalTrigger(seconds=MAINTENANCE_INTERVAL_S),
             id=MAINTENANCE_JOB, next_run_time=datetime.now(UTC), max_instances=1,
             coalesce=True, misfire_grace_time=None)
-        if not await self.load_probes():
-            self._scheduler.add_job(self._retry_load, IntervalTrigger(seconds=LOAD_RETRY_S),
-                                    id=LOAD_JOB, max_instances=1, coalesce=True)
+        self._scheduler.add_job(
+            self.reconcile, IntervalTrigger(seconds=self.settings.reconcile_seconds),
+            id=RECONCILE_JOB, max_instances=1, coalesce=True, misfire_grace_time=None)
+        await self.reconcile()
+
+    def pause(self) -> None:
+        """Shutdown has begun: fire no more ticks."""
+        if self._scheduler.running:
+            self._scheduler.pause()
 
     async def maintain(self) -> None:
         """Storage maintenance; a failure (database down) waits for the next hour."""
@@ -75,25 +106,58 @@ class ProbeScheduler:
             logger.warning("storage maintenance failed (%s); next try in %ss",
                            type(exc).__name__, MAINTENANCE_INTERVAL_S)
 
-    async def load_probes(self) -> bool:
+    async def reconcile(self) -> bool:
+        """Make the jobs match every enabled probe in the database, and record missed ticks.
+        False (and a warning) if the database cannot answer."""
         try:
             async with self.sessions() as session:
                 probes = await probe_queries.list_all(session, enabled_only=True)
-        except (OSError, DBAPIError) as exc:
-            logger.warning("cannot load probes yet (%s); retrying every %ss",
-                           type(exc).__name__, LOAD_RETRY_S)
+        except (OSError, DBAPIError, TimeoutError) as exc:
+            logger.warning("cannot read probes (%s); retrying every %ss",
+                           type(exc).__name__, self.settings.reconcile_seconds)
             return False
+        wanted = {probe.id for probe in probes}
+        for probe_id in set(self._specs) - wanted:
+            self.remove(probe_id)
         for probe in probes:
             self.sync(probe)
-        logger.info("scheduler running %d probe jobs", len(probes))
+        if not self.loaded:
+            logger.info("scheduler running %d probe jobs", len(probes))
+        self.loaded = True
+        try:
+            await self.record_missed(probes)
+        except (OSError, DBAPIError, TimeoutError) as exc:
+            logger.warning("cannot record missed ticks (%s)", type(exc).__name__)
         return True
 
-    async def _retry_load(self) -> None:
-        if await self.load_probes():
-            self._scheduler.remove_job(LOAD_JOB)
+    async def record_missed(self, probes: Sequence[Probe]) -> int:
+        """Record, as `missed` runs, the ticks of enabled probes that no replica started and
+        that can no longer start (past jitter and misfire grace). Ticks before a probe's
+        schedule began, and ticks that have any run, are left alone."""
+        now = datetime.now(UTC)
+        recorded = 0
+        async with self.sessions.begin() as session:
+            last = await run_queries.last_ticks(session)
+            for probe in probes:
+                spec = self._specs.get(probe.id)
+                if spec is None:
+                    continue
+                after = max(probe.schedule_since, last.get(probe.id, probe.schedule_since))
+                until = now - timedelta(seconds=spec.jitter_s + spec.grace_s + MISSED_MARGIN_S)
+                ticks = ticks_between(spec.schedule, after, until, MISSED_LIMIT)
+                count = await run_queries.record_missed(session, probe.id, ticks)
+                if count:
+                    logger.warning("probe %s: %d ticks were missed (no replica started them)",
+                                   probe.name, count)
+                recorded += count
+        return recorded
+
+    def _grace_s(self, schedule: Schedule) -> float:
+        return min(self.settings.misfire_grace_seconds,
+                   schedule.period_s(datetime.now(UTC)) / 2)
 
     def sync(self, probe: Probe) -> None:
-        """Make the probe's job match its row: ticks on interval multiples since the epoch.
+        """Make the probe's job match its row (a no-op when nothing that matters changed).
 
         A new job also runs the current tick once, right away, unless the next tick is near
         (see catch_up_now): the claim in Postgres makes that a no-op when the tick already has
@@ -102,16 +166,20 @@ class ProbeScheduler:
         if not probe.enabled:
             self.remove(probe.id)
             return
-        first_job = self._scheduler.get_job(job_id(probe.id)) is None
-        args = (probe.id, probe.interval_seconds, probe.name)
+        schedule = schedule_of(probe)
+        spec = JobSpec(probe.name, schedule, probe.jitter_seconds, self._grace_s(schedule))
+        previous = self._specs.get(probe.id)
+        if previous == spec:
+            return
+        self._specs[probe.id] = spec
+        args = (probe.id, probe.name, schedule, spec.jitter_s + spec.grace_s + 1)
         self._scheduler.add_job(
-            self.executor.run_tick,
-            AlignedIntervalTrigger(probe.interval_seconds, probe.jitter_seconds),
+            self.executor.run_tick, TickTrigger(schedule, probe.id, probe.jitter_seconds),
             args=args, id=job_id(probe.id), name=probe.name, replace_existing=True,
-            max_instances=1, coalesce=True, misfire_grace_time=max(1, probe.interval_seconds // 2),
+            max_instances=1, coalesce=True, misfire_grace_time=max(1, int(spec.grace_s)),
         )
         now = datetime.now(UTC)
-        if first_job and catch_up_now(now, probe.interval_seconds):
+        if previous is None and catch_up_now(schedule, now):
             self._scheduler.add_job(self.executor.run_tick, "date", args=args, run_date=now,
                                     id=f"{job_id(probe.id)}:now", replace_existing=True,
                                     misfire_grace_time=None)
@@ -128,9 +196,14 @@ class ProbeScheduler:
                 self.sync(probe)
 
     def remove(self, probe_id: int) -> None:
+        self._specs.pop(probe_id, None)
         for ident in (job_id(probe_id), f"{job_id(probe_id)}:now"):
             if self._scheduler.get_job(ident) is not None:
                 self._scheduler.remove_job(ident)
+
+    def job_ids(self) -> list[int]:
+        """Probes with a job on this replica."""
+        return sorted(self._specs)
 
     def next_run_time(self, probe_id: int) -> datetime | None:
         job = self._scheduler.get_job(job_id(probe_id))

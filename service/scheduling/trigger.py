@@ -1,36 +1,43 @@
-"""An APScheduler trigger that keeps ticks on epoch multiples of the interval."""
+"""An APScheduler trigger that fires each tick of a Schedule, delayed by the tick's jitter."""
 
 from __future__ import annotations
 
-import random
 from datetime import datetime, timedelta
 
 from apscheduler.triggers.base import BaseTrigger
 
-from service.scheduling.ticks import next_tick
+from service.scheduling.schedule import Schedule, jitter_of
 
 
-class AlignedIntervalTrigger(BaseTrigger):  # type: ignore[misc]
-    """Fires at each tick plus a fresh random delay in [0, jitter_s).
+class TickTrigger(BaseTrigger):  # type: ignore[misc]
+    """Fires at tick + jitter_of(probe, tick) for each tick of the schedule.
 
-    APScheduler's IntervalTrigger counts from the previous (jittered) firing, so its schedule
-    drifts by half the jitter per period and never lines up across replicas; this one does not.
+    Ticks come from the schedule, never from the previous (jittered) firing plus an interval,
+    so the schedule cannot drift and every replica fires the same tick at the same instant.
     """
 
-    __slots__ = ("interval_s", "jitter_s")
+    __slots__ = ("jitter_s", "probe_id", "schedule")
 
-    def __init__(self, interval_s: int, jitter_s: float = 0.0) -> None:
-        if not 0 <= jitter_s < interval_s:
-            raise ValueError("jitter must be at least 0 and smaller than the interval")
-        self.interval_s = interval_s
+    def __init__(self, schedule: Schedule, probe_id: int, jitter_s: float = 0.0) -> None:
+        self.schedule = schedule
+        self.probe_id = probe_id
         self.jitter_s = jitter_s
+
+    def fire_time(self, tick: datetime) -> datetime:
+        return tick + timedelta(seconds=jitter_of(self.probe_id, tick, self.jitter_s))
 
     def get_next_fire_time(self, previous_fire_time: datetime | None,
                            now: datetime) -> datetime:
-        tick = next_tick(previous_fire_time, now, self.interval_s)
-        if self.jitter_s:
-            tick += timedelta(seconds=random.uniform(0, self.jitter_s))
-        return tick
+        horizon = timedelta(seconds=self.jitter_s + 1)
+        if previous_fire_time is None:
+            current = self.schedule.latest_at_or_before(now, horizon)
+            if current is not None and self.fire_time(current) > now:
+                return self.fire_time(current)
+            return self.fire_time(self.schedule.next_after(now))
+        previous = self.schedule.latest_at_or_before(previous_fire_time, horizon)
+        after = previous if previous is not None else previous_fire_time
+        return self.fire_time(self.schedule.next_after(after))
 
     def __repr__(self) -> str:
-        return f"AlignedIntervalTrigger(interval_s={self.interval_s}, jitter_s={self.jitter_s})"
+        return f"TickTrigger({self.schedule!r}, probe_id={self.probe_id}, " \
+               f"jitter_s={self.jitter_s})"

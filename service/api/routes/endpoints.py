@@ -45,6 +45,7 @@ async def get_endpoint(endpoint_id: EndpointId, session: SessionDep) -> Endpoint
 async def update_endpoint(endpoint_id: EndpointId, body: EndpointUpdate,
                           session: SessionDep) -> EndpointRead:
     endpoint = await crud.get(session, Endpoint, endpoint_id, "endpoint")
+    crud.check_unmanaged(endpoint, "endpoint")
     endpoint = await crud.update(session, endpoint, _values(body, partial=True), "endpoint")
     await session.commit()
     return EndpointRead.model_validate(endpoint)
@@ -53,5 +54,6 @@ async def update_endpoint(endpoint_id: EndpointId, body: EndpointUpdate,
 @router.delete("/{endpoint_id}", status_code=status.HTTP_204_NO_CONTENT)
 async def delete_endpoint(endpoint_id: EndpointId, session: SessionDep) -> None:
     endpoint = await crud.get(session, Endpoint, endpoint_id, "endpoint")
+    crud.check_unmanaged(endpoint, "endpoint")
     await endpoint_queries.delete(session, endpoint)
     await session.commit()

@@ -42,6 +42,8 @@ async def readyz(state: StateDep) -> JSONResponse:
     except Exception as exc:
         checks = {"database": f"unreachable ({type(exc).__name__})", "migrations": "unknown"}
     checks["scheduler"] = "ok" if state.scheduler.running else "not running"
+    if state.stopping:
+        checks["shutdown"] = "shutting down: no new runs; runs in flight are finishing"
     buffer = state.buffer
     checks["buffer"] = "ok" if buffer.accepting else (
         f"nearly full ({buffer.samples} of {buffer.capacity} samples): new runs paused")

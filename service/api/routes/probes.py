@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Path, status
+from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from probes.measure.slo import SloThresholds
 from service.api.deps import ExecutorDep, SchedulerDep, SessionDep
 from service.api.schemas.common import MAX_DB_ID
-from service.api.schemas.probes import ProbeCreate, ProbeRead, ProbeUpdate
+from service.api.schemas.probes import (
+    ProbeCreate,
+    ProbeRead,
+    ProbeUpdate,
+    period_of,
+    probe_columns,
+)
 from service.api.schemas.runs import RunAccepted
 from service.db import crud
+from service.db import probes as probe_queries
 from service.db import runs as run_queries
 from service.db.models import Endpoint, Probe
 from service.errors import FieldError, NotFoundError, UnavailableError
@@ -30,28 +37,20 @@ def probe_read(probe: Probe) -> ProbeRead:
         "workload": probe.workload,
         "profile": probe.profile,
         "interval_seconds": probe.interval_seconds,
+        "cron": probe.cron,
         "jitter_seconds": probe.jitter_seconds,
         "enabled": probe.enabled,
         "slo": {"ttft_ms": probe.slo_ttft_ms, "tpot_ms": probe.slo_tpot_ms,
                 "e2e_ms": probe.slo_e2e_ms},
         "labels": probe.labels,
+        "managed_by": probe.managed_by,
         "created_at": probe.created_at,
         "updated_at": probe.updated_at,
     })
 
 
-def probe_columns(body: ProbeCreate | ProbeUpdate) -> dict[str, Any]:
-    """Column values for the fields the body sets (all of them for a create)."""
-    values: dict[str, Any] = {}
-    for name in body.model_fields_set if isinstance(body, ProbeUpdate) else type(body).model_fields:
-        value = getattr(body, name)
-        if isinstance(value, SloThresholds):
-            values.update({f"slo_{k}": v for k, v in value.model_dump().items()})
-        elif name in ("workload", "profile"):
-            values[name] = value.model_dump(mode="json")
-        else:
-            values[name] = value
-    return values
+SCHEDULE_COLUMNS = ("interval_seconds", "cron", "enabled")
+"""A change to any of these starts the schedule afresh (see Probe.schedule_since)."""
 
 
 async def _check_endpoint(session: AsyncSession, endpoint_id: int) -> None:
@@ -66,6 +65,7 @@ async def create_probe(body: ProbeCreate, session: SessionDep,
                        scheduler: SchedulerDep) -> ProbeRead:
     await _check_endpoint(session, body.endpoint_id)
     probe = await crud.create(session, Probe, probe_columns(body), "probe")
+    await probe_queries.notify_changed(session, probe.id)
     await session.commit()
     await scheduler.refresh(probe.id)
     return probe_read(probe)
@@ -85,13 +85,19 @@ async def get_probe(probe_id: ProbeId, session: SessionDep) -> ProbeRead:
 async def update_probe(probe_id: ProbeId, body: ProbeUpdate, session: SessionDep,
                        scheduler: SchedulerDep) -> ProbeRead:
     probe = await crud.get(session, Probe, probe_id, "probe")
+    crud.check_unmanaged(probe, "probe")
     if body.endpoint_id is not None:
         await _check_endpoint(session, body.endpoint_id)
-    interval = body.interval_seconds or probe.interval_seconds
+    changes = probe_columns(body)
+    cron = changes.get("cron", probe.cron)
+    interval = changes.get("interval_seconds", probe.interval_seconds)
     jitter = probe.jitter_seconds if body.jitter_seconds is None else body.jitter_seconds
-    if jitter >= interval:
-        raise FieldError("jitter_seconds", "must be smaller than interval_seconds")
-    probe = await crud.update(session, probe, probe_columns(body), "probe")
+    if jitter >= period_of(interval if cron is None else None, cron):
+        raise FieldError("jitter_seconds", "must be smaller than the interval between ticks")
+    if any(changes.get(k, getattr(probe, k)) != getattr(probe, k) for k in SCHEDULE_COLUMNS):
+        changes["schedule_since"] = func.now()
+    probe = await crud.update(session, probe, changes, "probe")
+    await probe_queries.notify_changed(session, probe.id)
     await session.commit()
     await scheduler.refresh(probe.id)
     return probe_read(probe)
@@ -100,7 +106,9 @@ async def update_probe(probe_id: ProbeId, body: ProbeUpdate, session: SessionDep
 @router.delete("/{probe_id}", status_code=status.HTTP_204_NO_CONTENT)
 async def delete_probe(probe_id: ProbeId, session: SessionDep, scheduler: SchedulerDep) -> None:
     probe = await crud.get(session, Probe, probe_id, "probe")
+    crud.check_unmanaged(probe, "probe")
     await crud.delete(session, probe, "probe")
+    await probe_queries.notify_changed(session, probe_id)
     await session.commit()
     await scheduler.refresh(probe_id)
 

@@ -23,7 +23,7 @@ from service.export.csv_rows import csv_text
 router = APIRouter(prefix="/runs", tags=["runs"])
 
 RunId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
-FINAL_STATUSES = frozenset({"succeeded", "failed", "abandoned", "invalid"})
+FINAL_STATUSES = frozenset({"succeeded", "failed", "abandoned", "invalid", "missed", "skipped"})
 
 
 def _utc(moment: datetime | None) -> datetime | None:

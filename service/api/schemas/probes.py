@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from probes.load.profiles import LoadProfile, SingleProfile
 from probes.measure.slo import SloThresholds
 from probes.workload.spec import Workload
 from service.api.schemas.common import DbId, Labels, Name, reject_nulls
+from service.scheduling.schedule import parse_cron
 
 MAX_INTERVAL_S = 7 * 86_400
 
@@ -22,21 +24,66 @@ class ProbeCreate(BaseModel):
     endpoint_id: DbId
     workload: Workload = Field(default_factory=Workload)
     profile: LoadProfile = Field(default_factory=SingleProfile)
-    interval_seconds: int = Field(gt=0, le=MAX_INTERVAL_S, description="Seconds between runs.")
+    interval_seconds: int | None = Field(
+        default=None, gt=0, le=MAX_INTERVAL_S,
+        description="Seconds between runs (ticks on multiples since the Unix epoch); "
+        "give this or `cron`.")
+    cron: Cron | None = Field(
+        default=None, description="Five-field crontab expression in UTC, e.g. `*/5 * * * *`; "
+        "give this or `interval_seconds`.")
     jitter_seconds: float = Field(default=0.0, ge=0, le=3600,
-                                  description="Random delay added to each tick, < interval.")
+                                  description="Delay added to each tick, below the period "
+                                  "(pseudo-random per tick, the same on every replica).")
     enabled: bool = True
     slo: SloThresholds = Field(default_factory=SloThresholds)
     labels: Labels = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _jitter_below_interval(self) -> ProbeCreate:
-        if self.jitter_seconds >= self.interval_seconds:
+    def _one_schedule(self) -> ProbeCreate:
+        if (self.interval_seconds is None) == (self.cron is None):
             raise PydanticCustomError(
-                "jitter_too_large", "must be smaller than interval_seconds",
-                {"field": "jitter_seconds"},
-            )
+                "schedule", "give exactly one of interval_seconds and cron",
+                {"field": "interval_seconds"})
+        check_jitter(self.jitter_seconds, self.interval_seconds, self.cron)
         return self
+
+
+def _cron(value: str) -> str:
+    try:
+        parse_cron(value)
+    except ValueError as exc:
+        raise ValueError(f"not a valid cron expression: {exc}") from None
+    return " ".join(value.split())
+
+
+Cron = Annotated[str, Field(max_length=200), AfterValidator(_cron)]
+
+
+CRON_REFERENCE = datetime(2001, 1, 1, tzinfo=UTC)
+"""A Monday: cron periods are measured from here, so the same expression always gives the
+same interval_seconds."""
+
+
+def period_of(interval_seconds: int | None, cron: str | None) -> int:
+    """The probe's interval: its own, or the shortest gap between a cron schedule's ticks
+    (over its first 20 after a fixed reference time)."""
+    if cron is not None:
+        schedule = parse_cron(cron)
+        tick, gaps = schedule.next_after(CRON_REFERENCE), []
+        for _ in range(20):
+            following = schedule.next_after(tick)
+            gaps.append((following - tick).total_seconds())
+            tick = following
+        return max(1, int(min(gaps)))
+    assert interval_seconds is not None
+    return interval_seconds
+
+
+def check_jitter(jitter_seconds: float, interval_seconds: int | None, cron: str | None) -> None:
+    if jitter_seconds >= period_of(interval_seconds, cron):
+        raise PydanticCustomError(
+            "jitter_too_large", "must be smaller than the interval between ticks",
+            {"field": "jitter_seconds"})
 
 
 class ProbeUpdate(BaseModel):
@@ -48,7 +95,9 @@ class ProbeUpdate(BaseModel):
     endpoint_id: DbId | None = None
     workload: Workload | None = None
     profile: LoadProfile | None = None
-    interval_seconds: int | None = Field(default=None, gt=0, le=MAX_INTERVAL_S)
+    interval_seconds: int | None = Field(default=None, gt=0, le=MAX_INTERVAL_S,
+                                         description="Switches a cron probe to an interval.")
+    cron: Cron | None = None
     jitter_seconds: float | None = Field(default=None, ge=0, le=3600)
     enabled: bool | None = None
     slo: SloThresholds | None = None
@@ -57,6 +106,10 @@ class ProbeUpdate(BaseModel):
     @model_validator(mode="after")
     def _nulls(self) -> ProbeUpdate:
         reject_nulls(self)
+        if self.interval_seconds is not None and self.cron is not None:
+            raise PydanticCustomError(
+                "schedule", "give at most one of interval_seconds and cron",
+                {"field": "interval_seconds"})
         return self
 
 
@@ -67,9 +120,31 @@ class ProbeRead(BaseModel):
     workload: Workload
     profile: LoadProfile
     interval_seconds: int
+    cron: str | None
     jitter_seconds: float
     enabled: bool
     slo: SloThresholds
     labels: dict[str, str]
+    managed_by: str | None = Field(
+        description="The config file that owns this probe (REST writes answer 409); null "
+        "when it was created over REST.")
     created_at: datetime
     updated_at: datetime
+
+
+def probe_columns(body: ProbeCreate | ProbeUpdate) -> dict[str, Any]:
+    """Column values for the fields the body sets (all of them for a create)."""
+    values: dict[str, Any] = {}
+    for name in body.model_fields_set if isinstance(body, ProbeUpdate) else type(body).model_fields:
+        value = getattr(body, name)
+        if isinstance(value, SloThresholds):
+            values.update({f"slo_{k}": v for k, v in value.model_dump().items()})
+        elif name in ("workload", "profile"):
+            values[name] = value.model_dump(mode="json")
+        else:
+            values[name] = value
+    if "cron" in values or "interval_seconds" in values:
+        values["interval_seconds"] = period_of(values.get("interval_seconds"),
+                                               values.get("cron"))
+        values.setdefault("cron", None)
+    return values

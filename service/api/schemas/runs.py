@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict
 from probes.runner import RunReport
 from service.api.schemas.common import DbId
 
-RunStatus = Literal["pending", "running", "succeeded", "failed", "abandoned", "invalid"]
+RunStatus = Literal["pending", "running", "succeeded", "failed", "abandoned", "invalid", "missed",
+                    "skipped"]
 
 
 class RunRead(BaseModel):

@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from sqlalchemy import text
 
 from service.api.state import AppState
+from service.scheduling.schedule import Every
 from service.scheduling.scheduler import job_id
 from tests.conftest import SimulatorHandle
 from tests.integration.service.helpers import create_endpoint, create_probe, wait_for_run
@@ -65,7 +66,7 @@ async def test_probe_crud_keeps_the_scheduler_in_step(
     assert r.json()["profile"]["rate"] == 2
     state: AppState = app.state.sustain
     job = state.scheduler._scheduler.get_job(job_id(probe["id"]))
-    assert job.trigger.interval_s == 30
+    assert job.trigger.schedule == Every(30)
 
     r = await api.patch(f"/api/v1/probes/{probe['id']}", json={"jitter_seconds": 45})
     assert r.status_code == 422

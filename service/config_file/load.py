@@ -1,0 +1,98 @@
+"""Reading and validating a config file: every problem found, each with file, line and field
+(`sustain.yaml:14: probes[0].schedule.every: ...`)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from service.config_file.model import ConfigFile
+from service.config_file.yaml_lines import ConfigError, Located, Problem, dotted, load
+
+
+def _data_path(data: Any, loc: tuple[int | str, ...], missing: bool
+               ) -> tuple[str | int, ...]:
+    """The location of a pydantic error as a path into the data, leaving out the union and
+    discriminator tags pydantic inserts; a missing field is named after its parent."""
+    path: list[str | int] = []
+    node = data
+    for part in loc:
+        present = (isinstance(node, dict) and part in node) or (
+            isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node))
+        if present:
+            path.append(part)
+            node = node[part]
+    if missing and loc and loc[-1] not in path[-1:]:
+        path.append(loc[-1])
+    return tuple(path)
+
+
+def _validation_problems(located: Located, error: ValidationError) -> list[Problem]:
+    problems = []
+    for item in error.errors():
+        if item["type"] == "string_type" and isinstance(item.get("input"), dict):
+            continue  # the inline branch of `name | inline workload` explains the problem
+        path = _data_path(located.data, tuple(item.get("loc", ())), item["type"] == "missing")
+        message = str(item.get("msg", "invalid")).removeprefix("Value error, ")
+        if item["type"] == "extra_forbidden":
+            message = "unknown field"
+        problems.append(Problem(located.line_of(path), dotted(path), message))
+    return problems or [Problem(None, "", str(error))]
+
+
+def _references(config: ConfigFile) -> list[tuple[tuple[str | int, ...], str]]:
+    """Duplicate names and references to undeclared endpoints and workloads."""
+    found: list[tuple[tuple[str | int, ...], str]] = []
+    names: list[tuple[str, list[str]]] = [
+        ("endpoints", [e.name for e in config.endpoints]),
+        ("workloads", [w.name for w in config.workloads]),
+        ("probes", [p.name for p in config.probes])]
+    for kind, items in names:
+        seen: set[str] = set()
+        for i, name in enumerate(items):
+            if name in seen:
+                found.append(((kind, i, "name"), f"another {kind[:-1]} is named {name!r}"))
+            seen.add(name)
+    endpoints = {e.name for e in config.endpoints}
+    workloads = {w.name for w in config.workloads}
+    for i, probe in enumerate(config.probes):
+        if probe.endpoint not in endpoints:
+            found.append((("probes", i, "endpoint"),
+                          f"no endpoint named {probe.endpoint!r} in this file"))
+        if isinstance(probe.workload, str) and probe.workload not in workloads:
+            found.append((("probes", i, "workload"),
+                          f"no workload named {probe.workload!r} in this file"))
+    return found
+
+
+def parse(text: str, file: str, environ: Mapping[str, str] | None = None
+          ) -> tuple[ConfigFile, Located]:
+    """The validated config and where each value came from; ConfigError otherwise."""
+    located = load(text, file, os.environ if environ is None else environ)
+    if not isinstance(located.data, dict):
+        raise ConfigError(file, [Problem(1, "", "the file must be a mapping with endpoints, "
+                                                "workloads and probes")])
+    try:
+        config = ConfigFile.model_validate(located.data)
+    except ValidationError as exc:
+        raise ConfigError(file, _validation_problems(located, exc)) from None
+    problems = [Problem(located.line_of(path), dotted(path), message)
+                for path, message in _references(config)]
+    if problems:
+        raise ConfigError(file, problems)
+    return config, located
+
+
+def read(path: Path, environ: Mapping[str, str] | None = None) -> tuple[ConfigFile, Located]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(str(path), [Problem(None, "", f"cannot read: {exc.strerror}")]) \
+            from None
+    except UnicodeDecodeError:
+        raise ConfigError(str(path), [Problem(None, "", "not UTF-8 text")]) from None
+    return parse(text, str(path), environ)

@@ -1,0 +1,79 @@
+"""The config file's shape: endpoints (the REST endpoint body), named workloads, and probes
+that refer to them by name, with a schedule of `every:` or `cron:` plus `jitter:`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
+
+from probes.load.profiles import LoadProfile, SingleProfile
+from probes.measure.slo import SloThresholds
+from probes.workload.spec import Workload
+from service.api.schemas.common import Labels, Name
+from service.api.schemas.endpoints import EndpointCreate
+from service.api.schemas.probes import MAX_INTERVAL_S, Cron, check_jitter
+from service.history.windows import parse_duration
+
+
+def _seconds(value: object) -> object:
+    """`30s`, `5m`, `1h`, `1d` or a number of seconds."""
+    if isinstance(value, str):
+        try:
+            return parse_duration(value.strip())
+        except ValueError:
+            raise ValueError("a duration such as 30s, 5m, 1h or 1d, or a number of "
+                             "seconds") from None
+    return value
+
+
+Seconds = Annotated[float, BeforeValidator(_seconds), Field(ge=0)]
+
+
+class ScheduleSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    every: Annotated[int, BeforeValidator(_seconds), Field(gt=0, le=MAX_INTERVAL_S)] | None = None
+    cron: Cron | None = None
+    jitter: Seconds = 0.0
+
+    @model_validator(mode="after")
+    def _one(self) -> ScheduleSpec:
+        if (self.every is None) == (self.cron is None):
+            raise PydanticCustomError("schedule", "give exactly one of every and cron", {})
+        try:
+            check_jitter(self.jitter, self.every, self.cron)
+        except PydanticCustomError:
+            raise PydanticCustomError(
+                "jitter_too_large", "jitter must be smaller than the interval between ticks",
+                {}) from None
+        return self
+
+
+class WorkloadSpec(Workload):
+    name: Name
+
+
+class ProbeSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: Name
+    endpoint: Name = Field(description="Name of an endpoint declared in this file.")
+    workload: Name | Workload = Field(
+        default_factory=Workload,
+        description="Name of a workload declared in this file, or a workload inline.")
+    profile: LoadProfile = Field(default_factory=SingleProfile)
+    schedule: ScheduleSpec
+    enabled: bool = True
+    slo: SloThresholds = Field(default_factory=SloThresholds)
+    labels: Labels = Field(default_factory=dict)
+
+
+class ConfigFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: Literal[1] = 1
+    endpoints: list[EndpointCreate] = Field(default_factory=list)
+    workloads: list[WorkloadSpec] = Field(default_factory=list)
+    probes: list[ProbeSpec] = Field(default_factory=list)

@@ -1,0 +1,97 @@
+"""When the config file is synced: at start (where a bad file stops the service), on SIGHUP and
+every SUSTAIN_CONFIG_RELOAD_SECONDS (where a bad file is logged and counted, and the database
+keeps matching the last good one)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from pathlib import Path
+
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from service.config_file.load import read
+from service.config_file.sync import SyncResult, sync
+from service.config_file.yaml_lines import ConfigError
+from service.metrics import Metrics
+from service.scheduling.scheduler import ProbeScheduler
+
+logger = logging.getLogger(__name__)
+
+
+class ConfigReloader:
+    def __init__(self, path: Path, sessions: async_sessionmaker[AsyncSession],
+                 scheduler: ProbeScheduler, metrics: Metrics, interval_s: float) -> None:
+        self.path = path
+        self.source = str(path.resolve())
+        """How managed_by names this file: the same on every replica that mounts it alike."""
+        self.sessions = sessions
+        self.scheduler = scheduler
+        self.metrics = metrics
+        self.interval_s = interval_s
+        self._lock = asyncio.Lock()
+        self._tasks: set[asyncio.Task[object]] = set()
+
+    async def reload(self, *, strict: bool = False) -> SyncResult | None:
+        """Read, validate and sync the file. With `strict`, a bad file or a conflict raises
+        ConfigError; otherwise it is logged and counted and None returned."""
+        async with self._lock:
+            try:
+                config, located = await asyncio.to_thread(read, self.path)
+                async with self.sessions.begin() as session:
+                    result = await sync(session, config, located, self.source)
+            except ConfigError as exc:
+                self.metrics.config_reloads.labels("invalid").inc()
+                if strict:
+                    raise
+                for line in exc.lines():
+                    logger.error("config not applied: %s", line)
+                return None
+            except (OSError, DBAPIError, TimeoutError) as exc:
+                self.metrics.config_reloads.labels("error").inc()
+                if strict:
+                    raise
+                logger.warning("config sync failed (%s); next try in %ss", type(exc).__name__,
+                               self.interval_s)
+                return None
+        self.metrics.config_reloads.labels("ok").inc()
+        for probe_id in result.changed_probes:
+            await self.scheduler.refresh(probe_id)
+        if result.changed:
+            logger.info("config %s synced: created %s; updated %s; deleted %s", self.path,
+                        result.created or "nothing", result.updated or "nothing",
+                        result.deleted or "nothing")
+        return result
+
+    def start(self) -> None:
+        """Reload on SIGHUP, and periodically when an interval is set."""
+        loop = asyncio.get_running_loop()
+        try:
+            loop.add_signal_handler(signal.SIGHUP, self._spawn)
+        except (NotImplementedError, RuntimeError):
+            logger.info("SIGHUP cannot be handled here; reload runs on its interval only")
+        if self.interval_s > 0:
+            self._keep(asyncio.create_task(self._every(), name="config-reload"))
+
+    def _spawn(self) -> None:
+        logger.info("SIGHUP: reloading %s", self.path)
+        self._keep(asyncio.create_task(self.reload()))
+
+    def _keep(self, task: asyncio.Task[object]) -> None:
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _every(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval_s)
+            await self.reload()
+
+    async def close(self) -> None:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)

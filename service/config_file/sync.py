@@ -1,0 +1,141 @@
+"""Making the database match a config file, in one transaction: the file's endpoints and probes
+are created or updated and marked as managed by it, those it no longer declares are deleted,
+and objects created over REST are left alone. A name taken by an object the file does not own
+is a conflict: nothing is written and the problem names the line.
+
+Replicas that sync the same file at once take turns (an advisory lock) and the second finds
+nothing to change; every changed probe is NOTIFYed so all replicas reschedule it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import delete, func, select, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.api.schemas.probes import ProbeCreate, probe_columns
+from service.config_file.model import ConfigFile, ProbeSpec
+from service.config_file.yaml_lines import ConfigError, Located, Problem, dotted
+from service.db import probes as probe_queries
+from service.db.models import Endpoint, NamedResource, Probe
+
+SYNC_LOCK_KEY = 0x5375_7374_0002
+SCHEDULE_COLUMNS = ("interval_seconds", "cron", "enabled")
+
+
+@dataclass
+class SyncResult:
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    changed_probes: list[int] = field(default_factory=list)
+    """Ids of probes created, changed or deleted (to reschedule)."""
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.created or self.updated or self.deleted)
+
+
+def _probe_columns(spec: ProbeSpec, endpoint_id: int, config: ConfigFile) -> dict[str, Any]:
+    workloads = {w.name: w for w in config.workloads}
+    workload = workloads[spec.workload] if isinstance(spec.workload, str) else spec.workload
+    body = ProbeCreate(
+        name=spec.name, endpoint_id=endpoint_id,
+        workload=workload.model_dump(exclude={"name"}, exclude_unset=True),
+        profile=spec.profile, interval_seconds=spec.schedule.every, cron=spec.schedule.cron,
+        jitter_seconds=spec.schedule.jitter, enabled=spec.enabled, slo=spec.slo,
+        labels=spec.labels)
+    return probe_columns(body)
+
+
+def _apply(row: NamedResource, values: dict[str, Any]) -> bool:
+    """Set the values that differ; whether any did."""
+    changed = False
+    for name, value in values.items():
+        if getattr(row, name) != value:
+            setattr(row, name, value)
+            changed = True
+    return changed
+
+
+def _owner(row: NamedResource) -> str:
+    return f"managed by {row.managed_by}" if row.managed_by else "created over REST"
+
+
+async def sync(session: AsyncSession, config: ConfigFile, located: Located, source: str
+               ) -> SyncResult:
+    """Make the database match `config` (call inside a transaction; ConfigError on a
+    conflict, before anything is written). `source` identifies the file in managed_by."""
+    await session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SYNC_LOCK_KEY})
+    endpoints = {e.name: e for e in (await session.execute(select(Endpoint))).scalars()}
+    probes = {p.name: p for p in (await session.execute(select(Probe))).scalars()}
+    problems = [
+        Problem(located.line_of(path), dotted(path),
+                f"a {kind} named {spec_name!r} already exists, {_owner(row)}; rename one")
+        for kind, rows, names in (("endpoint", endpoints, [e.name for e in config.endpoints]),
+                                  ("probe", probes, [p.name for p in config.probes]))
+        for i, spec_name in enumerate(names)
+        if (row := rows.get(spec_name)) is not None and row.managed_by != source
+        for path in [(f"{kind}s", i, "name")]
+    ]
+    if problems:
+        raise ConfigError(source, problems)
+    result = SyncResult()
+
+    endpoint_ids: dict[str, int] = {}
+    for endpoint_spec in config.endpoints:
+        values = endpoint_spec.model_dump(mode="json") | {"managed_by": source}
+        endpoint = endpoints.get(endpoint_spec.name)
+        if endpoint is None:
+            endpoint = Endpoint(**values)
+            session.add(endpoint)
+            await session.flush()
+            result.created.append(f"endpoint {endpoint_spec.name}")
+        elif _apply(endpoint, values):
+            result.updated.append(f"endpoint {endpoint_spec.name}")
+        endpoint_ids[endpoint_spec.name] = endpoint.id
+
+    declared = {p.name for p in config.probes}
+    for name, row in probes.items():
+        if row.managed_by == source and name not in declared:
+            await session.delete(row)
+            result.deleted.append(f"probe {name}")
+            result.changed_probes.append(row.id)
+    await session.flush()
+
+    for spec in config.probes:
+        values = _probe_columns(spec, endpoint_ids[spec.endpoint], config)
+        values["managed_by"] = source
+        row = probes.get(spec.name)
+        if row is None:
+            row = Probe(**values)
+            session.add(row)
+            await session.flush()
+            result.created.append(f"probe {spec.name}")
+            result.changed_probes.append(row.id)
+            continue
+        restart = any(values[k] != getattr(row, k) for k in SCHEDULE_COLUMNS)
+        if _apply(row, values):
+            if restart:
+                row.schedule_since = func.now()
+            result.updated.append(f"probe {spec.name}")
+            result.changed_probes.append(row.id)
+
+    declared_endpoints = {e.name for e in config.endpoints}
+    for name, row in endpoints.items():
+        if row.managed_by == source and name not in declared_endpoints:
+            in_use = (await session.execute(
+                select(func.count()).select_from(Probe).where(Probe.endpoint_id == row.id)
+            )).scalar_one()
+            if in_use:
+                raise ConfigError(source, [Problem(None, "endpoints", (
+                    f"endpoint {name!r} was removed from the file but {in_use} probes "
+                    "created over REST still use it; delete or move them first"))])
+            await session.execute(delete(Endpoint).where(Endpoint.id == row.id))
+            result.deleted.append(f"endpoint {name}")
+    await session.flush()
+    for probe_id in result.changed_probes:
+        await probe_queries.notify_changed(session, probe_id)
+    return result

@@ -1,0 +1,72 @@
+"""Replica heartbeats and loads, and abandoning the runs of replicas that stopped beating.
+Times come from the database's clock, so replicas with skewed clocks still agree."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+HEARTBEAT = text("""
+    INSERT INTO replicas (id, started_at, heartbeat_at, in_flight, stopping)
+    VALUES (:id, now(), now(), :in_flight, :stopping)
+    ON CONFLICT (id) DO UPDATE
+    SET heartbeat_at = now(), in_flight = EXCLUDED.in_flight, stopping = EXCLUDED.stopping
+""")
+
+OTHER_LOADS = text("""
+    SELECT id, in_flight FROM replicas
+    WHERE id <> :id AND NOT stopping AND heartbeat_at >= now() - make_interval(secs => :stale)
+""")
+
+ABANDON = text("""
+    UPDATE runs r
+    SET status = 'abandoned', finished_at = now(),
+        error = CASE WHEN r.claimed_by IS NULL THEN 'never started: its replica stopped'
+                ELSE 'replica ' || r.claimed_by || ' stopped heartbeating during the run' END
+    WHERE r.status IN ('pending', 'running')
+      AND r.created_at < now() - make_interval(secs => :stale)
+      AND r.claimed_by IS DISTINCT FROM :id
+      AND NOT EXISTS (
+          SELECT 1 FROM replicas p
+          WHERE p.id = r.claimed_by AND p.heartbeat_at >= now() - make_interval(secs => :stale))
+    RETURNING r.id, r.probe_id, r.claimed_by
+""")
+"""Runs claimed by a replica without a fresh heartbeat (or by none, pending for longer than
+the staleness): never this replica's own, whose heartbeat may be stale only because the
+database was away."""
+
+FORGET = text("DELETE FROM replicas WHERE heartbeat_at < now() - interval '1 day'")
+
+
+@dataclass(frozen=True, slots=True)
+class AbandonedRun:
+    run_id: int
+    probe_id: int
+    claimed_by: str | None
+
+
+async def heartbeat(connection: AsyncConnection, replica_id: str, in_flight: int,
+                    stopping: bool) -> None:
+    await connection.execute(HEARTBEAT, {"id": replica_id, "in_flight": in_flight,
+                                         "stopping": stopping})
+
+
+async def other_loads(connection: AsyncConnection, replica_id: str, stale_s: float
+                      ) -> dict[str, int]:
+    """Runs in flight of each other live replica that is not shutting down."""
+    rows = await connection.execute(OTHER_LOADS, {"id": replica_id, "stale": stale_s})
+    return {ident: int(load) for ident, load in rows}
+
+
+async def abandon_dead(connection: AsyncConnection, replica_id: str, stale_s: float
+                       ) -> list[AbandonedRun]:
+    rows = await connection.execute(ABANDON, {"id": replica_id, "stale": stale_s})
+    await connection.execute(FORGET)
+    return [AbandonedRun(int(r), int(p), c) for r, p, c in rows]
+
+
+async def remove(connection: AsyncConnection, replica_id: str) -> None:
+    """A replica that stops cleanly says so, so no one waits for its heartbeat to go stale."""
+    await connection.execute(text("DELETE FROM replicas WHERE id = :id"), {"id": replica_id})

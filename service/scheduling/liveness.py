@@ -1,0 +1,98 @@
+"""This replica's heartbeat, and abandoning the runs of replicas whose heartbeat went stale.
+
+Every heartbeat interval the replica records its load and reads the other live replicas'
+(for claim_delay). A replica whose heartbeat is older than STALE_BEATS intervals is dead: any
+live replica marks its pending and running runs `abandoned` (the samples it wrote are kept).
+A replica only judges others after it has itself been beating without a gap for that long,
+so after a database outage (when every heartbeat went stale together) nobody abandons the
+runs of replicas that are merely reconnecting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.db import replicas
+
+logger = logging.getLogger(__name__)
+
+STALE_BEATS = 3
+DATABASE_ERRORS = (OSError, DBAPIError, TimeoutError)
+
+
+class Liveness:
+    def __init__(self, engine: AsyncEngine, replica_id: str, interval_s: float,
+                 in_flight: Callable[[], int]) -> None:
+        self.engine = engine
+        self.replica_id = replica_id
+        self.interval_s = interval_s
+        self.stale_s = STALE_BEATS * interval_s
+        self.in_flight = in_flight
+        self.others: dict[str, int] = {}
+        """Runs in flight of each other live replica, as of the last heartbeat."""
+        self.stopping = False
+        self.abandoned_total = 0
+        self._healthy_since: float | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="heartbeat")
+
+    async def _run(self) -> None:
+        while True:
+            started = time.monotonic()
+            await self.beat()
+            await asyncio.sleep(max(0.0, self.interval_s - (time.monotonic() - started)))
+
+    async def beat(self) -> None:
+        """One heartbeat, then (when this replica has been healthy long enough) a reap."""
+        try:
+            async with asyncio.timeout(self.interval_s * 2):
+                async with self.engine.begin() as connection:
+                    await replicas.heartbeat(connection, self.replica_id, self.in_flight(),
+                                             self.stopping)
+                    self.others = await replicas.other_loads(
+                        connection, self.replica_id, self.stale_s)
+        except DATABASE_ERRORS as exc:
+            if self._healthy_since is not None:
+                logger.warning("heartbeat failed (%s)", type(exc).__name__)
+            self._healthy_since = None
+            self.others = {}
+            return
+        now = time.monotonic()
+        if self._healthy_since is None:
+            self._healthy_since = now
+        if now - self._healthy_since >= self.stale_s:
+            await self.reap()
+
+    async def reap(self) -> None:
+        try:
+            async with self.engine.begin() as connection:
+                abandoned = await replicas.abandon_dead(connection, self.replica_id,
+                                                        self.stale_s)
+        except DATABASE_ERRORS as exc:
+            logger.warning("checking for dead replicas failed (%s)", type(exc).__name__)
+            return
+        self.abandoned_total += len(abandoned)
+        for run in abandoned:
+            logger.warning("run %s of probe %s abandoned: replica %s stopped heartbeating",
+                           run.run_id, run.probe_id, run.claimed_by)
+
+    async def close(self) -> None:
+        """Stop beating and remove this replica's row (others need not wait for it to go
+        stale)."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        try:
+            async with asyncio.timeout(5):
+                async with self.engine.begin() as connection:
+                    await replicas.remove(connection, self.replica_id)
+        except DATABASE_ERRORS:
+            pass

@@ -1,0 +1,113 @@
+"""When a probe's ticks fall: every N seconds since the Unix epoch, or a cron expression (UTC).
+
+Pure time arithmetic that every replica computes identically, because a tick's time is the
+key of its run claim (probe_id, scheduled_for). Jitter is derived from the probe and the tick
+(a hash), not drawn per replica: every replica fires a tick at the same instant, so the claim
+goes to the least-loaded replica rather than to whichever drew the smallest delay, and the
+delay of any run can be recomputed afterwards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+from apscheduler.triggers.cron import CronTrigger
+
+EPSILON = timedelta(microseconds=1)
+
+
+class Schedule(Protocol):
+    def next_after(self, moment: datetime) -> datetime:
+        """The first tick strictly after `moment`."""
+        ...
+
+    def latest_at_or_before(self, moment: datetime, horizon: timedelta) -> datetime | None:
+        """The last tick at or before `moment` and after `moment - horizon`, if any."""
+        ...
+
+    def period_s(self, moment: datetime) -> float:
+        """Seconds between the two ticks after `moment` (the interval, for an interval)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Every:
+    interval_s: int
+
+    def next_after(self, moment: datetime) -> datetime:
+        n = math.floor(moment.timestamp() / self.interval_s) + 1
+        return datetime.fromtimestamp(n * self.interval_s, UTC)
+
+    def latest_at_or_before(self, moment: datetime, horizon: timedelta) -> datetime | None:
+        tick = datetime.fromtimestamp(
+            math.floor(moment.timestamp() / self.interval_s) * self.interval_s, UTC)
+        return tick if tick > moment - horizon else None
+
+    def period_s(self, moment: datetime) -> float:
+        return float(self.interval_s)
+
+
+@dataclass(frozen=True, slots=True)
+class Cron:
+    """A five-field crontab expression (minute hour day month day-of-week), evaluated in UTC."""
+
+    expression: str
+
+    def __post_init__(self) -> None:
+        self._trigger()  # raises ValueError on a malformed expression
+
+    def _trigger(self) -> CronTrigger:
+        return CronTrigger.from_crontab(self.expression, timezone=UTC)
+
+    def next_after(self, moment: datetime) -> datetime:
+        fire: datetime | None = self._trigger().get_next_fire_time(None, moment + EPSILON)
+        if fire is None:
+            raise ValueError(f"cron {self.expression!r} never fires after {moment}")
+        return fire.astimezone(UTC)
+
+    def latest_at_or_before(self, moment: datetime, horizon: timedelta) -> datetime | None:
+        found = None
+        tick = self.next_after(moment - horizon)
+        while tick <= moment:
+            found = tick
+            tick = self.next_after(tick)
+        return found
+
+    def period_s(self, moment: datetime) -> float:
+        first = self.next_after(moment)
+        return (self.next_after(first) - first).total_seconds()
+
+
+def parse_cron(expression: str) -> Cron:
+    """A Cron, or ValueError naming what is wrong."""
+    if len(expression.split()) != 5:
+        raise ValueError("a cron expression has five fields: minute hour day month weekday")
+    return Cron(expression)
+
+
+def jitter_of(probe_id: int, tick: datetime, jitter_s: float) -> float:
+    """Seconds in [0, jitter_s) that this probe's run of this tick is delayed by; a fresh
+    pseudo-random value per tick, the same on every replica."""
+    if jitter_s <= 0:
+        return 0.0
+    digest = hashlib.blake2b(f"{probe_id}:{tick.timestamp():.6f}".encode(), digest_size=8)
+    return jitter_s * int.from_bytes(digest.digest(), "big") / 2**64
+
+
+def ticks_between(schedule: Schedule, after: datetime, until: datetime, limit: int
+                  ) -> list[datetime]:
+    """Ticks in (after, until], oldest first, at most `limit` (the newest are kept)."""
+    if isinstance(schedule, Every):
+        after = max(after, until - timedelta(seconds=schedule.interval_s * (limit + 1)))
+    ticks: list[datetime] = []
+    tick = schedule.next_after(after)
+    while tick <= until:
+        ticks.append(tick)
+        if len(ticks) > limit:
+            ticks.pop(0)
+        tick = schedule.next_after(tick)
+    return ticks

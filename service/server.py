@@ -1,0 +1,58 @@
+"""uvicorn, stopped the Kubernetes way: on SIGTERM the replica first turns /readyz to 503,
+stops claiming ticks and lets its runs finish (up to SUSTAIN_SHUTDOWN_GRACE_SECONDS) while it
+still answers HTTP; only then does uvicorn stop, and the app's lifespan abandons what is left
+and flushes buffered samples. SIGINT (Ctrl-C) skips the wait."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from types import FrameType
+
+import uvicorn
+from fastapi import FastAPI
+
+from service.api.state import AppState
+
+logger = logging.getLogger(__name__)
+
+
+async def drain(state: AppState) -> None:
+    """Stop taking work and wait for the runs in flight, up to the shutdown grace."""
+    state.stopping = True
+    state.liveness.stopping = True
+    state.scheduler.pause()
+    state.executor.stop_claiming()
+    grace = state.settings.shutdown_grace_seconds
+    logger.info("shutting down: waiting up to %ss for %d runs in flight", grace,
+                state.executor.in_flight)
+    if not await state.executor.drain(grace):
+        logger.warning("shutdown grace of %ss over; runs still going will be abandoned", grace)
+
+
+class GracefulServer(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, app: FastAPI) -> None:
+        super().__init__(config)
+        self.app = app
+        self._draining: asyncio.Task[None] | None = None
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        state: AppState | None = getattr(self.app.state, "sustain", None)
+        if sig != signal.SIGTERM or state is None or self._draining is not None:
+            super().handle_exit(sig, frame)
+            return
+        loop = asyncio.get_event_loop()
+        loop.call_soon_threadsafe(self._start_drain, state, sig, frame)
+
+    def _start_drain(self, state: AppState, sig: int, frame: FrameType | None) -> None:
+        if self._draining is not None:
+            return
+
+        async def drain_then_exit() -> None:
+            try:
+                await drain(state)
+            finally:
+                super(GracefulServer, self).handle_exit(sig, frame)
+
+        self._draining = asyncio.get_running_loop().create_task(drain_then_exit())
