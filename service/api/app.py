@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import socket
@@ -13,7 +14,7 @@ from fastapi import APIRouter, FastAPI
 
 from probes.client.clients import HttpClients
 from service.api.errors import install_error_handlers
-from service.api.routes import endpoints, health, history, metrics, probes, runs
+from service.api.routes import endpoints, health, history, metrics, probes, replicas, runs
 from service.api.state import AppState
 from service.config import Settings
 from service.config_file.reloader import ConfigReloader
@@ -77,6 +78,7 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
                 await reloader.reload(strict=True)
                 reloader.start()
             await scheduler.start()
+            gc.freeze()  # what exists now lives as long as the app: full collections skip it
             logger.info("sustain replica %s ready on database %s", replica_id, safe_url(url))
             yield
         finally:
@@ -98,7 +100,7 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
     )
     install_error_handlers(app)
     api = APIRouter(prefix=API_PREFIX)
-    for module in (endpoints, probes, history, runs):
+    for module in (endpoints, probes, history, runs, replicas):
         api.include_router(module.router)
     app.include_router(api)
     app.include_router(health.router)

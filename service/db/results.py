@@ -1,23 +1,100 @@
-"""Writing a finished run: status, counts and summary, its sketches, and its share of the
-hourly and daily rollups, in the writer's transaction right after its samples."""
+"""Writing finished runs: status, counts and summary, their sketches, and their share of the
+hourly and daily rollups, in the writer's transaction right after their samples.
+
+Set-based: a batch of finals costs a handful of statements whatever its size (array
+parameters through asyncpg), and the rollup sketches of the batch are merged in Python first,
+so each bucket row is read and written once per batch. Rollup rows are locked in one order
+(placeholders inserted, then SELECT ... ORDER BY ... FOR UPDATE), so replicas finishing runs
+of the same probe and hour take turns instead of deadlocking or losing a merge.
+"""
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from sqlalchemy import func, insert, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from probes.measure.sketch import MetricSketch, SketchMerger
-from service.db.models import Rollup, RollupSketch, Run, RunSketch
 from service.ingest.finals import RunFinal
 
 ROLLUP_WIDTHS_S = (3600, 86400)
 """Hourly and daily rollups."""
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+EMPTY_SKETCH = MetricSketch().to_bytes()
+
+FINISH_RUNS = """
+    UPDATE runs r SET status = u.status, error = u.error, summary = CAST(u.summary AS jsonb),
+        finished_at = now(), samples_dropped = u.dropped, attempts = u.attempts,
+        successes = u.successes, good = u.good, output_tokens = u.output_tokens,
+        measured_s = u.measured_s
+    FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::integer[],
+                $6::integer[], $7::integer[], $8::integer[], $9::bigint[], $10::float8[])
+        AS u(id, status, error, summary, dropped, attempts, successes, good, output_tokens,
+             measured_s)
+    WHERE r.id = u.id AND r.status IN ('pending', 'running')
+    RETURNING r.id
+"""
+
+INSERT_RUN_SKETCHES = """
+    INSERT INTO run_sketches (run_id, stage, metric, count, sum, min, max, sketch)
+    SELECT * FROM unnest($1::bigint[], $2::smallint[], $3::text[], $4::bigint[],
+                         $5::float8[], $6::float8[], $7::float8[], $8::bytea[])
+"""
+
+ADD_ROLLUP_COUNTS = """
+    INSERT INTO rollups (probe_id, width_s, start, runs, attempts, successes, good,
+                         good_measured_s, output_tokens, measured_s)
+    SELECT * FROM unnest($1::bigint[], $2::integer[], $3::timestamptz[], $4::integer[],
+                         $5::bigint[], $6::bigint[], $7::bigint[], $8::float8[], $9::bigint[],
+                         $10::float8[])
+    ORDER BY 1, 2, 3
+    ON CONFLICT (probe_id, width_s, start) DO UPDATE SET
+        runs = rollups.runs + EXCLUDED.runs,
+        attempts = rollups.attempts + EXCLUDED.attempts,
+        successes = rollups.successes + EXCLUDED.successes,
+        good = rollups.good + EXCLUDED.good,
+        good_measured_s = rollups.good_measured_s + EXCLUDED.good_measured_s,
+        output_tokens = rollups.output_tokens + EXCLUDED.output_tokens,
+        measured_s = rollups.measured_s + EXCLUDED.measured_s
+"""
+
+KEYS = "unnest($1::bigint[], $2::integer[], $3::timestamptz[], $4::text[])"
+
+ENSURE_ROLLUP_SKETCHES = f"""
+    INSERT INTO rollup_sketches (probe_id, width_s, start, metric, count, sum, min, max, sketch)
+    SELECT k.probe_id, k.width_s, k.start, k.metric, 0, 0, 'Infinity', '-Infinity', $5
+    FROM {KEYS} AS k(probe_id, width_s, start, metric)
+    ORDER BY k.probe_id, k.metric, k.width_s, k.start
+    ON CONFLICT DO NOTHING
+"""
+
+LOCK_ROLLUP_SKETCHES = f"""
+    SELECT s.probe_id, s.width_s, s.start, s.metric, s.count, s.sketch
+    FROM rollup_sketches s JOIN {KEYS} AS k(probe_id, width_s, start, metric)
+        USING (probe_id, width_s, start, metric)
+    ORDER BY s.probe_id, s.metric, s.width_s, s.start
+    FOR UPDATE OF s
+"""
+
+UPDATE_ROLLUP_SKETCHES = """
+    UPDATE rollup_sketches s SET count = u.count, sum = u.sum, min = u.min, max = u.max,
+        sketch = u.sketch
+    FROM unnest($1::bigint[], $2::integer[], $3::timestamptz[], $4::text[], $5::bigint[],
+                $6::float8[], $7::float8[], $8::float8[], $9::bytea[])
+        AS u(probe_id, width_s, start, metric, count, sum, min, max, sketch)
+    WHERE (s.probe_id, s.width_s, s.start, s.metric) = (u.probe_id, u.width_s, u.start, u.metric)
+"""
+
+BucketKey = tuple[int, int, datetime]
+"""(probe_id, width_s, start)"""
+SketchKey = tuple[int, int, datetime, str]
+"""(probe_id, width_s, start, metric)"""
 
 
 def bucket_start(moment: datetime, width_s: int) -> datetime:
@@ -26,90 +103,105 @@ def bucket_start(moment: datetime, width_s: int) -> datetime:
     return EPOCH + timedelta(seconds=seconds - seconds % width_s)
 
 
-def metric_sketches(final: RunFinal) -> dict[str, MetricSketch]:
-    """The whole run's sketch of each metric: its stages' sketches merged."""
-    mergers: defaultdict[str, SketchMerger] = defaultdict(SketchMerger)
-    for (_, metric), data in sorted(final.sketches.items()):
-        mergers[metric].add(data)
-    return {metric: merger.result() for metric, merger in sorted(mergers.items())}
+@dataclass
+class _Counts:
+    runs: int = 0
+    attempts: int = 0
+    successes: int = 0
+    good: int = 0
+    good_measured_s: float = 0.0
+    output_tokens: int = 0
+    measured_s: float = 0.0
 
 
-async def apply(connection: AsyncConnection, final: RunFinal) -> bool:
-    """Record `final` (inside the writer's transaction). False, and nothing written, when the
-    run is already final: a retry after a commit whose answer was lost, or a run abandoned by
-    another replica."""
-    counts = final.counts
-    values: dict[str, object] = {
-        "status": final.status, "error": final.error, "summary": final.summary,
-        "finished_at": func.now(), "samples_dropped": final.samples_dropped,
-    }
-    if counts is not None:
-        values |= {"attempts": counts.attempts, "successes": counts.successes,
-                   "good": counts.good, "output_tokens": counts.output_tokens,
-                   "measured_s": counts.measured_s}
-    updated = await connection.execute(
-        update(Run).where(Run.id == final.run_id, Run.status.in_(("pending", "running")))
-        .values(**values).returning(Run.id))
-    if updated.scalar_one_or_none() is None:
-        return False
-    if final.sketches:
-        await connection.execute(insert(RunSketch), [
-            _sketch_values(MetricSketch.from_bytes(data), data) | {
-                "run_id": final.run_id, "stage": stage, "metric": metric}
-            for (stage, metric), data in sorted(final.sketches.items())
-        ])
-    if counts is not None:
-        merged = metric_sketches(final)
+@dataclass
+class RollupDelta:
+    """What a batch of finished runs adds to the rollups."""
+
+    counts: dict[BucketKey, _Counts] = field(default_factory=lambda: defaultdict(_Counts))
+    sketches: dict[SketchKey, SketchMerger] = field(
+        default_factory=lambda: defaultdict(SketchMerger))
+
+    def add(self, final: RunFinal) -> None:
+        counts = final.counts
+        if counts is None:
+            return
         for width in ROLLUP_WIDTHS_S:
-            await _add_counts(connection, final, width)
-            for metric, sketch in merged.items():
-                await _merge_sketch(connection, final.probe_id, width,
-                                    bucket_start(final.scheduled_for, width), metric, sketch)
-    return True
+            key = (final.probe_id, width, bucket_start(final.scheduled_for, width))
+            c = self.counts[key]
+            c.runs += 1
+            c.attempts += counts.attempts
+            c.successes += counts.successes
+            c.good += counts.good or 0
+            c.good_measured_s += counts.measured_s if counts.good is not None else 0.0
+            c.output_tokens += counts.output_tokens
+            c.measured_s += counts.measured_s
+            for (_, metric), data in sorted(final.sketches.items()):
+                self.sketches[(*key, metric)].add(data)
 
 
-def _sketch_values(sketch: MetricSketch, data: bytes) -> dict[str, object]:
-    return {"count": sketch.count, "sum": sketch.sum, "min": sketch.min, "max": sketch.max,
-            "sketch": data}
+def _columns(rows: Sequence[Sequence[Any]]) -> list[list[Any]]:
+    return [list(column) for column in zip(*rows, strict=True)]
 
 
-async def _add_counts(connection: AsyncConnection, final: RunFinal, width: int) -> None:
-    counts = final.counts
-    assert counts is not None
-    good_known = counts.good is not None
-    row = {
-        "probe_id": final.probe_id, "width_s": width,
-        "start": bucket_start(final.scheduled_for, width), "runs": 1,
-        "attempts": counts.attempts, "successes": counts.successes,
-        "good": counts.good or 0, "good_measured_s": counts.measured_s if good_known else 0.0,
-        "output_tokens": counts.output_tokens, "measured_s": counts.measured_s,
-    }
-    statement = pg_insert(Rollup).values(**row)
-    summed = ("runs", "attempts", "successes", "good", "good_measured_s", "output_tokens",
-              "measured_s")
-    await connection.execute(statement.on_conflict_do_update(
-        index_elements=["probe_id", "width_s", "start"],
-        set_={name: getattr(Rollup, name) + getattr(statement.excluded, name)
-              for name in summed}))
+async def _driver(connection: AsyncConnection) -> Any:
+    raw = await connection.get_raw_connection()
+    return raw.driver_connection
 
 
-async def _merge_sketch(connection: AsyncConnection, probe_id: int, width: int,
-                        start: datetime, metric: str, sketch: MetricSketch) -> None:
-    """Insert the bucket's sketch, or merge into it under a row lock (replicas finishing runs
-    of the same probe and hour take turns)."""
-    data = sketch.to_bytes()
-    key = {"probe_id": probe_id, "width_s": width, "start": start, "metric": metric}
-    created = await connection.execute(
-        pg_insert(RollupSketch).values(**key, **_sketch_values(sketch, data))
-        .on_conflict_do_nothing().returning(RollupSketch.probe_id))
-    if created.scalar_one_or_none() is not None:
+async def apply_all(connection: AsyncConnection, finals: Sequence[RunFinal]) -> set[int]:
+    """Record `finals` (inside the writer's transaction); the ids of the runs recorded. A
+    run already final is skipped, with nothing written for it: a retry after a commit whose
+    answer was lost, or a run abandoned by another replica."""
+    if not finals:
+        return set()
+    driver = await _driver(connection)
+    rows = []
+    for f in finals:
+        c = f.counts
+        rows.append((
+            f.run_id, f.status, f.error, None if f.summary is None else json.dumps(f.summary),
+            f.samples_dropped, None if c is None else c.attempts,
+            None if c is None else c.successes, None if c is None else c.good,
+            None if c is None else c.output_tokens, None if c is None else c.measured_s))
+    applied = {int(r[0]) for r in await driver.fetch(FINISH_RUNS, *_columns(rows))}
+    recorded = [f for f in finals if f.run_id in applied]
+
+    sketch_rows = []
+    for f in recorded:
+        for (stage, metric), data in sorted(f.sketches.items()):
+            sketch = MetricSketch.from_bytes(data)
+            sketch_rows.append((f.run_id, stage, metric, sketch.count, sketch.sum, sketch.min,
+                                sketch.max, data))
+    if sketch_rows:
+        await driver.execute(INSERT_RUN_SKETCHES, *_columns(sketch_rows))
+
+    delta = RollupDelta()
+    for f in recorded:
+        delta.add(f)
+    await _add_rollups(driver, delta)
+    return applied
+
+
+async def _add_rollups(driver: Any, delta: RollupDelta) -> None:
+    if delta.counts:
+        await driver.execute(ADD_ROLLUP_COUNTS, *_columns([
+            (*key, c.runs, c.attempts, c.successes, c.good, c.good_measured_s,
+             c.output_tokens, c.measured_s) for key, c in sorted(delta.counts.items())]))
+    if not delta.sketches:
         return
-    current = (await connection.execute(
-        select(RollupSketch.sketch).filter_by(**key).with_for_update())).scalar_one()
-    merger = SketchMerger()
-    merger.add(current)
-    merger.add(data)
-    merged = merger.result()
-    merged_data = merged.to_bytes()
-    await connection.execute(
-        update(RollupSketch).filter_by(**key).values(**_sketch_values(merged, merged_data)))
+    keys = sorted(delta.sketches, key=lambda k: (k[0], k[3], k[1], k[2]))
+    key_columns = _columns(keys)
+    await driver.execute(ENSURE_ROLLUP_SKETCHES, *key_columns, EMPTY_SKETCH)
+    current = {(r[0], r[1], r[2], r[3]): (r[4], r[5])
+               for r in await driver.fetch(LOCK_ROLLUP_SKETCHES, *key_columns)}
+    updates = []
+    for key in keys:
+        count, data = current[key]
+        merger = delta.sketches[key]
+        if count:
+            merger.add(bytes(data))
+        merged = merger.result()
+        updates.append((*key, merged.count, merged.sum, merged.min, merged.max,
+                        merged.to_bytes()))
+    await driver.execute(UPDATE_ROLLUP_SKETCHES, *_columns(updates))

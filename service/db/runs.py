@@ -35,10 +35,11 @@ async def create_manual(session: AsyncSession, probe_id: int) -> Run:
 
 
 CLAIM_TICK = text("""
-    INSERT INTO runs (probe_id, trigger, scheduled_for, status, claimed_by, finished_at, error)
+    INSERT INTO runs (probe_id, trigger, scheduled_for, status, claimed_by, started_at,
+                      finished_at, error)
     SELECT :probe_id, 'schedule', :tick,
-           CASE WHEN busy THEN 'skipped' ELSE 'pending' END, :replica,
-           CASE WHEN busy THEN now() END,
+           CASE WHEN busy THEN 'skipped' ELSE 'running' END, :replica,
+           CASE WHEN busy THEN NULL ELSE now() END, CASE WHEN busy THEN now() END,
            CASE WHEN busy THEN 'the previous run of the probe was still going' END
     FROM (SELECT EXISTS (
         SELECT 1 FROM runs WHERE probe_id = :probe_id AND status IN ('pending', 'running')
@@ -58,7 +59,8 @@ class Claim:
 async def claim_scheduled(
     session: AsyncSession, probe_id: int, scheduled_for: datetime, replica: str
 ) -> Claim | None:
-    """Atomically take one tick: a pending run for this replica, or a `skipped` record when a
+    """Atomically take one tick: a run already `running` on this replica, or a `skipped`
+    record when a
     run of the probe is still in flight anywhere (runs of a probe never overlap); None when
     another replica took the tick first."""
     row = (await session.execute(CLAIM_TICK, {

@@ -132,10 +132,7 @@ async def store(connection: AsyncConnection, rows: list[SampleTuple],
         connection, {row[RUN_ID] for row in rows} | {f.run_id for f in finals})
     kept = [row for row in rows if row[RUN_ID] in alive]
     await samples.insert(connection, kept)
-    # One lock order for rollup rows across replicas: fewer deadlocks.
-    for final in sorted(finals, key=lambda f: (f.probe_id, f.scheduled_for, f.run_id)):
-        if final.run_id in alive:
-            await results.apply(connection, final)
+    await results.apply_all(connection, [f for f in finals if f.run_id in alive])
     return len(kept)
 
 

@@ -113,6 +113,8 @@ class RunExecutor:
             async with self.sessions.begin() as session:
                 claim = await run_queries.claim_scheduled(session, probe_id, tick,
                                                           self.replica_id)
+                if claim is not None and not claim.skipped:
+                    probe, endpoint = await probe_queries.get_with_endpoint(session, probe_id)
         except IntegrityError:
             logger.info("probe %s was deleted before its tick %s", probe_id, tick)
             return
@@ -124,7 +126,7 @@ class RunExecutor:
                            tick, probe_name)
             self.metrics.ticks_skipped.labels(probe_name, "overlap").inc()
             return
-        await self.execute(claim.run_id)
+        await self._execute(claim.run_id, tick, probe, endpoint)
 
     async def drain(self, timeout_s: float) -> bool:
         """Wait up to `timeout_s` for the runs in flight to finish; True if they all did."""
@@ -147,14 +149,19 @@ class RunExecutor:
                          exc_info=task.exception())
 
     async def execute(self, run_id: int) -> None:
-        """Run to completion; whatever happens, the run's final record goes to the buffer
-        after its samples, and the writer makes both durable."""
+        """Start a pending run (run-now) and run it to completion."""
         async with self.sessions.begin() as session:
             run = await run_queries.get(session, run_id)
             probe, endpoint = await probe_queries.get_with_endpoint(session, run.probe_id)
             await run_queries.mark_running(session, run_id, self.replica_id)
+        await self._execute(run_id, run.scheduled_for, probe, endpoint)
+
+    async def _execute(self, run_id: int, scheduled_for: datetime, probe: Probe,
+                       endpoint: Endpoint) -> None:
+        """Run to completion; whatever happens, the run's final record goes to the buffer
+        after its samples, and the writer makes both durable."""
         sink = self.buffer.open(run_id, probe.id)
-        base = RunFinal(run_id=run_id, probe_id=probe.id, scheduled_for=run.scheduled_for,
+        base = RunFinal(run_id=run_id, probe_id=probe.id, scheduled_for=scheduled_for,
                         status="failed")
         self._running.add(probe.id)
         try:

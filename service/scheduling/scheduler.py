@@ -201,9 +201,9 @@ class ProbeScheduler:
             if self._scheduler.get_job(ident) is not None:
                 self._scheduler.remove_job(ident)
 
-    def job_ids(self) -> list[int]:
-        """Probes with a job on this replica."""
-        return sorted(self._specs)
+    def specs(self) -> dict[int, JobSpec]:
+        """The job of each probe scheduled on this replica, by probe id."""
+        return dict(sorted(self._specs.items()))
 
     def next_run_time(self, probe_id: int) -> datetime | None:
         job = self._scheduler.get_job(job_id(probe_id))

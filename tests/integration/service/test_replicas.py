@@ -49,7 +49,7 @@ async def test_a_tick_is_claimed_once_and_skipped_while_the_previous_run_is_goin
     assert second is not None
     assert second.skipped
     rows = await fetch(engine, "SELECT status, claimed_by, error FROM runs ORDER BY id")
-    assert [(r[0], r[1]) for r in rows] == [("pending", "a"), ("skipped", "b")]
+    assert [(r[0], r[1]) for r in rows] == [("running", "a"), ("skipped", "b")]
     assert "still going" in rows[1][2]
 
     async with engine.begin() as connection:
@@ -161,7 +161,7 @@ async def test_missed_ticks_are_recorded_once_and_never_over_a_run(
            if t <= later - timedelta(seconds=7)]
     assert set(must) <= set(missed) <= set(may)
     assert len(must) >= 10
-    assert rows[0] == (first_tick, "pending")
+    assert rows[0] == (first_tick, "running")
 
 
 async def test_probe_changes_are_announced_to_every_listener(

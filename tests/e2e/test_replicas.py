@@ -1,0 +1,181 @@
+"""Three `sustain serve` replicas on one database and one simulator: every tick becomes exactly
+one run, spread over the replicas, never overlapping; a replica killed with SIGKILL has its
+runs abandoned by the others, which go on running its ticks; a replica sent SIGTERM turns
+/readyz to 503, lets its runs finish and exits 0."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import math
+import signal
+import time
+from collections import Counter, defaultdict
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+
+from tests.conftest import asyncpg_dsn
+from tests.processes import SustainProcess, free_port
+
+PROBES = 20
+INTERVAL_S = 2
+WINDOW_S = 60
+HEARTBEAT_S = 1.0
+GRACE_S = 10.0
+
+
+async def query(url: str, sql: str, *args: Any) -> list[asyncpg.Record]:
+    connection = await asyncpg.connect(asyncpg_dsn(url))
+    try:
+        return list(await connection.fetch(sql, *args))
+    finally:
+        await connection.close()
+
+
+def db(url: str, sql: str, *args: Any) -> list[asyncpg.Record]:
+    return asyncio.run(query(url, sql, *args))
+
+
+def wait_until(predicate: Any, timeout_s: float, step_s: float = 0.1) -> float:
+    """Seconds until predicate() held; AssertionError after timeout_s."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        if predicate():
+            return time.monotonic() - started
+        time.sleep(step_s)
+    raise AssertionError(f"not within {timeout_s}s")
+
+
+def jobs(port: int) -> set[str]:
+    body = httpx.get(f"http://127.0.0.1:{port}/api/v1/replicas/self", timeout=5).json()
+    return {job["probe"] for job in body["jobs"]}
+
+
+def test_three_replicas_run_every_tick_once_and_survive_kill_and_sigterm(
+        tmp_path: Path, database_url: str) -> None:
+    sim_port = free_port()
+    ports = {f"r{i}": free_port() for i in (1, 2, 3)}
+    simulator = SustainProcess(
+        ["simulate", "--port", str(sim_port), "--ttft-ms", "20", "--itl-ms", "5",
+         "--output-tokens", "8"], tmp_path / "simulator.log")
+    replicas = {
+        name: SustainProcess(["serve", "--port", str(port)], tmp_path / f"{name}.log", env={
+            "SUSTAIN_DATABASE_URL": database_url, "SUSTAIN_REPLICA_ID": name,
+            "SUSTAIN_HEARTBEAT_SECONDS": str(HEARTBEAT_S),
+            "SUSTAIN_SHUTDOWN_GRACE_SECONDS": str(GRACE_S),
+            "SUSTAIN_RECONCILE_SECONDS": "5", "SUSTAIN_LOG_LEVEL": "info"})
+        for name, port in ports.items()}
+    with simulator, replicas["r1"], replicas["r2"], replicas["r3"]:
+        simulator.wait_http(f"http://127.0.0.1:{sim_port}/v1/models")
+        for name, port in ports.items():
+            replicas[name].wait_http(f"http://127.0.0.1:{port}/readyz")
+        api = httpx.Client(base_url=f"http://127.0.0.1:{ports['r1']}", timeout=10)
+        endpoint = api.post("/api/v1/endpoints", json={
+            "name": "sim", "base_url": f"http://127.0.0.1:{sim_port}/v1",
+            "model": "sim-model"}).json()
+        names = [f"p{i:02d}" for i in range(PROBES)]
+        created = datetime.now(UTC)
+        for name in names:
+            r = api.post("/api/v1/probes", json={
+                "name": name, "endpoint_id": endpoint["id"], "interval_seconds": INTERVAL_S,
+                "profile": {"kind": "constant", "rate": 4, "duration_s": 0.5},
+                "workload": {"max_tokens": 8}})
+            assert r.status_code == 201, r.text
+        propagation = wait_until(
+            lambda: all(jobs(port) == set(names) for port in ports.values()), 5)
+
+        time.sleep(max(0.0, WINDOW_S - (datetime.now(UTC) - created).total_seconds()))
+        first = created + timedelta(seconds=INTERVAL_S * 2)
+        last = created + timedelta(seconds=WINDOW_S - INTERVAL_S * 2)
+        rows = db(database_url,
+                  "SELECT p.name, r.scheduled_for, r.status, r.claimed_by, r.started_at, "
+                  "r.finished_at FROM runs r JOIN probes p ON p.id = r.probe_id "
+                  "WHERE r.trigger = 'schedule' AND r.scheduled_for BETWEEN $1 AND $2",
+                  first, last)
+        start_s = math.ceil(first.timestamp() / INTERVAL_S) * INTERVAL_S
+        expected_ticks = {datetime.fromtimestamp(t, UTC)
+                          for t in range(start_s, int(last.timestamp()) + 1, INTERVAL_S)}
+        by_probe: dict[str, list[Any]] = defaultdict(list)
+        for row in rows:
+            by_probe[row["name"]].append(row)
+        duplicates = sum(len(v) for v in by_probe.values()) - len(
+            {(n, r["scheduled_for"]) for n, v in by_probe.items() for r in v})
+        lost = sum(len(expected_ticks - {r["scheduled_for"] for r in by_probe[n]})
+                   for n in names)
+        statuses = Counter(row["status"] for row in rows)
+        shares = Counter(row["claimed_by"] for row in rows if row["status"] == "succeeded")
+        total = sum(shares.values())
+        overlaps = 0
+        for runs in by_probe.values():
+            runs.sort(key=lambda r: r["started_at"])
+            overlaps += sum(1 for a, b in itertools.pairwise(runs)
+                            if a["finished_at"] > b["started_at"])
+        print(f"\n{len(rows)} runs in the window: duplicates {duplicates}, lost {lost}, "
+              f"statuses {dict(statuses)}, shares "
+              f"{ {k: round(v / total, 3) for k, v in shares.items()} }, overlaps {overlaps}, "
+              f"propagation {propagation:.2f} s")
+        assert duplicates == 0
+        assert lost == 0
+        assert statuses == {"succeeded": PROBES * len(expected_ticks)}
+        assert overlaps == 0
+        assert set(shares) == {"r1", "r2", "r3"}
+        assert max(shares.values()) <= 0.5 * total
+
+        long = api.post("/api/v1/probes", json={
+            "name": "long", "endpoint_id": endpoint["id"], "interval_seconds": 3600,
+            "enabled": False, "profile": {"kind": "constant", "rate": 2, "duration_s": 30},
+            "workload": {"max_tokens": 8}}).json()
+        r3 = httpx.Client(base_url=f"http://127.0.0.1:{ports['r3']}", timeout=10)
+        doomed = r3.post(f"/api/v1/probes/{long['id']}/runs").json()["id"]
+        wait_until(lambda: db(database_url, "SELECT status FROM runs WHERE id = $1",
+                              doomed)[0]["status"] == "running", 10)
+        time.sleep(1.5)
+        replicas["r3"].stop(signal.SIGKILL)
+        killed = datetime.now(UTC)
+        detection = wait_until(lambda: db(
+            database_url, "SELECT count(*) AS n FROM runs WHERE claimed_by = 'r3' "
+            "AND status IN ('pending', 'running')")[0]["n"] == 0, 2 * HEARTBEAT_S + 5)
+        (run,) = db(database_url, "SELECT status, error FROM runs WHERE id = $1", doomed)
+        assert run["status"] == "abandoned"
+        assert "r3" in run["error"]
+        kept = db(database_url, "SELECT count(*) AS n FROM samples WHERE run_id = $1", doomed)
+        print(f"kill -9 of r3: its runs abandoned {detection:.2f} s later; "
+              f"{kept[0]['n']} samples of its run kept")
+        assert kept[0]["n"] > 0, "samples written before the kill are kept"
+
+        time.sleep(max(0.0, 2 * HEARTBEAT_S + 5 + 8
+                       - (datetime.now(UTC) - killed).total_seconds()))
+        after = db(database_url,
+                   "SELECT claimed_by, status FROM runs WHERE trigger = 'schedule' "
+                   "AND scheduled_for > $1 AND scheduled_for < now() - interval '2 seconds'",
+                   killed + timedelta(seconds=2 * HEARTBEAT_S + 5))
+        assert after
+        assert {row["claimed_by"] for row in after} <= {"r1", "r2"}
+        assert {row["status"] for row in after} <= {"succeeded", "running"}
+
+        r2 = httpx.Client(base_url=f"http://127.0.0.1:{ports['r2']}", timeout=10)
+        long2 = api.post("/api/v1/probes", json={
+            "name": "long2", "endpoint_id": endpoint["id"], "interval_seconds": 3600,
+            "enabled": False, "profile": {"kind": "constant", "rate": 2, "duration_s": 4},
+            "workload": {"max_tokens": 8}}).json()
+        draining = r2.post(f"/api/v1/probes/{long2['id']}/runs").json()["id"]
+        time.sleep(1)
+        sent = time.monotonic()
+        assert replicas["r2"].proc is not None
+        replicas["r2"].proc.send_signal(signal.SIGTERM)
+        wait_until(lambda: r2.get("/readyz").status_code == 503, 2, step_s=0.05)
+        code = replicas["r2"].proc.wait(GRACE_S + 15)
+        took = time.monotonic() - sent
+        print(f"SIGTERM of r2: exit {code} after {took:.1f} s")
+        assert code == 0
+        assert took < GRACE_S + 10
+        left = db(database_url, "SELECT count(*) AS n FROM runs WHERE claimed_by = 'r2' "
+                  "AND status IN ('pending', 'running')")
+        assert left[0]["n"] == 0
+        (run,) = db(database_url, "SELECT status FROM runs WHERE id = $1", draining)
+        assert run["status"] == "succeeded", "a run shorter than the grace finishes"
+        assert "r2" not in {r["id"] for r in db(database_url, "SELECT id FROM replicas")}
