@@ -9,7 +9,8 @@ Create Date: 2026-12-03 07:30:00
 by load and abandon the runs of a dead one. Runs gain the statuses `missed` (a tick no replica
 started in time) and `skipped` (a tick that came while the probe's previous run was still
 going). Probes gain an optional cron schedule and `schedule_since` (when the current schedule
-began: ticks before it are never reported missed); endpoints and probes gain `managed_by`, the
+began: ticks before it are never reported missed) and `ticks_checked_until` (how far missed
+ticks have been looked for); endpoints and probes gain `managed_by`, the
 config file that owns them (NULL: created over REST).
 """
 
@@ -51,6 +52,8 @@ def upgrade() -> None:
     op.add_column("probes", sa.Column("cron", sa.Text(), nullable=True))
     op.add_column("probes", sa.Column("schedule_since", sa.TIMESTAMP(timezone=True),
                                       server_default=sa.func.now(), nullable=False))
+    op.add_column("probes", sa.Column("ticks_checked_until", sa.TIMESTAMP(timezone=True),
+                                      nullable=True))
     op.add_column("probes", sa.Column("managed_by", sa.Text(), nullable=True))
     op.add_column("endpoints", sa.Column("managed_by", sa.Text(), nullable=True))
 
@@ -58,6 +61,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_column("endpoints", "managed_by")
     op.drop_column("probes", "managed_by")
+    op.drop_column("probes", "ticks_checked_until")
     op.drop_column("probes", "schedule_since")
     op.drop_column("probes", "cron")
     op.drop_table("replicas")

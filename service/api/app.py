@@ -60,7 +60,7 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
         replica_id = settings.replica_id or default_replica_id()
         executor = RunExecutor(sessions, clients, app_metrics, replica_id, buffer)
         liveness = Liveness(engine, replica_id, settings.heartbeat_seconds,
-                            lambda: executor.in_flight)
+                            lambda: executor.in_flight, executor.run_ids)
         executor.other_loads = lambda: liveness.others
         scheduler = ProbeScheduler(executor, sessions, engine, settings)
         listener = ProbeListener(url, scheduler.refresh, scheduler.reconcile)

@@ -8,9 +8,11 @@ import asyncio
 import contextlib
 import logging
 import signal
+import time
 from pathlib import Path
 
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as SATimeoutError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.config_file.load import read
@@ -20,6 +22,8 @@ from service.metrics import Metrics
 from service.scheduling.scheduler import ProbeScheduler
 
 logger = logging.getLogger(__name__)
+
+RETRY_S = 5.0
 
 
 class ConfigReloader:
@@ -33,11 +37,14 @@ class ConfigReloader:
         self.metrics = metrics
         self.interval_s = interval_s
         self._lock = asyncio.Lock()
+        self.pending = False
+        """The last sync could not reach the database: retried every RETRY_S."""
         self._tasks: set[asyncio.Task[object]] = set()
 
     async def reload(self, *, strict: bool = False) -> SyncResult | None:
         """Read, validate and sync the file. With `strict`, a bad file or a conflict raises
-        ConfigError; otherwise it is logged and counted and None returned."""
+        ConfigError; otherwise it is logged and counted and None returned. A database that
+        cannot be reached is never fatal: the sync is retried every RETRY_S."""
         async with self._lock:
             try:
                 config, located = await asyncio.to_thread(read, self.path)
@@ -50,14 +57,13 @@ class ConfigReloader:
                 for line in exc.lines():
                     logger.error("config not applied: %s", line)
                 return None
-            except (OSError, DBAPIError, TimeoutError) as exc:
+            except (OSError, DBAPIError, TimeoutError, SATimeoutError) as exc:
                 self.metrics.config_reloads.labels("error").inc()
-                if strict:
-                    raise
-                logger.warning("config sync failed (%s); next try in %ss", type(exc).__name__,
-                               self.interval_s)
+                logger.warning("config sync failed (%s); retrying", type(exc).__name__)
+                self.pending = True
                 return None
         self.metrics.config_reloads.labels("ok").inc()
+        self.pending = False
         for probe_id in result.changed_probes:
             await self.scheduler.refresh(probe_id)
         if result.changed:
@@ -73,21 +79,36 @@ class ConfigReloader:
             loop.add_signal_handler(signal.SIGHUP, self._spawn)
         except (NotImplementedError, RuntimeError):
             logger.info("SIGHUP cannot be handled here; reload runs on its interval only")
-        if self.interval_s > 0:
-            self._keep(asyncio.create_task(self._every(), name="config-reload"))
+        self._keep(asyncio.create_task(self._every(), name="config-reload"))
 
     def _spawn(self) -> None:
         logger.info("SIGHUP: reloading %s", self.path)
-        self._keep(asyncio.create_task(self.reload()))
+        self._keep(asyncio.create_task(self._reload_logged()))
+
+    async def _reload_logged(self) -> None:
+        try:
+            await self.reload()
+        except Exception:
+            logger.exception("config reload failed unexpectedly")
 
     def _keep(self, task: asyncio.Task[object]) -> None:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     async def _every(self) -> None:
+        """Reload every interval (and every RETRY_S while a sync waits for the database);
+        nothing that goes wrong in one reload stops the next."""
+        last = time.monotonic()
         while True:
-            await asyncio.sleep(self.interval_s)
-            await self.reload()
+            await asyncio.sleep(RETRY_S)
+            due = self.interval_s > 0 and time.monotonic() - last >= self.interval_s
+            if not (due or self.pending):
+                continue
+            last = time.monotonic()
+            try:
+                await self.reload()
+            except Exception:
+                logger.exception("config reload failed unexpectedly")
 
     async def close(self) -> None:
         with contextlib.suppress(NotImplementedError, RuntimeError):

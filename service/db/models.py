@@ -94,6 +94,8 @@ class Probe(NamedResource, Base):
     schedule_since: Mapped[datetime] = mapped_column(server_default=func.now())
     """When the current schedule began (created, enabled, or its timing changed): ticks
     before it are never reported missed."""
+    ticks_checked_until: Mapped[datetime | None]
+    """Ticks up to here have been checked for runs (the missed-tick watermark)."""
     jitter_seconds: Mapped[float] = mapped_column(Double, server_default=text("0"))
     enabled: Mapped[bool] = mapped_column(Boolean, server_default=text("true"))
     slo_ttft_ms: Mapped[float | None] = mapped_column(Double)

@@ -37,6 +37,18 @@ ABANDON = text("""
 the staleness): never this replica's own, whose heartbeat may be stale only because the
 database was away."""
 
+ABANDON_OWN = text("""
+    UPDATE runs SET status = 'abandoned', finished_at = now(),
+        error = 'its replica ' || claimed_by || ' lost track of it (restarted, or its claim '
+                || 'was committed while the answer was lost)'
+    WHERE claimed_by = :id AND status IN ('pending', 'running')
+      AND created_at < now() - make_interval(secs => :stale)
+      AND NOT (id = ANY(CAST(:mine AS bigint[])))
+    RETURNING id, probe_id, claimed_by
+""")
+"""This replica's own runs that it is not executing: left by an earlier process with the same
+replica id, or claimed by a commit whose answer never arrived."""
+
 FORGET = text("DELETE FROM replicas WHERE heartbeat_at < now() - interval '1 day'")
 
 
@@ -62,8 +74,17 @@ async def other_loads(connection: AsyncConnection, replica_id: str, stale_s: flo
 
 async def abandon_dead(connection: AsyncConnection, replica_id: str, stale_s: float
                        ) -> list[AbandonedRun]:
-    rows = await connection.execute(ABANDON, {"id": replica_id, "stale": stale_s})
+    await connection.execute(text("SET LOCAL lock_timeout = '2s'"))
+    rows = list(await connection.execute(ABANDON, {"id": replica_id, "stale": stale_s}))
     await connection.execute(FORGET)
+    return [AbandonedRun(int(r), int(p), c) for r, p, c in rows]
+
+
+async def abandon_lost(connection: AsyncConnection, replica_id: str, stale_s: float,
+                       mine: set[int]) -> list[AbandonedRun]:
+    await connection.execute(text("SET LOCAL lock_timeout = '2s'"))
+    rows = await connection.execute(ABANDON_OWN, {"id": replica_id, "stale": stale_s,
+                                                  "mine": sorted(mine)})
     return [AbandonedRun(int(r), int(p), c) for r, p, c in rows]
 
 

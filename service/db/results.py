@@ -153,6 +153,7 @@ async def apply_all(connection: AsyncConnection, finals: Sequence[RunFinal]) -> 
     """Record `finals` (inside the writer's transaction); the ids of the runs recorded. A
     run already final is skipped, with nothing written for it: a retry after a commit whose
     answer was lost, or a run abandoned by another replica."""
+    finals = list({f.run_id: f for f in finals}.values())  # one final per run, whatever comes
     if not finals:
         return set()
     driver = await _driver(connection)

@@ -49,6 +49,22 @@ CLAIM_TICK = text("""
 """)
 
 
+PROBE_LOCK = text(
+    "SELECT pg_advisory_xact_lock(1937012083, CAST(:probe_id % 2147483647 AS integer))")
+"""Serialises claims and run-now requests of one probe (namespace 'sust')."""
+
+
+async def lock_probe(session: AsyncSession, probe_id: int) -> None:
+    await session.execute(PROBE_LOCK, {"probe_id": probe_id})
+
+
+async def busy(session: AsyncSession, probe_id: int) -> bool:
+    """Whether a run of the probe is pending or running anywhere."""
+    return bool((await session.execute(text(
+        "SELECT EXISTS (SELECT 1 FROM runs WHERE probe_id = :p "
+        "AND status IN ('pending', 'running'))"), {"p": probe_id})).scalar_one())
+
+
 @dataclass(frozen=True, slots=True)
 class Claim:
     run_id: int
@@ -59,10 +75,12 @@ class Claim:
 async def claim_scheduled(
     session: AsyncSession, probe_id: int, scheduled_for: datetime, replica: str
 ) -> Claim | None:
-    """Atomically take one tick: a run already `running` on this replica, or a `skipped`
-    record when a
+    """Atomically take one tick (a per-probe advisory lock makes the busy check and the
+    insert one step against other claims and run-now): a run already `running` on this
+    replica, or a `skipped` record when a
     run of the probe is still in flight anywhere (runs of a probe never overlap); None when
     another replica took the tick first."""
+    await lock_probe(session, probe_id)
     row = (await session.execute(CLAIM_TICK, {
         "probe_id": probe_id, "tick": scheduled_for, "replica": replica})).first()
     return None if row is None else Claim(int(row[0]), row[1] == "skipped")
@@ -87,13 +105,11 @@ async def record_missed(session: AsyncSession, probe_id: int, ticks: Sequence[da
     return int(result.rowcount)  # type: ignore[attr-defined]
 
 
-async def last_ticks(session: AsyncSession) -> dict[int, datetime]:
-    """The newest scheduled tick with a run (of any status), per enabled probe that has one
-    (one backward step of the tick index per probe)."""
-    rows = await session.execute(text(
-        "SELECT p.id, (SELECT max(r.scheduled_for) FROM runs r WHERE r.probe_id = p.id "
-        "AND r.trigger = 'schedule') FROM probes p WHERE p.enabled"))
-    return {int(p): t for p, t in rows if t is not None}
+async def advance_checked(session: AsyncSession, probe_id: int, until: datetime) -> None:
+    """Move the probe's missed-tick watermark forward (never back)."""
+    await session.execute(text(
+        "UPDATE probes SET ticks_checked_until = GREATEST(ticks_checked_until, :until) "
+        "WHERE id = :id"), {"id": probe_id, "until": until})
 
 
 async def mark_running(session: AsyncSession, run_id: int, replica: str) -> None:

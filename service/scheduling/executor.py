@@ -7,10 +7,11 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from pydantic import TypeAdapter
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import TimeoutError as SATimeoutError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from probes.client.clients import HttpClients
@@ -27,7 +28,7 @@ from service.ingest.buffer import RunSink, SampleBuffer
 from service.ingest.finals import RunFinal, completed
 from service.metrics import Metrics
 from service.scheduling.claims import claim_delay
-from service.scheduling.schedule import Schedule
+from service.scheduling.schedule import Schedule, tick_for_firing
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +70,8 @@ class RunExecutor:
         self._tasks: set[asyncio.Task[object]] = set()
         self._running: set[int] = set()
         """Probes with a run executing on this replica."""
+        self._starting: set[int] = set()
+        """Runs claimed or started here whose final record is not yet buffered."""
         self.claiming = True
         self.other_loads: Callable[[], dict[str, int]] = dict
         """Runs in flight of the other live replicas (wired to the heartbeat by the app)."""
@@ -83,50 +86,65 @@ class RunExecutor:
         self.claiming = False
 
     async def run_tick(self, probe_id: int, probe_name: str, schedule: Schedule,
-                       lookback_s: float) -> None:
-        """APScheduler job: claim the tick this firing belongs to (the latest tick within
-        `lookback_s`: jitter plus misfire grace) and execute it (tracked, so shutdown waits)."""
-        task = asyncio.current_task()
-        if task is not None:
-            self._tasks.add(task)
-        try:
-            tick = schedule.latest_at_or_before(datetime.now(UTC),
-                                                timedelta(seconds=lookback_s))
-            if tick is not None:
-                await self.claim_and_run(probe_id, probe_name, tick)
-        finally:
-            if task is not None:
-                self._tasks.discard(task)
-
-    async def claim_and_run(self, probe_id: int, probe_name: str, tick: datetime) -> None:
-        if not self.claiming:
+                       jitter_s: float, grace_s: float) -> None:
+        """APScheduler job: claim the tick this firing is for and start its run in a task of
+        its own, so the job ends at once and the next firing of a still-running probe reaches
+        the claim (and is recorded as skipped) instead of being dropped by APScheduler."""
+        tick = tick_for_firing(schedule, probe_id, jitter_s, grace_s, datetime.now(UTC))
+        if tick is None:
             return
+        started = await self.claim(probe_id, probe_name, tick)
+        if started is not None:
+            self._track(asyncio.create_task(self._execute(*started),
+                                            name=f"run-{started[0]}"))
+
+    async def claim(self, probe_id: int, probe_name: str, tick: datetime
+                    ) -> tuple[int, datetime, Probe, Endpoint] | None:
+        """Claim a tick; the run to execute, or None (taken elsewhere, skipped, or not ours
+        to take)."""
+        if not self.claiming:
+            return None
         if not self.buffer.accepting:
             logger.warning("write buffer nearly full (%d samples); tick of probe %s left to "
                            "other replicas", self.buffer.samples, probe_name)
             self.metrics.ticks_skipped.labels(probe_name, "buffer_full").inc()
-            return
+            return None
         delay = claim_delay(self.in_flight, list(self.other_loads().values()))
         if delay:
             await asyncio.sleep(delay)
+            if not self.claiming:
+                return None
         try:
             async with self.sessions.begin() as session:
                 claim = await run_queries.claim_scheduled(session, probe_id, tick,
                                                           self.replica_id)
-                if claim is not None and not claim.skipped:
+                if claim is None or claim.skipped:
+                    probe = endpoint = None
+                else:
                     probe, endpoint = await probe_queries.get_with_endpoint(session, probe_id)
+                    self._starting.add(claim.run_id)
         except IntegrityError:
             logger.info("probe %s was deleted before its tick %s", probe_id, tick)
-            return
+            return None
+        except (OSError, DBAPIError, TimeoutError, SATimeoutError) as exc:
+            logger.warning("cannot claim tick %s of probe %s (%s)", tick, probe_name,
+                           type(exc).__name__)
+            return None
         if claim is None:
             logger.debug("tick %s of probe %s taken by another replica", tick, probe_name)
-            return
+            return None
         if claim.skipped:
             logger.warning("tick %s of probe %s skipped: its previous run is still going",
                            tick, probe_name)
             self.metrics.ticks_skipped.labels(probe_name, "overlap").inc()
-            return
-        await self._execute(claim.run_id, tick, probe, endpoint)
+            return None
+        assert probe is not None
+        assert endpoint is not None
+        return claim.run_id, tick, probe, endpoint
+
+    def run_ids(self) -> set[int]:
+        """Runs this replica has started and not yet handed to the write buffer."""
+        return set(self._starting)
 
     async def drain(self, timeout_s: float) -> bool:
         """Wait up to `timeout_s` for the runs in flight to finish; True if they all did."""
@@ -138,7 +156,10 @@ class RunExecutor:
 
     def submit(self, run_id: int) -> None:
         """Execute a run in the background (run-now requests)."""
-        task = asyncio.create_task(self.execute(run_id), name=f"run-{run_id}")
+        self._starting.add(run_id)
+        self._track(asyncio.create_task(self.execute(run_id), name=f"run-{run_id}"))
+
+    def _track(self, task: asyncio.Task[object]) -> None:
         self._tasks.add(task)
         task.add_done_callback(self._done)
 
@@ -150,10 +171,14 @@ class RunExecutor:
 
     async def execute(self, run_id: int) -> None:
         """Start a pending run (run-now) and run it to completion."""
-        async with self.sessions.begin() as session:
-            run = await run_queries.get(session, run_id)
-            probe, endpoint = await probe_queries.get_with_endpoint(session, run.probe_id)
-            await run_queries.mark_running(session, run_id, self.replica_id)
+        try:
+            async with self.sessions.begin() as session:
+                run = await run_queries.get(session, run_id)
+                probe, endpoint = await probe_queries.get_with_endpoint(session, run.probe_id)
+                await run_queries.mark_running(session, run_id, self.replica_id)
+        except BaseException:
+            self._starting.discard(run_id)
+            raise
         await self._execute(run_id, run.scheduled_for, probe, endpoint)
 
     async def _execute(self, run_id: int, scheduled_for: datetime, probe: Probe,
@@ -195,6 +220,7 @@ class RunExecutor:
 
     def _end(self, sink: RunSink, probe: Probe, final: RunFinal) -> None:
         sink.finish(final)
+        self._starting.discard(final.run_id)
         self.metrics.observe_run(probe.name, final.status)
         if final.error is not None:
             logger.warning("run %s of probe %s %s: %s", final.run_id, probe.name, final.status,

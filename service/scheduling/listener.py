@@ -43,7 +43,7 @@ class ProbeListener:
             lost = asyncio.Event()
             try:
                 connection = await asyncpg.connect(self.dsn, timeout=5)
-            except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
+            except Exception as exc:
                 if self.connected or first:
                     logger.warning("probe change listener cannot connect (%s); retrying",
                                    type(exc).__name__)
@@ -62,9 +62,12 @@ class ProbeListener:
                     try:
                         await asyncio.wait_for(lost.wait(), timeout=RETRY_MAX_S)
                     except TimeoutError:
-                        await connection.execute("SELECT 1")  # notices a dead socket
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError):
-                pass
+                        # notices a dead or half-open socket
+                        await connection.execute("SELECT 1", timeout=RETRY_MAX_S)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                logger.debug("probe change listener failed (%s)", type(exc).__name__)
             finally:
                 self.connected = False
                 connection.terminate()
@@ -75,9 +78,16 @@ class ProbeListener:
             probe_id = int(payload)
         except ValueError:
             return
-        task = asyncio.create_task(self.on_change(probe_id))
+        task = asyncio.create_task(self._apply(probe_id))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
+
+    async def _apply(self, probe_id: int) -> None:
+        try:
+            await self.on_change(probe_id)
+        except Exception as exc:
+            logger.warning("applying a change of probe %s failed (%s); the next reconcile "
+                           "will", probe_id, type(exc).__name__)
 
     async def close(self) -> None:
         for task in [self._task, *self._pending]:

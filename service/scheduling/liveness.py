@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as SATimeoutError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.db import replicas
@@ -23,17 +24,20 @@ from service.db import replicas
 logger = logging.getLogger(__name__)
 
 STALE_BEATS = 3
-DATABASE_ERRORS = (OSError, DBAPIError, TimeoutError)
+DATABASE_ERRORS = (OSError, DBAPIError, TimeoutError, SATimeoutError)
 
 
 class Liveness:
     def __init__(self, engine: AsyncEngine, replica_id: str, interval_s: float,
-                 in_flight: Callable[[], int]) -> None:
+                 in_flight: Callable[[], int],
+                 own_runs: Callable[[], set[int]] = set) -> None:
         self.engine = engine
         self.replica_id = replica_id
         self.interval_s = interval_s
         self.stale_s = STALE_BEATS * interval_s
         self.in_flight = in_flight
+        self.own_runs = own_runs
+        """Runs this replica is executing: its other pending or running runs are lost."""
         self.others: dict[str, int] = {}
         """Runs in flight of each other live replica, as of the last heartbeat."""
         self.stopping = False
@@ -47,7 +51,11 @@ class Liveness:
     async def _run(self) -> None:
         while True:
             started = time.monotonic()
-            await self.beat()
+            try:
+                await self.beat()
+            except Exception:
+                logger.exception("heartbeat failed unexpectedly; beating on")
+                self._healthy_since = None
             await asyncio.sleep(max(0.0, self.interval_s - (time.monotonic() - started)))
 
     async def beat(self) -> None:
@@ -72,17 +80,25 @@ class Liveness:
             await self.reap()
 
     async def reap(self) -> None:
+        """Abandon the runs of dead replicas, and this replica's own runs that it is not
+        executing. Time-limited, so a lock wait never delays the next heartbeat for long."""
         try:
-            async with self.engine.begin() as connection:
-                abandoned = await replicas.abandon_dead(connection, self.replica_id,
-                                                        self.stale_s)
+            async with asyncio.timeout(self.interval_s * 2):
+                async with self.engine.begin() as connection:
+                    abandoned = await replicas.abandon_dead(connection, self.replica_id,
+                                                            self.stale_s)
+                async with self.engine.begin() as connection:
+                    abandoned += await replicas.abandon_lost(
+                        connection, self.replica_id, self.stale_s, self.own_runs())
         except DATABASE_ERRORS as exc:
             logger.warning("checking for dead replicas failed (%s)", type(exc).__name__)
             return
         self.abandoned_total += len(abandoned)
         for run in abandoned:
-            logger.warning("run %s of probe %s abandoned: replica %s stopped heartbeating",
-                           run.run_id, run.probe_id, run.claimed_by)
+            logger.warning("run %s of probe %s abandoned: replica %s %s", run.run_id,
+                           run.probe_id, run.claimed_by,
+                           "lost track of it" if run.claimed_by == self.replica_id
+                           else "stopped heartbeating")
 
     async def close(self) -> None:
         """Stop beating and remove this replica's row (others need not wait for it to go

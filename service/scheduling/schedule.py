@@ -18,6 +18,8 @@ from typing import Protocol
 from apscheduler.triggers.cron import CronTrigger
 
 EPSILON = timedelta(microseconds=1)
+CRON_REFERENCE = datetime(2001, 1, 1, tzinfo=UTC)
+"""A Monday: cron gaps are measured from here, so an expression always gives the same."""
 
 
 class Schedule(Protocol):
@@ -81,6 +83,15 @@ class Cron:
         first = self.next_after(moment)
         return (self.next_after(first) - first).total_seconds()
 
+    def shortest_gap_s(self, ticks: int = 20) -> float:
+        """The shortest gap between ticks over a sample of them (for irregular expressions)."""
+        tick, gaps = self.next_after(CRON_REFERENCE), []
+        for _ in range(ticks):
+            following = self.next_after(tick)
+            gaps.append((following - tick).total_seconds())
+            tick = following
+        return min(gaps)
+
 
 def parse_cron(expression: str) -> Cron:
     """A Cron, or ValueError naming what is wrong."""
@@ -101,8 +112,8 @@ def jitter_of(probe_id: int, tick: datetime, jitter_s: float) -> float:
 def ticks_between(schedule: Schedule, after: datetime, until: datetime, limit: int
                   ) -> list[datetime]:
     """Ticks in (after, until], oldest first, at most `limit` (the newest are kept)."""
-    if isinstance(schedule, Every):
-        after = max(after, until - timedelta(seconds=schedule.interval_s * (limit + 1)))
+    gap = schedule.shortest_gap_s() if isinstance(schedule, Cron) else schedule.period_s(until)
+    after = max(after, until - timedelta(seconds=gap * (limit + 1)))
     ticks: list[datetime] = []
     tick = schedule.next_after(after)
     while tick <= until:
@@ -111,3 +122,17 @@ def ticks_between(schedule: Schedule, after: datetime, until: datetime, limit: i
             ticks.pop(0)
         tick = schedule.next_after(tick)
     return ticks
+
+
+def tick_for_firing(schedule: Schedule, probe_id: int, jitter_s: float, grace_s: float,
+                    now: datetime) -> datetime | None:
+    """The tick a firing at `now` is for: the latest tick whose jittered fire time has come,
+    if that was at most `grace_s` ago (a late firing never takes the next tick early)."""
+    horizon = timedelta(seconds=jitter_s + grace_s + 1)
+    tick = schedule.latest_at_or_before(now, horizon)
+    if tick is not None and tick + timedelta(seconds=jitter_of(probe_id, tick, jitter_s)) > now:
+        tick = schedule.latest_at_or_before(tick - EPSILON, horizon)
+    if tick is None:
+        return None
+    late = now - tick - timedelta(seconds=jitter_of(probe_id, tick, jitter_s))
+    return tick if late.total_seconds() <= grace_s else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as SATimeoutError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from service.config import Settings
@@ -71,6 +73,9 @@ class ProbeScheduler:
         self._scheduler = AsyncIOScheduler(timezone=UTC)
         self._locks: defaultdict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._specs: dict[int, JobSpec] = {}
+        self._refreshed_at: dict[int, float] = {}
+        """When each probe was last re-read on its own (a reconcile that read all probes
+        before that leaves it alone)."""
         self.loaded = False
         """Whether the probes have been read from the database at least once."""
 
@@ -109,43 +114,51 @@ class ProbeScheduler:
     async def reconcile(self) -> bool:
         """Make the jobs match every enabled probe in the database, and record missed ticks.
         False (and a warning) if the database cannot answer."""
+        started = time.monotonic()
         try:
             async with self.sessions() as session:
                 probes = await probe_queries.list_all(session, enabled_only=True)
-        except (OSError, DBAPIError, TimeoutError) as exc:
+        except (OSError, DBAPIError, TimeoutError, SATimeoutError) as exc:
             logger.warning("cannot read probes (%s); retrying every %ss",
                            type(exc).__name__, self.settings.reconcile_seconds)
             return False
         wanted = {probe.id for probe in probes}
-        for probe_id in set(self._specs) - wanted:
+        fresher = {p for p, at in self._refreshed_at.items() if at >= started}
+        for probe_id in set(self._specs) - wanted - fresher:
             self.remove(probe_id)
         for probe in probes:
-            self.sync(probe)
+            if probe.id not in fresher:  # a refresh read a newer row meanwhile
+                self.sync(probe)
         if not self.loaded:
             logger.info("scheduler running %d probe jobs", len(probes))
         self.loaded = True
         try:
             await self.record_missed(probes)
-        except (OSError, DBAPIError, TimeoutError) as exc:
+        except (OSError, DBAPIError, TimeoutError, SATimeoutError) as exc:
             logger.warning("cannot record missed ticks (%s)", type(exc).__name__)
         return True
 
     async def record_missed(self, probes: Sequence[Probe]) -> int:
         """Record, as `missed` runs, the ticks of enabled probes that no replica started and
-        that can no longer start (past jitter and misfire grace). Ticks before a probe's
-        schedule began, and ticks that have any run, are left alone."""
+        that can no longer start (past jitter and misfire grace). Each probe keeps a
+        watermark of how far this has been checked, so a gap is found even when later ticks
+        ran; ticks before the schedule began, and ticks that have any run, are left alone."""
         now = datetime.now(UTC)
         recorded = 0
         async with self.sessions.begin() as session:
-            last = await run_queries.last_ticks(session)
             for probe in probes:
                 spec = self._specs.get(probe.id)
                 if spec is None:
                     continue
-                after = max(probe.schedule_since, last.get(probe.id, probe.schedule_since))
+                after = max(probe.schedule_since, probe.ticks_checked_until or
+                            probe.schedule_since)
                 until = now - timedelta(seconds=spec.jitter_s + spec.grace_s + MISSED_MARGIN_S)
-                ticks = ticks_between(spec.schedule, after, until, MISSED_LIMIT)
+                if until <= after:
+                    continue
+                ticks = await asyncio.to_thread(ticks_between, spec.schedule, after, until,
+                                                MISSED_LIMIT)
                 count = await run_queries.record_missed(session, probe.id, ticks)
+                await run_queries.advance_checked(session, probe.id, until)
                 if count:
                     logger.warning("probe %s: %d ticks were missed (no replica started them)",
                                    probe.name, count)
@@ -172,7 +185,7 @@ class ProbeScheduler:
         if previous == spec:
             return
         self._specs[probe.id] = spec
-        args = (probe.id, probe.name, schedule, spec.jitter_s + spec.grace_s + 1)
+        args = (probe.id, probe.name, schedule, spec.jitter_s, spec.grace_s)
         self._scheduler.add_job(
             self.executor.run_tick, TickTrigger(schedule, probe.id, probe.jitter_seconds),
             args=args, id=job_id(probe.id), name=probe.name, replace_existing=True,
@@ -180,7 +193,8 @@ class ProbeScheduler:
         )
         now = datetime.now(UTC)
         if previous is None and catch_up_now(schedule, now):
-            self._scheduler.add_job(self.executor.run_tick, "date", args=args, run_date=now,
+            catch_up = (*args[:4], schedule.period_s(now))  # any lateness within the period
+            self._scheduler.add_job(self.executor.run_tick, "date", args=catch_up, run_date=now,
                                     id=f"{job_id(probe.id)}:now", replace_existing=True,
                                     misfire_grace_time=None)
 
@@ -188,6 +202,7 @@ class ProbeScheduler:
         """Re-read the probe after a write and make its job match. Serialised per probe, and
         always from the newest committed row, so concurrent writes cannot leave a stale job."""
         async with self._locks[probe_id]:
+            self._refreshed_at[probe_id] = time.monotonic()
             async with self.sessions() as session:
                 probe = await session.get(Probe, probe_id)
             if probe is None:

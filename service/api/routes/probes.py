@@ -8,7 +8,7 @@ from fastapi import APIRouter, Path, status
 from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.api.deps import ExecutorDep, SchedulerDep, SessionDep
+from service.api.deps import ExecutorDep, SchedulerDep, SessionDep, StateDep
 from service.api.schemas.common import MAX_DB_ID
 from service.api.schemas.probes import (
     ProbeCreate,
@@ -22,7 +22,7 @@ from service.db import crud
 from service.db import probes as probe_queries
 from service.db import runs as run_queries
 from service.db.models import Endpoint, Probe
-from service.errors import FieldError, NotFoundError, UnavailableError
+from service.errors import ConflictError, FieldError, NotFoundError, UnavailableError
 
 router = APIRouter(prefix="/probes", tags=["probes"])
 
@@ -114,13 +114,21 @@ async def delete_probe(probe_id: ProbeId, session: SessionDep, scheduler: Schedu
 
 
 @router.post("/{probe_id}/runs", status_code=status.HTTP_202_ACCEPTED)
-async def run_now(probe_id: ProbeId, session: SessionDep, executor: ExecutorDep) -> RunAccepted:
-    """Start a run now, outside the schedule; poll the returned href for its result. 503 while
-    the write buffer is nearly full (the database is down or slow)."""
+async def run_now(probe_id: ProbeId, session: SessionDep, executor: ExecutorDep,
+                  state: StateDep) -> RunAccepted:
+    """Start a run now, outside the schedule; poll the returned href for its result. 409 while
+    a run of the probe is in flight (runs of a probe never overlap); 503 while the write
+    buffer is nearly full (the database is down or slow) or this replica is shutting down."""
     await crud.get(session, Probe, probe_id, "probe")
+    if state.stopping:
+        raise UnavailableError("this replica is shutting down; send the request to another")
     if not executor.buffer.accepting:
         raise UnavailableError("the sample write buffer is nearly full; no new runs start "
                                "until the database catches up")
+    await run_queries.lock_probe(session, probe_id)
+    if await run_queries.busy(session, probe_id):
+        raise ConflictError(f"probe {probe_id} has a run in progress; runs of a probe never "
+                            "overlap")
     run = await run_queries.create_manual(session, probe_id)
     await session.commit()
     executor.submit(run.id)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
@@ -59,22 +59,11 @@ def _cron(value: str) -> str:
 Cron = Annotated[str, Field(max_length=200), AfterValidator(_cron)]
 
 
-CRON_REFERENCE = datetime(2001, 1, 1, tzinfo=UTC)
-"""A Monday: cron periods are measured from here, so the same expression always gives the
-same interval_seconds."""
-
-
 def period_of(interval_seconds: int | None, cron: str | None) -> int:
     """The probe's interval: its own, or the shortest gap between a cron schedule's ticks
     (over its first 20 after a fixed reference time)."""
     if cron is not None:
-        schedule = parse_cron(cron)
-        tick, gaps = schedule.next_after(CRON_REFERENCE), []
-        for _ in range(20):
-            following = schedule.next_after(tick)
-            gaps.append((following - tick).total_seconds())
-            tick = following
-        return max(1, int(min(gaps)))
+        return max(1, int(parse_cron(cron).shortest_gap_s()))
     assert interval_seconds is not None
     return interval_seconds
 

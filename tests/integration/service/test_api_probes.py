@@ -181,3 +181,19 @@ async def test_a_failing_write_keeps_the_samples_and_the_run_finishes_when_it_wo
             {"id": run_id})).one()
     assert tuple(stored) == (run["summary"]["attempts"],) * 2
     assert (await api.get("/readyz")).status_code == 200
+
+
+async def test_run_now_while_a_run_of_the_probe_is_going_answers_409(
+        api: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
+    endpoint = await create_endpoint(api, simulator.base_url)
+    probe = await create_probe(api, endpoint["id"], enabled=False,
+                               profile={"kind": "constant", "rate": 4, "duration_s": 1.5})
+    first = await api.post(f"/api/v1/probes/{probe['id']}/runs")
+    assert first.status_code == 202
+    second = await api.post(f"/api/v1/probes/{probe['id']}/runs")
+    assert second.status_code == 409
+    assert "in progress" in second.json()["detail"]
+    assert (await wait_for_run(api, first.json()["id"]))["status"] == "succeeded"
+    third = await api.post(f"/api/v1/probes/{probe['id']}/runs")
+    assert third.status_code == 202
+    await wait_for_run(api, third.json()["id"])

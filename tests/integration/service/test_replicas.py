@@ -87,7 +87,8 @@ async def test_runs_of_replicas_without_a_fresh_heartbeat_are_abandoned(
     own_run = await running_run(engine, probes[2], TICK, "me")
     orphan = await running_run(engine, probes[3], TICK, "never-registered")
 
-    liveness = Liveness(engine, "me", interval_s=1.0, in_flight=lambda: 1)
+    liveness = Liveness(engine, "me", interval_s=1.0, in_flight=lambda: 1,
+                        own_runs=lambda: {own_run})
     await liveness.beat()
     assert liveness.others == {"alive": 0}
     still = await fetch(engine, "SELECT count(*) FROM runs WHERE status = 'running'")
@@ -133,9 +134,14 @@ async def test_missed_ticks_are_recorded_once_and_never_over_a_run(
             "UPDATE probes SET enabled = true, interval_seconds = 10, schedule_since = :since "
             "WHERE id = :p"), {"since": since, "p": probe_id})
     first_tick = since + timedelta(seconds=9.5)
+    later_tick = first_tick + timedelta(seconds=60)
     assert await claim(engine, probe_id, first_tick, "x") is not None
+    async with engine.begin() as connection:
+        await connection.execute(text("UPDATE runs SET status = 'succeeded'"))
+    assert await claim(engine, probe_id, later_tick, "x") is not None, "a tick after the gap"
 
     sessions = session_factory(engine)
+
     async def never_run(*args: object) -> None:
         raise AssertionError("the scheduler is not started here")
 
@@ -156,12 +162,14 @@ async def test_missed_ticks_are_recorded_once_and_never_over_a_run(
     assert recorded == len(missed)
     # after the run's tick, up to now - (grace 2 s + margin 5 s), every 10 s
     must = [first_tick + timedelta(seconds=10 * k) for k in range(1, 13)
-            if first_tick + timedelta(seconds=10 * k) <= now - timedelta(seconds=8)]
+            if first_tick + timedelta(seconds=10 * k) <= now - timedelta(seconds=8)
+            and k != 6]
     may = [t for t in (first_tick + timedelta(seconds=10 * k) for k in range(1, 13))
-           if t <= later - timedelta(seconds=7)]
+           if t <= later - timedelta(seconds=7) and t != later_tick]
     assert set(must) <= set(missed) <= set(may)
-    assert len(must) >= 10
-    assert rows[0] == (first_tick, "running")
+    assert len(must) >= 9, "the gap before a later run is found too"
+    assert rows[0] == (first_tick, "succeeded")
+    assert (later_tick, "running") in rows
 
 
 async def test_probe_changes_are_announced_to_every_listener(
@@ -205,3 +213,17 @@ async def test_probe_changes_are_announced_to_every_listener(
         assert reconnects, "a lost connection is re-opened and followed by a reconcile"
     finally:
         await listener.close()
+
+
+async def test_own_runs_the_replica_is_not_executing_are_abandoned(
+        engine: AsyncEngine) -> None:
+    probes = [await create_probe_rows(engine, f"p{i}") for i in range(2)]
+    lost = await running_run(engine, probes[0], TICK, "me")
+    mine = await running_run(engine, probes[1], TICK, "me")
+    liveness = Liveness(engine, "me", interval_s=1.0, in_flight=lambda: 1,
+                        own_runs=lambda: {mine})
+    await liveness.beat()
+    await liveness.reap()
+    rows = dict(await fetch(engine, "SELECT id, status FROM runs"))
+    assert rows == {lost: "abandoned", mine: "running"}
+    await liveness.close()

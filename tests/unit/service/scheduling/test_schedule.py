@@ -14,6 +14,7 @@ from service.scheduling.schedule import (
     Every,
     jitter_of,
     parse_cron,
+    tick_for_firing,
     ticks_between,
 )
 from service.scheduling.scheduler import catch_up_now
@@ -103,3 +104,26 @@ def test_claim_delay_favours_the_least_loaded_replica_and_is_bounded() -> None:
     assert claim_delay(1, [3]) == 0.0
     assert claim_delay(3, [1, 9]) == pytest.approx(0.01)
     assert claim_delay(500, [0]) == MAX_DELAY_S
+
+
+def test_a_firing_claims_the_tick_whose_jittered_time_has_come() -> None:
+    every = Every(10)
+    tick = T0
+    fire = tick + timedelta(seconds=jitter_of(5, tick, 9.0))
+    assert tick_for_firing(every, 5, 9.0, 5.0, fire) == tick
+    assert tick_for_firing(every, 5, 9.0, 5.0, fire + timedelta(seconds=4)) == tick
+
+
+def test_a_late_firing_never_takes_the_next_tick_early() -> None:
+    every = Every(10)
+    jitter = 9.0
+    probe = next(p for p in range(1000) if jitter_of(p, T0, jitter) > 8.5
+                 and jitter_of(p, T0 + timedelta(seconds=10), jitter) > 2)
+    fire = T0 + timedelta(seconds=jitter_of(probe, T0, jitter))
+    late = fire + timedelta(seconds=2)  # past T0 + 10, before T0 + 10's own fire time
+    assert tick_for_firing(every, probe, jitter, 5.0, late) == T0
+
+
+def test_a_firing_later_than_the_grace_claims_nothing() -> None:
+    assert tick_for_firing(Every(60), 1, 0.0, 5.0, T0 + timedelta(seconds=6)) is None
+    assert tick_for_firing(Every(60), 1, 0.0, 5.0, T0 + timedelta(seconds=4)) == T0
