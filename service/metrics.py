@@ -15,6 +15,8 @@ from prometheus_client.registry import Collector
 
 from probes.measure.sample import Outcome, Sample
 from service.db.runs import LastRun
+from service.db.slos import SloSnapshot
+from service.evaluation.slo_status import window_label
 from service.ingest.buffer import SampleBuffer
 from service.ingest.writer import SampleWriter
 
@@ -81,6 +83,44 @@ class LastRunCollector(Collector):
                     if dist.get(name) is not None:
                         family.add_metric([*values, q], float(dist[name]) / 1000.0)
         yield from (timestamp, success, availability, throughput, *latency.values())
+
+
+class SloCollector(Collector):
+    """SLO gauges and event counters, from a snapshot read before a scrape. A window without
+    events has no burn rate, and an SLO without events no budget: those series are absent,
+    never NaN."""
+
+    def __init__(self) -> None:
+        self.snapshot: Sequence[SloSnapshot] = ()
+
+    def describe(self) -> Iterable[Metric]:
+        return []
+
+    def collect(self) -> Iterable[Metric]:
+        objective = GaugeMetricFamily(
+            "sustain_slo_objective_ratio", "The SLO's objective (good / total).",
+            labels=["slo"])
+        budget = GaugeMetricFamily(
+            "sustain_slo_error_budget_remaining_ratio",
+            "Share of the compliance window's error budget left (negative: overspent).",
+            labels=["slo"])
+        burn = GaugeMetricFamily(
+            "sustain_slo_burn_rate",
+            "Bad fraction over the window / (1 - objective).", labels=["slo", "window"])
+        events = CounterMetricFamily(
+            "sustain_slo_events", "SLI events counted for the SLO, by outcome.",
+            labels=["slo", "outcome"])
+        for slo in self.snapshot:
+            objective.add_metric([slo.name], slo.objective)
+            if slo.status.budget_remaining is not None:
+                budget.add_metric([slo.name], slo.status.budget_remaining)
+            for window in slo.status.windows:
+                if window.burn_rate is not None:
+                    burn.add_metric([slo.name, window_label(window.window_s)],
+                                    window.burn_rate)
+            events.add_metric([slo.name, "good"], slo.good_total)
+            events.add_metric([slo.name, "bad"], slo.bad_total)
+        yield from (objective, budget, burn, events)
 
 
 class WriteBufferCollector(Collector):
@@ -156,6 +196,8 @@ class Metrics:
             ["result"], registry=self.registry)
         self.last_runs = LastRunCollector()
         self.registry.register(self.last_runs)
+        self.slos = SloCollector()
+        self.registry.register(self.slos)
 
     def watch_writes(self, buffer: SampleBuffer, writer: SampleWriter) -> None:
         self.registry.register(WriteBufferCollector(buffer, writer))

@@ -7,6 +7,7 @@ import math
 import struct
 from collections import Counter
 from collections.abc import Iterable
+from typing import Any
 
 from ddsketch import DDSketch
 from ddsketch.mapping import LogarithmicMapping
@@ -79,6 +80,28 @@ class MetricSketch:
         self.sum += other.sum
         self.min = min(self.min, other.min)
         self.max = max(self.max, other.max)
+
+    def count_at_or_below(self, threshold: float) -> int:
+        """About how many values are at or under `threshold`: exact outside [min, max]; else
+        whole bins below the threshold's bin, plus the share of that bin's (log-)width under
+        the threshold."""
+        if self.count == 0 or threshold < self.min:
+            return 0
+        if threshold >= self.max:
+            return self.count
+        sketch: Any = self._sketch
+        mapping = sketch._mapping
+        key = mapping.key(threshold)
+        store = sketch._store
+        below: float = sketch._zero_count + sketch._negative_store.count
+        below += sum(c for i, c in enumerate(store.bins) if store.offset + i < key)
+        index = key - store.offset
+        if 0 <= index < len(store.bins):
+            lower = mapping.gamma ** (key - 1 - mapping._offset)
+            upper = lower * mapping.gamma
+            share = math.log(threshold / lower) / math.log(upper / lower)
+            below += store.bins[index] * min(1.0, max(0.0, share))
+        return round(below)
 
     def to_bytes(self) -> bytes:
         message: bytes = DDSketchProto.to_proto(  # type: ignore[no-untyped-call]

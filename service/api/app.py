@@ -14,7 +14,16 @@ from fastapi import APIRouter, FastAPI
 
 from probes.client.clients import HttpClients
 from service.api.errors import install_error_handlers
-from service.api.routes import endpoints, health, history, metrics, probes, replicas, runs
+from service.api.routes import (
+    endpoints,
+    health,
+    history,
+    metrics,
+    probes,
+    replicas,
+    runs,
+    slos,
+)
 from service.api.state import AppState
 from service.config import Settings
 from service.config_file.reloader import ConfigReloader
@@ -100,7 +109,7 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
     )
     install_error_handlers(app)
     api = APIRouter(prefix=API_PREFIX)
-    for module in (endpoints, probes, history, runs, replicas):
+    for module in (endpoints, probes, history, runs, replicas, slos):
         api.include_router(module.router)
     app.include_router(api)
     app.include_router(health.router)

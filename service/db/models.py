@@ -21,7 +21,7 @@ from sqlalchemy import (
     func,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TIMESTAMP
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 RUN_STATUSES = ("pending", "running", "succeeded", "failed", "abandoned", "invalid", "missed",
@@ -257,3 +257,46 @@ class RollupSketch(SketchColumns, Base):
         BigInteger, ForeignKey("probes.id", ondelete="CASCADE"), primary_key=True)
     width_s: Mapped[int] = mapped_column(Integer, primary_key=True)
     start: Mapped[datetime] = mapped_column(primary_key=True)
+
+
+class Slo(NamedResource, Base):
+    """A service level objective over the runs of the probes it selects."""
+
+    __tablename__ = "slos"
+
+    description: Mapped[str | None] = mapped_column(Text)
+    probe_names: Mapped[list[str]] = mapped_column(ARRAY(Text), server_default="{}")
+    probe_labels: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
+    """Probes whose labels include all of these are covered too."""
+    kind: Mapped[str] = mapped_column(String(16))
+    metric: Mapped[str | None] = mapped_column(String(16))
+    threshold_ms: Mapped[float | None] = mapped_column(Double)
+    objective: Mapped[float] = mapped_column(Double)
+    window_s: Mapped[int] = mapped_column(Integer)
+    tiers: Mapped[list[dict[str, Any]]] = mapped_column(JSONB)
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _updated()
+
+    __table_args__ = (
+        CheckConstraint("kind IN ('availability', 'latency', 'goodput')", name="kind_known"),
+        CheckConstraint("objective > 0 AND objective < 1", name="objective_range"),
+    )
+
+
+class SloRunCount(Base):
+    """Good and total events of one run for one SLO that covers it."""
+
+    __tablename__ = "slo_run_counts"
+
+    slo_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("slos.id", ondelete="CASCADE"), primary_key=True)
+    run_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True, index=True)
+    scheduled_for: Mapped[datetime]
+    good: Mapped[int] = mapped_column(BigInteger)
+    total: Mapped[int] = mapped_column(BigInteger)
+    approximate: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    """Counted from the run's sketches (its raw samples were past retention)."""
+
+    __table_args__ = (Index("ix_slo_run_counts_slo_id_scheduled_for", "slo_id",
+                            "scheduled_for"),)

@@ -20,7 +20,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_exponential
 
-from service.db import partitions, results, samples
+from service.db import partitions, results, samples, slo_counts
 from service.ingest.buffer import SampleBuffer
 from service.ingest.finals import RunFinal
 from service.ingest.rows import RUN_ID, SampleTuple, sent_at
@@ -132,7 +132,8 @@ async def store(connection: AsyncConnection, rows: list[SampleTuple],
         connection, {row[RUN_ID] for row in rows} | {f.run_id for f in finals})
     kept = [row for row in rows if row[RUN_ID] in alive]
     await samples.insert(connection, kept)
-    await results.apply_all(connection, [f for f in finals if f.run_id in alive])
+    applied = await results.apply_all(connection, [f for f in finals if f.run_id in alive])
+    await slo_counts.count_runs(connection, sorted(applied))
     return len(kept)
 
 

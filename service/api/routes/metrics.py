@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from fastapi import APIRouter, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from service.api.deps import StateDep
 from service.db import runs as run_queries
+from service.db import slos as slo_queries
 
 router = APIRouter(tags=["metrics"])
 
 
 @router.get("/metrics")
 async def metrics(state: StateDep) -> Response:
-    """Prometheus exposition; the last-run gauges are refreshed from the database first."""
+    """Prometheus exposition; the last-run and SLO figures are read from the database first,
+    so every replica shows the same."""
     try:
         async with state.sessions() as session:
             state.metrics.last_runs.snapshot = await run_queries.last_finished_per_probe(session)
+            state.metrics.slos.snapshot = await slo_queries.snapshots(session, datetime.now(UTC))
     except Exception:
         state.metrics.last_runs.snapshot = ()
+        state.metrics.slos.snapshot = ()
     return Response(state.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 from fastapi import FastAPI
+from prometheus_client.parser import text_string_to_metric_families
 
 
 async def create_endpoint(api: httpx.AsyncClient, base_url: str, **fields: Any
@@ -49,3 +50,11 @@ async def serving(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
                           base_url="http://sustain.test") as client,
     ):
         yield client
+
+
+def samples_of(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+    found: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            found.setdefault(s.name, []).append((s.labels, s.value))
+    return found

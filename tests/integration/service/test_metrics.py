@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import SimulatorHandle
-from tests.integration.service.helpers import create_endpoint, create_probe, wait_for_run
-
-
-def samples_of(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
-    found: dict[str, list[tuple[dict[str, str], float]]] = {}
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            found.setdefault(s.name, []).append((s.labels, s.value))
-    return found
+from tests.integration.service.helpers import (
+    create_endpoint,
+    create_probe,
+    samples_of,
+    wait_for_run,
+)
 
 
 async def test_metrics_expose_counters_histograms_and_last_run_gauges(

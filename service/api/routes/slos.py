@@ -1,0 +1,105 @@
+"""/api/v1/slos: SLO definitions, and each one's status (budget, burn rates, breached tiers)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Path, status
+
+from service.api.deps import SessionDep, StateDep
+from service.api.schemas.common import MAX_DB_ID
+from service.api.schemas.slos import (
+    Sli,
+    SloCreate,
+    SloRead,
+    SloStatusRead,
+    SloUpdate,
+    WindowRead,
+)
+from service.db import crud, slo_counts
+from service.db import slos as slo_queries
+from service.db.models import Slo
+from service.evaluation.slo_status import needed_windows
+from service.evaluation.slo_status import status as slo_status
+
+router = APIRouter(prefix="/slos", tags=["slos"])
+
+SloId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
+RECOUNT_FIELDS = {"probes", "probe_labels", "sli"}
+
+
+def slo_read(slo: Slo) -> SloRead:
+    return SloRead(
+        id=slo.id, name=slo.name, description=slo.description, probes=list(slo.probe_names),
+        probe_labels=slo.probe_labels,
+        sli=Sli.model_validate({"kind": slo.kind, "metric": slo.metric,
+                                "threshold_ms": slo.threshold_ms}),
+        objective=slo.objective, window_s=slo.window_s, tiers=slo_queries.tiers_of(slo),
+        managed_by=slo.managed_by, created_at=slo.created_at, updated_at=slo.updated_at)
+
+
+@router.post("", status_code=status.HTTP_201_CREATED)
+async def create_slo(body: SloCreate, session: SessionDep, state: StateDep) -> SloRead:
+    """Create an SLO; runs still within its windows are counted at once (exact from raw
+    samples while retained, from sketches before)."""
+    slo = await crud.create(session, Slo, slo_queries.columns(body.model_dump(mode="json")),
+                            "slo")
+    await slo_queries.recount(session, slo, state.settings.sample_retention_days)
+    await session.commit()
+    return slo_read(slo)
+
+
+@router.get("")
+async def list_slos(session: SessionDep) -> list[SloRead]:
+    return [slo_read(s) for s in await crud.list_all(session, Slo)]
+
+
+@router.get("/{slo_id}")
+async def get_slo(slo_id: SloId, session: SessionDep) -> SloRead:
+    return slo_read(await crud.get(session, Slo, slo_id, "slo"))
+
+
+@router.patch("/{slo_id}")
+async def update_slo(slo_id: SloId, body: SloUpdate, session: SessionDep,
+                     state: StateDep) -> SloRead:
+    slo = await crud.get(session, Slo, slo_id, "slo")
+    crud.check_unmanaged(slo, "slo")
+    changes = body.model_dump(mode="json", exclude_unset=True)
+    slo = await crud.update(session, slo, slo_queries.columns(changes), "slo")
+    if RECOUNT_FIELDS & set(changes):
+        await slo_queries.recount(session, slo, state.settings.sample_retention_days)
+    await session.commit()
+    return slo_read(slo)
+
+
+@router.delete("/{slo_id}", status_code=status.HTTP_204_NO_CONTENT)
+async def delete_slo(slo_id: SloId, session: SessionDep) -> None:
+    slo = await crud.get(session, Slo, slo_id, "slo")
+    crud.check_unmanaged(slo, "slo")
+    await crud.delete(session, slo, "slo")
+    await session.commit()
+
+
+@router.get("/{slo_id}/status")
+async def get_slo_status(slo_id: SloId, session: SessionDep,
+                         at: datetime | None = None) -> SloStatusRead:
+    """Compliance and budget over the compliance window, and the burn rate over each tier
+    window, ending at `at` (now). Windows without events have null figures."""
+    slo = await crud.get(session, Slo, slo_id, "slo")
+    moment = (at if at is not None and at.tzinfo else
+              (at.replace(tzinfo=UTC) if at is not None else datetime.now(UTC)))
+    tiers = slo_queries.tiers_of(slo)
+    connection = await session.connection()
+    counts = await slo_counts.window_counts(connection, slo.id, moment,
+                                            needed_windows(slo.window_s, tiers))
+    figures = slo_status(slo.objective, slo.window_s, tiers, counts)
+    return SloStatusRead(
+        slo_id=slo.id, at=moment, objective=figures.objective, window_s=figures.window_s,
+        good=figures.good, total=figures.total, compliance=figures.compliance,
+        budget_remaining=figures.budget_remaining,
+        windows=[WindowRead(window_s=w.window_s, good=w.good, total=w.total,
+                            burn_rate=w.burn_rate) for w in figures.windows],
+        breached_tiers=figures.breached_tiers,
+        approximate=await slo_queries.any_approximate(
+            session, slo.id, moment - slo_queries.lookback(slo)))

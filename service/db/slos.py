@@ -1,0 +1,89 @@
+"""SLO rows and their counts: columns from a body, backfill after a write, status reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, exists, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.db import slo_counts
+from service.db.models import Slo, SloRunCount
+from service.evaluation.slo_status import SloStatus, needed_windows, status
+from service.evaluation.tiers import BurnTier
+
+BACKFILL_MARGIN = timedelta(days=1)
+"""Raw samples of the oldest retained day may already be partly dropped: count them from
+sketches instead."""
+
+
+def tiers_of(slo: Slo) -> list[BurnTier]:
+    return [BurnTier.model_validate(t) for t in slo.tiers]
+
+
+def lookback(slo: Slo) -> timedelta:
+    """How far back counts matter: the compliance window or the longest tier window."""
+    longest = max([slo.window_s, *(t.long_window_s for t in tiers_of(slo))])
+    return timedelta(seconds=longest)
+
+
+async def recount(session: AsyncSession, slo: Slo, sample_retention_days: int) -> int:
+    """Drop the SLO's counts and count again (after a create or a change of what it
+    measures): exact while raw samples are retained, approximate before."""
+    await session.execute(delete(SloRunCount).where(SloRunCount.slo_id == slo.id))
+    now = datetime.now(UTC)
+    exact_since = now - timedelta(days=sample_retention_days) + BACKFILL_MARGIN
+    connection = await session.connection()
+    return await slo_counts.backfill(connection, slo.id, now - lookback(slo), exact_since)
+
+
+async def any_approximate(session: AsyncSession, slo_id: int, since: datetime) -> bool:
+    return bool((await session.execute(select(exists().where(
+        SloRunCount.slo_id == slo_id, SloRunCount.approximate.is_(True),
+        SloRunCount.scheduled_for >= since)))).scalar_one())
+
+
+def columns(values: dict[str, Any]) -> dict[str, Any]:
+    """Body fields (model_dump) to columns."""
+    out = dict(values)
+    if "probes" in out:
+        out["probe_names"] = out.pop("probes")
+    if "window" in out:
+        out["window_s"] = out.pop("window")
+    if "sli" in out:
+        sli = out.pop("sli")
+        out |= {"kind": sli["kind"], "metric": sli.get("metric"),
+                "threshold_ms": sli.get("threshold_ms")}
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class SloSnapshot:
+    """What /metrics shows of one SLO."""
+
+    name: str
+    objective: float
+    status: SloStatus
+    good_total: int
+    """All good events counted (all retained runs): the sustain_slo_events_total counter."""
+    bad_total: int
+
+
+async def snapshots(session: AsyncSession, now: datetime) -> list[SloSnapshot]:
+    out = []
+    slos = (await session.execute(select(Slo).order_by(Slo.id))).scalars().all()
+    totals = dict((slo_id, (int(g), int(t))) for slo_id, g, t in await session.execute(
+        select(SloRunCount.slo_id, func.sum(SloRunCount.good), func.sum(SloRunCount.total))
+        .group_by(SloRunCount.slo_id)))
+    connection = await session.connection()
+    for slo in slos:
+        tiers = tiers_of(slo)
+        counts = await slo_counts.window_counts(connection, slo.id, now,
+                                                needed_windows(slo.window_s, tiers))
+        good, total = totals.get(slo.id, (0, 0))
+        out.append(SloSnapshot(slo.name, slo.objective,
+                               status(slo.objective, slo.window_s, tiers, counts),
+                               good, total - good))
+    return out
