@@ -113,7 +113,8 @@ def _check_config(path: Path) -> bool:
             console.print(line, markup=False, highlight=False)
         return False
     console.print(f"{path}: ok ({len(config.endpoints)} endpoints, {len(config.workloads)} "
-                  f"workloads, {len(config.probes)} probes)", markup=False, highlight=False)
+                  f"workloads, {len(config.probes)} probes, {len(config.slos)} SLOs)", markup=False,
+                  highlight=False)
     return True
 
 
@@ -131,6 +132,48 @@ def serve(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None
         raise typer.Exit(2)
     with database(settings) as url:
         _serve(settings, url)
+
+
+async def _slo_rules_from_database(url: str) -> list[Any]:
+    from sqlalchemy import select
+
+    from service.db.models import Slo
+    from service.db.slos import tiers_of
+    from service.evaluation.rules import SloRules
+
+    engine = create_engine(url, pool_size=1)
+    try:
+        async with session_factory(engine)() as session:
+            rows = (await session.execute(select(Slo).order_by(Slo.name))).scalars().all()
+            return [SloRules(s.name, s.objective, tiers_of(s), s.description) for s in rows]
+    finally:
+        await engine.dispose()
+
+
+@app.command()
+def rules(config: ConfigOpt = None, database_url: DbOpt = None,
+          data_dir: DataDirOpt = None) -> None:
+    """Print Prometheus recording and alerting rules for the SLOs (of the config file, else
+    of the database): multi-window, multi-burn-rate over sustain_slo_events_total."""
+    import yaml
+
+    from service.config_file.load import read
+    from service.config_file.yaml_lines import ConfigError
+    from service.evaluation.rules import SloRules, rules_document
+
+    if config is not None:
+        try:
+            parsed, _ = read(config)
+        except ConfigError as exc:
+            for line in exc.lines():
+                console.print(line, markup=False, highlight=False)
+            raise typer.Exit(2) from None
+        slos = [SloRules(s.name, s.objective, s.tiers, s.description) for s in parsed.slos]
+    else:
+        settings = load_settings(database_url=database_url, data_dir=data_dir)
+        with database(settings) as url:
+            slos = asyncio.run(_slo_rules_from_database(url))
+    sys.stdout.write(yaml.safe_dump(rules_document(slos), sort_keys=False, width=1000))
 
 
 @app.command()

@@ -15,6 +15,7 @@ from fastapi import APIRouter, FastAPI
 from probes.client.clients import HttpClients
 from service.api.errors import install_error_handlers
 from service.api.routes import (
+    drift,
     endpoints,
     health,
     history,
@@ -74,7 +75,8 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
         scheduler = ProbeScheduler(executor, sessions, engine, settings)
         listener = ProbeListener(url, scheduler.refresh, scheduler.reconcile)
         reloader = None if settings.config is None else ConfigReloader(
-            settings.config, sessions, scheduler, app_metrics, settings.config_reload_seconds)
+            settings.config, sessions, scheduler, app_metrics, settings.config_reload_seconds,
+            settings.sample_retention_days)
         app.state.sustain = AppState(settings, url, engine, sessions, clients, app_metrics,
                                      buffer, writer, executor, scheduler, liveness, listener,
                                      reloader)
@@ -109,7 +111,7 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
     )
     install_error_handlers(app)
     api = APIRouter(prefix=API_PREFIX)
-    for module in (endpoints, probes, history, runs, replicas, slos):
+    for module in (endpoints, probes, history, drift, runs, replicas, slos):
         api.include_router(module.router)
     app.include_router(api)
     app.include_router(health.router)

@@ -50,7 +50,8 @@ def _references(config: ConfigFile) -> list[tuple[tuple[str | int, ...], str]]:
     names: list[tuple[str, list[str]]] = [
         ("endpoints", [e.name for e in config.endpoints]),
         ("workloads", [w.name for w in config.workloads]),
-        ("probes", [p.name for p in config.probes])]
+        ("probes", [p.name for p in config.probes]),
+        ("slos", [s.name for s in config.slos])]
     for kind, items in names:
         seen: set[str] = set()
         for i, name in enumerate(items):

@@ -14,6 +14,7 @@ from probes.workload.spec import Workload
 from service.api.schemas.common import Labels, Name
 from service.api.schemas.endpoints import EndpointCreate
 from service.api.schemas.probes import MAX_INTERVAL_S, Cron, check_jitter
+from service.api.schemas.slos import SloCreate
 from service.history.windows import parse_duration
 
 
@@ -77,3 +78,4 @@ class ConfigFile(BaseModel):
     endpoints: list[EndpointCreate] = Field(default_factory=list)
     workloads: list[WorkloadSpec] = Field(default_factory=list)
     probes: list[ProbeSpec] = Field(default_factory=list)
+    slos: list[SloCreate] = Field(default_factory=list)

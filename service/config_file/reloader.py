@@ -28,7 +28,8 @@ RETRY_S = 5.0
 
 class ConfigReloader:
     def __init__(self, path: Path, sessions: async_sessionmaker[AsyncSession],
-                 scheduler: ProbeScheduler, metrics: Metrics, interval_s: float) -> None:
+                 scheduler: ProbeScheduler, metrics: Metrics, interval_s: float,
+                 sample_retention_days: int = 14) -> None:
         self.path = path
         self.source = str(path.resolve())
         """How managed_by names this file: the same on every replica that mounts it alike."""
@@ -36,6 +37,7 @@ class ConfigReloader:
         self.scheduler = scheduler
         self.metrics = metrics
         self.interval_s = interval_s
+        self.sample_retention_days = sample_retention_days
         self._lock = asyncio.Lock()
         self.pending = False
         """The last sync could not reach the database: retried every RETRY_S."""
@@ -49,7 +51,8 @@ class ConfigReloader:
             try:
                 config, located = await asyncio.to_thread(read, self.path)
                 async with self.sessions.begin() as session:
-                    result = await sync(session, config, located, self.source)
+                    result = await sync(session, config, located, self.source,
+                                        self.sample_retention_days)
             except ConfigError as exc:
                 self.metrics.config_reloads.labels("invalid").inc()
                 if strict:

@@ -19,10 +19,12 @@ from service.api.schemas.probes import ProbeCreate, probe_columns
 from service.config_file.model import ConfigFile, ProbeSpec
 from service.config_file.yaml_lines import ConfigError, Located, Problem, dotted
 from service.db import probes as probe_queries
-from service.db.models import Endpoint, NamedResource, Probe
+from service.db import slos as slo_queries
+from service.db.models import Endpoint, NamedResource, Probe, Slo
 
 SYNC_LOCK_KEY = 0x5375_7374_0002
 SCHEDULE_COLUMNS = ("interval_seconds", "cron", "enabled")
+RECOUNT_COLUMNS = ("probe_names", "probe_labels", "kind", "metric", "threshold_ms")
 
 
 @dataclass
@@ -64,18 +66,22 @@ def _owner(row: NamedResource) -> str:
     return f"managed by {row.managed_by}" if row.managed_by else "created over REST"
 
 
-async def sync(session: AsyncSession, config: ConfigFile, located: Located, source: str
-               ) -> SyncResult:
+async def sync(session: AsyncSession, config: ConfigFile, located: Located, source: str,
+               sample_retention_days: int = 14) -> SyncResult:
     """Make the database match `config` (call inside a transaction; ConfigError on a
-    conflict, before anything is written). `source` identifies the file in managed_by."""
+    conflict, before anything is written). `source` identifies the file in managed_by; SLOs
+    created, or changed in what they count, are recounted (see slo_queries.recount)."""
     await session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SYNC_LOCK_KEY})
     endpoints = {e.name: e for e in (await session.execute(select(Endpoint))).scalars()}
     probes = {p.name: p for p in (await session.execute(select(Probe))).scalars()}
+    slos = {s.name: s for s in (await session.execute(select(Slo))).scalars()}
     problems = [
         Problem(located.line_of(path), dotted(path),
                 f"a {kind} named {spec_name!r} already exists, {_owner(row)}; rename one")
-        for kind, rows, names in (("endpoint", endpoints, [e.name for e in config.endpoints]),
-                                  ("probe", probes, [p.name for p in config.probes]))
+        for kind, rows, names in (
+            ("endpoint", endpoints, [e.name for e in config.endpoints]),
+            ("probe", probes, [p.name for p in config.probes]),
+            ("slo", slos, [s.name for s in config.slos]))
         for i, spec_name in enumerate(names)
         if (row := rows.get(spec_name)) is not None and row.managed_by != source
         for path in [(f"{kind}s", i, "name")]
@@ -136,6 +142,32 @@ async def sync(session: AsyncSession, config: ConfigFile, located: Located, sour
             await session.execute(delete(Endpoint).where(Endpoint.id == row.id))
             result.deleted.append(f"endpoint {name}")
     await session.flush()
+    await _sync_slos(session, config, slos, source, sample_retention_days, result)
     for probe_id in result.changed_probes:
         await probe_queries.notify_changed(session, probe_id)
     return result
+
+
+async def _sync_slos(session: AsyncSession, config: ConfigFile, slos: dict[str, Slo],
+                     source: str, sample_retention_days: int, result: SyncResult) -> None:
+    declared = {s.name for s in config.slos}
+    for name, row in slos.items():
+        if row.managed_by == source and name not in declared:
+            await session.delete(row)
+            result.deleted.append(f"slo {name}")
+    for spec in config.slos:
+        values = slo_queries.columns(spec.model_dump(mode="json")) | {"managed_by": source}
+        existing = slos.get(spec.name)
+        if existing is None:
+            created = Slo(**values)
+            session.add(created)
+            await session.flush()
+            await slo_queries.recount(session, created, sample_retention_days)
+            result.created.append(f"slo {spec.name}")
+            continue
+        recount = any(values[k] != getattr(existing, k) for k in RECOUNT_COLUMNS)
+        if _apply(existing, values):
+            await session.flush()
+            if recount:
+                await slo_queries.recount(session, existing, sample_retention_days)
+            result.updated.append(f"slo {spec.name}")

@@ -131,3 +131,26 @@ def detect(baseline: Sequence[float], recent: Sequence[float], *, alpha: float =
         verdict = "regressed" if worse else "improved"
     return DriftReport(verdict, ratio, low, high, p, shift,
                        k if verdict != "no_change" else None, len(baseline), len(recent))
+
+
+def detect_against(reference: float, recent: Sequence[float], *,
+                   min_effect: float = MIN_EFFECT, min_runs: int = MIN_RUNS,
+                   higher_is_worse: bool = True, seed: int = 0) -> DriftReport:
+    """Compare recent run-level values with one pinned run's value. With a single baseline
+    value there is no rank test: a finding needs the whole bootstrap interval of
+    median(recent) / reference beyond `min_effect`; the change point is searched within the
+    recent runs."""
+    if len(recent) < min_runs or reference <= 0:
+        return DriftReport("insufficient_data", None, None, None, None, None, None, 1,
+                           len(recent))
+    ratio = statistics.median(recent) / reference
+    low, high = bootstrap_ratio([reference], recent, rounds=BOOTSTRAP, confidence=CONFIDENCE,
+                                seed=seed)
+    verdict: Verdict = "no_change"
+    if low >= 1 + min_effect or high <= 1 - min_effect:
+        worse = ratio > 1 if higher_is_worse else ratio < 1
+        verdict = "regressed" if worse else "improved"
+    index = None
+    if verdict != "no_change" and len(recent) > MIN_AFTER:
+        index = change_point([reference, *recent], range(1, len(recent) - MIN_AFTER + 2))
+    return DriftReport(verdict, ratio, low, high, None, ratio, index, 1, len(recent))

@@ -21,14 +21,15 @@ from service.ingest.writer import store
 
 
 def synthetic_samples(count: int, start: datetime, rng: random.Random, *,
-                      fail_every: int = 0, open_loop: bool = True) -> list[Sample]:
+                      fail_every: int = 0, open_loop: bool = True,
+                      ttft_scale: float = 1.0) -> list[Sample]:
     """Requests 50 ms apart: lognormal TTFT around 55 ms, 8 ITL gaps; every `fail_every`-th
     one a 5xx."""
     samples = []
     for seq in range(count):
         failed = fail_every and seq % fail_every == fail_every - 1
         t_send = seq * 50.0 + rng.uniform(0, 2)
-        ttft = rng.lognormvariate(4.0, 0.25)
+        ttft = rng.lognormvariate(4.0, 0.25) * ttft_scale
         gaps = tuple(rng.uniform(8, 12) for _ in range(8))
         measurement = Measurement(
             ttft_ms=None if failed else ttft, itl_ms=() if failed else gaps,

@@ -1,0 +1,73 @@
+"""SLOs in the config file: synced with the file's probes, recounted when what they count
+changes, deleted when the file drops them, and read-only over REST."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from service.api.state import AppState
+from service.config_file.load import parse
+from service.config_file.sync import SyncResult, sync
+from service.config_file.yaml_lines import ConfigError
+
+BASE = """\
+endpoints:
+  - {name: sim, base_url: "http://127.0.0.1:9/v1", model: m}
+probes:
+  - {name: p, endpoint: sim, schedule: {every: 1m}, labels: {team: a}}
+"""
+
+WITH_SLOS = BASE + """\
+slos:
+  - name: avail
+    probes: [p]
+    sli: {kind: availability}
+    objective: 0.99
+  - name: fast
+    probe_labels: {team: a}
+    sli: {kind: latency, metric: e2e, threshold_ms: 500}
+    objective: 0.9
+    window: 7d
+"""
+
+
+async def apply(app: FastAPI, text: str) -> SyncResult:
+    state: AppState = app.state.sustain
+    config, located = parse(text, "sustain.yaml", {})
+    async with state.sessions.begin() as session:
+        return await sync(session, config, located, "/etc/sustain.yaml")
+
+
+async def test_slos_follow_the_file(api: httpx.AsyncClient, app: FastAPI) -> None:
+    result = await apply(app, WITH_SLOS)
+    assert set(result.created) >= {"slo avail", "slo fast"}
+    slos = {s["name"]: s for s in (await api.get("/api/v1/slos")).json()}
+    assert slos["fast"]["sli"] == {"kind": "latency", "metric": "e2e", "threshold_ms": 500.0}
+    assert slos["fast"]["window_s"] == 7 * 86400
+    assert slos["avail"]["managed_by"] == "/etc/sustain.yaml"
+
+    r = await api.patch(f"/api/v1/slos/{slos['avail']['id']}", json={"objective": 0.5})
+    assert r.status_code == 409
+    assert "/etc/sustain.yaml" in r.json()["detail"]
+
+    result = await apply(app, WITH_SLOS.replace("objective: 0.9\n", "objective: 0.95\n"))
+    assert result.updated == ["slo fast"]
+    assert (await apply(app, WITH_SLOS.replace("objective: 0.9\n", "objective: 0.95\n"))
+            ).changed is False
+
+    result = await apply(app, BASE)
+    assert sorted(result.deleted) == ["slo avail", "slo fast"]
+    assert (await api.get("/api/v1/slos")).json() == []
+
+
+async def test_an_slo_created_over_rest_blocks_a_file_slo_of_the_same_name(
+        api: httpx.AsyncClient, app: FastAPI) -> None:
+    await apply(app, BASE)
+    r = await api.post("/api/v1/slos", json={
+        "name": "avail", "probes": ["p"], "sli": {"kind": "availability"}, "objective": 0.9})
+    assert r.status_code == 201, r.text
+    with pytest.raises(ConfigError, match=r"slos\[0\]\.name: .*created over REST"):
+        await apply(app, WITH_SLOS)
+    assert [s["name"] for s in (await api.get("/api/v1/slos")).json()] == ["avail"]
