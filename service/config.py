@@ -78,6 +78,14 @@ class Settings(BaseSettings):
         description="On SIGTERM, how long runs in flight may take to finish before they are "
         "marked abandoned.",
     )
+    alert_evaluation_seconds: float = Field(
+        default=15.0, ge=1, le=3600,
+        description="How often each replica evaluates alerts (SLO burn-rate tiers).",
+    )
+    alert_repeat_seconds: float = Field(
+        default=4 * 3600, ge=0, le=7 * 86400,
+        description="How often a firing alert is notified again (0: never).",
+    )
     config: Path | None = Field(
         default=None,
         description="A YAML config file (endpoints, workloads, probes) synced to the database "

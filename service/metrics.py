@@ -123,6 +123,24 @@ class SloCollector(Collector):
         yield from (objective, budget, burn, events)
 
 
+class AlertCollector(Collector):
+    """sustain_alerts{alertname,severity,state}: alerts in each state (inactive left out), from
+    a snapshot read before a scrape."""
+
+    def __init__(self) -> None:
+        self.snapshot: Sequence[tuple[str, str, str, int]] = ()
+
+    def describe(self) -> Iterable[Metric]:
+        return []
+
+    def collect(self) -> Iterable[Metric]:
+        family = GaugeMetricFamily("sustain_alerts", "Alerts by name, severity and state.",
+                                   labels=["alertname", "severity", "state"])
+        for alertname, severity, state, count in self.snapshot:
+            family.add_metric([alertname, severity, state], count)
+        yield family
+
+
 class WriteBufferCollector(Collector):
     """The write path: samples waiting in memory, dropped, written, orphaned; write failures."""
 
@@ -198,6 +216,8 @@ class Metrics:
         self.registry.register(self.last_runs)
         self.slos = SloCollector()
         self.registry.register(self.slos)
+        self.alerts = AlertCollector()
+        self.registry.register(self.alerts)
 
     def watch_writes(self, buffer: SampleBuffer, writer: SampleWriter) -> None:
         self.registry.register(WriteBufferCollector(buffer, writer))

@@ -13,7 +13,11 @@ from contextlib import asynccontextmanager
 from fastapi import APIRouter, FastAPI
 
 from probes.client.clients import HttpClients
+from service.alerting.evaluator import AlertEvaluator
 from service.api.errors import install_error_handlers
+from service.api.routes import (
+    alerts as alert_routes,
+)
 from service.api.routes import (
     drift,
     endpoints,
@@ -77,9 +81,11 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
         reloader = None if settings.config is None else ConfigReloader(
             settings.config, sessions, scheduler, app_metrics, settings.config_reload_seconds,
             settings.sample_retention_days)
+        alerts = AlertEvaluator(sessions, replica_id, settings.alert_evaluation_seconds,
+                                settings.alert_repeat_seconds)
         app.state.sustain = AppState(settings, url, engine, sessions, clients, app_metrics,
                                      buffer, writer, executor, scheduler, liveness, listener,
-                                     reloader)
+                                     reloader, alerts)
         writer.start()
         try:
             await liveness.beat()
@@ -89,10 +95,12 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
                 await reloader.reload(strict=True)
                 reloader.start()
             await scheduler.start()
+            alerts.start()
             gc.freeze()  # what exists now lives as long as the app: full collections skip it
             logger.info("sustain replica %s ready on database %s", replica_id, safe_url(url))
             yield
         finally:
+            await alerts.close()
             if reloader is not None:
                 await reloader.close()
             await listener.close()
@@ -111,7 +119,7 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
     )
     install_error_handlers(app)
     api = APIRouter(prefix=API_PREFIX)
-    for module in (endpoints, probes, history, drift, runs, replicas, slos):
+    for module in (endpoints, probes, history, drift, runs, replicas, slos, alert_routes):
         api.include_router(module.router)
     app.include_router(api)
     app.include_router(health.router)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from probes.client.clients import HttpClients
+from service.alerting.evaluator import AlertEvaluator
 from service.config import Settings
 from service.config_file.reloader import ConfigReloader
 from service.ingest.buffer import SampleBuffer
@@ -33,5 +34,6 @@ class AppState:
     liveness: Liveness
     listener: ProbeListener
     reloader: ConfigReloader | None
+    alerts: AlertEvaluator
     stopping: bool = False
     """Shutdown has begun: /readyz answers 503 while runs in flight finish."""

@@ -300,3 +300,61 @@ class SloRunCount(Base):
 
     __table_args__ = (Index("ix_slo_run_counts_slo_id_scheduled_for", "slo_id",
                             "scheduled_for"),)
+
+
+class AlertRow(Base):
+    """One alert (by fingerprint) and where its state machine stands."""
+
+    __tablename__ = "alerts"
+
+    fingerprint: Mapped[str] = mapped_column(String(64), primary_key=True)
+    alertname: Mapped[str] = mapped_column(String(100))
+    labels: Mapped[dict[str, Any]]
+    annotations: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
+    severity: Mapped[str] = mapped_column(String(16))
+    state: Mapped[str] = mapped_column(String(16))
+    active_since: Mapped[datetime | None]
+    fired_at: Mapped[datetime | None]
+    resolved_at: Mapped[datetime | None]
+    last_notified_at: Mapped[datetime | None]
+    evaluated_at: Mapped[datetime | None]
+
+    __table_args__ = (
+        CheckConstraint("state IN ('inactive', 'pending', 'firing', 'resolved')",
+                        name="alert_state_known"),
+        Index("ix_alerts_state", "state"),
+    )
+
+
+class AlertEvent(Base):
+    """A transition of an alert: the alert history."""
+
+    __tablename__ = "alert_events"
+
+    id: Mapped[int] = _id()
+    fingerprint: Mapped[str] = mapped_column(
+        String(64), ForeignKey("alerts.fingerprint", ondelete="CASCADE"))
+    transition: Mapped[str] = mapped_column(String(16))
+    at: Mapped[datetime]
+    replica: Mapped[str | None] = mapped_column(Text)
+
+    __table_args__ = (Index("ix_alert_events_fingerprint_at", "fingerprint", "at"),)
+
+
+class Notification(Base):
+    """A notification owed for a transition (the outbox the notifiers drain)."""
+
+    __tablename__ = "notifications"
+
+    id: Mapped[int] = _id()
+    fingerprint: Mapped[str] = mapped_column(
+        String(64), ForeignKey("alerts.fingerprint", ondelete="CASCADE"))
+    transition: Mapped[str] = mapped_column(String(16))
+    payload: Mapped[dict[str, Any]]
+    created_at: Mapped[datetime] = _created()
+    delivered_at: Mapped[datetime | None]
+    attempts: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    last_error: Mapped[str | None] = mapped_column(Text)
+
+    __table_args__ = (Index("ix_notifications_pending", "id",
+                            postgresql_where=text("delivered_at IS NULL")),)

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from service.api.deps import StateDep
+from service.db import alerts as alert_queries
 from service.db import runs as run_queries
 from service.db import slos as slo_queries
 
@@ -22,7 +23,9 @@ async def metrics(state: StateDep) -> Response:
         async with state.sessions() as session:
             state.metrics.last_runs.snapshot = await run_queries.last_finished_per_probe(session)
             state.metrics.slos.snapshot = await slo_queries.snapshots(session, datetime.now(UTC))
+            state.metrics.alerts.snapshot = await alert_queries.counts_by_state(session)
     except Exception:
         state.metrics.last_runs.snapshot = ()
         state.metrics.slos.snapshot = ()
+        state.metrics.alerts.snapshot = ()
     return Response(state.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,68 @@
+"""SLO burn alerts in Postgres: two replicas evaluating the same moment record each
+transition, and owe its notification, exactly once; healed, the alert resolves once."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from datetime import UTC, datetime, timedelta
+
+import httpx
+from fastapi import FastAPI
+
+from service.alerting.evaluator import AlertEvaluator
+from service.api.state import AppState
+from tests.integration.service.helpers import samples_of
+from tests.integration.service.storage import create_probe_rows, fetch, seed_run, synthetic_samples
+
+
+async def test_two_replicas_fire_and_resolve_each_tier_once(
+        api: httpx.AsyncClient, app: FastAPI) -> None:
+    state: AppState = app.state.sustain
+    probe_id = await create_probe_rows(state.engine)
+    r = await api.post("/api/v1/slos", json={
+        "name": "avail", "probes": ["p1"], "sli": {"kind": "availability"},
+        "objective": 0.99, "window": "7d"})
+    assert r.status_code == 201, r.text
+    now = datetime.now(UTC)
+    rng = random.Random(2)
+    for i in range(12):  # the last hour: every 5 minutes, a third of requests fail
+        at = now - timedelta(minutes=59 - 5 * i)
+        await seed_run(state.engine, probe_id, at, synthetic_samples(60, at, rng, fail_every=3))
+
+    replicas = [AlertEvaluator(state.sessions, f"r{i}", interval_s=60, repeat_s=None)
+                for i in range(2)]
+    results = await asyncio.gather(*(e.evaluate_once(now) for e in replicas))
+    fired = [t for notified in results for _, t in notified]
+    # burn rate 33x: every tier's windows have traffic and burn over its factor
+    assert sorted(fired) == ["firing"] * 4
+    events = await fetch(state.engine, "SELECT transition, count(*) FROM alert_events "
+                                       "GROUP BY transition")
+    assert events == [("firing", 4)]
+    (owed,), = await fetch(state.engine, "SELECT count(*) FROM notifications")
+    assert owed == 4
+
+    listed = (await api.get("/api/v1/alerts", params={"state": "firing"})).json()
+    assert sorted(a["labels"]["tier"] for a in listed) == [
+        "page_fast", "page_slow", "ticket_fast", "ticket_slow"]
+    assert all(a["fired_at"] is not None for a in listed)
+    history = (await api.get("/api/v1/alerts/history")).json()
+    assert [h["transition"] for h in history] == ["firing"] * 4
+    metrics = samples_of((await api.get("/metrics")).text)
+    assert ({"alertname": "SustainSloBurnRate", "severity": "page", "state": "firing"}, 2.0) \
+        in metrics["sustain_alerts"]
+
+    again = await asyncio.gather(*(e.evaluate_once(now + timedelta(seconds=30))
+                                   for e in replicas))
+    assert [t for n in again for _, t in n] == [], "still firing: nothing new to say"
+
+    later = now + timedelta(days=4)  # every window has gone quiet
+    results = await asyncio.gather(*(e.evaluate_once(later) for e in replicas))
+    assert sorted(t for n in results for _, t in n) == ["resolved"] * 4
+    rows = await fetch(state.engine, "SELECT state FROM alerts")
+    assert {s for (s,) in rows} == {"resolved"}
+    (payload,), = (await fetch(state.engine, "SELECT payload FROM notifications "
+                                             "WHERE transition = 'resolved' LIMIT 1"))
+    assert payload["status"] == "resolved"
+    assert payload["labels"]["alertname"] == "SustainSloBurnRate"
+    assert payload["endsAt"] is not None
