@@ -1,21 +1,34 @@
-"""Spreading claims over replicas by load: every replica fires a tick at the same instant, and
-one that has more runs in flight than the least-loaded live replica waits a little before
-claiming, so the less loaded one usually takes the tick."""
+"""Spreading claims over replicas: every replica fires a tick at the same instant, and waits a
+little before claiming it, so that the tick usually goes to a replica chosen evenly (its rank
+in a hash of the tick and the live replicas' ids, "rendezvous hashing") and, among those, to
+the less loaded: a replica with more runs in flight than the least-loaded other one waits
+longer. A replica alone never waits. The waits are bounded, so a slow or vanished preferred
+replica costs a tick at most a few tens of milliseconds."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import hashlib
+from collections.abc import Mapping
+from datetime import datetime
 
-STEP_S = 0.005
+RANK_STEP_S = 0.02
+"""Wait per place behind the preferred replica."""
+LOAD_STEP_S = 0.005
 """Wait per run in flight above the least-loaded other replica."""
-MAX_DELAY_S = 0.03
-"""Never more: the delay adds to the run's start, and scheduling precision matters."""
+MAX_LOAD_DELAY_S = 0.03
 
 
-def claim_delay(in_flight: int, others: Collection[int]) -> float:
-    """Seconds to wait before claiming; 0 when no other replica is live or none is less
-    loaded than this one."""
+def _score(probe_id: int, tick: datetime, replica: str) -> bytes:
+    return hashlib.blake2b(f"{probe_id}:{tick.timestamp():.6f}:{replica}".encode(),
+                           digest_size=8).digest()
+
+
+def claim_delay(probe_id: int, tick: datetime, me: str, in_flight: int,
+                others: Mapping[str, int]) -> float:
+    """Seconds this replica waits before claiming the tick; 0 when it is alone."""
     if not others:
         return 0.0
-    excess = in_flight - min(others)
-    return min(MAX_DELAY_S, STEP_S * excess) if excess > 0 else 0.0
+    order = sorted([me, *others], key=lambda r: _score(probe_id, tick, r))
+    excess = in_flight - min(others.values())
+    load = min(MAX_LOAD_DELAY_S, LOAD_STEP_S * excess) if excess > 0 else 0.0
+    return order.index(me) * RANK_STEP_S + load

@@ -109,7 +109,8 @@ class RunExecutor:
                            "other replicas", self.buffer.samples, probe_name)
             self.metrics.ticks_skipped.labels(probe_name, "buffer_full").inc()
             return None
-        delay = claim_delay(self.in_flight, list(self.other_loads().values()))
+        delay = claim_delay(probe_id, tick, self.replica_id, self.in_flight,
+                            self.other_loads())
         if delay:
             await asyncio.sleep(delay)
             if not self.claiming:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.scheduling.claims import MAX_DELAY_S, claim_delay
+from service.scheduling.claims import MAX_LOAD_DELAY_S, RANK_STEP_S, claim_delay
 from service.scheduling.schedule import (
     Every,
     jitter_of,
@@ -98,14 +99,28 @@ def test_catch_up_runs_the_current_tick_only_early_in_its_period() -> None:
     assert not catch_up_now(Every(15), T0 + timedelta(seconds=8))
 
 
-def test_claim_delay_favours_the_least_loaded_replica_and_is_bounded() -> None:
-    assert claim_delay(5, []) == 0.0
-    assert claim_delay(2, [2, 7]) == 0.0
-    assert claim_delay(1, [3]) == 0.0
-    assert claim_delay(3, [1, 9]) == pytest.approx(0.01)
-    assert claim_delay(500, [0]) == MAX_DELAY_S
+def test_a_replica_alone_never_waits() -> None:
+    assert claim_delay(1, T0, "a", 50, {}) == 0.0
 
 
+def test_ticks_are_spread_evenly_over_equally_loaded_replicas() -> None:
+    replicas = ["r1", "r2", "r3"]
+    first = Counter()
+    for probe in range(20):
+        for k in range(30):
+            tick = T0 + timedelta(seconds=2 * k)
+            delays = {r: claim_delay(probe, tick, r, 0, {o: 0 for o in replicas if o != r})
+                      for r in replicas}
+            assert sorted(delays.values()) == [0.0, RANK_STEP_S, 2 * RANK_STEP_S]
+            first[min(delays, key=delays.__getitem__)] += 1
+    assert all(150 <= n <= 250 for n in first.values()), first
+
+
+def test_a_busier_replica_waits_longer_but_boundedly() -> None:
+    quiet = claim_delay(1, T0, "a", 0, {"b": 0})
+    busy = claim_delay(1, T0, "a", 4, {"b": 0})
+    assert busy == quiet + 4 * 0.005
+    assert claim_delay(1, T0, "a", 500, {"b": 0}) <= RANK_STEP_S + MAX_LOAD_DELAY_S
 def test_a_firing_claims_the_tick_whose_jittered_time_has_come() -> None:
     every = Every(10)
     tick = T0
