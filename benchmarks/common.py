@@ -12,6 +12,7 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Self
 
 import httpx
 
@@ -30,7 +31,41 @@ def pin_to(cpu: int) -> None:
         os.sched_setaffinity(0, {cpu})
 
 
-class Simulator:
+class Child:
+    """A process this benchmark started: waited for until it answers, stopped by PID."""
+
+    process: subprocess.Popen[bytes]
+    stop_timeout_s = 10.0
+
+    def wait_ready(self, url: str, timeout_s: float, what: str) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(url, timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"{what} did not become ready")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(self.stop_timeout_s)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class Simulator(Child):
     """`sustain simulate ARGS` on core `cpu` (taskset), stopped by PID."""
 
     def __init__(self, args: list[str], cpu: int = 1) -> None:
@@ -41,30 +76,7 @@ class Simulator:
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.DEVNULL)
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{self.base_url}/models", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError("simulator did not start")
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
-
-    def __enter__(self) -> Simulator:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        self.wait_ready(f"{self.base_url}/models", 30, "simulator")
 
 
 def machine() -> str:
@@ -135,8 +147,10 @@ def drop_database(server_url: str, name: str) -> None:
     asyncio.run(_admin(server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
-class Service:
+class Service(Child):
     """`sustain serve` on a database URL, stopped by PID; `base_url` is the API root."""
+
+    stop_timeout_s = 30.0
 
     def __init__(self, url: str, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
@@ -146,28 +160,4 @@ class Service:
             env={**os.environ, "SUSTAIN_DATABASE_URL": url, **(env or {})},
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.base_url = f"http://127.0.0.1:{self.port}"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{self.base_url}/readyz", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        self.stop()
-        raise RuntimeError("sustain serve did not become ready")
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
-
-    def __enter__(self) -> Service:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        self.wait_ready(f"{self.base_url}/readyz", 60, "sustain serve")

@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from probes.measure.sketch import MetricSketch, SketchMerger
+from service.history.aggregate import Aggregate, Counts
 from service.ingest.finals import RunFinal
 
 ROLLUP_WIDTHS_S = (3600, 86400)
@@ -104,40 +105,27 @@ def bucket_start(moment: datetime, width_s: int) -> datetime:
 
 
 @dataclass
-class _Counts:
-    runs: int = 0
-    attempts: int = 0
-    successes: int = 0
-    good: int = 0
-    good_measured_s: float = 0.0
-    output_tokens: int = 0
-    measured_s: float = 0.0
-
-
-@dataclass
 class RollupDelta:
-    """What a batch of finished runs adds to the rollups."""
+    """What a batch of finished runs adds to the rollups: per bucket, summed counts and the
+    merged sketch of each metric."""
 
-    counts: dict[BucketKey, _Counts] = field(default_factory=lambda: defaultdict(_Counts))
-    sketches: dict[SketchKey, SketchMerger] = field(
-        default_factory=lambda: defaultdict(SketchMerger))
+    buckets: dict[BucketKey, Aggregate] = field(default_factory=lambda: defaultdict(Aggregate))
 
     def add(self, final: RunFinal) -> None:
         counts = final.counts
         if counts is None:
             return
+        known = counts.good is not None
+        run = Counts(runs=1, attempts=counts.attempts, successes=counts.successes,
+                     good=counts.good or 0,
+                     good_measured_s=counts.measured_s if known else 0.0,
+                     output_tokens=counts.output_tokens, measured_s=counts.measured_s)
         for width in ROLLUP_WIDTHS_S:
-            key = (final.probe_id, width, bucket_start(final.scheduled_for, width))
-            c = self.counts[key]
-            c.runs += 1
-            c.attempts += counts.attempts
-            c.successes += counts.successes
-            c.good += counts.good or 0
-            c.good_measured_s += counts.measured_s if counts.good is not None else 0.0
-            c.output_tokens += counts.output_tokens
-            c.measured_s += counts.measured_s
+            bucket = self.buckets[(final.probe_id, width, bucket_start(final.scheduled_for,
+                                                                       width))]
+            bucket.add_counts(run)
             for (_, metric), data in sorted(final.sketches.items()):
-                self.sketches[(*key, metric)].add(data)
+                bucket.add_sketch(metric, data)
 
 
 def _columns(rows: Sequence[Sequence[Any]]) -> list[list[Any]]:
@@ -185,13 +173,17 @@ async def apply_all(connection: AsyncConnection, finals: Sequence[RunFinal]) -> 
 
 
 async def _add_rollups(driver: Any, delta: RollupDelta) -> None:
-    if delta.counts:
-        await driver.execute(ADD_ROLLUP_COUNTS, *_columns([
-            (*key, c.runs, c.attempts, c.successes, c.good, c.good_measured_s,
-             c.output_tokens, c.measured_s) for key, c in sorted(delta.counts.items())]))
-    if not delta.sketches:
+    if not delta.buckets:
         return
-    keys = sorted(delta.sketches, key=lambda k: (k[0], k[3], k[1], k[2]))
+    await driver.execute(ADD_ROLLUP_COUNTS, *_columns([
+        (*key, c.runs, c.attempts, c.successes, c.good, c.good_measured_s,
+         c.output_tokens, c.measured_s) for key, c in sorted(delta.buckets.items())]))
+    mergers: dict[SketchKey, SketchMerger] = {
+        (*key, metric): merger for key, bucket in delta.buckets.items()
+        for metric, merger in bucket.mergers.items()}
+    if not mergers:
+        return
+    keys = sorted(mergers, key=lambda k: (k[0], k[3], k[1], k[2]))
     key_columns = _columns(keys)
     await driver.execute(ENSURE_ROLLUP_SKETCHES, *key_columns, EMPTY_SKETCH)
     current = {(r[0], r[1], r[2], r[3]): (r[4], r[5])
@@ -199,7 +191,7 @@ async def _add_rollups(driver: Any, delta: RollupDelta) -> None:
     updates = []
     for key in keys:
         count, data = current[key]
-        merger = delta.sketches[key]
+        merger = mergers[key]
         if count:
             merger.add(bytes(data))
         merged = merger.result()

@@ -3,7 +3,7 @@ window (or a pinned run), by how much, and since which run."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
@@ -12,6 +12,7 @@ from probes.measure.run_sketches import MetricName
 from service.api.deps import SessionDep
 from service.api.schemas.common import MAX_DB_ID
 from service.api.schemas.drift import ChangePoint, DriftRead, WindowStat
+from service.api.times import utc_or_now
 from service.db import drift as drift_queries
 from service.db import runs as run_queries
 from service.db.models import Probe
@@ -55,8 +56,7 @@ async def drift(
     baseline_s = _duration("query.baseline", baseline)
     if await session.get(Probe, probe_id) is None:
         raise NotFoundError("probe", probe_id)
-    end = (to if to is not None and to.tzinfo else
-           (to.replace(tzinfo=UTC) if to is not None else datetime.now(UTC)))
+    end = utc_or_now(to)
     start = end - timedelta(seconds=window_s)
     recent, recent_sketch = await drift_queries.run_values(session, probe_id, metric, stat,
                                                            start, end)

@@ -3,7 +3,7 @@ summed counts."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
@@ -13,6 +13,7 @@ from probes.measure.run_sketches import METRICS, MetricName
 from service.api.deps import SessionDep
 from service.api.schemas.common import MAX_DB_ID
 from service.api.schemas.history import MetricSummary, Series, SeriesPoint, WindowSummary
+from service.api.times import as_utc, utc_or_now
 from service.db import history
 from service.db.models import Probe
 from service.errors import FieldError, NotFoundError
@@ -32,11 +33,6 @@ MAX_WINDOW_S = 400 * 86400
 
 UNITS = {"availability": "ratio", "request_throughput": "requests/s",
          "output_token_throughput": "tokens/s", "goodput": "requests/s"}
-
-
-def _utc(moment: datetime) -> datetime:
-    """Naive times are taken as UTC."""
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def _duration(field: str, text: str) -> int:
@@ -64,8 +60,8 @@ async def series(
     """One point per step (windows aligned on multiples of the step since the Unix epoch, UTC)
     from merged sketches or summed counts. `from` defaults to 24 h before `to` (now)."""
     step_s = _duration("query.step", step)
-    end = _utc(to) if to is not None else datetime.now(UTC)
-    start = _utc(from_) if from_ is not None else end - timedelta(days=1)
+    end = utc_or_now(to)
+    start = as_utc(from_) if from_ is not None else end - timedelta(days=1)
     if start >= end:
         raise FieldError("query.from", "must be before `to`")
     points = point_count(start, end, step_s)
@@ -100,7 +96,7 @@ async def summary(
     window_s = _duration("query.window", window)
     if window_s > MAX_WINDOW_S:
         raise FieldError("query.window", "at most 400d (the run retention's maximum)")
-    end = _utc(to) if to is not None else datetime.now(UTC)
+    end = utc_or_now(to)
     start = end - timedelta(seconds=window_s)
     await _check_probe(session, probe_id)
     span = (start.timestamp(), end.timestamp())

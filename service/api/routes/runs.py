@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, Response
@@ -13,6 +13,7 @@ from service.api import cursor
 from service.api.deps import SessionDep, StateDep
 from service.api.schemas.common import MAX_DB_ID
 from service.api.schemas.runs import RunList, RunRead, RunStatus, SamplePage, SampleRead
+from service.api.times import as_utc
 from service.db import runs as run_queries
 from service.db import samples as sample_queries
 from service.db.models import Run
@@ -24,12 +25,6 @@ router = APIRouter(prefix="/runs", tags=["runs"])
 
 RunId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
 FINAL_STATUSES = frozenset({"succeeded", "failed", "abandoned", "invalid", "missed", "skipped"})
-
-
-def _utc(moment: datetime | None) -> datetime | None:
-    if moment is None:
-        return None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
 
 @router.get("")
@@ -44,7 +39,8 @@ async def list_runs(
 ) -> RunList:
     """Runs, newest first; `from`/`to` bound scheduled_for. Pass `next_cursor` back as
     `cursor` for the next page; it is null on the last one."""
-    start, end = _utc(from_), _utc(to)
+    start = None if from_ is None else as_utc(from_)
+    end = None if to is None else as_utc(to)
     if start is not None and end is not None and start >= end:
         raise FieldError("query.from", "must be before `to`")
     before = cursor.decode("runs", cursor_)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Path, status
@@ -17,6 +17,7 @@ from service.api.schemas.slos import (
     SloUpdate,
     WindowRead,
 )
+from service.api.times import utc_or_now
 from service.db import crud, slo_counts
 from service.db import slos as slo_queries
 from service.db.models import Slo
@@ -87,8 +88,7 @@ async def get_slo_status(slo_id: SloId, session: SessionDep,
     """Compliance and budget over the compliance window, and the burn rate over each tier
     window, ending at `at` (now). Windows without events have null figures."""
     slo = await crud.get(session, Slo, slo_id, "slo")
-    moment = (at if at is not None and at.tzinfo else
-              (at.replace(tzinfo=UTC) if at is not None else datetime.now(UTC)))
+    moment = utc_or_now(at)
     tiers = slo_queries.tiers_of(slo)
     connection = await session.connection()
     counts = await slo_counts.window_counts(connection, slo.id, moment,
