@@ -86,6 +86,46 @@ class Settings(BaseSettings):
         default=4 * 3600, ge=0, le=7 * 86400,
         description="How often a firing alert is notified again (0: never).",
     )
+    external_url: str | None = Field(
+        default=None,
+        description="How users reach this service (e.g. https://sustain.example.com); the "
+        "generatorURL of notifications. Default: http://<host>:<port>.",
+    )
+    notify_poll_seconds: float = Field(
+        default=1.0, gt=0, le=60,
+        description="How often each replica looks for notifications to deliver.",
+    )
+    notify_max_attempts: int = Field(
+        default=10, ge=1, le=100,
+        description="Attempts (each with a few quick retries) before a delivery is failed.",
+    )
+    notify_retry_max_seconds: float = Field(
+        default=600.0, ge=1, le=86400,
+        description="Longest wait between delivery attempts (backoff doubles from 5 s).",
+    )
+    alertmanager_resend_seconds: float = Field(
+        default=60.0, ge=1, le=3600,
+        description="How often firing alerts are re-sent to Alertmanager notifiers; one "
+        "not re-sent for 4 periods ends by itself there.",
+    )
+    endpoint_down_runs: int = Field(
+        default=3, ge=1, le=100,
+        description="Consecutive failed runs (no request succeeded) of a probe that fire "
+        "SustainEndpointDown.",
+    )
+    drift_evaluation_seconds: float = Field(
+        default=300.0, ge=1, le=86400,
+        description="How often drift findings (sustain_drift_ratio, SustainDrift) are "
+        "recomputed.",
+    )
+    drift_window: str = Field(
+        default="24h", description="Recent window compared by drift findings.")
+    drift_baseline: str = Field(
+        default="7d", description="Baseline window before it.")
+    drift_metrics: str = Field(
+        default="ttft:p99,e2e:p99",
+        description="Comma-separated metric:stat pairs that drift findings watch.",
+    )
     config: Path | None = Field(
         default=None,
         description="A YAML config file (endpoints, workloads, probes) synced to the database "
@@ -107,4 +147,28 @@ class Settings(BaseSettings):
     def _scheme(cls, value: str | None) -> str | None:
         if value is not None and not value.startswith(("postgresql", "postgres://")):
             raise ValueError("must be a postgresql:// URL")
+        return value or None
+
+    @field_validator("drift_window", "drift_baseline")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        from service.history.windows import parse_duration
+
+        parse_duration(value.strip())
+        return value.strip()
+
+    @field_validator("drift_metrics")
+    @classmethod
+    def _watched(cls, value: str) -> str:
+        from service.alerting.drift_findings import parse_watched
+
+        if not parse_watched(value):
+            raise ValueError("name at least one metric:stat pair, e.g. ttft:p99")
+        return value
+
+    @field_validator("external_url")
+    @classmethod
+    def _external(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL")
         return value or None

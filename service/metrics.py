@@ -141,6 +141,26 @@ class AlertCollector(Collector):
         yield family
 
 
+class DriftCollector(Collector):
+    """sustain_drift_ratio{probe,metric,stat}: the recent window's statistic over the
+    baseline's, from the latest drift findings (absent without enough data)."""
+
+    def __init__(self) -> None:
+        self.snapshot: Sequence[tuple[str, str, str, float]] = ()
+
+    def describe(self) -> Iterable[Metric]:
+        return []
+
+    def collect(self) -> Iterable[Metric]:
+        family = GaugeMetricFamily(
+            "sustain_drift_ratio",
+            "Recent window's statistic / the baseline's (1: no drift), per probe.",
+            labels=["probe", "metric", "stat"])
+        for probe, metric, stat, ratio in self.snapshot:
+            family.add_metric([probe, metric, stat], ratio)
+        yield family
+
+
 class WriteBufferCollector(Collector):
     """The write path: samples waiting in memory, dropped, written, orphaned; write failures."""
 
@@ -212,12 +232,20 @@ class Metrics:
             "Syncs of the config file by result: ok, invalid (bad file or a name conflict; "
             "nothing applied), error (database unavailable).",
             ["result"], registry=self.registry)
+        self.notifications = Counter(
+            "sustain_notifications",
+            "Notification attempts by notifier and result: delivered, retry, failed, "
+            "silenced, skipped (a resolved whose firing never went out), resent, "
+            "resend_failed (Alertmanager re-sends of firing alerts).",
+            ["notifier", "result"], registry=self.registry)
         self.last_runs = LastRunCollector()
         self.registry.register(self.last_runs)
         self.slos = SloCollector()
         self.registry.register(self.slos)
         self.alerts = AlertCollector()
         self.registry.register(self.alerts)
+        self.drift = DriftCollector()
+        self.registry.register(self.drift)
 
     def watch_writes(self, buffer: SampleBuffer, writer: SampleWriter) -> None:
         self.registry.register(WriteBufferCollector(buffer, writer))
@@ -240,6 +268,9 @@ class Metrics:
             itl = self.itl.labels(*series)
             for gap in m.itl_ms:
                 itl.observe(gap / 1000.0)
+
+    def observe_notification(self, notifier: str, result: str) -> None:
+        self.notifications.labels(notifier, result).inc()
 
     def observe_run(self, probe: str, status: str) -> None:
         self.runs.labels(probe, status).inc()

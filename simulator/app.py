@@ -1,4 +1,6 @@
-"""The simulator's ASGI app: /v1/models, /v1/chat/completions and /v1/completions.
+"""The simulator's ASGI app: /v1/models, /v1/chat/completions and /v1/completions, plus
+/sim/fault, which reads (GET) or switches (PUT {"fault": "http_500", "fault_rate": 0.5}) the
+injected fault at run time, so a test can break and heal a live endpoint.
 
 A bare ASGI callable rather than a web framework, so the simulator adds as little latency of
 its own as possible and is never the bottleneck of a benchmark. Token times are absolute
@@ -9,6 +11,7 @@ ttft + k * itl), so sleep overshoot never accumulates over a stream.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import random
 import time
@@ -23,6 +26,7 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
+FAULT_PATH = "/sim/fault"
 STATUS_FAULTS = {Fault.HTTP_400: 400, Fault.HTTP_429: 429, Fault.HTTP_500: 500}
 
 
@@ -151,10 +155,34 @@ class SimulatorApp:
         elif path in ("/v1/chat/completions", "/v1/completions") and method == "POST":
             chat = path == "/v1/chat/completions"
             await self._generate(scope, receive, send, arrival, chat=chat)
-        elif path in ("/v1/models", "/v1/chat/completions", "/v1/completions"):
+        elif path == FAULT_PATH and method == "GET":
+            await _json(send, 200, self._fault_state())
+        elif path == FAULT_PATH and method == "PUT":
+            await self._switch_fault(receive, send)
+        elif path in ("/v1/models", "/v1/chat/completions", "/v1/completions", FAULT_PATH):
             await _error(send, 405, "method not allowed")
         else:
             await _error(send, 404, f"no route {path}")
+
+    def _fault_state(self) -> dict[str, Any]:
+        return {"fault": self.config.fault.value, "fault_rate": self.config.fault_rate}
+
+    async def _switch_fault(self, receive: Receive, send: Send) -> None:
+        body = await _read_body(receive)
+        if body is None:
+            return
+        try:
+            wanted = json.loads(body)
+            fault = Fault(wanted.get("fault", self.config.fault.value))
+            rate = float(wanted.get("fault_rate", self.config.fault_rate))
+        except (ValueError, TypeError, AttributeError) as exc:
+            await _error(send, 422, f"bad fault switch: {exc}")
+            return
+        if not 0.0 <= rate <= 1.0:
+            await _error(send, 422, "fault_rate: must be within [0, 1]")
+            return
+        self.config = dataclasses.replace(self.config, fault=fault, fault_rate=rate)
+        await _json(send, 200, self._fault_state())
 
     def _authorized(self, scope: Scope) -> bool:
         if self.config.api_key is None:

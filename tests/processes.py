@@ -40,7 +40,10 @@ def postgres_of(data_dir: Path) -> list[int]:
 class SustainProcess:
     """`sustain ARGS` with output in a log file; a context manager that always stops it."""
 
-    def __init__(self, args: list[str], log: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, args: list[str], log: Path, env: dict[str, str] | None = None,
+                 program: list[str] | None = None) -> None:
+        """`program` replaces the sustain command (another binary the test drives)."""
+        self.program = program
         self.args = args
         self.log_path = log
         self.env = {**os.environ, **(env or {})}
@@ -51,7 +54,8 @@ class SustainProcess:
         self.started_at = time.monotonic()
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
-                [*sustain_command(), *self.args], stdout=log, stderr=subprocess.STDOUT,
+                [*(self.program or sustain_command()), *self.args], stdout=log,
+                stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, env=self.env)
         return self
 

@@ -7,6 +7,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 from service.evaluation.rules import SloRules
 from service.evaluation.slo_status import SloStatus, window_label
@@ -55,6 +56,72 @@ def slo_burn_candidates(slo: SloRules, status: SloStatus) -> list[Candidate]:
                                f"{window_label(tier.short_window_s)} is above "
                                f"{threshold:g}."}))
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeHealth:
+    probe_id: int
+    name: str
+    interval_s: int
+    watched_since: datetime
+    """When the probe's current schedule began (no-data never counts from before it)."""
+    last_started_at: datetime | None
+    recent_runs: int
+    """Finished runs looked at (at most the N asked for)."""
+    recent_failed: int
+    """Of those, runs in which no request succeeded."""
+
+
+NO_DATA_INTERVALS = 3
+
+
+def endpoint_down_candidates(health: Sequence[ProbeHealth], runs: int) -> list[Candidate]:
+    """Firing while a probe's last `runs` finished runs all failed (no request succeeded)."""
+    return [Candidate(
+        labels={"alertname": "SustainEndpointDown", "probe": h.name, "severity": "page"},
+        condition=h.recent_runs >= runs and h.recent_failed >= runs,
+        annotations={"summary": f"Probe {h.name}: its endpoint is down",
+                     "description": f"No request succeeded in the last {runs} runs."})
+        for h in health]
+
+
+def no_data_candidates(health: Sequence[ProbeHealth], now: datetime) -> list[Candidate]:
+    """Firing while an enabled probe has not run for NO_DATA_INTERVALS of its intervals (and
+    has been scheduled at least that long)."""
+    out = []
+    for h in health:
+        quiet_for = timedelta(seconds=NO_DATA_INTERVALS * h.interval_s)
+        since = max(h.watched_since, h.last_started_at or h.watched_since)
+        out.append(Candidate(
+            labels={"alertname": "SustainNoData", "probe": h.name, "severity": "ticket"},
+            condition=now - since > quiet_for,
+            annotations={"summary": f"Probe {h.name} has not run",
+                         "description": f"No run for {NO_DATA_INTERVALS} intervals "
+                                        f"({window_label(int(quiet_for.total_seconds()))}); "
+                                        "is the scheduler or the database stuck?"}))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class DriftState:
+    probe: str
+    metric: str
+    stat: str
+    verdict: str
+    ratio: float | None
+
+
+def drift_candidates(findings: Sequence[DriftState]) -> list[Candidate]:
+    """Firing while a probe's latest drift finding on a metric statistic is `regressed`."""
+    return [Candidate(
+        labels={"alertname": "SustainDrift", "probe": f.probe, "metric": f.metric,
+                "stat": f.stat, "severity": "ticket"},
+        condition=f.verdict == "regressed",
+        annotations={"summary": f"Probe {f.probe}: {f.stat} {f.metric} has regressed",
+                     "description": "Recent runs are "
+                     + (f"{f.ratio:.2f}x" if f.ratio is not None else "unlike")
+                     + " the baseline (see /api/v1/probes/{id}/drift)."})
+        for f in findings]
 
 
 def by_fingerprint(candidates: Sequence[Candidate]) -> dict[str, Candidate]:

@@ -1,21 +1,34 @@
-"""The alert evaluation loop, run by every replica: SLO statuses become candidates, and each
-candidate advances its alert under the alert's row lock (service.db.alerts.advance), so a
-transition is recorded and owed to the notifiers once, whichever replica gets there first.
-Alerts whose SLO or tier disappeared are resolved."""
+"""The alert evaluation loop, run by every replica: SLO burn-rate tiers, endpoint down, no data
+and drift findings become candidates, and each candidate advances its alert under the alert's
+row lock (service.db.alerts.advance), so a transition is recorded and owed to the notifiers
+once, whichever replica gets there first. Alerts whose subject disappeared (an SLO, a tier, a
+probe) are resolved."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from service.alerting.candidates import Candidate, slo_burn_candidates
+from service.alerting import drift_findings
+from service.alerting.candidates import (
+    Candidate,
+    DriftState,
+    drift_candidates,
+    endpoint_down_candidates,
+    no_data_candidates,
+    slo_burn_candidates,
+)
 from service.db import alerts as alert_queries
+from service.db import drift as drift_queries
 from service.db import slo_counts
 from service.db.models import AlertRow, Slo
+from service.db.probe_health import probe_health
 from service.db.slos import tiers_of
 from service.evaluation.rules import SloRules
 from service.evaluation.slo_status import needed_windows, status
@@ -23,13 +36,29 @@ from service.evaluation.slo_status import needed_windows, status
 logger = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True, slots=True)
+class DriftWatch:
+    """What drift findings compare, and how often they are recomputed."""
+
+    window: timedelta = timedelta(hours=24)
+    baseline: timedelta = timedelta(days=7)
+    watched: tuple[tuple[str, str], ...] = (("ttft", "p99"), ("e2e", "p99"))
+    every: timedelta = timedelta(minutes=5)
+
+
 class AlertEvaluator:
     def __init__(self, sessions: async_sessionmaker[AsyncSession], replica_id: str,
-                 interval_s: float, repeat_s: float | None) -> None:
+                 interval_s: float, repeat_s: float | None, endpoint_down_runs: int = 3,
+                 drift: DriftWatch | None = None,
+                 on_transition: Callable[[], None] | None = None) -> None:
         self.sessions = sessions
         self.replica_id = replica_id
         self.interval_s = interval_s
         self.repeat = None if not repeat_s else timedelta(seconds=repeat_s)
+        self.endpoint_down_runs = endpoint_down_runs
+        self.drift = drift or DriftWatch()
+        self.on_transition = on_transition or (lambda: None)
+        self._drift_tried: datetime | None = None
         self._task: asyncio.Task[None] | None = None
 
     async def candidates(self, now: datetime) -> list[Candidate]:
@@ -44,9 +73,14 @@ class AlertEvaluator:
                 out += slo_burn_candidates(
                     SloRules(slo.name, slo.objective, tiers, slo.description),
                     status(slo.objective, slo.window_s, tiers, counts))
+            health = await probe_health(session, self.endpoint_down_runs)
+            out += endpoint_down_candidates(health, self.endpoint_down_runs)
+            out += no_data_candidates(health, now)
+            out += drift_candidates([
+                DriftState(name, f.metric, f.stat, f.verdict, f.ratio)
+                for name, f in await drift_queries.findings(session)])
             known = {c.fingerprint for c in out}
             stale = (await session.execute(select(AlertRow).where(
-                AlertRow.alertname == "SustainSloBurnRate",
                 AlertRow.state.in_(("pending", "firing"))))).scalars().all()
         out += [Candidate(labels=dict(row.labels), condition=False,
                           annotations=dict(row.annotations))
@@ -56,6 +90,7 @@ class AlertEvaluator:
     async def evaluate_once(self, now: datetime | None = None) -> list[tuple[str, str]]:
         """One pass; the (fingerprint, transition) pairs this replica notified."""
         moment = now or datetime.now(UTC)
+        await self._refresh_drift(moment)
         notified = []
         for candidate in await self.candidates(moment):
             async with self.sessions.begin() as session:
@@ -65,7 +100,23 @@ class AlertEvaluator:
                 notified.append((candidate.fingerprint, transition))
                 logger.warning("alert %s %s: %s", candidate.alertname, transition,
                                candidate.labels)
+        if notified:
+            self.on_transition()
         return notified
+
+    async def _refresh_drift(self, now: datetime) -> None:
+        """Drift findings at most every `drift.every` per replica (and across replicas: the
+        refresh itself checks when they were last computed)."""
+        if self._drift_tried is not None and now - self._drift_tried < self.drift.every:
+            return
+        self._drift_tried = now
+        try:
+            await drift_findings.refresh(self.sessions, now, self.drift.window,
+                                         self.drift.baseline, list(self.drift.watched),
+                                         self.drift.every)
+        except Exception as exc:
+            logger.warning("drift findings failed (%s); kept the previous ones",
+                           type(exc).__name__)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="alert-evaluator")

@@ -9,24 +9,31 @@ import os
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 
+import httpx
 from fastapi import APIRouter, FastAPI
 
 from probes.client.clients import HttpClients
-from service.alerting.evaluator import AlertEvaluator
+from service.alerting.delivery import DeliveryPolicy, DeliveryWorker
+from service.alerting.drift_findings import parse_watched
+from service.alerting.evaluator import AlertEvaluator, DriftWatch
 from service.api.errors import install_error_handlers
 from service.api.routes import (
     alerts as alert_routes,
 )
 from service.api.routes import (
+    deliveries,
     drift,
     endpoints,
     health,
     history,
     metrics,
+    notifiers,
     probes,
     replicas,
     runs,
+    silences,
     slos,
 )
 from service.api.state import AppState
@@ -34,6 +41,7 @@ from service.config import Settings
 from service.config_file.reloader import ConfigReloader
 from service.db.engine import create_engine, safe_url, session_factory
 from service.db.migrate import upgrade_to_head
+from service.history.windows import parse_duration
 from service.ingest.buffer import SampleBuffer
 from service.ingest.writer import SampleWriter
 from service.metrics import Metrics
@@ -51,6 +59,22 @@ FLUSH_TIMEOUT_S = 10.0
 
 def default_replica_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}"
+
+
+def external_url(settings: Settings) -> str:
+    """Where users reach this service: the setting, or the address it binds."""
+    if settings.external_url is not None:
+        return settings.external_url
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+    return f"http://{host}:{settings.port}"
+
+
+def drift_watch(settings: Settings) -> DriftWatch:
+    return DriftWatch(
+        window=timedelta(seconds=parse_duration(settings.drift_window)),
+        baseline=timedelta(seconds=parse_duration(settings.drift_baseline)),
+        watched=tuple(parse_watched(settings.drift_metrics)),
+        every=timedelta(seconds=settings.drift_evaluation_seconds))
 
 
 def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
@@ -81,11 +105,21 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
         reloader = None if settings.config is None else ConfigReloader(
             settings.config, sessions, scheduler, app_metrics, settings.config_reload_seconds,
             settings.sample_retention_days)
-        alerts = AlertEvaluator(sessions, replica_id, settings.alert_evaluation_seconds,
-                                settings.alert_repeat_seconds)
+        notify_client = httpx.AsyncClient(follow_redirects=False)
+        delivery = DeliveryWorker(
+            sessions, notify_client, replica_id, external_url(settings),
+            DeliveryPolicy(poll_s=settings.notify_poll_seconds,
+                           max_attempts=settings.notify_max_attempts,
+                           retry_max_s=settings.notify_retry_max_seconds,
+                           resend_s=settings.alertmanager_resend_seconds),
+            observe=app_metrics.observe_notification)
+        alerts = AlertEvaluator(
+            sessions, replica_id, settings.alert_evaluation_seconds,
+            settings.alert_repeat_seconds, settings.endpoint_down_runs, drift_watch(settings),
+            on_transition=delivery.wake)
         app.state.sustain = AppState(settings, url, engine, sessions, clients, app_metrics,
                                      buffer, writer, executor, scheduler, liveness, listener,
-                                     reloader, alerts)
+                                     reloader, alerts, delivery)
         writer.start()
         try:
             await liveness.beat()
@@ -96,11 +130,14 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
                 reloader.start()
             await scheduler.start()
             alerts.start()
+            delivery.start()
             gc.freeze()  # what exists now lives as long as the app: full collections skip it
             logger.info("sustain replica %s ready on database %s", replica_id, safe_url(url))
             yield
         finally:
             await alerts.close()
+            await delivery.close()
+            await notify_client.aclose()
             if reloader is not None:
                 await reloader.close()
             await listener.close()
@@ -119,7 +156,8 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
     )
     install_error_handlers(app)
     api = APIRouter(prefix=API_PREFIX)
-    for module in (endpoints, probes, history, drift, runs, replicas, slos, alert_routes):
+    for module in (endpoints, probes, history, drift, runs, replicas, slos, alert_routes,
+                   silences, notifiers, deliveries):
         api.include_router(module.router)
     app.include_router(api)
     app.include_router(health.router)

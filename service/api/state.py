@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from probes.client.clients import HttpClients
+from service.alerting.delivery import DeliveryWorker
 from service.alerting.evaluator import AlertEvaluator
 from service.config import Settings
 from service.config_file.reloader import ConfigReloader
@@ -35,5 +36,6 @@ class AppState:
     listener: ProbeListener
     reloader: ConfigReloader | None
     alerts: AlertEvaluator
+    delivery: DeliveryWorker
     stopping: bool = False
     """Shutdown has begun: /readyz answers 503 while runs in flight finish."""

@@ -13,6 +13,7 @@ from probes.measure.slo import SloThresholds
 from probes.workload.spec import Workload
 from service.api.schemas.common import Labels, Name
 from service.api.schemas.endpoints import EndpointCreate
+from service.api.schemas.notifiers import NotifierCreate
 from service.api.schemas.probes import MAX_INTERVAL_S, Cron, check_jitter
 from service.api.schemas.slos import SloCreate
 from service.history.windows import parse_duration
@@ -79,3 +80,4 @@ class ConfigFile(BaseModel):
     workloads: list[WorkloadSpec] = Field(default_factory=list)
     probes: list[ProbeSpec] = Field(default_factory=list)
     slos: list[SloCreate] = Field(default_factory=list)
+    notifiers: list[NotifierCreate] = Field(default_factory=list)

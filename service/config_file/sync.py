@@ -20,7 +20,7 @@ from service.config_file.model import ConfigFile, ProbeSpec
 from service.config_file.yaml_lines import ConfigError, Located, Problem, dotted
 from service.db import probes as probe_queries
 from service.db import slos as slo_queries
-from service.db.models import Endpoint, NamedResource, Probe, Slo
+from service.db.models import Endpoint, NamedResource, Notifier, Probe, Slo
 
 SYNC_LOCK_KEY = 0x5375_7374_0002
 SCHEDULE_COLUMNS = ("interval_seconds", "cron", "enabled")
@@ -75,13 +75,15 @@ async def sync(session: AsyncSession, config: ConfigFile, located: Located, sour
     endpoints = {e.name: e for e in (await session.execute(select(Endpoint))).scalars()}
     probes = {p.name: p for p in (await session.execute(select(Probe))).scalars()}
     slos = {s.name: s for s in (await session.execute(select(Slo))).scalars()}
+    notifiers = {n.name: n for n in (await session.execute(select(Notifier))).scalars()}
     problems = [
         Problem(located.line_of(path), dotted(path),
                 f"a {kind} named {spec_name!r} already exists, {_owner(row)}; rename one")
         for kind, rows, names in (
             ("endpoint", endpoints, [e.name for e in config.endpoints]),
             ("probe", probes, [p.name for p in config.probes]),
-            ("slo", slos, [s.name for s in config.slos]))
+            ("slo", slos, [s.name for s in config.slos]),
+            ("notifier", notifiers, [n.name for n in config.notifiers]))
         for i, spec_name in enumerate(names)
         if (row := rows.get(spec_name)) is not None and row.managed_by != source
         for path in [(f"{kind}s", i, "name")]
@@ -143,6 +145,7 @@ async def sync(session: AsyncSession, config: ConfigFile, located: Located, sour
             result.deleted.append(f"endpoint {name}")
     await session.flush()
     await _sync_slos(session, config, slos, source, sample_retention_days, result)
+    await _sync_notifiers(session, config, notifiers, source, result)
     for probe_id in result.changed_probes:
         await probe_queries.notify_changed(session, probe_id)
     return result
@@ -171,3 +174,22 @@ async def _sync_slos(session: AsyncSession, config: ConfigFile, slos: dict[str, 
             if recount:
                 await slo_queries.recount(session, existing, sample_retention_days)
             result.updated.append(f"slo {spec.name}")
+
+
+async def _sync_notifiers(session: AsyncSession, config: ConfigFile,
+                          notifiers: dict[str, Notifier], source: str,
+                          result: SyncResult) -> None:
+    declared = {n.name for n in config.notifiers}
+    for name, row in notifiers.items():
+        if row.managed_by == source and name not in declared:
+            await session.delete(row)
+            result.deleted.append(f"notifier {name}")
+    for spec in config.notifiers:
+        values = spec.model_dump(mode="json") | {"managed_by": source}
+        existing = notifiers.get(spec.name)
+        if existing is None:
+            session.add(Notifier(**values))
+            result.created.append(f"notifier {spec.name}")
+        elif _apply(existing, values):
+            result.updated.append(f"notifier {spec.name}")
+    await session.flush()

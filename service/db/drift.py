@@ -7,11 +7,12 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import func, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from probes.measure.sketch import MetricSketch, SketchMerger
-from service.db.models import Run, RunSketch
+from service.db.models import DriftFinding, Probe, Run, RunSketch
 from service.history.aggregate import latency_stat
 
 
@@ -43,3 +44,31 @@ async def run_values(session: AsyncSession, probe_id: int, metric: str, stat: st
         if value is not None and value > 0:
             values.append(RunValue(run_id, scheduled_for, value))
     return values, everything.result()
+
+
+async def save_finding(session: AsyncSession, probe_id: int, metric: str, stat: str,
+                       verdict: str, ratio: float | None, ci: tuple[float | None, float | None],
+                       change_at: datetime | None, now: datetime) -> None:
+    values = {"verdict": verdict, "ratio": ratio, "ci_low": ci[0], "ci_high": ci[1],
+              "change_at": change_at, "evaluated_at": now}
+    await session.execute(pg_insert(DriftFinding).values(
+        probe_id=probe_id, metric=metric, stat=stat, **values).on_conflict_do_update(
+        index_elements=["probe_id", "metric", "stat"], set_=values))
+
+
+async def findings(session: AsyncSession) -> list[tuple[str, DriftFinding]]:
+    """(probe name, finding) of every enabled probe."""
+    rows = await session.execute(
+        select(Probe.name, DriftFinding).join(Probe, Probe.id == DriftFinding.probe_id)
+        .where(Probe.enabled).order_by(Probe.name, DriftFinding.metric, DriftFinding.stat))
+    return [(name, finding) for name, finding in rows.all()]
+
+
+async def ratios(session: AsyncSession) -> list[tuple[str, str, str, float]]:
+    """(probe, metric, stat, ratio) of every finding with a ratio (sustain_drift_ratio)."""
+    return [(name, f.metric, f.stat, f.ratio) for name, f in await findings(session)
+            if f.ratio is not None]
+
+
+async def last_evaluated(session: AsyncSession) -> datetime | None:
+    return (await session.execute(select(func.max(DriftFinding.evaluated_at)))).scalar()

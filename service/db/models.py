@@ -352,9 +352,106 @@ class Notification(Base):
     transition: Mapped[str] = mapped_column(String(16))
     payload: Mapped[dict[str, Any]]
     created_at: Mapped[datetime] = _created()
-    delivered_at: Mapped[datetime | None]
-    attempts: Mapped[int] = mapped_column(Integer, server_default=text("0"))
-    last_error: Mapped[str | None] = mapped_column(Text)
+    dispatched_at: Mapped[datetime | None]
+    """When it was fanned out into one delivery per matching notifier."""
 
     __table_args__ = (Index("ix_notifications_pending", "id",
-                            postgresql_where=text("delivered_at IS NULL")),)
+                            postgresql_where=text("dispatched_at IS NULL")),)
+
+
+NOTIFIER_KINDS = ("webhook", "slack", "alertmanager")
+DELIVERY_STATES = ("pending", "delivered", "failed", "silenced", "skipped")
+
+
+class Notifier(NamedResource, Base):
+    """Where alert notifications go: a JSON webhook, a Slack incoming webhook or an
+    Alertmanager. The URL is either plain or a secret reference (Slack URLs are secrets)."""
+
+    __tablename__ = "notifiers"
+
+    kind: Mapped[str] = mapped_column(String(16))
+    url: Mapped[str | None] = mapped_column(Text)
+    url_secret_ref: Mapped[str | None] = mapped_column(Text)
+    signing_secret_ref: Mapped[str | None] = mapped_column(Text)
+    """webhook: HMAC-SHA256 key reference for the signature header."""
+    match: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
+    """Label equalities an alert must have to be sent here (empty: every alert)."""
+    send_resolved: Mapped[bool] = mapped_column(Boolean, server_default=text("true"))
+    enabled: Mapped[bool] = mapped_column(Boolean, server_default=text("true"))
+    timeout_s: Mapped[float] = mapped_column(Double)
+    resent_at: Mapped[datetime | None]
+    """alertmanager: when firing alerts were last re-sent (one replica per period)."""
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _updated()
+
+    __table_args__ = (
+        CheckConstraint("kind IN (" + ", ".join(f"'{k}'" for k in NOTIFIER_KINDS) + ")",
+                        name="notifier_kind_known"),
+        CheckConstraint("(url IS NULL) <> (url_secret_ref IS NULL)", name="notifier_one_url"),
+    )
+
+
+class Silence(Base):
+    """Suppresses delivery of alerts whose labels match every matcher, from starts_at to
+    ends_at. Deleting one expires it (ends_at = now) and keeps the record."""
+
+    __tablename__ = "silences"
+
+    id: Mapped[int] = _id()
+    matchers: Mapped[list[dict[str, Any]]] = mapped_column(JSONB)
+    starts_at: Mapped[datetime]
+    ends_at: Mapped[datetime] = mapped_column(index=True)
+    comment: Mapped[str] = mapped_column(Text)
+    created_by: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = _created()
+
+    __table_args__ = (CheckConstraint("ends_at > starts_at", name="silence_ends_after_start"),)
+
+
+class Delivery(Base):
+    """One notification to one notifier: its attempts, backoff, lease and outcome (the
+    delivery log)."""
+
+    __tablename__ = "deliveries"
+
+    id: Mapped[int] = _id()
+    notification_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("notifications.id", ondelete="CASCADE"), index=True)
+    notifier_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("notifiers.id", ondelete="CASCADE"))
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    transition: Mapped[str] = mapped_column(String(16))
+    state: Mapped[str] = mapped_column(String(16), server_default=text("'pending'"))
+    attempts: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    next_attempt_at: Mapped[datetime] = mapped_column(server_default=func.now())
+    leased_until: Mapped[datetime | None]
+    leased_by: Mapped[str | None] = mapped_column(Text)
+    last_status: Mapped[int | None] = mapped_column(Integer)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = _created()
+    finished_at: Mapped[datetime | None]
+
+    __table_args__ = (
+        CheckConstraint("state IN (" + ", ".join(f"'{s}'" for s in DELIVERY_STATES) + ")",
+                        name="delivery_state_known"),
+        Index("ix_deliveries_pending", "next_attempt_at",
+              postgresql_where=text("state = 'pending'")),
+        Index("ix_deliveries_notifier_id_id", "notifier_id", "id"),
+    )
+
+
+class DriftFinding(Base):
+    """The latest drift verdict of one probe, metric and statistic."""
+
+    __tablename__ = "drift_findings"
+
+    probe_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("probes.id", ondelete="CASCADE"), primary_key=True)
+    metric: Mapped[str] = mapped_column(String(16), primary_key=True)
+    stat: Mapped[str] = mapped_column(String(16), primary_key=True)
+    verdict: Mapped[str] = mapped_column(String(32))
+    ratio: Mapped[float | None] = mapped_column(Double)
+    ci_low: Mapped[float | None] = mapped_column(Double)
+    ci_high: Mapped[float | None] = mapped_column(Double)
+    change_at: Mapped[datetime | None]
+    evaluated_at: Mapped[datetime]

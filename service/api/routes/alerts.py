@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Path, Query
 from sqlalchemy import select
 
 from service.api.deps import SessionDep
 from service.api.schemas.alerts import AlertEventRead, AlertRead
 from service.db.models import AlertEvent, AlertRow
+from service.errors import NotFoundError
 
 router = APIRouter(prefix="/alerts", tags=["alerts"])
 
@@ -35,3 +36,13 @@ async def alert_history(session: SessionDep,
         select(AlertEvent).order_by(AlertEvent.at.desc(), AlertEvent.id.desc()).limit(limit))
     ).scalars().all()
     return [AlertEventRead.model_validate(r, from_attributes=True) for r in rows]
+
+
+@router.get("/{fingerprint}")
+async def get_alert(fingerprint: Annotated[str, Path(pattern=r"^[0-9a-f]{1,64}$")],
+                    session: SessionDep) -> AlertRead:
+    """One alert (the generatorURL of its notifications)."""
+    row = await session.get(AlertRow, fingerprint)
+    if row is None or row.state == "inactive":
+        raise NotFoundError("alert", fingerprint)
+    return AlertRead.model_validate(row, from_attributes=True)

@@ -9,6 +9,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from service.api.deps import StateDep
 from service.db import alerts as alert_queries
+from service.db import drift as drift_queries
 from service.db import runs as run_queries
 from service.db import slos as slo_queries
 
@@ -24,8 +25,10 @@ async def metrics(state: StateDep) -> Response:
             state.metrics.last_runs.snapshot = await run_queries.last_finished_per_probe(session)
             state.metrics.slos.snapshot = await slo_queries.snapshots(session, datetime.now(UTC))
             state.metrics.alerts.snapshot = await alert_queries.counts_by_state(session)
+            state.metrics.drift.snapshot = await drift_queries.ratios(session)
     except Exception:
         state.metrics.last_runs.snapshot = ()
         state.metrics.slos.snapshot = ()
         state.metrics.alerts.snapshot = ()
+        state.metrics.drift.snapshot = ()
     return Response(state.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)

@@ -53,7 +53,7 @@ def _check_headers(headers: dict[str, str] | None) -> dict[str, str] | None:
     return headers
 
 
-def _check_base_url(url: AnyHttpUrl | None) -> AnyHttpUrl | None:
+def check_url_has_no_credentials(url: AnyHttpUrl | None) -> AnyHttpUrl | None:
     if url is None:
         return None
     if url.username or url.password:
@@ -76,7 +76,7 @@ class _EndpointFields(BaseModel):
     @field_validator("base_url", check_fields=False)
     @classmethod
     def _base_url(cls, value: AnyHttpUrl | None) -> AnyHttpUrl | None:
-        return _check_base_url(value)
+        return check_url_has_no_credentials(value)
 
 
 class EndpointCreate(_EndpointFields):

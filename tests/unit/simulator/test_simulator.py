@@ -124,6 +124,29 @@ def test_every_nth_request_fails_and_429_carries_retry_after() -> None:
     assert limited.headers["retry-after"] == "1"
 
 
+def test_fault_switch_breaks_and_heals_a_live_endpoint() -> None:
+    body = {"model": "m", "prompt": "x", "max_tokens": 1}
+    with BackgroundSimulator(SimulatorConfig(ttft_ms=1, seed=7)) as sim:
+        root = sim.base_url.removesuffix("/v1")
+        before = [httpx.post(f"{sim.base_url}/completions", json=body).status_code
+                  for _ in range(20)]
+        switched = httpx.put(f"{root}/sim/fault", json={"fault": "http_500", "fault_rate": 0.5})
+        broken = [httpx.post(f"{sim.base_url}/completions", json=body).status_code
+                  for _ in range(200)]
+        bad_rate = httpx.put(f"{root}/sim/fault", json={"fault_rate": 2})
+        bad_fault = httpx.put(f"{root}/sim/fault", json={"fault": "explode"})
+        healed = httpx.put(f"{root}/sim/fault", json={"fault_rate": 0})
+        after = [httpx.post(f"{sim.base_url}/completions", json=body).status_code
+                 for _ in range(20)]
+        state = httpx.get(f"{root}/sim/fault").json()
+    assert set(before) == {200} and set(after) == {200}
+    assert switched.json() == {"fault": "http_500", "fault_rate": 0.5}
+    assert 70 <= broken.count(500) <= 130 and broken.count(500) + broken.count(200) == 200
+    assert bad_rate.status_code == 422 and "fault_rate" in bad_rate.json()["error"]["message"]
+    assert bad_fault.status_code == 422
+    assert healed.status_code == 200 and state == {"fault": "http_500", "fault_rate": 0.0}
+
+
 def test_truth_log_records_server_side_times(tmp_path: Path) -> None:
     log = tmp_path / "truth.jsonl"
     with BackgroundSimulator(SimulatorConfig(ttft_ms=10, itl_ms=1, output_tokens=3,

@@ -1,0 +1,33 @@
+"""What the endpoint-down and no-data alerts need from the runs table, per enabled probe: its
+newest finished runs' outcomes and when it last ran."""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.alerting.candidates import ProbeHealth
+
+_HEALTH = text("""
+SELECT p.id, p.name, p.interval_seconds,
+       GREATEST(p.schedule_since, p.created_at) AS watched_since,
+       (SELECT max(r.started_at) FROM runs r
+        WHERE r.probe_id = p.id AND r.started_at IS NOT NULL) AS last_started_at,
+       count(f.status) AS recent_runs,
+       count(f.status) FILTER (WHERE f.status = 'failed' OR coalesce(f.successes, 0) = 0)
+           AS recent_failed
+FROM probes p
+LEFT JOIN LATERAL (
+    SELECT r.status, r.successes FROM runs r
+    WHERE r.probe_id = p.id AND r.status IN ('succeeded', 'failed')
+    ORDER BY r.scheduled_for DESC LIMIT :n) f ON true
+WHERE p.enabled
+GROUP BY p.id
+ORDER BY p.id
+""")
+
+
+async def probe_health(session: AsyncSession, last_n: int) -> list[ProbeHealth]:
+    rows = await session.execute(_HEALTH, {"n": last_n})
+    return [ProbeHealth(r.id, r.name, r.interval_seconds, r.watched_since, r.last_started_at,
+                        r.recent_runs, r.recent_failed) for r in rows]
