@@ -109,7 +109,8 @@ def test_page_alert_reaches_alertmanager_and_webhook_once_then_resolves_and_is_s
             am_latency = receiver.answered("/am-hook")[0].at - broke
             listed = httpx.get(f"http://127.0.0.1:{am_port}/api/v2/alerts", timeout=5).json()
             mine = [a for a in listed if a["labels"].get("tier") == "page_fast"]
-            assert mine and mine[0]["generatorURL"].startswith("http://127.0.0.1:")
+            assert mine
+            assert mine[0]["generatorURL"].startswith("http://127.0.0.1:")
 
             healed = switch(sim_port, 0.0)
             receiver.wait_for(lambda _: bool(page_posts(receiver, "resolved")), 60)
@@ -135,7 +136,9 @@ def test_page_alert_reaches_alertmanager_and_webhook_once_then_resolves_and_is_s
         _check_exactly_once(database_url, receiver)
         print(f"\nalert latency from failure start: webhook {webhook_latency:.1f} s, "
               f"Alertmanager webhook {am_latency:.1f} s; resolve {resolve_latency:.1f} s")
-        assert webhook_latency < 30 and am_latency < 35 and resolve_latency < 30
+        assert webhook_latency < 30
+        assert am_latency < 35
+        assert resolve_latency < 30
 
 
 def _configure(api: httpx.Client, sim_port: int, am_port: int, receiver: Receiver) -> None:

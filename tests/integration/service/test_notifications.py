@@ -90,9 +90,11 @@ async def test_webhook_is_signed_and_carries_the_alert(
                         hashlib.sha256).hexdigest()
     assert got.headers["x-sustain-signature"] == f"sha256={expected}"
     body = got.json()
-    assert body["status"] == "firing" and body["transition"] == "firing"
+    assert body["status"] == "firing"
+    assert body["transition"] == "firing"
     assert body["alert"]["labels"] == LABELS
-    assert body["alert"]["startsAt"] is not None and body["alert"]["endsAt"] is None
+    assert body["alert"]["startsAt"] is not None
+    assert body["alert"]["endsAt"] is None
     fingerprint = body["alert"]["fingerprint"]
     link = body["alert"]["generatorURL"]
     assert link == f"https://sustain.example/api/v1/alerts/{fingerprint}"
@@ -102,7 +104,8 @@ async def test_webhook_is_signed_and_carries_the_alert(
     log = (await api.get("/api/v1/deliveries")).json()
     assert [(d["state"], d["attempts"], d["last_status"]) for d in log] == [
         ("delivered", 1, 200)]
-    assert "s3cret" not in str(log) and "s3cret" not in (await api.get("/metrics")).text
+    assert "s3cret" not in str(log)
+    assert "s3cret" not in (await api.get("/metrics")).text
 
 
 async def test_failing_notifier_backs_off_and_gives_up_without_holding_back_others(
@@ -233,7 +236,8 @@ async def test_three_workers_deliver_each_transition_once(
                 break
     got = [(r.json()["alert"]["labels"]["probe"], r.json()["transition"])
            for r in receiver.answered()]
-    assert len(got) == 40 and len(set(got)) == 40
+    assert len(got) == 40
+    assert len(set(got)) == 40
     for i in range(20):
         assert got.index((f"p{i}", "firing")) < got.index((f"p{i}", "resolved"))
 
