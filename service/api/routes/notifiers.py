@@ -38,11 +38,11 @@ def notifier_columns_of(notifier: Notifier) -> dict[str, object]:
 def check_merged(kind: str, values: dict[str, object]) -> None:
     """What a PATCH leaves must still be a valid notifier of its kind."""
     if (values["url"] is None) == (values["url_secret_ref"] is None):
-        raise FieldError("body.url", "give exactly one of url and url_secret_ref")
+        raise FieldError("url", "give exactly one of url and url_secret_ref")
     if kind == "slack" and values["url"] is not None:
-        raise FieldError("body.url", "a Slack webhook URL is a secret: give url_secret_ref")
+        raise FieldError("url", "a Slack webhook URL is a secret: give url_secret_ref")
     if kind != "webhook" and values["signing_secret_ref"] is not None:
-        raise FieldError("body.signing_secret_ref", "belongs to webhook notifiers only")
+        raise FieldError("signing_secret_ref", "belongs to webhook notifiers only")
 
 
 @router.post("", status_code=status.HTTP_201_CREATED)

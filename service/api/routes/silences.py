@@ -35,9 +35,9 @@ async def create_silence(body: SilenceCreate, session: SessionDep) -> SilenceRea
     now = datetime.now(UTC)
     starts = body.starts_at or now
     if body.ends_at <= starts:
-        raise FieldError("body.ends_at", "must be after starts_at")
+        raise FieldError("ends_at", "must be after starts_at")
     if body.ends_at <= now:
-        raise FieldError("body.ends_at", "must be in the future")
+        raise FieldError("ends_at", "must be in the future")
     silence = Silence(matchers=[m.model_dump() for m in body.matchers], starts_at=starts,
                       ends_at=body.ends_at, comment=body.comment, created_by=body.created_by)
     session.add(silence)

@@ -71,3 +71,43 @@ async def test_an_slo_created_over_rest_blocks_a_file_slo_of_the_same_name(
     with pytest.raises(ConfigError, match=r"slos\[0\]\.name: .*created over REST"):
         await apply(app, WITH_SLOS)
     assert [s["name"] for s in (await api.get("/api/v1/slos")).json()] == ["avail"]
+
+
+WITH_NOTIFIERS = BASE + """\
+notifiers:
+  - name: hook
+    kind: webhook
+    url: http://127.0.0.1:9/hook
+    signing_secret_ref: env:HOOK_KEY
+    match: {severity: page}
+  - name: slack
+    kind: slack
+    url_secret_ref: env:SLACK_URL
+"""
+
+
+async def test_notifiers_follow_the_file(api: httpx.AsyncClient, app: FastAPI) -> None:
+    result = await apply(app, WITH_NOTIFIERS)
+    assert {"notifier hook", "notifier slack"} <= set(result.created)
+    listed = {n["name"]: n for n in (await api.get("/api/v1/notifiers")).json()}
+    assert listed["hook"]["match"] == {"severity": "page"}
+    assert listed["slack"]["url"] is None
+    assert listed["slack"]["url_secret_ref"] == "env:SLACK_URL"
+    r = await api.delete(f"/api/v1/notifiers/{listed['hook']['id']}")
+    assert r.status_code == 409
+    result = await apply(app, WITH_NOTIFIERS.replace("match: {severity: page}",
+                                                     "match: {severity: ticket}"))
+    assert result.updated == ["notifier hook"]
+    result = await apply(app, BASE)
+    assert sorted(result.deleted) == ["notifier hook", "notifier slack"]
+
+
+def test_a_slack_url_in_the_file_is_refused_naming_its_line() -> None:
+    bad = BASE + """\
+notifiers:
+  - {name: s, kind: slack, url: "https://hooks.slack.com/services/T/B/x"}
+"""
+    with pytest.raises(ConfigError) as caught:
+        parse(bad, "sustain.yaml", {})
+    assert "sustain.yaml:6" in str(caught.value)
+    assert "url_secret_ref" in str(caught.value)

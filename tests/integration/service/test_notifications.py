@@ -280,8 +280,10 @@ async def test_notifier_and_silence_bodies_are_checked(api: httpx.AsyncClient,
         assert r.status_code == 422, r.text
         return str(r.json())
 
-    assert "url_secret_ref" in await problem("POST", "/api/v1/notifiers", {
-        "name": "s", "kind": "slack", "url": "https://hooks.slack.com/services/T/B/secret"})
+    slack = await problem("POST", "/api/v1/notifiers", {
+        "name": "s", "kind": "slack", "url": "https://hooks.slack.com/services/T/B/xyzzy"})
+    assert "url_secret_ref" in slack
+    assert "xyzzy" not in slack, "the refused secret URL is not echoed"
     assert "exactly one" in await problem("POST", "/api/v1/notifiers", {
         "name": "w", "kind": "webhook"})
     assert "kind" in await problem("POST", "/api/v1/notifiers", {
@@ -290,7 +292,7 @@ async def test_notifier_and_silence_bodies_are_checked(api: httpx.AsyncClient,
         "name": "a", "kind": "alertmanager", "url": "http://127.0.0.1:1",
         "signing_secret_ref": "env:X"})
     hook = await add_notifier(api, name="w", kind="webhook", url="http://127.0.0.1:1/h")
-    assert "body.url" in await problem("PATCH", f"/api/v1/notifiers/{hook['id']}",
+    assert "'url'" in await problem("PATCH", f"/api/v1/notifiers/{hook['id']}",
                                        {"url": None})
     dup = await api.post("/api/v1/notifiers", json={"name": "w", "kind": "webhook",
                                                     "url": "http://127.0.0.1:1"})
@@ -299,7 +301,7 @@ async def test_notifier_and_silence_bodies_are_checked(api: httpx.AsyncClient,
     assert "regular expression" in await problem("POST", "/api/v1/silences", {
         "matchers": [{"name": "probe", "value": "(", "is_regex": True}], "ends_at": later,
         "comment": "c", "created_by": "me"})
-    assert "body.ends_at" in await problem("POST", "/api/v1/silences", {
+    assert "ends_at" in await problem("POST", "/api/v1/silences", {
         "matchers": [{"name": "probe", "value": "x"}], "ends_at": later,
         "starts_at": (datetime.now(UTC) + timedelta(hours=2)).isoformat(),
         "comment": "c", "created_by": "me"})
