@@ -113,8 +113,8 @@ def _check_config(path: Path) -> bool:
             console.print(line, markup=False, highlight=False)
         return False
     console.print(f"{path}: ok ({len(config.endpoints)} endpoints, {len(config.workloads)} "
-                  f"workloads, {len(config.probes)} probes, {len(config.slos)} SLOs)", markup=False,
-                  highlight=False)
+                  f"workloads, {len(config.probes)} probes, {len(config.slos)} SLOs, "
+                  f"{len(config.notifiers)} notifiers)", markup=False, highlight=False)
     return True
 
 

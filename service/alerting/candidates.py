@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 
 from service.evaluation.rules import SloRules
 from service.evaluation.slo_status import SloStatus, window_label
+from service.scheduling.schedule import parse_cron
 
 
 def fingerprint(labels: Mapping[str, str]) -> str:
@@ -70,6 +71,8 @@ class ProbeHealth:
     """Finished runs looked at (at most the N asked for)."""
     recent_failed: int
     """Of those, runs in which no request succeeded."""
+    cron: str | None = None
+    jitter_s: float = 0.0
 
 
 NO_DATA_INTERVALS = 3
@@ -92,9 +95,16 @@ def no_data_candidates(health: Sequence[ProbeHealth], now: datetime) -> list[Can
     for h in health:
         quiet_for = timedelta(seconds=NO_DATA_INTERVALS * h.interval_s)
         since = max(h.watched_since, h.last_started_at or h.watched_since)
+        if h.cron is None:
+            quiet = now - since > quiet_for
+        else:  # uneven schedules (e.g. weekdays only): three ticks due since, not 3 gaps
+            schedule, tick = parse_cron(h.cron), since
+            for _ in range(NO_DATA_INTERVALS):
+                tick = schedule.next_after(tick)
+            quiet = now > tick + timedelta(seconds=h.jitter_s)
         out.append(Candidate(
             labels={"alertname": "SustainNoData", "probe": h.name, "severity": "ticket"},
-            condition=now - since > quiet_for,
+            condition=quiet,
             annotations={"summary": f"Probe {h.name} has not run",
                          "description": f"No run for {NO_DATA_INTERVALS} intervals "
                                         f"({window_label(int(quiet_for.total_seconds()))}); "
@@ -120,7 +130,7 @@ def drift_candidates(findings: Sequence[DriftState]) -> list[Candidate]:
         annotations={"summary": f"Probe {f.probe}: {f.stat} {f.metric} has regressed",
                      "description": "Recent runs are "
                      + (f"{f.ratio:.2f}x" if f.ratio is not None else "unlike")
-                     + " the baseline (see /api/v1/probes/{id}/drift)."})
+                     + " the baseline (see the probe's /drift report)."})
         for f in findings]
 
 

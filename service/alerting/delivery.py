@@ -96,8 +96,22 @@ class DeliveryWorker:
         return task
 
     async def _deliver(self, item: queries.Claimed, silences: list[SilenceWindow]) -> None:
+        """Send one delivery and record the outcome; any failure of our own becomes a
+        retryable outcome naming only the exception type, so no row is left leased."""
+        try:
+            await self._attempt(item, silences)
+        except Exception as exc:
+            logger.warning("notifier %s: delivery %d failed (%s)", item.notifier.name,
+                           item.id, type(exc).__name__)
+            try:
+                await self._retry_or_fail(item, notifiers.Outcome(
+                    False, error=f"internal error ({type(exc).__name__})", retryable=True))
+            except Exception as again:
+                logger.warning("delivery %d: outcome not recorded (%s); retried when its "
+                               "lease ends", item.id, type(again).__name__)
+
+    async def _attempt(self, item: queries.Claimed, silences: list[SilenceWindow]) -> None:
         labels = item.payload.get("labels", {})
-        name = item.notifier.name
         if silenced(silences, labels, datetime.now(UTC)):
             await self._finish(item, "silenced", error="suppressed by a silence")
             return
@@ -107,30 +121,46 @@ class DeliveryWorker:
         target = _target(item.notifier)
         if isinstance(target, notifiers.Outcome):
             outcome = target
+        elif item.attempts > self.policy.max_attempts:
+            outcome = notifiers.Outcome(False, error="gave up: attempts kept being cut off")
         else:
             url, body, headers = notifiers.request_for(
                 target, [item.payload], item.id, self.external_url, datetime.now(UTC),
                 self._valid_for())
-            outcome = await notifiers.post(self.client, url, body, headers, target.timeout_s,
-                                           self.policy.quick_wait_s)
+            try:
+                async with asyncio.timeout(self.send_budget_s()):
+                    outcome = await notifiers.post(self.client, url, body, headers,
+                                                   target.timeout_s, self.policy.quick_wait_s)
+            except TimeoutError:
+                outcome = notifiers.Outcome(False, error="timed out", retryable=True)
         if outcome.delivered:
             await self._finish(item, "delivered", status=outcome.status)
-        elif outcome.retryable and item.attempts < self.policy.max_attempts:
+        else:
+            await self._retry_or_fail(item, outcome)
+
+    def send_budget_s(self) -> float:
+        """The longest one attempt may take: well inside its lease, so no other replica
+        takes the delivery over while it is still being sent."""
+        return self.policy.lease_s * 0.75
+
+    async def _retry_or_fail(self, item: queries.Claimed, outcome: notifiers.Outcome) -> None:
+        name = item.notifier.name
+        if outcome.retryable and item.attempts < self.policy.max_attempts:
             delay = retry_delay(item.attempts, self.policy.retry_base_s, self.policy.retry_max_s)
-            logger.warning("notifier %s: %s; attempt %d failed, retrying in %.0fs", name,
+            logger.warning("notifier %s: %s; attempt %d failed, retrying in %.1fs", name,
                            outcome.error, item.attempts, delay)
             await self._finish(item, "pending", status=outcome.status, error=outcome.error,
-                               retry_at=datetime.now(UTC) + timedelta(seconds=delay))
+                               retry_in_s=delay)
         else:
             logger.error("notifier %s: %s; giving up after %d attempts", name, outcome.error,
                          item.attempts)
             await self._finish(item, "failed", status=outcome.status, error=outcome.error)
 
     async def _finish(self, item: queries.Claimed, state: str, status: int | None = None,
-                      error: str | None = None, retry_at: datetime | None = None) -> None:
+                      error: str | None = None, retry_in_s: float | None = None) -> None:
         async with self.sessions.begin() as session:
-            kept = await queries.finish(session, item.id, self.replica_id, state, status,
-                                        error, retry_at)
+            kept = await queries.finish(session, item.id, self.replica_id, item.attempts,
+                                        state, status, error, retry_in_s)
         if kept:
             self.observe(item.notifier.name, "retry" if state == "pending" else state)
 

@@ -86,8 +86,9 @@ async def _post_once(client: httpx.AsyncClient, url: str, body: bytes,
         response = await client.post(url, content=body, headers=headers, timeout=timeout_s)
     except httpx.TimeoutException:
         return Outcome(False, error="timed out", retryable=True)
-    except httpx.HTTPError as exc:
-        return Outcome(False, error=f"request failed ({type(exc).__name__})", retryable=True)
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        return Outcome(False, error=f"request failed ({type(exc).__name__})",
+                       retryable=not isinstance(exc, httpx.InvalidURL | httpx.UnsupportedProtocol))
     if response.is_success:
         return Outcome(True, status=response.status_code)
     return Outcome(False, status=response.status_code, error=f"HTTP {response.status_code}",

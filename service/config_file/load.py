@@ -51,7 +51,8 @@ def _references(config: ConfigFile) -> list[tuple[tuple[str | int, ...], str]]:
         ("endpoints", [e.name for e in config.endpoints]),
         ("workloads", [w.name for w in config.workloads]),
         ("probes", [p.name for p in config.probes]),
-        ("slos", [s.name for s in config.slos])]
+        ("slos", [s.name for s in config.slos]),
+        ("notifiers", [n.name for n in config.notifiers])]
     for kind, items in names:
         seen: set[str] = set()
         for i, name in enumerate(items):

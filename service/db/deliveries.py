@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select, text, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.db.models import AlertRow, Delivery, Notification, Notifier, Silence
@@ -24,8 +24,18 @@ def routes_to(notifier: Notifier, labels: Mapping[str, str], transition: str) ->
     return all(labels.get(k) == v for k, v in notifier.match.items())
 
 
+DISPATCH_LOCK_KEY = 0x5375_7374_0004
+
+
 async def dispatch(session: AsyncSession, limit: int = 200) -> int:
-    """Fan out up to `limit` undispatched notifications (inside a transaction); how many."""
+    """Fan out up to `limit` undispatched notifications (inside a transaction); how many.
+    One replica dispatches at a time (an advisory lock; the others skip), in notification
+    order, so the deliveries of an alert's transitions are numbered in the order they
+    happened."""
+    locked = (await session.execute(text("SELECT pg_try_advisory_xact_lock(:key)"),
+                                    {"key": DISPATCH_LOCK_KEY})).scalar()
+    if not locked:
+        return 0
     pending = (await session.execute(
         select(Notification).where(Notification.dispatched_at.is_(None))
         .order_by(Notification.id).limit(limit).with_for_update(skip_locked=True)
@@ -41,7 +51,7 @@ async def dispatch(session: AsyncSession, limit: int = 200) -> int:
                 session.add(Delivery(notification_id=note.id, notifier_id=notifier.id,
                                      fingerprint=note.fingerprint,
                                      transition=note.transition))
-        note.dispatched_at = text("now()")  # type: ignore[assignment]
+        note.dispatched_at = func.now()
     await session.flush()
     return len(pending)
 
@@ -57,23 +67,24 @@ class Claimed:
     payload: dict[str, Any]
     notifier: Notifier
     earlier_delivered: bool
-    """Whether an earlier transition of the alert reached this notifier (a `resolved` for
-    a `firing` the notifier never got is skipped)."""
+    """Whether the alert's latest `firing` reached this notifier (a `resolved` for a
+    `firing` the notifier never got is skipped)."""
 
 
 _CLAIM = text("""
 WITH ready AS (
-    SELECT d.id, row_number() OVER (PARTITION BY d.notifier_id ORDER BY d.id) AS rank
-    FROM deliveries d
+    SELECT d.id, d.leased_until,
+           row_number() OVER (PARTITION BY d.notifier_id
+                              ORDER BY (d.leased_until > now()) DESC NULLS LAST, d.id) AS rank
+    FROM deliveries d JOIN notifiers n ON n.id = d.notifier_id AND n.enabled
     WHERE d.state = 'pending' AND d.next_attempt_at <= now()
-      AND (d.leased_until IS NULL OR d.leased_until < now())
       AND NOT EXISTS (
           SELECT 1 FROM deliveries e
           WHERE e.notifier_id = d.notifier_id AND e.fingerprint = d.fingerprint
             AND e.state = 'pending' AND e.id < d.id)
 ), picked AS (
     SELECT d.id FROM deliveries d JOIN ready r ON r.id = d.id
-    WHERE r.rank <= :per_notifier AND d.state = 'pending'
+    WHERE r.rank <= :per_notifier AND d.state = 'pending' AND d.next_attempt_at <= now()
       AND (d.leased_until IS NULL OR d.leased_until < now())
     ORDER BY d.id LIMIT :limit
     FOR UPDATE OF d SKIP LOCKED
@@ -83,16 +94,18 @@ SET leased_until = now() + make_interval(secs => :lease_s), leased_by = :replica
     attempts = d.attempts + 1
 FROM picked WHERE d.id = picked.id
 RETURNING d.id, d.notifier_id, d.notification_id, d.transition, d.fingerprint, d.attempts,
-    EXISTS (SELECT 1 FROM deliveries p
-            WHERE p.notifier_id = d.notifier_id AND p.fingerprint = d.fingerprint
-              AND p.id < d.id AND p.state = 'delivered') AS earlier_delivered
+    coalesce((SELECT p.state = 'delivered' FROM deliveries p
+              WHERE p.notifier_id = d.notifier_id AND p.fingerprint = d.fingerprint
+                AND p.id < d.id AND p.transition = 'firing'
+              ORDER BY p.id DESC LIMIT 1), false) AS earlier_delivered
 """)
 
 
 async def claim(session: AsyncSession, replica: str, lease_s: float, limit: int,
                 per_notifier: int) -> list[Claimed]:
-    """Lease up to `limit` deliveries due by the database's clock (at most `per_notifier` of
-    any one notifier, so a backlog at a dead notifier cannot crowd out the others)."""
+    """Lease up to `limit` deliveries due by the database's clock, of enabled notifiers, with
+    at most `per_notifier` leased per notifier at a time (counting leases still held), so a
+    backlog at a dead notifier cannot crowd out the others."""
     if limit <= 0:
         return []
     rows = (await session.execute(_CLAIM, {
@@ -111,19 +124,21 @@ async def claim(session: AsyncSession, replica: str, lease_s: float, limit: int,
             for r in sorted(rows, key=lambda r: r.id)]
 
 
-async def finish(session: AsyncSession, delivery_id: int, replica: str, state: str,
-                 status: int | None = None, error: str | None = None,
-                 retry_at: datetime | None = None) -> bool:
-    """Record an attempt's outcome, if this replica still holds the lease. `state` pending
-    with `retry_at` schedules the next attempt."""
+async def finish(session: AsyncSession, delivery_id: int, replica: str, attempt: int,
+                 state: str, status: int | None = None, error: str | None = None,
+                 retry_in_s: float | None = None) -> bool:
+    """Record attempt number `attempt`'s outcome, if its lease is still this replica's (not
+    taken over after expiring). `state` pending with `retry_in_s` schedules the next attempt
+    (by the database's clock, as the claim reads it)."""
     done = state != "pending"
+    retry = {} if retry_in_s is None else {
+        "next_attempt_at": func.now() + func.make_interval(0, 0, 0, 0, 0, 0, retry_in_s)}
     result = await session.execute(
         update(Delivery)
         .where(Delivery.id == delivery_id, Delivery.leased_by == replica,
-               Delivery.state == "pending")
+               Delivery.attempts == attempt, Delivery.state == "pending")
         .values(state=state, last_status=status, last_error=error, leased_until=None,
-                finished_at=text("now()") if done else None,
-                **({} if retry_at is None else {"next_attempt_at": retry_at})))
+                finished_at=func.now() if done else None, **retry))
     return bool(getattr(result, "rowcount", 0))
 
 

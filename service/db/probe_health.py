@@ -9,10 +9,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from service.alerting.candidates import ProbeHealth
 
 _HEALTH = text("""
-SELECT p.id, p.name, p.interval_seconds,
+SELECT p.id, p.name, p.interval_seconds, p.cron, p.jitter_seconds,
        GREATEST(p.schedule_since, p.created_at) AS watched_since,
-       (SELECT max(r.started_at) FROM runs r
-        WHERE r.probe_id = p.id AND r.started_at IS NOT NULL) AS last_started_at,
+       (SELECT r.started_at FROM runs r
+        WHERE r.probe_id = p.id AND r.started_at IS NOT NULL
+        ORDER BY r.scheduled_for DESC LIMIT 1) AS last_started_at,
        count(f.status) AS recent_runs,
        count(f.status) FILTER (WHERE f.status = 'failed' OR coalesce(f.successes, 0) = 0)
            AS recent_failed
@@ -30,4 +31,5 @@ ORDER BY p.id
 async def probe_health(session: AsyncSession, last_n: int) -> list[ProbeHealth]:
     rows = await session.execute(_HEALTH, {"n": last_n})
     return [ProbeHealth(r.id, r.name, r.interval_seconds, r.watched_since, r.last_started_at,
-                        r.recent_runs, r.recent_failed) for r in rows]
+                        r.recent_runs, r.recent_failed, r.cron, r.jitter_seconds)
+            for r in rows]

@@ -63,7 +63,9 @@ class Cron:
         self._trigger()  # raises ValueError on a malformed expression
 
     def _trigger(self) -> CronTrigger:
-        return CronTrigger.from_crontab(self.expression, timezone=UTC)
+        minute, hour, day, month, weekday = self.expression.split()
+        return CronTrigger(minute=minute, hour=hour, day=day, month=month,
+                           day_of_week=crontab_weekdays(weekday), timezone=UTC)
 
     def next_after(self, moment: datetime) -> datetime:
         fire: datetime | None = self._trigger().get_next_fire_time(None, moment + EPSILON)
@@ -91,6 +93,46 @@ class Cron:
             gaps.append((following - tick).total_seconds())
             tick = following
         return min(gaps)
+
+
+WEEKDAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+
+
+def crontab_weekdays(field: str) -> str:
+    """A crontab weekday field (0 or 7 = Sunday, 1 = Monday, ranges, steps, names) as
+    APScheduler's names. APScheduler 3 reads weekday *numbers* with Monday = 0, so `1-5`
+    passed through would mean Tuesday to Saturday."""
+    days: set[int] = set()
+    for part in field.lower().split(","):
+        span, _, step_text = part.partition("/")
+        step = int(step_text) if step_text else 1
+        if span == "*":
+            first, last = 0, 6
+        else:
+            low, _, high = span.partition("-")
+            first = _weekday(low)
+            last = _weekday(high) if high else (6 if step_text else first)
+            if high and last == 0:
+                last = 7  # ... through Sunday (7 or sun)
+        if step < 1 or last < first:
+            raise ValueError(f"weekday field {field!r}: bad range {part!r}")
+        days.update(d % 7 for d in range(first, last + 1, step))
+    return ",".join(WEEKDAYS[d] for d in sorted(days))
+
+
+def _weekday_number(text: str) -> int | None:
+    return int(text) if text.isdigit() else None
+
+
+def _weekday(text: str) -> int:
+    number = _weekday_number(text)
+    if number is not None:
+        if number > 7:
+            raise ValueError(f"weekday {text!r}: use 0-7 (0 and 7 are Sunday)")
+        return number % 7
+    if text[:3] in WEEKDAYS:
+        return WEEKDAYS.index(text[:3])
+    raise ValueError(f"weekday {text!r}: use 0-7 or sun..sat")
 
 
 def parse_cron(expression: str) -> Cron:

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Literal
 
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from service.api.schemas.common import Labels, Name, reject_nulls
 from service.api.schemas.endpoints import SecretRef, check_url_has_no_credentials
@@ -29,12 +30,18 @@ class _NotifierChecks(BaseModel):
 
     @model_validator(mode="after")
     def _fields(self) -> _NotifierChecks:
-        _check_url(self.url)
+        try:
+            _check_url(self.url)
+        except ValueError as exc:
+            raise PydanticCustomError("url_credentials", str(exc), {"field": "url"}) from None
         if self.signing_secret_ref is not None and self.kind not in (None, "webhook"):
-            raise ValueError("signing_secret_ref belongs to webhook notifiers only")
+            raise PydanticCustomError("signing_not_webhook",
+                                      "signing_secret_ref belongs to webhook notifiers only",
+                                      {"field": "signing_secret_ref"})
         if self.kind == "slack" and self.url is not None:
-            raise ValueError("a Slack webhook URL is a secret: give it as url_secret_ref "
-                             "(env:NAME or file:/path), not url")
+            raise PydanticCustomError(
+                "slack_url_secret", "a Slack webhook URL is a secret: give it as "
+                "url_secret_ref (env:NAME or file:/path), not url", {"field": "url"})
         return self
 
 
@@ -55,12 +62,14 @@ class NotifierCreate(_NotifierChecks):
                           description="Only alerts whose labels include all of these.")
     send_resolved: bool = True
     enabled: bool = True
-    timeout_s: float = Field(default=10.0, gt=0, le=120)
+    timeout_s: float = Field(default=10.0, gt=0, le=30,
+                             description="Seconds per HTTP try (3 quick tries per attempt).")
 
     @model_validator(mode="after")
     def _one_url(self) -> NotifierCreate:
         if (self.url is None) == (self.url_secret_ref is None):
-            raise ValueError("give exactly one of url and url_secret_ref")
+            raise PydanticCustomError("one_url", "give exactly one of url and url_secret_ref",
+                                      {"field": "url"})
         return self
 
 
@@ -74,7 +83,7 @@ class NotifierUpdate(_NotifierChecks):
     match: Labels | None = None
     send_resolved: bool | None = None
     enabled: bool | None = None
-    timeout_s: float | None = Field(default=None, gt=0, le=120)
+    timeout_s: float | None = Field(default=None, gt=0, le=30)
 
     @model_validator(mode="after")
     def _nulls(self) -> NotifierUpdate:

@@ -20,6 +20,7 @@ from service.api.app import create_app
 from service.api.state import AppState
 from service.config import Settings
 from service.db import alerts as alert_queries
+from service.db import deliveries
 from tests.integration.service.helpers import samples_of, serving
 from tests.integration.service.storage import fetch
 from tests.receivers import Receiver
@@ -157,6 +158,35 @@ async def test_a_stalled_notifier_does_not_delay_another(
                        "SELECT n.name, d.state, d.last_error FROM deliveries d "
                        "JOIN notifiers n ON n.id = d.notifier_id ORDER BY n.name")
     assert rows == [("fast", "delivered", None), ("slow", "pending", "timed out")]
+
+
+async def test_a_dead_notifier_holds_at_most_its_share_of_leases_and_disabled_ones_none(
+        api: httpx.AsyncClient, app: FastAPI, worker: DeliveryWorker,
+        receiver: Receiver) -> None:
+    with Receiver() as slow:
+        slow.stall_s = 2.0
+        await add_notifier(api, name="slow", kind="webhook", url=slow.url, timeout_s=5)
+        off = await add_notifier(api, name="off", kind="webhook", url=receiver.url)
+        now = datetime.now(UTC)
+        await move(app, True, now, {**LABELS, "probe": "before"})
+        async with app.state.sustain.sessions.begin() as session:
+            assert await deliveries.dispatch(session) == 1
+        await api.patch(f"/api/v1/notifiers/{off['id']}", json={"enabled": False})
+        for i in range(20):
+            await move(app, True, now, {**LABELS, "probe": f"p{i}"})
+        first = await worker.pass_once()
+        second = await worker.pass_once()
+        leased = await fetch(app.state.sustain.engine,
+                             "SELECT count(*) FROM deliveries WHERE leased_until > now()")
+        assert (len(first), len(second)) == (FAST.per_notifier, 0)
+        assert leased == [(FAST.per_notifier,)]
+        await asyncio.gather(*first)
+    assert receiver.answered() == []
+    off_rows = await fetch(app.state.sustain.engine,
+                           "SELECT state FROM deliveries d JOIN notifiers n ON "
+                           "n.id = d.notifier_id WHERE n.name = 'off'")
+    assert off_rows == [("pending",)], "dispatched before it was disabled: waits, unsent; " \
+        "nothing is dispatched to it while disabled"
 
 
 async def test_silence_suppresses_delivery_and_the_resolve_that_follows(
@@ -308,5 +338,8 @@ async def test_notifier_and_silence_bodies_are_checked(api: httpx.AsyncClient,
     assert "match everything" in await problem("POST", "/api/v1/silences", {
         "matchers": [{"name": "probe", "value": "x", "is_equal": False}], "ends_at": later,
         "comment": "c", "created_by": "me"})
+    assert "ends_at" in await problem("POST", "/api/v1/silences", {
+        "matchers": [{"name": "probe", "value": "x"}],
+        "ends_at": "9999-12-31T23:00:00-14:00", "comment": "c", "created_by": "me"})
     assert "matchers" in await problem("POST", "/api/v1/silences", {
         "matchers": [], "ends_at": later, "comment": "c", "created_by": "me"})

@@ -41,6 +41,17 @@ def test_no_data_after_three_intervals_without_a_run() -> None:
         "a probe scheduled just now has not missed anything yet"
 
 
+def test_no_data_on_a_cron_schedule_counts_its_ticks_not_its_shortest_gap() -> None:
+    friday_evening = datetime(2026, 12, 4, 18, tzinfo=UTC)  # a Friday
+    office_hours = ProbeHealth(1, "chat", 300, friday_evening - timedelta(days=30),
+                               friday_evening - timedelta(minutes=1), 1, 0,
+                               cron="*/5 9-17 * * 1-5")
+    sunday = friday_evening + timedelta(days=2)
+    assert not no_data_candidates([office_hours], sunday)[0].condition, "no tick was due"
+    monday = datetime(2026, 12, 7, 9, 16, tzinfo=UTC)
+    assert no_data_candidates([office_hours], monday)[0].condition, "09:00, :05, :10 missed"
+
+
 def test_drift_alert_fires_on_regressed_only() -> None:
     states = [DriftState("chat", "ttft", "p99", "regressed", 1.3),
               DriftState("chat", "e2e", "p99", "improved", 0.7),

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from service.scheduling.claims import MAX_LOAD_DELAY_S, RANK_STEP_S, claim_delay
 from service.scheduling.schedule import (
     Every,
+    crontab_weekdays,
     jitter_of,
     parse_cron,
     tick_for_firing,
@@ -142,3 +143,18 @@ def test_a_late_firing_never_takes_the_next_tick_early() -> None:
 def test_a_firing_later_than_the_grace_claims_nothing() -> None:
     assert tick_for_firing(Every(60), 1, 0.0, 5.0, T0 + timedelta(seconds=6)) is None
     assert tick_for_firing(Every(60), 1, 0.0, 5.0, T0 + timedelta(seconds=4)) == T0
+
+
+@pytest.mark.parametrize(("field", "days"), [
+    ("1-5", "mon,tue,wed,thu,fri"), ("0", "sun"), ("7", "sun"), ("5-7", "sun,fri,sat"),
+    ("*/2", "sun,tue,thu,sat"), ("mon-fri", "mon,tue,wed,thu,fri"), ("1,3,5", "mon,wed,fri")])
+def test_crontab_weekday_numbers_count_from_sunday(field: str, days: str) -> None:
+    assert crontab_weekdays(field) == days
+
+
+def test_numeric_weekdays_fire_on_the_crontab_days() -> None:
+    friday_evening = datetime(2026, 1, 2, 18, 0, tzinfo=UTC)
+    assert parse_cron("*/5 9-17 * * 1-5").next_after(friday_evening) == \
+        datetime(2026, 1, 5, 9, 0, tzinfo=UTC), "Monday, not Saturday"
+    assert parse_cron("0 12 * * 0").next_after(friday_evening) == \
+        datetime(2026, 1, 4, 12, 0, tzinfo=UTC), "0 is Sunday"
