@@ -134,8 +134,14 @@ def test_page_alert_reaches_alertmanager_and_webhook_once_then_resolves_and_is_s
             for process in replicas:
                 assert process.stop() == 0
         _check_exactly_once(database_url, receiver)
+        movers = db(database_url, "SELECT replica, count(*) AS n FROM alert_events "
+                                  "GROUP BY replica ORDER BY replica")
+        senders = db(database_url, "SELECT leased_by, count(*) AS n FROM deliveries "
+                                   "GROUP BY leased_by ORDER BY leased_by")
         print(f"\nalert latency from failure start: webhook {webhook_latency:.1f} s, "
-              f"Alertmanager webhook {am_latency:.1f} s; resolve {resolve_latency:.1f} s")
+              f"Alertmanager webhook {am_latency:.1f} s; resolve {resolve_latency:.1f} s; "
+              f"transitions by replica {[tuple(r) for r in movers]}, deliveries by replica "
+              f"{[tuple(r) for r in senders]}")
         assert webhook_latency < 30
         assert am_latency < 35
         assert resolve_latency < 30
