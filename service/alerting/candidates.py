@@ -25,6 +25,8 @@ class Candidate:
     labels: dict[str, str]
     condition: bool
     annotations: dict[str, str] = field(default_factory=dict)
+    hold: timedelta = timedelta(0)
+    """How long the condition must hold before the alert fires (pending until then)."""
 
     @property
     def alertname(self) -> str:
@@ -50,6 +52,7 @@ def slo_burn_candidates(slo: SloRules, status: SloStatus) -> list[Candidate]:
             labels={"alertname": "SustainSloBurnRate", "slo": slo.name, "tier": tier.name,
                     "severity": tier.severity},
             condition=tier.name in status.breached_tiers,
+            hold=timedelta(seconds=tier.for_s),
             annotations={
                 "summary": f"SLO {slo.name} is burning its error budget over "
                            f"{tier.factor:g}x too fast",

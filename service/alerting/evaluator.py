@@ -95,7 +95,7 @@ class AlertEvaluator:
         for candidate in await self.candidates(moment):
             async with self.sessions.begin() as session:
                 transition = await alert_queries.advance(
-                    session, candidate, moment, timedelta(0), self.repeat, self.replica_id)
+                    session, candidate, moment, candidate.hold, self.repeat, self.replica_id)
             if transition is not None:
                 notified.append((candidate.fingerprint, transition))
                 logger.warning("alert %s %s: %s", candidate.alertname, transition,

@@ -61,6 +61,7 @@ def _group(slo: SloRules) -> dict[str, Any]:
             "alert": "SustainSloBurnRate",
             "expr": (f'{long}{{slo="{escaped}"}} > {threshold} and '
                      f'{short}{{slo="{escaped}"}} > {threshold}'),
+            **({"for": f"{tier.for_s}s"} if tier.for_s else {}),
             "labels": {"slo": slo.name, "tier": tier.name, "severity": tier.severity},
             "annotations": {
                 "summary": f"SLO {slo.name} is burning its error budget over "

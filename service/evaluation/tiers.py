@@ -20,6 +20,9 @@ class BurnTier(BaseModel):
     factor: float = Field(gt=0, le=1000, description="Burn-rate threshold.")
     long_window_s: int = Field(gt=0, le=90 * 86400)
     short_window_s: int = Field(gt=0, le=90 * 86400)
+    for_s: int = Field(default=0, ge=0, le=86400,
+                       description="How long the tier must stay breached before it fires "
+                       "(the alert is pending meanwhile); Prometheus rules get it as `for`.")
     enabled: bool = True
 
     @model_validator(mode="after")

@@ -66,3 +66,27 @@ async def test_two_replicas_fire_and_resolve_each_tier_once(
     assert payload["status"] == "resolved"
     assert payload["labels"]["alertname"] == "SustainSloBurnRate"
     assert payload["endsAt"] is not None
+
+
+async def test_a_tier_with_a_hold_is_pending_until_it_has_held(
+        api: httpx.AsyncClient, app: FastAPI) -> None:
+    state: AppState = app.state.sustain
+    probe_id = await create_probe_rows(state.engine)
+    r = await api.post("/api/v1/slos", json={
+        "name": "held", "probes": ["p1"], "sli": {"kind": "availability"},
+        "objective": 0.99, "window": "7d", "tiers": [
+            {"name": "page_fast", "severity": "page", "factor": 14.4, "long_window_s": 3600,
+             "short_window_s": 300, "for_s": 60}]})
+    assert r.status_code == 201, r.text
+    assert r.json()["tiers"][0]["for_s"] == 60
+    now = datetime.now(UTC)
+    rng = random.Random(4)
+    for i in range(12):
+        at = now - timedelta(minutes=58 - 5 * i)
+        await seed_run(state.engine, probe_id, at, synthetic_samples(60, at, rng, fail_every=3))
+    evaluator = AlertEvaluator(state.sessions, "r1", interval_s=60, repeat_s=None)
+    assert await evaluator.evaluate_once(now) == []
+    assert [a["state"] for a in (await api.get("/api/v1/alerts")).json()] == ["pending"]
+    assert await evaluator.evaluate_once(now + timedelta(seconds=30)) == []
+    fired = await evaluator.evaluate_once(now + timedelta(seconds=60))
+    assert [t for _, t in fired] == ["firing"]

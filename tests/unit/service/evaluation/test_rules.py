@@ -61,3 +61,16 @@ def test_rules_of_the_example_config_pass_promtool(tmp_path: Path) -> None:
     check = subprocess.run([tool, "check", "rules", str(tmp_path / "rules.yaml")],
                            capture_output=True, text=True, timeout=60, check=False)
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_tier_hold_becomes_the_alerts_for_and_passes_promtool(tmp_path: Path) -> None:
+    tool = promtool()
+    held = DEFAULT_TIERS[0].model_copy(update={"for_s": 600})
+    document = rules_document([SloRules("chat", 0.99, [held, DEFAULT_TIERS[1]])])
+    alerts = [r for r in document["groups"][0]["rules"] if "alert" in r]
+    assert alerts[0]["for"] == "600s"
+    assert "for" not in alerts[1]
+    (tmp_path / "held.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    check = subprocess.run([tool, "check", "rules", str(tmp_path / "held.yaml")],
+                           capture_output=True, text=True, timeout=60, check=False)
+    assert check.returncode == 0, check.stdout + check.stderr
