@@ -221,6 +221,7 @@ def demo(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None,
         console.print(
             f"[bold]sustain demo[/bold]: probe 'demo-constant' (2 req/s for 5 s, every 15 s) "
             f"against the simulator at {simulator.base_url}\n"
+            f"  status page {base}/\n"
             f"  API docs    {base}/docs\n"
             f"  metrics     {base}/metrics\n"
             f"  latest run  {base}/api/v1/runs?limit=1\n"

@@ -195,18 +195,19 @@ class DeliveryWorker:
         self._loop = asyncio.create_task(self._run(), name="alert-delivery")
 
     async def _run(self) -> None:
+        started: list[asyncio.Task[None]] = []
         while True:
-            started = []
+            if started:
+                await asyncio.sleep(0)  # a backlog: claim the next batch straight away
+            else:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self.policy.poll_s)
+                self._wake.clear()
             try:
                 started = await self.pass_once()
             except Exception as exc:
+                started = []
                 logger.warning("notification delivery pass failed (%s)", type(exc).__name__)
-            if started:
-                await asyncio.sleep(0)  # a backlog: claim the next batch straight away
-                continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.policy.poll_s)
-            self._wake.clear()
 
     async def close(self, grace_s: float = 5.0) -> None:
         """Stop passing; give sends in flight `grace_s` to finish (unfinished ones are

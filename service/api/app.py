@@ -49,6 +49,7 @@ from service.scheduling.executor import RunExecutor
 from service.scheduling.listener import ProbeListener
 from service.scheduling.liveness import Liveness
 from service.scheduling.scheduler import ProbeScheduler
+from service.web import routes as web_routes
 
 logger = logging.getLogger(__name__)
 
@@ -162,4 +163,5 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
     app.include_router(api)
     app.include_router(health.router)
     app.include_router(metrics.router)
+    app.include_router(web_routes.router)
     return app

@@ -1,0 +1,39 @@
+# sustain: one image for `sustain serve` (the default), `sustain migrate` and `sustain simulate`.
+# Build stage: a virtual environment with sustain and its dependencies (wheels only; no compiler
+# is needed for them on this base). Final stage: the slim base, that venv, a non-root user.
+
+FROM python:3.11-slim-bookworm AS build
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
+RUN python -m venv /opt/sustain
+COPY pyproject.toml README.md ./
+COPY probes ./probes
+COPY service ./service
+COPY simulator ./simulator
+COPY migrations ./migrations
+RUN /opt/sustain/bin/pip install --no-cache-dir . \
+    && find /opt/sustain -name '__pycache__' -type d -prune -exec rm -rf {} +
+
+FROM python:3.11-slim-bookworm
+LABEL org.opencontainers.image.title="sustain" \
+      org.opencontainers.image.description="Continuous monitoring of LLM inference endpoints" \
+      org.opencontainers.image.licenses="Apache-2.0"
+RUN groupadd --system --gid 10001 sustain \
+    && useradd --system --uid 10001 --gid sustain --home-dir /var/lib/sustain \
+       --create-home --shell /usr/sbin/nologin sustain
+COPY --from=build /opt/sustain /opt/sustain
+ENV PATH=/opt/sustain/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    SUSTAIN_HOST=0.0.0.0 \
+    SUSTAIN_PORT=8000 \
+    SUSTAIN_DATA_DIR=/var/lib/sustain \
+    SUSTAIN_LOG_FORMAT=json
+WORKDIR /var/lib/sustain
+USER 10001:10001
+EXPOSE 8000
+HEALTHCHECK --interval=15s --timeout=3s --start-period=60s --retries=3 \
+    CMD ["python", "-c", "import os, sys, urllib.request; port = os.environ.get('SUSTAIN_PORT', '8000'); sys.exit(0 if urllib.request.urlopen(f'http://127.0.0.1:{port}/healthz', timeout=2).status == 200 else 1)"]
+ENTRYPOINT ["sustain"]
+CMD ["serve"]

@@ -1,0 +1,1 @@
+"""The status page at `/`: server-rendered HTML with inline SVG charts, no JavaScript."""

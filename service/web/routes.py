@@ -1,0 +1,59 @@
+"""GET /: the status page. Reads probes, their last 24 h (hourly merged sketches), SLO
+statuses and active alerts, then renders service/web/templates/status.html."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+from fastapi.templating import Jinja2Templates
+
+from service.api.deps import SessionDep
+from service.db import history
+from service.db import slos as slo_queries
+from service.db import status as status_queries
+from service.history.aggregate import Aggregate, count_stat, latency_stat
+from service.history.windows import aligned_windows
+from service.web import view
+
+router = APIRouter(include_in_schema=False)
+REFRESH_S = 30
+
+
+def p99(agg: Aggregate, metric: str) -> float | None:
+    """The window's p99 in ms, or None without runs."""
+    return latency_stat(agg.sketch(metric), "p99").value if agg.runs else None
+
+
+def templates() -> Jinja2Templates:
+    return Jinja2Templates(directory=Path(__file__).parent / "templates")
+
+
+@router.get("/", response_class=HTMLResponse)
+async def status_page(request: Request, session: SessionDep) -> HTMLResponse:
+    now = datetime.now(UTC)
+    start = now - timedelta(hours=24)
+    edge = now.timestamp()
+    hours = [(float(a), min(float(b), edge)) for a, b in aligned_windows(start, now, 3600)]
+    # the current hour ends now: what ran so far this hour is read run by run
+    alerts = await status_queries.active_alerts(session)
+    down = view.down_states([(a.alertname, a.state, a.labels) for a in alerts])
+    latest = await status_queries.latest_runs(session)
+    cards = []
+    for probe in await status_queries.probes(session):
+        hourly = await history.aggregates(session, probe.id, hours, ["ttft", "e2e"])
+        (whole,) = await history.aggregates(  # apart: aggregates wants disjoint windows
+            session, probe.id, [(start.timestamp(), edge)], ["ttft", "e2e"])
+        cards.append(view.probe_card(
+            probe, latest.get(probe.id), down,
+            count_stat(whole, "availability").value if whole.runs else None,
+            p99(whole, "ttft"), p99(whole, "e2e"),
+            [p99(a, "ttft") for a in hourly], [p99(a, "e2e") for a in hourly]))
+    bars = [view.slo_bar(s.name, s.objective, s.status.compliance, s.status.budget_remaining)
+            for s in await slo_queries.snapshots(session, now)]
+    lines = [view.alert_line(a.alertname, a.severity, a.state, a.labels, a.annotations,
+                             a.fired_at or a.active_since) for a in alerts]
+    return templates().TemplateResponse(request, "status.html", {
+        "now": now, "cards": cards, "slos": bars, "alerts": lines, "refresh_s": REFRESH_S})

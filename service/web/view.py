@@ -1,0 +1,104 @@
+"""The status page's content, shaped from plain data: a card per probe, a bar per SLO, a line
+per active alert. Pure; service.web.routes reads the database and renders."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from service.db.status import LatestRun, ProbeRow
+from service.web.charts import Sparkline, budget_width, sparkline
+
+DOWN_ALERTS = {"SustainEndpointDown": "down", "SustainNoData": "no data"}
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeCard:
+    id: int
+    name: str
+    endpoint: str
+    model: str
+    schedule: str
+    state: str
+    """ok, failing, down, no data, degraded, waiting or disabled."""
+    last_run: LatestRun | None
+    availability: float | None
+    """Successful / attempted requests over the last 24 h."""
+    ttft_p99_ms: float | None
+    e2e_p99_ms: float | None
+    ttft_chart: Sparkline
+    e2e_chart: Sparkline
+
+
+@dataclass(frozen=True, slots=True)
+class SloBar:
+    name: str
+    objective: float
+    compliance: float | None
+    budget_remaining: float | None
+    fill_percent: float
+    state: str
+    """healthy (over a quarter left), low, exhausted or no data."""
+
+
+@dataclass(frozen=True, slots=True)
+class AlertLine:
+    alertname: str
+    severity: str
+    state: str
+    subject: str
+    summary: str
+    since: datetime | None
+
+
+def probe_state(probe: ProbeRow, last: LatestRun | None, alert_states: Mapping[str, str]
+                ) -> str:
+    if not probe.enabled:
+        return "disabled"
+    if probe.name in alert_states:
+        return alert_states[probe.name]
+    if last is None:
+        return "waiting"
+    return {"succeeded": "ok", "failed": "failing"}.get(last.status, "degraded")
+
+
+def probe_card(probe: ProbeRow, last: LatestRun | None, alert_states: Mapping[str, str],
+               availability: float | None, ttft_p99_ms: float | None,
+               e2e_p99_ms: float | None, ttft_hourly: Sequence[float | None],
+               e2e_hourly: Sequence[float | None]) -> ProbeCard:
+    schedule = f"cron {probe.cron}" if probe.cron else f"every {probe.interval_s} s"
+    return ProbeCard(probe.id, probe.name, probe.endpoint, probe.model, schedule,
+                     probe_state(probe, last, alert_states), last, availability, ttft_p99_ms,
+                     e2e_p99_ms, sparkline(ttft_hourly), sparkline(e2e_hourly))
+
+
+def down_states(alerts: Sequence[tuple[str, str, Mapping[str, str]]]) -> dict[str, str]:
+    """Probe name -> state, from firing endpoint-down and no-data alerts
+    ((alertname, state, labels) each)."""
+    out: dict[str, str] = {}
+    for alertname, state, labels in alerts:
+        if state == "firing" and alertname in DOWN_ALERTS and "probe" in labels:
+            out.setdefault(labels["probe"], DOWN_ALERTS[alertname])
+    return out
+
+
+def slo_bar(name: str, objective: float, compliance: float | None,
+            budget_remaining: float | None) -> SloBar:
+    if budget_remaining is None:
+        state = "no data"
+    elif budget_remaining <= 0:
+        state = "exhausted"
+    elif budget_remaining < 0.25:
+        state = "low"
+    else:
+        state = "healthy"
+    return SloBar(name, objective, compliance, budget_remaining, budget_width(budget_remaining),
+                  state)
+
+
+def alert_line(alertname: str, severity: str, state: str, labels: Mapping[str, str],
+               annotations: Mapping[str, str], since: datetime | None) -> AlertLine:
+    subject = " ".join(f"{k}={v}" for k, v in sorted(labels.items())
+                       if k not in ("alertname", "severity"))
+    return AlertLine(alertname, severity, state, subject, annotations.get("summary", ""), since)

@@ -1,0 +1,125 @@
+"""The status page in a real browser: Debian's Chromium, headless, driven by Playwright (no
+browser download). A live `sustain serve` probes the simulator and a dead endpoint; the page
+shows both probes with their state, last run, availability and p99s with charts, the SLO's
+budget bar and the firing endpoint-down alert, without any script; a screenshot is kept in
+test-artifacts/."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.processes import SustainProcess, free_port
+from tests.tools import find_tool
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = find_tool("chromium")
+sync_api = pytest.importorskip("playwright.sync_api",
+                               reason="playwright (test extra) not installed")
+
+
+def wait_until(check: object, timeout_s: float) -> None:
+    assert callable(check)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"not within {timeout_s}s")
+
+
+@pytest.fixture
+def live(tmp_path: Path, database_url: str) -> Iterator[str]:
+    sim_port, port = free_port(), free_port()
+    simulator = SustainProcess(["simulate", "--port", str(sim_port), "--ttft-ms", "20",
+                                "--itl-ms", "4", "--output-tokens", "8"],
+                               tmp_path / "simulator.log")
+    server = SustainProcess(["serve", "--port", str(port)], tmp_path / "sustain.log", env={
+        "SUSTAIN_DATABASE_URL": database_url, "SUSTAIN_ALERT_EVALUATION_SECONDS": "1",
+        "SUSTAIN_ENDPOINT_DOWN_RUNS": "2"})
+    with simulator, server:
+        simulator.wait_http(f"http://127.0.0.1:{sim_port}/v1/models")
+        server.wait_http(f"http://127.0.0.1:{port}/readyz")
+        base = f"http://127.0.0.1:{port}"
+        api = httpx.Client(base_url=base, timeout=10)
+        dead_port = free_port()
+        for name, url in (("sim", f"http://127.0.0.1:{sim_port}/v1"),
+                          ("dead", f"http://127.0.0.1:{dead_port}/v1")):
+            endpoint = api.post("/api/v1/endpoints", json={
+                "name": name, "base_url": url, "model": "sim-model",
+                "timeout_connect_s": 1, "timeout_total_s": 5})
+            assert endpoint.status_code == 201, endpoint.text
+            probe = api.post("/api/v1/probes", json={
+                "name": "chat" if name == "sim" else "dead-probe",
+                "endpoint_id": endpoint.json()["id"], "interval_seconds": 1,
+                "profile": {"kind": "constant", "rate": 10, "duration_s": 0.5},
+                "workload": {"max_tokens": 8}})
+            assert probe.status_code == 201, probe.text
+        slo = api.post("/api/v1/slos", json={
+            "name": "chat-availability", "probes": ["chat"], "sli": {"kind": "availability"},
+            "objective": 0.99, "window": "1d"})
+        assert slo.status_code == 201, slo.text
+
+        def ready() -> bool:
+            runs = api.get("/api/v1/runs", params={"status": "succeeded"}).json()["items"]
+            firing = api.get("/api/v1/alerts", params={"state": "firing"}).json()
+            return len(runs) >= 2 and any(a["alertname"] == "SustainEndpointDown"
+                                          for a in firing)
+        wait_until(ready, 60)
+        yield base
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed "
+                    "(.ci/run installs it)")
+def test_status_page_shows_probes_slos_and_alerts_without_javascript(live: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                             args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900},
+                                    java_script_enabled=False)
+            response = page.goto(live + "/")
+            assert response is not None
+            assert response.status == 200
+            assert page.title() == "sustain status"
+            assert page.locator("script").count() == 0
+            refresh = page.locator('meta[http-equiv="refresh"]').get_attribute("content")
+            assert refresh is not None
+            assert int(refresh) > 0
+
+            chat = page.locator('tr.probe[data-probe="chat"]')
+            assert chat.locator(".badge").inner_text() == "ok"
+            cells = chat.locator("td.num").all_inner_texts()
+            assert cells[0] == "100.00 %"
+            assert cells[1].endswith(" ms")
+            assert cells[2].endswith(" ms")
+            assert chat.locator("svg.spark").count() == 2
+            assert "ms" in (chat.locator("svg.ttft").get_attribute("aria-label") or "")
+            dead = page.locator('tr.probe[data-probe="dead-probe"]')
+            assert dead.locator(".badge").inner_text() == "down"
+
+            alerts = page.locator("tr.alert").all_inner_texts()
+            assert any("SustainEndpointDown" in a and "probe=dead-probe" in a for a in alerts)
+            slo = page.locator('tr.slo[data-slo="chat-availability"]')
+            assert slo.count() == 1
+            assert "%" in slo.inner_text()
+            assert slo.locator(".bar span").count() == 1
+
+            assert page.get_by_role("link", name="API docs").get_attribute("href") == "/docs"
+            page.screenshot(path=str(ARTIFACTS / "status-page.png"), full_page=True)
+
+            run_link = chat.locator("a.run")
+            href = run_link.get_attribute("href")
+            assert href is not None
+            assert href.startswith("/api/v1/runs/")
+            run_link.click()
+            assert '"probe_id"' in page.content()
+        finally:
+            browser.close()
+    assert (ARTIFACTS / "status-page.png").stat().st_size > 10_000

@@ -1,0 +1,174 @@
+"""The Helm chart, rendered by real Helm templating (helm-python-sdk) for the default values and
+variants, every manifest validated against a current Kubernetes schema (kubernetes-validate),
+and the properties operators rely on asserted: probes, security, graceful termination longer
+than the shutdown grace, secrets only by reference, migrations as a hook, and the
+PrometheusRule equal to what `sustain rules` prints for the same SLOs."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.processes import sustain_command
+from tests.tools import require_tool
+
+helm = pytest.importorskip("helm_python", reason="helm-python-sdk (test extra) not installed")
+kubernetes_validate = pytest.importorskip(
+    "kubernetes_validate", reason="kubernetes-validate (test extra) not installed")
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "deploy" / "helm" / "sustain"
+KUBERNETES = "1.37.0"
+CRDS = {"ServiceMonitor", "PrometheusRule"}
+BASE = {"database": {"existingSecret": "sustain-db"}}
+COMPOSE_CONFIG = yaml.safe_load((ROOT / "deploy" / "compose" / "sustain.yaml").read_text())
+EVERYTHING = {
+    **BASE, "config": COMPOSE_CONFIG, "serviceMonitor": {"enabled": True},
+    "prometheusRule": {"enabled": True}, "networkPolicy": {"enabled": True},
+    "autoscaling": {"enabled": True, "minReplicas": 2, "maxReplicas": 5},
+    "apiKeys": {"existingSecret": "sustain-keys"},
+    "secretEnv": [{"name": "OPENAI_API_KEY", "secretName": "llm", "key": "openai"}],
+}
+
+
+def render(values: dict[str, Any]) -> list[dict[str, Any]]:
+    chart = helm.Chart.load(CHART)
+    chart.validate_schema(values)
+    files = chart.render(values, name="sustain", namespace="monitoring", is_install=True)
+    return [doc for path, text in sorted(files.items()) if not path.endswith("NOTES.txt")
+            for doc in yaml.safe_load_all(text) if doc]
+
+
+def by_kind(manifests: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {m["kind"]: m for m in manifests}
+
+
+@pytest.mark.parametrize("values", [
+    BASE, EVERYTHING,
+    {**BASE, "migrations": {"enabled": False}, "podDisruptionBudget": {"enabled": False},
+     "serviceAccount": {"create": False, "name": "existing"}},
+    {**BASE, "replicaCount": 3, "service": {"type": "LoadBalancer", "port": 9000},
+     "networkPolicy": {"enabled": True, "ingressFrom": [
+         {"namespaceSelector": {"matchLabels": {"name": "monitoring"}}}],
+         "egress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]}]}},
+], ids=["defaults", "everything", "minimal", "variant"])
+def test_every_manifest_is_valid_kubernetes(values: dict[str, Any]) -> None:
+    manifests = render(values)
+    assert manifests
+    for manifest in manifests:
+        if manifest["kind"] in CRDS:
+            assert manifest["apiVersion"] == "monitoring.coreos.com/v1"
+            continue
+        kubernetes_validate.validate(manifest, KUBERNETES, strict=True)
+
+
+def test_helm_lint_is_clean() -> None:
+    report = helm.lint(CHART, BASE, strict=True, kube_version=f"v{KUBERNETES}")
+    assert report["errors"] == []
+    assert [m for m in report["messages"] if m["severity"] >= 2] == []
+
+
+def test_defaults_two_replicas_probes_security_and_graceful_termination() -> None:
+    kinds = by_kind(render(BASE))
+    assert set(kinds) == {"ConfigMap", "Deployment", "Job", "PodDisruptionBudget", "Service",
+                          "ServiceAccount"}
+    deployment = kinds["Deployment"]
+    assert deployment["spec"]["replicas"] == 2
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["resources"]["requests"]
+    assert container["resources"]["limits"]["memory"]
+    security = container["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"]["drop"] == ["ALL"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] != 0
+    env = {e["name"]: e for e in container["env"]}
+    grace = int(env["SUSTAIN_SHUTDOWN_GRACE_SECONDS"]["value"])
+    assert pod["terminationGracePeriodSeconds"] > grace
+    writable = {m["mountPath"] for m in container["volumeMounts"] if not m.get("readOnly")}
+    assert {"/tmp", "/var/lib/sustain"} <= writable, "read-only root: scratch is mounted"
+    assert kinds["PodDisruptionBudget"]["spec"]["minAvailable"] == 1
+    job = kinds["Job"]
+    assert job["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"
+    assert job["spec"]["template"]["spec"]["containers"][0]["args"] == ["migrate"]
+    assert env["SUSTAIN_AUTO_MIGRATE"]["value"] == "false", "the hook migrates, not the pods"
+
+
+def test_secrets_only_by_reference_never_inlined() -> None:
+    manifests = render(EVERYTHING)
+    kinds = by_kind(manifests)
+    assert "Secret" not in kinds
+    for kind in ("Deployment", "Job"):
+        spec = kinds[kind]["spec"]["template"]["spec"]
+        env = {e["name"]: e for e in spec["containers"][0]["env"]}
+        assert env["SUSTAIN_DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {
+            "name": "sustain-db", "key": "url"}
+        assert "value" not in env["SUSTAIN_DATABASE_URL"]
+        assert env["SUSTAIN_ADMIN_KEY"]["valueFrom"]["secretKeyRef"]["name"] == "sustain-keys"
+        assert env["OPENAI_API_KEY"]["valueFrom"]["secretKeyRef"] == {"name": "llm",
+                                                                      "key": "openai"}
+
+
+def test_values_that_would_inline_a_secret_or_omit_the_database_are_refused() -> None:
+    chart = helm.Chart.load(CHART)
+    with pytest.raises(helm.HelmValuesError):
+        chart.validate_schema({**BASE, "env": {"SUSTAIN_DATABASE_URL": "postgresql://u:p@h/d"}})
+    with pytest.raises(helm.HelmValuesError):
+        chart.validate_schema({**BASE, "replicas": 3})
+    with pytest.raises(helm.HelmRenderError, match="existingSecret"):
+        chart.render({}, name="sustain", namespace="monitoring")
+
+
+def test_optional_objects_follow_their_switches() -> None:
+    kinds = by_kind(render(EVERYTHING))
+    assert {"ServiceMonitor", "PrometheusRule", "NetworkPolicy", "HorizontalPodAutoscaler"} \
+        <= set(kinds)
+    assert "replicas" not in kinds["Deployment"]["spec"], "the HPA owns the replica count"
+    monitor = kinds["ServiceMonitor"]["spec"]["endpoints"][0]
+    assert (monitor["port"], monitor["path"]) == ("http", "/metrics")
+    config = yaml.safe_load(kinds["ConfigMap"]["data"]["sustain.yaml"])
+    assert config == COMPOSE_CONFIG
+
+
+def test_prometheus_rule_is_what_sustain_rules_prints(tmp_path: Path) -> None:
+    rule = by_kind(render(EVERYTHING))["PrometheusRule"]
+    expected = yaml.safe_load(subprocess.run(
+        [*sustain_command(), "rules", "--config", str(ROOT / "deploy/compose/sustain.yaml")],
+        capture_output=True, text=True, timeout=60, check=True).stdout)
+    got = {g["name"]: g["rules"] for g in rule["spec"]["groups"]}
+    want = {g["name"]: g["rules"] for g in expected["groups"]}
+    assert got.keys() == want.keys()
+    for name, rules in want.items():
+        assert [r.get("record") or r["alert"] for r in got[name]] == \
+            [r.get("record") or r["alert"] for r in rules]
+        for mine, theirs in zip(got[name], rules, strict=True):
+            assert mine["expr"] == theirs["expr"]
+            assert mine["labels"] == theirs["labels"]
+            assert mine.get("for") == theirs.get("for")
+            if "annotations" in theirs:
+                assert mine["annotations"]["summary"] == theirs["annotations"]["summary"]
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rule["spec"]))
+    promtool = require_tool("promtool", "Debian package `prometheus`")
+    check = subprocess.run([promtool, "check", "rules", str(tmp_path / "rules.yaml")],
+                           capture_output=True, text=True, timeout=60, check=False)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_the_readme_values_example_renders_and_its_config_validates(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("where `my-values.yaml`", 1)[1].split("```yaml\n", 1)[1]
+    values = yaml.safe_load(block.split("```", 1)[0])
+    kinds = by_kind(render(values))
+    assert {"Deployment", "ServiceMonitor", "PrometheusRule"} <= set(kinds)
+    (tmp_path / "sustain.yaml").write_text(yaml.safe_dump(values["config"]))
+    result = subprocess.run([*sustain_command(), "validate", str(tmp_path / "sustain.yaml")],
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
