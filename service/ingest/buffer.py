@@ -47,6 +47,8 @@ class SampleBuffer:
         self.samples = 0
         """Sample rows buffered, not yet durable."""
         self.dropped_total = 0
+        self.unwritten_finals: set[int] = set()
+        """Runs whose final record is buffered but not yet durable (still this replica's)."""
         self._ready = asyncio.Event()
         self._empty = asyncio.Event()
 
@@ -72,6 +74,7 @@ class SampleBuffer:
 
     def finish(self, final: RunFinal) -> None:
         self._items.append(final)
+        self.unwritten_finals.add(final.run_id)
         self._ready.set()
 
     def __len__(self) -> int:
@@ -104,7 +107,10 @@ class SampleBuffer:
     def pop(self, count: int) -> None:
         """Forget the oldest `count` items, once they are durable."""
         for _ in range(count):
-            if isinstance(self._items.popleft(), tuple):
+            item = self._items.popleft()
+            if isinstance(item, tuple):
                 self.samples -= 1
+            else:
+                self.unwritten_finals.discard(item.run_id)
         if not self._items:
             self._empty.set()

@@ -144,8 +144,10 @@ class RunExecutor:
         return claim.run_id, tick, probe, endpoint
 
     def run_ids(self) -> set[int]:
-        """Runs this replica has started and not yet handed to the write buffer."""
-        return set(self._starting)
+        """Runs this replica is responsible for: started and not yet handed to the write
+        buffer, or handed over with their final record not yet durable (so the liveness
+        check never abandons a run that has finished but is still being written)."""
+        return set(self._starting) | self.buffer.unwritten_finals
 
     async def drain(self, timeout_s: float) -> bool:
         """Wait up to `timeout_s` for the runs in flight to finish; True if they all did."""

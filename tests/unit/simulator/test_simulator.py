@@ -126,19 +126,20 @@ def test_every_nth_request_fails_and_429_carries_retry_after() -> None:
 
 def test_fault_switch_breaks_and_heals_a_live_endpoint() -> None:
     body = {"model": "m", "prompt": "x", "max_tokens": 1}
-    with BackgroundSimulator(SimulatorConfig(ttft_ms=1, seed=7)) as sim:
+    with BackgroundSimulator(SimulatorConfig(ttft_ms=1, seed=7)) as sim, \
+            httpx.Client() as client:
         root = sim.base_url.removesuffix("/v1")
-        before = [httpx.post(f"{sim.base_url}/completions", json=body).status_code
+        before = [client.post(f"{sim.base_url}/completions", json=body).status_code
                   for _ in range(20)]
-        switched = httpx.put(f"{root}/sim/fault", json={"fault": "http_500", "fault_rate": 0.5})
-        broken = [httpx.post(f"{sim.base_url}/completions", json=body).status_code
+        switched = client.put(f"{root}/sim/fault", json={"fault": "http_500", "fault_rate": 0.5})
+        broken = [client.post(f"{sim.base_url}/completions", json=body).status_code
                   for _ in range(200)]
-        bad_rate = httpx.put(f"{root}/sim/fault", json={"fault_rate": 2})
-        bad_fault = httpx.put(f"{root}/sim/fault", json={"fault": "explode"})
-        healed = httpx.put(f"{root}/sim/fault", json={"fault_rate": 0})
-        after = [httpx.post(f"{sim.base_url}/completions", json=body).status_code
+        bad_rate = client.put(f"{root}/sim/fault", json={"fault_rate": 2})
+        bad_fault = client.put(f"{root}/sim/fault", json={"fault": "explode"})
+        healed = client.put(f"{root}/sim/fault", json={"fault_rate": 0})
+        after = [client.post(f"{sim.base_url}/completions", json=body).status_code
                  for _ in range(20)]
-        state = httpx.get(f"{root}/sim/fault").json()
+        state = client.get(f"{root}/sim/fault").json()
     assert set(before) == {200}
     assert set(after) == {200}
     assert switched.json() == {"fault": "http_500", "fault_rate": 0.5}

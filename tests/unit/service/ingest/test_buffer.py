@@ -36,6 +36,18 @@ def test_rows_are_numbered_in_buffer_order_and_the_final_follows_them() -> None:
     assert (buffer.samples, len(buffer)) == (0, 0)
 
 
+def test_a_run_stays_unwritten_until_its_final_record_is_durable() -> None:
+    buffer = SampleBuffer(capacity=1000)
+    sink = buffer.open(7, 3)
+    sink.put(sample(0))
+    sink.finish(RunFinal(run_id=7, probe_id=3, scheduled_for=NOW, status="succeeded"))
+    assert buffer.unwritten_finals == {7}
+    batch = buffer.peek(10)
+    assert buffer.unwritten_finals == {7}, "being written is not yet written"
+    buffer.pop(len(batch))
+    assert buffer.unwritten_finals == set()
+
+
 def test_peek_takes_at_most_the_batch_of_rows_with_finals_riding_along() -> None:
     buffer = SampleBuffer(capacity=1000)
     first, second = buffer.open(1, 1), buffer.open(2, 1)
