@@ -12,8 +12,9 @@ COPY probes ./probes
 COPY service ./service
 COPY simulator ./simulator
 COPY migrations ./migrations
+# Bytecode compiled here: the root filesystem may be read-only at run time (Helm chart).
 RUN /opt/sustain/bin/pip install --no-cache-dir . \
-    && find /opt/sustain -name '__pycache__' -type d -prune -exec rm -rf {} +
+    && /opt/sustain/bin/python -m compileall -q /opt/sustain
 
 FROM python:3.11-slim-bookworm
 LABEL org.opencontainers.image.title="sustain" \

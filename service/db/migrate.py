@@ -39,6 +39,11 @@ def head_revision() -> str | None:
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
+def known_revisions() -> set[str]:
+    """Every revision this code ships."""
+    return {r.revision for r in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
+
+
 async def current_revision(connection: AsyncConnection) -> str | None:
     """The database's revision, None when it was never migrated."""
     if not await connection.scalar(text("SELECT to_regclass('alembic_version') IS NOT NULL")):

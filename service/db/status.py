@@ -7,11 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
-from sqlalchemy.dialects.postgresql import distinct_on
+from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.db.models import AlertRow, Endpoint, Probe, Run
+from service.db.models import AlertRow, Endpoint, Probe
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,14 +41,22 @@ async def probes(session: AsyncSession) -> list[ProbeRow]:
     return [ProbeRow(*row) for row in rows.all()]
 
 
+_LATEST = text("""
+SELECT p.id AS probe_id, r.id, r.status, r.scheduled_for, r.finished_at
+FROM probes p
+CROSS JOIN LATERAL (
+    SELECT id, status, scheduled_for, finished_at FROM runs
+    WHERE probe_id = p.id AND finished_at IS NOT NULL AND status NOT IN ('missed', 'skipped')
+    ORDER BY scheduled_for DESC LIMIT 1) r
+""")
+
+
 async def latest_runs(session: AsyncSession) -> dict[int, LatestRun]:
-    """Each probe's newest run that has finished (any outcome but missed or skipped)."""
-    rows = await session.execute(
-        select(Run.probe_id, Run.id, Run.status, Run.scheduled_for, Run.finished_at)
-        .where(Run.finished_at.is_not(None), Run.status.not_in(("missed", "skipped")))
-        .ext(distinct_on(Run.probe_id)).order_by(Run.probe_id, Run.scheduled_for.desc()))
-    return {probe_id: LatestRun(run_id, status, scheduled_for, finished_at)
-            for probe_id, run_id, status, scheduled_for, finished_at in rows.all()}
+    """Each probe's newest run that has finished (any outcome but missed or skipped): one
+    backward index scan per probe, not a scan of every retained run."""
+    rows = await session.execute(_LATEST)
+    return {r.probe_id: LatestRun(r.id, r.status, r.scheduled_for, r.finished_at)
+            for r in rows}
 
 
 async def active_alerts(session: AsyncSession) -> Sequence[AlertRow]:

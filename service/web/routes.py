@@ -4,6 +4,7 @@ statuses and active alerts, then renders service/web/templates/status.html."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from pathlib import Path
 
 from fastapi import APIRouter, Request
@@ -27,7 +28,9 @@ def p99(agg: Aggregate, metric: str) -> float | None:
     return latency_stat(agg.sketch(metric), "p99").value if agg.runs else None
 
 
+@cache
 def templates() -> Jinja2Templates:
+    """Loaded on the first request, then kept (compiled templates are cached inside)."""
     return Jinja2Templates(directory=Path(__file__).parent / "templates")
 
 

@@ -38,7 +38,10 @@ def test_services_ports_and_dependencies() -> None:
     services = compose()["services"]
     assert set(services) == {"postgres", "sustain", "simulator", "prometheus", "alertmanager",
                              "grafana"}
-    ports = {name: [p.split(":")[0] for p in s.get("ports", [])] for name, s in services.items()}
+    ports = {name: [p.rsplit(":", 2)[-2] for p in s.get("ports", [])]
+             for name, s in services.items()}
+    published = [p for s in services.values() for p in s.get("ports", [])]
+    assert all(p.startswith("127.0.0.1:") for p in published), "a local stack stays local"
     assert ports == {"postgres": [], "sustain": ["8000"], "simulator": ["8001"],
                      "prometheus": ["9090"], "alertmanager": ["9093"], "grafana": ["3000"]}
     assert services["sustain"]["depends_on"] == {

@@ -115,3 +115,14 @@ def test_provisioning_points_at_the_dashboards_and_prometheus() -> None:
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     mounts = compose["services"]["grafana"]["volumes"]
     assert f"./deploy/grafana/dashboards:{path}:ro" in mounts
+
+
+REPLICATED = re.compile(r"sustain_(slo_|alerts|probe_last_run_|drift_ratio)")
+
+
+def test_figures_every_replica_exports_alike_are_never_summed() -> None:
+    """Database-backed gauges and sustain_slo_events_total are the same on every replica, so a
+    sum would count them once per replica."""
+    for where, expr in expressions():
+        if REPLICATED.search(expr):
+            assert "sum" not in expr, where

@@ -172,3 +172,33 @@ def test_the_readme_values_example_renders_and_its_config_validates(tmp_path: Pa
     result = subprocess.run([*sustain_command(), "validate", str(tmp_path / "sustain.yaml")],
                             capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_slo_tiers_switched_off_or_emptied_give_no_alerts_as_in_sustain_rules() -> None:
+    config = {"slos": [
+        {"name": "none", "probes": ["p"], "sli": {"kind": "availability"}, "objective": 0.99,
+         "tiers": []},
+        {"name": "one", "probes": ["p"], "sli": {"kind": "availability"}, "objective": 0.99,
+         "tiers": [{"name": "page_fast", "severity": "page", "factor": 14.4,
+                    "long_window_s": 3600, "short_window_s": 300, "for_s": 120},
+                   {"name": "page_slow", "severity": "page", "factor": 6,
+                    "long_window_s": 21600, "short_window_s": 1800, "enabled": False}]}]}
+    rule = by_kind(render({**BASE, "config": config, "prometheusRule": {"enabled": True}}))
+    groups = {g["name"]: g["rules"] or [] for g in rule["PrometheusRule"]["spec"]["groups"]}
+    assert [r for r in groups["sustain-slo-none"] if "alert" in r] == []
+    alerts = [r for r in groups["sustain-slo-one"] if "alert" in r]
+    assert [(a["labels"]["tier"], a.get("for")) for a in alerts] == [("page_fast", "120s")]
+    assert [r["record"] for r in groups["sustain-slo-one"] if "record" in r] == [
+        "sustain_slo:error_ratio:rate5m", "sustain_slo:error_ratio:rate1h"]
+
+
+def test_the_migration_job_is_not_selected_as_a_server_pod() -> None:
+    kinds = by_kind(render(EVERYTHING))
+    job_labels = kinds["Job"]["spec"]["template"]["metadata"]["labels"]
+    for kind, selector in (
+            ("Deployment", kinds["Deployment"]["spec"]["selector"]["matchLabels"]),
+            ("Service", kinds["Service"]["spec"]["selector"]),
+            ("PodDisruptionBudget",
+             kinds["PodDisruptionBudget"]["spec"]["selector"]["matchLabels"]),
+            ("NetworkPolicy", kinds["NetworkPolicy"]["spec"]["podSelector"]["matchLabels"])):
+        assert not selector.items() <= job_labels.items(), kind

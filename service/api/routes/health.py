@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
 from service.api.deps import StateDep
-from service.db.migrate import current_revision, head_revision
+from service.db.migrate import current_revision, head_revision, known_revisions
 
 router = APIRouter(tags=["health"])
 
@@ -27,10 +27,15 @@ async def _database_checks(state: StateDep) -> dict[str, Any]:
         await connection.execute(text("SELECT 1"))
         revision = await current_revision(connection)
     head = head_revision()
-    return {
-        "database": "ok",
-        "migrations": "ok" if revision == head else f"at {revision}, head is {head}",
-    }
+    if revision == head:
+        migrations = "ok"
+    elif revision is not None and revision not in known_revisions():
+        # a newer release migrated first (a rolling upgrade's pre-upgrade hook): this
+        # replica keeps serving until it is replaced; migrations only ever add
+        migrations = f"ok (database at {revision}, newer than this release's {head})"
+    else:
+        migrations = f"at {revision}, head is {head}"
+    return {"database": "ok", "migrations": migrations}
 
 
 @router.get("/readyz")
@@ -49,6 +54,6 @@ async def readyz(state: StateDep) -> JSONResponse:
         f"nearly full ({buffer.samples} of {buffer.capacity} samples): new runs paused")
     checks["writer"] = "ok" if state.writer.last_error is None else (
         f"retrying ({state.writer.last_error}); {buffer.samples} samples waiting")
-    ready = all(value == "ok" for value in checks.values())
+    ready = all(value == "ok" or value.startswith("ok (") for value in checks.values())
     return JSONResponse({"status": "ready" if ready else "not ready", "checks": checks},
                         status_code=200 if ready else 503)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import httpx
+from fastapi import FastAPI
+from sqlalchemy import text
 
 from service.api.app import create_app
+from service.api.state import AppState
 from service.config import Settings
 from service.db.migrate import head_revision
 from tests.integration.service.helpers import serving
@@ -43,3 +46,22 @@ async def test_auto_migrate_brings_an_empty_database_to_head(empty_database_url:
         r = await api.get("/readyz")
     assert r.status_code == 200
     assert r.json()["checks"]["migrations"] == "ok"
+
+
+async def test_readyz_stays_ready_on_a_schema_a_newer_release_migrated_but_not_an_older_one(
+        api: httpx.AsyncClient, app: FastAPI) -> None:
+    """A rolling upgrade's pre-upgrade hook migrates before the old pods are replaced: they
+    keep serving. A schema behind this release is not ready."""
+    state: AppState = app.state.sustain
+    async with state.engine.begin() as connection:
+        await connection.execute(text("UPDATE alembic_version SET version_num = '9999_future'"))
+    ahead = await api.get("/readyz")
+    assert ahead.status_code == 200
+    assert "newer than this release" in ahead.json()["checks"]["migrations"]
+    async with state.engine.begin() as connection:
+        await connection.execute(text("UPDATE alembic_version SET version_num = '0005'"))
+    behind = await api.get("/readyz")
+    assert behind.status_code == 503
+    async with state.engine.begin() as connection:
+        await connection.execute(text("UPDATE alembic_version SET version_num = :head"),
+                                 {"head": head_revision()})

@@ -17,6 +17,13 @@ app.kubernetes.io/name: {{ include "sustain.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{/* The server pods (not the migration Job's): what the Deployment, Service, PDB and
+     NetworkPolicy select. */}}
+{{- define "sustain.serverSelectorLabels" -}}
+{{ include "sustain.selectorLabels" . }}
+app.kubernetes.io/component: server
+{{- end -}}
+
 {{- define "sustain.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{ include "sustain.selectorLabels" . }}
