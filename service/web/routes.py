@@ -15,17 +15,11 @@ from service.api.deps import SessionDep
 from service.db import history
 from service.db import slos as slo_queries
 from service.db import status as status_queries
-from service.history.aggregate import Aggregate, count_stat, latency_stat
 from service.history.windows import aligned_windows
 from service.web import view
 
 router = APIRouter(include_in_schema=False)
 REFRESH_S = 30
-
-
-def p99(agg: Aggregate, metric: str) -> float | None:
-    """The window's p99 in ms, or None without runs."""
-    return latency_stat(agg.sketch(metric), "p99").value if agg.runs else None
 
 
 @cache
@@ -38,22 +32,18 @@ def templates() -> Jinja2Templates:
 async def status_page(request: Request, session: SessionDep) -> HTMLResponse:
     now = datetime.now(UTC)
     start = now - timedelta(hours=24)
-    edge = now.timestamp()
-    hours = [(float(a), min(float(b), edge)) for a, b in aligned_windows(start, now, 3600)]
-    # the current hour ends now: what ran so far this hour is read run by run
+    first, edge = start.timestamp(), now.timestamp()
+    # hourly windows clipped to the 24 h: the partial hours at both ends are read run by run
+    hours = [(max(float(a), first), min(float(b), edge))
+             for a, b in aligned_windows(start, now, 3600)]
     alerts = await status_queries.active_alerts(session)
     down = view.down_states([(a.alertname, a.state, a.labels) for a in alerts])
     latest = await status_queries.latest_runs(session)
     cards = []
     for probe in await status_queries.probes(session):
         hourly = await history.aggregates(session, probe.id, hours, ["ttft", "e2e"])
-        (whole,) = await history.aggregates(  # apart: aggregates wants disjoint windows
-            session, probe.id, [(start.timestamp(), edge)], ["ttft", "e2e"])
-        cards.append(view.probe_card(
-            probe, latest.get(probe.id), down,
-            count_stat(whole, "availability").value if whole.runs else None,
-            p99(whole, "ttft"), p99(whole, "e2e"),
-            [p99(a, "ttft") for a in hourly], [p99(a, "e2e") for a in hourly]))
+        cards.append(view.probe_card(probe, latest.get(probe.id), down,
+                                     view.day_figures(hourly)))
     bars = [view.slo_bar(s.name, s.objective, s.status.compliance, s.status.budget_remaining)
             for s in await slo_queries.snapshots(session, now)]
     lines = [view.alert_line(a.alertname, a.severity, a.state, a.labels, a.annotations,

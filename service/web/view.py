@@ -7,7 +7,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from probes.measure.sketch import MetricSketch
 from service.db.status import LatestRun, ProbeRow
+from service.history.aggregate import Aggregate, latency_stat
 from service.web.charts import Sparkline, budget_width, sparkline
 
 DOWN_ALERTS = {"SustainEndpointDown": "down", "SustainNoData": "no data"}
@@ -52,6 +54,36 @@ class AlertLine:
     since: datetime | None
 
 
+@dataclass(frozen=True, slots=True)
+class DayFigures:
+    """A probe's last 24 h, from its hourly aggregates."""
+
+    availability: float | None
+    ttft_p99_ms: float | None
+    e2e_p99_ms: float | None
+    ttft_hourly: list[float | None]
+    e2e_hourly: list[float | None]
+
+
+def day_figures(hourly: Sequence[Aggregate]) -> DayFigures:
+    """Hourly p99s, and the whole day's availability and p99s: counts summed and sketches
+    merged over the hours (never an average of hourly percentiles)."""
+    attempts = sum(a.attempts for a in hourly)
+    successes = sum(a.successes for a in hourly)
+    per_hour: dict[str, list[float | None]] = {}
+    day: dict[str, float | None] = {}
+    for metric in ("ttft", "e2e"):
+        merged = MetricSketch()
+        per_hour[metric] = []
+        for agg in hourly:
+            sketch = agg.sketch(metric)
+            merged.merge(sketch)
+            per_hour[metric].append(latency_stat(sketch, "p99").value if agg.runs else None)
+        day[metric] = latency_stat(merged, "p99").value
+    return DayFigures(successes / attempts if attempts else None, day["ttft"], day["e2e"],
+                      per_hour["ttft"], per_hour["e2e"])
+
+
 def probe_state(probe: ProbeRow, last: LatestRun | None, alert_states: Mapping[str, str]
                 ) -> str:
     if not probe.enabled:
@@ -64,13 +96,12 @@ def probe_state(probe: ProbeRow, last: LatestRun | None, alert_states: Mapping[s
 
 
 def probe_card(probe: ProbeRow, last: LatestRun | None, alert_states: Mapping[str, str],
-               availability: float | None, ttft_p99_ms: float | None,
-               e2e_p99_ms: float | None, ttft_hourly: Sequence[float | None],
-               e2e_hourly: Sequence[float | None]) -> ProbeCard:
+               day: DayFigures) -> ProbeCard:
     schedule = f"cron {probe.cron}" if probe.cron else f"every {probe.interval_s} s"
     return ProbeCard(probe.id, probe.name, probe.endpoint, probe.model, schedule,
-                     probe_state(probe, last, alert_states), last, availability, ttft_p99_ms,
-                     e2e_p99_ms, sparkline(ttft_hourly), sparkline(e2e_hourly))
+                     probe_state(probe, last, alert_states), last, day.availability,
+                     day.ttft_p99_ms, day.e2e_p99_ms, sparkline(day.ttft_hourly),
+                     sparkline(day.e2e_hourly))
 
 
 def down_states(alerts: Sequence[tuple[str, str, Mapping[str, str]]]) -> dict[str, str]:

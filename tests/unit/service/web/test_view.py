@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime
 
+from probes.measure.percentiles import quantile
+from probes.measure.sketch import MetricSketch
 from service.db.status import LatestRun, ProbeRow
+from service.history.aggregate import Aggregate, Counts
 from service.web.charts import budget_width, sparkline
-from service.web.view import alert_line, down_states, probe_state, slo_bar
+from service.web.view import alert_line, day_figures, down_states, probe_state, slo_bar
 
 PROBE = ProbeRow(1, "chat", "vllm", "m", True, 60, None, {})
 RUN = LatestRun(7, "succeeded", datetime(2026, 12, 3, tzinfo=UTC), None)
@@ -51,3 +55,29 @@ def test_alert_line_names_its_subject() -> None:
                        "severity": "page"}, {"summary": "burning"}, None)
     assert line.subject == "slo=chat tier=page_fast"
     assert line.summary == "burning"
+
+
+def test_day_figures_merge_the_hours_instead_of_averaging_their_percentiles() -> None:
+    rng = random.Random(3)
+    hours = []
+    values: list[float] = []
+    for hour in range(24):
+        agg = Aggregate()
+        if hour % 5 == 4:
+            hours.append(agg)  # an hour without runs
+            continue
+        batch = [rng.lognormvariate(4 + (hour == 10), 0.3) for _ in range(50)]
+        values += batch
+        agg.add_counts(Counts(runs=1, attempts=50, successes=45, good=45, good_measured_s=1,
+                              output_tokens=0, measured_s=1))
+        agg.add_sketch("ttft", MetricSketch.of(batch).to_bytes())
+        hours.append(agg)
+    day = day_figures(hours)
+    assert day.availability == 0.9
+    assert day.ttft_p99_ms is not None
+    exact = quantile(sorted(values), 0.99)
+    assert abs(day.ttft_p99_ms - exact) <= 0.01 * exact
+    assert day.ttft_hourly[4] is None
+    assert day.ttft_hourly[10] is not None
+    assert day.e2e_p99_ms is None
+    assert day.e2e_hourly == [None] * 24
