@@ -181,7 +181,10 @@ class DeliveryWorker:
         return [self._spawn(self._resend_to(n, firing)) for n in targets]
 
     async def _resend_to(self, notifier: Notifier, firing: list[dict[str, Any]]) -> None:
-        chosen = [p for p in firing if queries.routes_to(notifier, p["labels"], "firing")]
+        async with self.sessions() as session:  # re-read: one may have resolved meanwhile
+            still = await queries.firing_fingerprints(session)
+        chosen = [p for p in firing if p["fingerprint"] in still
+                  and queries.routes_to(notifier, p["labels"], "firing")]
         target = _target(notifier)
         if not chosen or isinstance(target, notifiers.Outcome):
             return

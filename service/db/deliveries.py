@@ -175,6 +175,11 @@ async def firing_payloads(session: AsyncSession) -> list[dict[str, Any]]:
             for r in rows]
 
 
+async def firing_fingerprints(session: AsyncSession) -> set[str]:
+    return set((await session.execute(
+        select(AlertRow.fingerprint).where(AlertRow.state == "firing"))).scalars())
+
+
 async def alertmanagers(session: AsyncSession) -> Sequence[Notifier]:
     return (await session.execute(select(Notifier).where(
         Notifier.enabled, Notifier.kind == "alertmanager"))).scalars().all()

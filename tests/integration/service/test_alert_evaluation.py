@@ -16,6 +16,16 @@ from tests.integration.service.helpers import samples_of
 from tests.integration.service.storage import create_probe_rows, fetch, seed_run, synthetic_samples
 
 
+async def burning_hour(state: AppState, probe_id: int, now: datetime, seed: int,
+                       last_minutes_ago: int = 4) -> None:
+    """Runs every 5 minutes over the hour before `now`, a third of each run's requests failed
+    (burn rate 33x at objective 0.99: every default tier breached)."""
+    rng = random.Random(seed)
+    for i in range(12):
+        at = now - timedelta(minutes=last_minutes_ago + 55 - 5 * i)
+        await seed_run(state.engine, probe_id, at, synthetic_samples(60, at, rng, fail_every=3))
+
+
 async def test_two_replicas_fire_and_resolve_each_tier_once(
         api: httpx.AsyncClient, app: FastAPI) -> None:
     state: AppState = app.state.sustain
@@ -25,10 +35,7 @@ async def test_two_replicas_fire_and_resolve_each_tier_once(
         "objective": 0.99, "window": "7d"})
     assert r.status_code == 201, r.text
     now = datetime.now(UTC)
-    rng = random.Random(2)
-    for i in range(12):  # the last hour: every 5 minutes, a third of requests fail
-        at = now - timedelta(minutes=59 - 5 * i)
-        await seed_run(state.engine, probe_id, at, synthetic_samples(60, at, rng, fail_every=3))
+    await burning_hour(state, probe_id, now, seed=2)
 
     replicas = [AlertEvaluator(state.sessions, f"r{i}", interval_s=60, repeat_s=None)
                 for i in range(2)]
@@ -80,10 +87,7 @@ async def test_a_tier_with_a_hold_is_pending_until_it_has_held(
     assert r.status_code == 201, r.text
     assert r.json()["tiers"][0]["for_s"] == 60
     now = datetime.now(UTC)
-    rng = random.Random(4)
-    for i in range(12):
-        at = now - timedelta(minutes=58 - 5 * i)
-        await seed_run(state.engine, probe_id, at, synthetic_samples(60, at, rng, fail_every=3))
+    await burning_hour(state, probe_id, now, seed=4, last_minutes_ago=3)
     evaluator = AlertEvaluator(state.sessions, "r1", interval_s=60, repeat_s=None)
     assert await evaluator.evaluate_once(now) == []
     assert [a["state"] for a in (await api.get("/api/v1/alerts")).json()] == ["pending"]
