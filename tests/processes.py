@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import httpx
 import psutil
@@ -25,6 +26,16 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def wait_until(predicate: Any, timeout_s: float, step_s: float = 0.1) -> float:
+    """Seconds until predicate() held; AssertionError after timeout_s."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        if predicate():
+            return time.monotonic() - started
+        time.sleep(step_s)
+    raise AssertionError(f"not within {timeout_s}s")
 
 
 def postgres_of(data_dir: Path) -> list[int]:

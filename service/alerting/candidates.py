@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 
 from service.evaluation.rules import SloRules
 from service.evaluation.slo_status import SloStatus, window_label
+from service.evaluation.tiers import threshold
 from service.scheduling.schedule import parse_cron
 
 
@@ -47,7 +48,7 @@ def slo_burn_candidates(slo: SloRules, status: SloStatus) -> list[Candidate]:
     for tier in slo.tiers:
         if not tier.enabled:
             continue
-        threshold = tier.factor * (1 - slo.objective)
+        limit = threshold(tier, slo.objective)
         out.append(Candidate(
             labels={"alertname": "SustainSloBurnRate", "slo": slo.name, "tier": tier.name,
                     "severity": tier.severity},
@@ -58,7 +59,7 @@ def slo_burn_candidates(slo: SloRules, status: SloStatus) -> list[Candidate]:
                            f"{tier.factor:g}x too fast",
                 "description": f"Error ratio over {window_label(tier.long_window_s)} and "
                                f"{window_label(tier.short_window_s)} is above "
-                               f"{threshold:g}."}))
+                               f"{limit:g}."}))
     return out
 
 

@@ -9,8 +9,9 @@ nothing to change; every changed probe is NOTIFYed so all replicas reschedule it
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import delete, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -22,6 +23,7 @@ from service.db import probes as probe_queries
 from service.db import slos as slo_queries
 from service.db.models import Endpoint, NamedResource, Notifier, Probe, Slo
 
+R = TypeVar("R", bound=NamedResource)
 SYNC_LOCK_KEY = 0x5375_7374_0002
 SCHEDULE_COLUMNS = ("interval_seconds", "cron", "enabled")
 RECOUNT_COLUMNS = ("probe_names", "probe_labels", "kind", "metric", "threshold_ms")
@@ -60,6 +62,17 @@ def _apply(row: NamedResource, values: dict[str, Any]) -> bool:
             setattr(row, name, value)
             changed = True
     return changed
+
+
+async def _delete_undeclared(session: AsyncSession, kind: str, rows: Mapping[str, R],
+                             declared: set[str], source: str, result: SyncResult) -> list[R]:
+    """Delete the objects of `kind` this file owns but no longer declares; those deleted."""
+    gone = [row for name, row in rows.items()
+            if row.managed_by == source and name not in declared]
+    for row in gone:
+        await session.delete(row)
+        result.deleted.append(f"{kind} {row.name}")
+    return gone
 
 
 def _owner(row: NamedResource) -> str:
@@ -105,12 +118,9 @@ async def sync(session: AsyncSession, config: ConfigFile, located: Located, sour
             result.updated.append(f"endpoint {endpoint_spec.name}")
         endpoint_ids[endpoint_spec.name] = endpoint.id
 
-    declared = {p.name for p in config.probes}
-    for name, row in probes.items():
-        if row.managed_by == source and name not in declared:
-            await session.delete(row)
-            result.deleted.append(f"probe {name}")
-            result.changed_probes.append(row.id)
+    for row in await _delete_undeclared(session, "probe", probes,
+                                        {p.name for p in config.probes}, source, result):
+        result.changed_probes.append(row.id)
     await session.flush()
 
     for spec in config.probes:
@@ -153,11 +163,8 @@ async def sync(session: AsyncSession, config: ConfigFile, located: Located, sour
 
 async def _sync_slos(session: AsyncSession, config: ConfigFile, slos: dict[str, Slo],
                      source: str, sample_retention_days: int, result: SyncResult) -> None:
-    declared = {s.name for s in config.slos}
-    for name, row in slos.items():
-        if row.managed_by == source and name not in declared:
-            await session.delete(row)
-            result.deleted.append(f"slo {name}")
+    await _delete_undeclared(session, "slo", slos, {s.name for s in config.slos}, source,
+                             result)
     for spec in config.slos:
         values = slo_queries.columns(spec.model_dump(mode="json")) | {"managed_by": source}
         existing = slos.get(spec.name)
@@ -179,11 +186,8 @@ async def _sync_slos(session: AsyncSession, config: ConfigFile, slos: dict[str, 
 async def _sync_notifiers(session: AsyncSession, config: ConfigFile,
                           notifiers: dict[str, Notifier], source: str,
                           result: SyncResult) -> None:
-    declared = {n.name for n in config.notifiers}
-    for name, row in notifiers.items():
-        if row.managed_by == source and name not in declared:
-            await session.delete(row)
-            result.deleted.append(f"notifier {name}")
+    await _delete_undeclared(session, "notifier", notifiers,
+                             {n.name for n in config.notifiers}, source, result)
     for spec in config.notifiers:
         values = spec.model_dump(mode="json") | {"managed_by": source}
         existing = notifiers.get(spec.name)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from service.evaluation.slo_status import window_label
-from service.evaluation.tiers import BurnTier
+from service.evaluation.tiers import BurnTier, threshold
 
 EVENTS = "sustain_slo_events_total"
 
@@ -54,13 +54,13 @@ def _group(slo: SloRules) -> dict[str, Any]:
     for tier in slo.tiers:
         if not tier.enabled:
             continue
-        threshold = round(tier.factor * (1 - slo.objective), 12)
+        limit = threshold(tier, slo.objective)
         long, short = ratio_record(tier.long_window_s), ratio_record(tier.short_window_s)
         escaped = slo.name.replace("\\", "\\\\").replace('"', '\\"')
         rules.append({
             "alert": "SustainSloBurnRate",
-            "expr": (f'{long}{{slo="{escaped}"}} > {threshold} and '
-                     f'{short}{{slo="{escaped}"}} > {threshold}'),
+            "expr": (f'{long}{{slo="{escaped}"}} > {limit} and '
+                     f'{short}{{slo="{escaped}"}} > {limit}'),
             **({"for": f"{tier.for_s}s"} if tier.for_s else {}),
             "labels": {"slo": slo.name, "tier": tier.name, "severity": tier.severity},
             "annotations": {
@@ -68,7 +68,7 @@ def _group(slo: SloRules) -> dict[str, Any]:
                            f"{tier.factor:g}x too fast",
                 "description": (
                     f"Error ratio over {window_label(tier.long_window_s)} and "
-                    f"{window_label(tier.short_window_s)} is above {threshold:g} "
+                    f"{window_label(tier.short_window_s)} is above {limit:g} "
                     f"({tier.factor:g} x (1 - {slo.objective:g})). "
                     + (slo.description or "")).strip(),
             },

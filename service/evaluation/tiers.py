@@ -49,6 +49,12 @@ def windows(tiers: Sequence[BurnTier]) -> list[int]:
     return sorted({w for t in tiers if t.enabled for w in (t.long_window_s, t.short_window_s)})
 
 
+def threshold(tier: BurnTier, objective: float) -> float:
+    """The error ratio above which the tier burns (its factor times the error budget),
+    rounded to 12 places so alerts and generated rules print the same number."""
+    return round(tier.factor * (1 - objective), 12)
+
+
 def tier_breached(tier: BurnTier, burn_rates: Mapping[int, float | None]) -> bool:
     """Whether the tier's condition holds; a window without events (None) never breaches."""
     if not tier.enabled:

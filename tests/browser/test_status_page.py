@@ -6,14 +6,13 @@ test-artifacts/."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.processes import SustainProcess, free_port
+from tests.processes import SustainProcess, free_port, wait_until
 from tests.tools import find_tool
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,16 +20,6 @@ ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = find_tool("chromium")
 sync_api = pytest.importorskip("playwright.sync_api",
                                reason="playwright (test extra) not installed")
-
-
-def wait_until(check: object, timeout_s: float) -> None:
-    assert callable(check)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"not within {timeout_s}s")
 
 
 @pytest.fixture
@@ -70,7 +59,7 @@ def live(tmp_path: Path, database_url: str) -> Iterator[str]:
             firing = api.get("/api/v1/alerts", params={"state": "firing"}).json()
             return len(runs) >= 2 and any(a["alertname"] == "SustainEndpointDown"
                                           for a in firing)
-        wait_until(ready, 60)
+        wait_until(ready, 60, step_s=0.3)
         yield base
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.test_replicas import db, wait_until
-from tests.processes import SustainProcess, free_port
+from tests.e2e.test_replicas import db
+from tests.processes import SustainProcess, free_port, wait_until
 from tests.receivers import Receiver
 
 ALERTMANAGER = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")

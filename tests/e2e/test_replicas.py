@@ -19,7 +19,7 @@ import asyncpg
 import httpx
 
 from tests.conftest import asyncpg_dsn
-from tests.processes import SustainProcess, free_port
+from tests.processes import SustainProcess, free_port, wait_until
 
 PROBES = 20
 INTERVAL_S = 2
@@ -38,16 +38,6 @@ async def query(url: str, sql: str, *args: Any) -> list[asyncpg.Record]:
 
 def db(url: str, sql: str, *args: Any) -> list[asyncpg.Record]:
     return asyncio.run(query(url, sql, *args))
-
-
-def wait_until(predicate: Any, timeout_s: float, step_s: float = 0.1) -> float:
-    """Seconds until predicate() held; AssertionError after timeout_s."""
-    started = time.monotonic()
-    while time.monotonic() - started < timeout_s:
-        if predicate():
-            return time.monotonic() - started
-        time.sleep(step_s)
-    raise AssertionError(f"not within {timeout_s}s")
 
 
 def jobs(port: int) -> set[str]:
