@@ -30,17 +30,17 @@ import uvloop
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import Simulator, pin_to, record
-from probes.client.clients import HttpClients
-from probes.client.openai import encode_request, send_openai
-from probes.client.openai_fast import send_openai_fast
-from probes.client.target import ApiKind, Target
-from probes.load.clock import RunClock
-from probes.load.drivers import Request, StageContext, run_closed_loop
-from probes.load.quiet_gc import quiet_gc
-from probes.measure.percentiles import quantile
-from probes.measure.sample import Sample
-from probes.workload.requests import RequestBuilder
-from probes.workload.spec import Workload
+from sustain.probes.client.clients import HttpClients
+from sustain.probes.client.openai import encode_request, send_openai
+from sustain.probes.client.openai_fast import send_openai_fast
+from sustain.probes.client.target import ApiKind, Target
+from sustain.probes.load.clock import RunClock
+from sustain.probes.load.drivers import Request, StageContext, run_closed_loop
+from sustain.probes.load.quiet_gc import quiet_gc
+from sustain.probes.measure.percentiles import quantile
+from sustain.probes.measure.sample import Sample
+from sustain.probes.workload.requests import RequestBuilder
+from sustain.probes.workload.spec import Workload
 
 LEVELS = (1, 16, 64)
 CLIENTS = {"lean": "sustain (lean HTTP/1.1 transport)", "httpx": "baseline: httpx"}

@@ -34,18 +34,18 @@ import uvloop
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import Simulator, pin_to, record
-from probes.client.clients import HttpClients
-from probes.client.openai import encode_request
-from probes.client.openai_fast import send_openai_fast
-from probes.client.target import ApiKind, Target
-from probes.load.clock import RunClock
-from probes.load.drivers import Request, StageContext, run_open_loop
-from probes.load.quiet_gc import quiet_gc
-from probes.load.schedule import constant_offsets
-from probes.measure.percentiles import quantile
-from probes.measure.sketch import MetricSketch
-from probes.workload.requests import RequestBuilder
-from probes.workload.spec import Workload
+from sustain.probes.client.clients import HttpClients
+from sustain.probes.client.openai import encode_request
+from sustain.probes.client.openai_fast import send_openai_fast
+from sustain.probes.client.target import ApiKind, Target
+from sustain.probes.load.clock import RunClock
+from sustain.probes.load.drivers import Request, StageContext, run_open_loop
+from sustain.probes.load.quiet_gc import quiet_gc
+from sustain.probes.load.schedule import constant_offsets
+from sustain.probes.measure.percentiles import quantile
+from sustain.probes.measure.sketch import MetricSketch
+from sustain.probes.workload.requests import RequestBuilder
+from sustain.probes.workload.spec import Workload
 
 LAG_LIMIT_MS = 5.0
 WARMUP_S = 1.0

@@ -132,7 +132,7 @@ def fresh_database(server_url: str, name: str) -> str:
     """Drop and create database `name` on the server, migrate it to head; its URL."""
     import asyncio
 
-    from service.db.migrate import upgrade_to_head
+    from sustain.service.db.migrate import upgrade_to_head
 
     asyncio.run(_admin(server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
                        f'CREATE DATABASE "{name}"'))

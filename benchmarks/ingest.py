@@ -37,10 +37,10 @@ import uvloop
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import SERVER_URL, Service, Simulator, drop_database, fresh_database, record
-from probes.measure.sample import Sample
-from service.db.engine import create_engine
-from service.ingest.buffer import SampleBuffer
-from service.ingest.writer import SampleWriter
+from sustain.probes.measure.sample import Sample
+from sustain.service.db.engine import create_engine
+from sustain.service.ingest.buffer import SampleBuffer
+from sustain.service.ingest.writer import SampleWriter
 from tests.integration.service.storage import create_run, final_of, synthetic_samples
 
 DATABASE = "sustain_bench_ingest"

@@ -23,15 +23,15 @@ import uvloop
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import Simulator, pin_to, record
-from probes.client.clients import HttpClients
-from probes.client.openai import encode_request
-from probes.client.openai_fast import send_openai_fast
-from probes.client.target import ApiKind, Target
-from probes.load.clock import RunClock
-from probes.load.drivers import Request, StageContext, run_closed_loop
-from probes.load.live import LiveStats
-from probes.workload.requests import RequestBuilder
-from probes.workload.spec import Workload
+from sustain.probes.client.clients import HttpClients
+from sustain.probes.client.openai import encode_request
+from sustain.probes.client.openai_fast import send_openai_fast
+from sustain.probes.client.target import ApiKind, Target
+from sustain.probes.load.clock import RunClock
+from sustain.probes.load.drivers import Request, StageContext, run_closed_loop
+from sustain.probes.load.live import LiveStats
+from sustain.probes.workload.requests import RequestBuilder
+from sustain.probes.workload.spec import Workload
 
 TOKENS, ITL_MS, TTFT_MS = 20, 500, 200
 

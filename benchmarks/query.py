@@ -37,11 +37,11 @@ from sqlalchemy import text
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import SERVER_URL, Service, database_url, fresh_database, record
-from service.db import partitions
-from service.db.engine import create_engine
-from service.ingest.finals import RunFinal
-from service.ingest.rows import SampleTuple, sample_tuple
-from service.ingest.writer import store
+from sustain.service.db import partitions
+from sustain.service.db.engine import create_engine
+from sustain.service.ingest.finals import RunFinal
+from sustain.service.ingest.rows import SampleTuple, sample_tuple
+from sustain.service.ingest.writer import store
 from tests.integration.service.storage import create_probe_rows, final_of, synthetic_samples
 
 DATABASE = "sustain_bench_query"

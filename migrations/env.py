@@ -9,9 +9,9 @@ from sqlalchemy import pool, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from service.db.engine import async_url
-from service.db.models import Base
-from service.db.partitions import PARTITION_NAME
+from sustain.service.db.engine import async_url
+from sustain.service.db.models import Base
+from sustain.service.db.partitions import PARTITION_NAME
 
 MIGRATION_LOCK_KEY = 0x5355_5354  # "SUST"
 

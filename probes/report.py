@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from probes.measure.percentiles import Distribution
-from probes.measure.summary import RunSummary
-from probes.runner import RunResult
+from sustain.probes.measure.percentiles import Distribution
+from sustain.probes.measure.summary import RunSummary
+from sustain.probes.runner import RunResult
 
 LATENCY_KEYS = ("lag_ms", "ttft_ms", "itl_ms", "tpot_ms", "e2e_ms", "corrected_e2e_ms")
 STAT_KEYS = ("p50", "p90", "p95", "p99", "p999", "max", "mean", "count")

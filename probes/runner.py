@@ -10,23 +10,29 @@ from functools import partial
 
 from pydantic import BaseModel, Field
 
-from probes.client.clients import HttpClients
-from probes.client.http_check import send_http
-from probes.client.openai import encode_request, send_openai
-from probes.client.openai_fast import send_openai_fast
-from probes.client.secrets import resolve_secret
-from probes.client.target import ApiKind, HttpCheck, Target
-from probes.load.clock import RunClock
-from probes.load.drivers import Prepare, Request, StageContext, run_closed_loop, run_open_loop
-from probes.load.live import LiveStats
-from probes.load.plan import ClosedStage, OpenStage, SingleStage, Stage, stages
-from probes.load.profiles import LoadProfile, SweepProfile
-from probes.load.quiet_gc import quiet_gc
-from probes.measure.sample import Sample
-from probes.measure.slo import SloThresholds
-from probes.measure.summary import RunSummary, combined_health, summarise
-from probes.workload.requests import RequestBuilder
-from probes.workload.spec import Workload
+from sustain.probes.client.clients import HttpClients
+from sustain.probes.client.http_check import send_http
+from sustain.probes.client.openai import encode_request, send_openai
+from sustain.probes.client.openai_fast import send_openai_fast
+from sustain.probes.client.secrets import resolve_secret
+from sustain.probes.client.target import ApiKind, HttpCheck, Target
+from sustain.probes.load.clock import RunClock
+from sustain.probes.load.drivers import (
+    Prepare,
+    Request,
+    StageContext,
+    run_closed_loop,
+    run_open_loop,
+)
+from sustain.probes.load.live import LiveStats
+from sustain.probes.load.plan import ClosedStage, OpenStage, SingleStage, Stage, stages
+from sustain.probes.load.profiles import LoadProfile, SweepProfile
+from sustain.probes.load.quiet_gc import quiet_gc
+from sustain.probes.measure.sample import Sample
+from sustain.probes.measure.slo import SloThresholds
+from sustain.probes.measure.summary import RunSummary, combined_health, summarise
+from sustain.probes.workload.requests import RequestBuilder
+from sustain.probes.workload.spec import Workload
 
 
 class StageResult(BaseModel):

@@ -21,11 +21,11 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.live import Live
 
-from service.config import Settings
-from service.db.embedded import DataDirInUseError, EmbeddedPostgres
-from service.db.engine import create_engine, safe_url, session_factory
-from service.db.migrate import upgrade_to_head
-from service.logging import configure_logging
+from sustain.service.config import Settings
+from sustain.service.db.embedded import DataDirInUseError, EmbeddedPostgres
+from sustain.service.db.engine import create_engine, safe_url, session_factory
+from sustain.service.db.migrate import upgrade_to_head
+from sustain.service.logging import configure_logging
 
 app = typer.Typer(
     help="sustain: continuous monitoring of LLM inference endpoints.",
@@ -83,8 +83,8 @@ def database(settings: Settings) -> Iterator[str]:
 
 
 def _serve(settings: Settings, url: str) -> None:
-    from service.api.app import create_app
-    from service.server import GracefulServer
+    from sustain.service.api.app import create_app
+    from sustain.service.server import GracefulServer
 
     app = create_app(settings, url)
     server = GracefulServer(uvicorn.Config(
@@ -103,8 +103,8 @@ ConfigOpt = Annotated[Path | None, typer.Option(
 
 def _check_config(path: Path) -> bool:
     """Print every problem of the file (file:line: field: message); whether it is valid."""
-    from service.config_file.load import read
-    from service.config_file.yaml_lines import ConfigError
+    from sustain.service.config_file.load import read
+    from sustain.service.config_file.yaml_lines import ConfigError
 
     try:
         config, _ = read(path)
@@ -137,9 +137,9 @@ def serve(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None
 async def _slo_rules_from_database(url: str) -> list[Any]:
     from sqlalchemy import select
 
-    from service.db.models import Slo
-    from service.db.slos import tiers_of
-    from service.evaluation.rules import SloRules
+    from sustain.service.db.models import Slo
+    from sustain.service.db.slos import tiers_of
+    from sustain.service.evaluation.rules import SloRules
 
     engine = create_engine(url, pool_size=1)
     try:
@@ -157,9 +157,9 @@ def rules(config: ConfigOpt = None, database_url: DbOpt = None,
     of the database): multi-window, multi-burn-rate over sustain_slo_events_total."""
     import yaml
 
-    from service.config_file.load import read
-    from service.config_file.yaml_lines import ConfigError
-    from service.evaluation.rules import SloRules, rules_document
+    from sustain.service.config_file.load import read
+    from sustain.service.config_file.yaml_lines import ConfigError
+    from sustain.service.evaluation.rules import SloRules, rules_document
 
     if config is not None:
         try:
@@ -194,7 +194,7 @@ def migrate(database_url: DbOpt = None, data_dir: DataDirOpt = None) -> None:
 
 
 async def _seed_demo(url: str, simulator_url: str) -> None:
-    from service.demo import ensure_demo_objects
+    from sustain.service.demo import ensure_demo_objects
 
     engine = create_engine(url, pool_size=1)
     try:
@@ -209,7 +209,7 @@ def demo(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None,
          data_dir: DataDirOpt = None, log_level: LogLevelOpt = None,
          log_format: LogFormatOpt = None) -> None:
     """Embedded PostgreSQL + built-in simulator + a demo probe, served on HOST:PORT."""
-    from simulator.server import BackgroundSimulator
+    from sustain.simulator.server import BackgroundSimulator
 
     settings = load_settings(host=host, port=port, database_url=database_url,
                              data_dir=data_dir, log_level=log_level, log_format=log_format)
@@ -278,9 +278,9 @@ def probe(
 ) -> None:
     """Run one load profile against BASE_URL now and report: live progress, then a table
     (or --json). Exit status 1 when every request failed to reach the endpoint."""
-    from probes.client.secrets import SecretUnavailableError, resolve_secret
-    from probes.report import json_report
-    from service import oneshot
+    from sustain.probes.client.secrets import SecretUnavailableError, resolve_secret
+    from sustain.probes.report import json_report
+    from sustain.service import oneshot
 
     try:
         shot = oneshot.build(
@@ -322,7 +322,7 @@ def probe(
 
 
 async def _save(url: str, shot: Any, result: Any) -> int:
-    from service.oneshot import save
+    from sustain.service.oneshot import save
 
     engine = create_engine(url, pool_size=1)
     try:
@@ -358,8 +358,8 @@ def simulate(
     = None,
 ) -> None:
     """Run the OpenAI-compatible simulator (http://HOST:PORT/v1)."""
-    from simulator.config import Fault, SimulatorConfig
-    from simulator.server import serve as serve_simulator
+    from sustain.simulator.config import Fault, SimulatorConfig
+    from sustain.simulator.server import serve as serve_simulator
 
     try:
         chosen = Fault(fault)
@@ -403,7 +403,7 @@ def _moment(option: str, value: str) -> datetime:
 
 
 async def _export(url: str, request: Any, format: str, output: Path | None) -> int:
-    from service.export.samples import export_samples
+    from sustain.service.export.samples import export_samples
 
     engine = create_engine(url, pool_size=1)
     try:
@@ -431,8 +431,8 @@ def export(
     database_url: DbOpt = None, data_dir: DataDirOpt = None,
 ) -> None:
     """Raw samples of one probe sent in [--from, --to), oldest first, as CSV or Parquet."""
-    from service.export.parquet_file import ParquetUnavailableError
-    from service.export.samples import ExportRequest, UnknownProbeError
+    from sustain.service.export.parquet_file import ParquetUnavailableError
+    from sustain.service.export.samples import ExportRequest, UnknownProbeError
 
     if format not in ("csv", "parquet"):
         console.print(f"[red]--format: must be csv or parquet, not {format!r}[/red]")

@@ -152,7 +152,7 @@ class Settings(BaseSettings):
     @field_validator("drift_window", "drift_baseline")
     @classmethod
     def _duration(cls, value: str) -> str:
-        from service.history.windows import parse_duration
+        from sustain.service.history.windows import parse_duration
 
         parse_duration(value.strip())
         return value.strip()
@@ -160,7 +160,7 @@ class Settings(BaseSettings):
     @field_validator("drift_metrics")
     @classmethod
     def _watched(cls, value: str) -> str:
-        from service.alerting.drift_findings import parse_watched
+        from sustain.service.alerting.drift_findings import parse_watched
 
         if not parse_watched(value):
             raise ValueError("name at least one metric:stat pair, e.g. ttft:p99")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from probes.load.profiles import ConstantProfile
-from probes.workload.spec import Workload
-from service.db import crud
-from service.db.models import Endpoint, Probe
+from sustain.probes.load.profiles import ConstantProfile
+from sustain.probes.workload.spec import Workload
+from sustain.service.db import crud
+from sustain.service.db.models import Endpoint, Probe
 
 DEMO_ENDPOINT = "demo-simulator"
 DEMO_PROBE = "demo-constant"

@@ -13,12 +13,12 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from probes.measure.sample import Outcome, Sample
-from service.db.runs import LastRun
-from service.db.slos import SloSnapshot
-from service.evaluation.slo_status import window_label
-from service.ingest.buffer import SampleBuffer
-from service.ingest.writer import SampleWriter
+from sustain.probes.measure.sample import Outcome, Sample
+from sustain.service.db.runs import LastRun
+from sustain.service.db.slos import SloSnapshot
+from sustain.service.evaluation.slo_status import window_label
+from sustain.service.ingest.buffer import SampleBuffer
+from sustain.service.ingest.writer import SampleWriter
 
 LATENCY_BUCKETS_S = (
     0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75,

@@ -19,23 +19,23 @@ from rich.live import Live
 from rich.table import Table
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from probes.client.clients import HttpClients
-from probes.client.target import ApiKind, Target
-from probes.load.live import LiveStats
-from probes.load.profiles import LoadProfile
-from probes.measure.percentiles import Distribution
-from probes.measure.sample import ErrorClass
-from probes.measure.slo import SloThresholds
-from probes.measure.summary import RunSummary
-from probes.runner import RunResult, execute
-from probes.workload.spec import Workload
-from service.api.schemas.endpoints import EndpointCreate
-from service.db import crud, partitions
-from service.db import runs as run_queries
-from service.db.models import Endpoint, Probe
-from service.ingest.finals import RunFinal, completed
-from service.ingest.rows import sample_tuple, sent_at
-from service.ingest.writer import store
+from sustain.probes.client.clients import HttpClients
+from sustain.probes.client.target import ApiKind, Target
+from sustain.probes.load.live import LiveStats
+from sustain.probes.load.profiles import LoadProfile
+from sustain.probes.measure.percentiles import Distribution
+from sustain.probes.measure.sample import ErrorClass
+from sustain.probes.measure.slo import SloThresholds
+from sustain.probes.measure.summary import RunSummary
+from sustain.probes.runner import RunResult, execute
+from sustain.probes.workload.spec import Workload
+from sustain.service.api.schemas.endpoints import EndpointCreate
+from sustain.service.db import crud, partitions
+from sustain.service.db import runs as run_queries
+from sustain.service.db.models import Endpoint, Probe
+from sustain.service.ingest.finals import RunFinal, completed
+from sustain.service.ingest.rows import sample_tuple, sent_at
+from sustain.service.ingest.writer import store
 
 PROFILE = TypeAdapter[LoadProfile](LoadProfile)
 UNREACHABLE = frozenset({ErrorClass.CONNECT, ErrorClass.DNS, ErrorClass.TLS,

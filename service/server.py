@@ -13,7 +13,7 @@ from types import FrameType
 import uvicorn
 from fastapi import FastAPI
 
-from service.api.state import AppState
+from sustain.service.api.state import AppState
 
 logger = logging.getLogger(__name__)
 

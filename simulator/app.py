@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from simulator.config import FAULT_HEADER, Fault, SimulatorConfig
+from sustain.simulator.config import FAULT_HEADER, Fault, SimulatorConfig
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

@@ -8,8 +8,8 @@ import time
 
 import uvicorn
 
-from simulator.app import create_app
-from simulator.config import SimulatorConfig
+from sustain.simulator.app import create_app
+from sustain.simulator.config import SimulatorConfig
 
 
 def _server(config: SimulatorConfig, sock_port: int, host: str) -> uvicorn.Server:

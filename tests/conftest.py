@@ -20,8 +20,8 @@ import asyncpg
 import pytest
 from sqlalchemy import make_url
 
-from service.db.embedded import EmbeddedPostgres
-from service.db.migrate import upgrade_to_head
+from sustain.service.db.embedded import EmbeddedPostgres
+from sustain.service.db.migrate import upgrade_to_head
 from tests.processes import SustainProcess, free_port
 
 T = TypeVar("T")

@@ -17,9 +17,9 @@ import psutil
 
 
 def sustain_command() -> list[str]:
-    """The installed console script next to this interpreter, else `python -m service`."""
+    """The installed console script next to this interpreter, else `python -m sustain`."""
     script = Path(sys.executable).parent / "sustain"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "service"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "sustain"]
 
 
 def free_port() -> int:

@@ -7,7 +7,7 @@ import ssl
 
 import httpx
 
-from probes.measure.sample import ErrorClass
+from sustain.probes.measure.sample import ErrorClass
 
 
 def _causes(exc: BaseException) -> list[BaseException]:

@@ -9,10 +9,10 @@ from collections.abc import Mapping
 
 import httpx
 
-from probes.client.errors import classify_transport_error
-from probes.client.openai_stream import NS_PER_MS, error_class_for_status
-from probes.client.target import HttpCheck, Target
-from probes.measure.sample import ErrorClass, Measurement
+from sustain.probes.client.errors import classify_transport_error
+from sustain.probes.client.openai_stream import NS_PER_MS, error_class_for_status
+from sustain.probes.client.target import HttpCheck, Target
+from sustain.probes.measure.sample import ErrorClass, Measurement
 
 MAX_BODY = 10_000_000
 """Bytes of a response read for the body check; a longer body is a protocol error."""

@@ -10,17 +10,17 @@ from typing import Any
 
 import httpx
 
-from probes.client.errors import classify_transport_error
-from probes.client.openai_stream import (
+from sustain.probes.client.errors import classify_transport_error
+from sustain.probes.client.openai_stream import (
     NS_PER_MS,
     StreamState,
     error_class_for_status,
     message_text,
     token_count,
 )
-from probes.client.sse import SSEDecoder
-from probes.client.target import ApiKind, Target
-from probes.measure.sample import ErrorClass, Measurement
+from sustain.probes.client.sse import SSEDecoder
+from sustain.probes.client.target import ApiKind, Target
+from sustain.probes.measure.sample import ErrorClass, Measurement
 
 DRAIN_S = 1.0
 """After [DONE], how long to wait for the end of the body before giving up the connection."""

@@ -8,7 +8,7 @@ import asyncio
 import time
 from typing import cast
 
-from probes.client.openai import (
+from sustain.probes.client.openai import (
     DRAIN_S,
     ERROR_BODY_LIMIT,
     failure,
@@ -17,11 +17,11 @@ from probes.client.openai import (
     request_url,
     whole_response,
 )
-from probes.client.openai_stream import StreamState, error_class_for_status
-from probes.client.sse import SSEDecoder
-from probes.client.target import Target
-from probes.client.transport import ConnectionPool, Exchange, TransportError
-from probes.measure.sample import ErrorClass, Measurement
+from sustain.probes.client.openai_stream import StreamState, error_class_for_status
+from sustain.probes.client.sse import SSEDecoder
+from sustain.probes.client.target import Target
+from sustain.probes.client.transport import ConnectionPool, Exchange, TransportError
+from sustain.probes.measure.sample import ErrorClass, Measurement
 
 WHOLE_BODY_LIMIT = 64 * 1024 * 1024
 TRANSPORT_ERRORS = {"connect": ErrorClass.CONNECT, "dns": ErrorClass.DNS,

@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from probes.client.sse import SSEEvent
-from probes.measure.sample import ErrorClass
+from sustain.probes.client.sse import SSEEvent
+from sustain.probes.measure.sample import ErrorClass
 
 NS_PER_MS = 1_000_000
 MAX_TOKEN_COUNT = 2**31 - 1

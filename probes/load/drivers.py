@@ -12,9 +12,9 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from probes.load.clock import RunClock
-from probes.load.live import LiveStats
-from probes.measure.sample import Measurement, Sample
+from sustain.probes.load.clock import RunClock
+from sustain.probes.load.live import LiveStats
+from sustain.probes.measure.sample import Measurement, Sample
 
 Request = Callable[[int], Awaitable[Measurement]]
 """request(t_send_ns) -> Measurement. Must not raise for endpoint misbehaviour."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from probes.measure.percentiles import quantile
-from probes.measure.sample import Measurement
+from sustain.probes.measure.percentiles import quantile
+from sustain.probes.measure.sample import Measurement
 
 RECENT = 2048
 

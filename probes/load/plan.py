@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from probes.load.profiles import (
+from sustain.probes.load.profiles import (
     ConcurrencyProfile,
     ConstantProfile,
     LoadProfile,
@@ -14,7 +14,7 @@ from probes.load.profiles import (
     StepsProfile,
     SweepProfile,
 )
-from probes.load.schedule import constant_offsets, gamma_offsets, measured_cap
+from sustain.probes.load.schedule import constant_offsets, gamma_offsets, measured_cap
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from probes.measure.confidence import CONFIDENCE, upper_bound_rank
+from sustain.probes.measure.confidence import CONFIDENCE, upper_bound_rank
 
 QUANTILES: dict[str, float] = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99, "p999": 0.999}
 """The reported percentiles and their quantile levels."""

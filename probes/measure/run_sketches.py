@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Literal, get_args
 
-from probes.measure.sample import Outcome, Sample
-from probes.measure.sketch import MetricSketch
+from sustain.probes.measure.sample import Outcome, Sample
+from sustain.probes.measure.sketch import MetricSketch
 
 MetricName = Literal["ttft", "itl", "tpot", "e2e", "corrected_e2e", "lag"]
 METRICS: tuple[MetricName, ...] = get_args(MetricName)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from probes.measure.sample import Outcome, Sample
+from sustain.probes.measure.sample import Outcome, Sample
 
 
 class SloThresholds(BaseModel):

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from probes.measure.percentiles import Distribution, distribution, quantile
-from probes.measure.sample import Outcome, Sample
-from probes.measure.slo import SloThresholds, meets
+from sustain.probes.measure.percentiles import Distribution, distribution, quantile
+from sustain.probes.measure.sample import Outcome, Sample
+from sustain.probes.measure.slo import SloThresholds, meets
 
 GENERATOR_LAG_FLOOR_MS = 5.0
 GENERATOR_LAG_FRACTION = 0.01

@@ -5,11 +5,11 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from probes.client.target import ApiKind
-from probes.workload.dataset import DatasetEntry, load_jsonl
-from probes.workload.lengths import sample_length
-from probes.workload.spec import Workload
-from probes.workload.tokenizer import HFTokenizer, PromptTokenizer, WhitespaceTokenizer
+from sustain.probes.client.target import ApiKind
+from sustain.probes.workload.dataset import DatasetEntry, load_jsonl
+from sustain.probes.workload.lengths import sample_length
+from sustain.probes.workload.spec import Workload
+from sustain.probes.workload.tokenizer import HFTokenizer, PromptTokenizer, WhitespaceTokenizer
 
 
 class RequestBuilder:

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from probes.workload.lengths import InputLength
+from sustain.probes.workload.lengths import InputLength
 
 
 class Workload(BaseModel):

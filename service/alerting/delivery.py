@@ -17,10 +17,10 @@ from typing import Any
 import httpx
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from service.alerting import notifiers
-from service.db import deliveries as queries
-from service.db.models import Notifier
-from service.evaluation.matchers import SilenceWindow, silenced
+from sustain.service.alerting import notifiers
+from sustain.service.db import deliveries as queries
+from sustain.service.db.models import Notifier
+from sustain.service.evaluation.matchers import SilenceWindow, silenced
 
 logger = logging.getLogger(__name__)
 

@@ -11,11 +11,11 @@ from datetime import datetime, timedelta
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from probes.measure.run_sketches import METRICS
-from service.db import drift as drift_queries
-from service.db.models import Probe
-from service.evaluation.drift import detect
-from service.history.aggregate import LATENCY_STATS
+from sustain.probes.measure.run_sketches import METRICS
+from sustain.service.db import drift as drift_queries
+from sustain.service.db.models import Probe
+from sustain.service.evaluation.drift import detect
+from sustain.service.history.aggregate import LATENCY_STATS
 
 DRIFT_LOCK_KEY = 0x5375_7374_0003
 

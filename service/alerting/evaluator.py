@@ -15,8 +15,8 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from service.alerting import drift_findings
-from service.alerting.candidates import (
+from sustain.service.alerting import drift_findings
+from sustain.service.alerting.candidates import (
     Candidate,
     DriftState,
     drift_candidates,
@@ -24,14 +24,14 @@ from service.alerting.candidates import (
     no_data_candidates,
     slo_burn_candidates,
 )
-from service.db import alerts as alert_queries
-from service.db import drift as drift_queries
-from service.db import slo_counts
-from service.db.models import AlertRow, Slo
-from service.db.probe_health import probe_health
-from service.db.slos import tiers_of
-from service.evaluation.rules import SloRules
-from service.evaluation.slo_status import needed_windows, status
+from sustain.service.db import alerts as alert_queries
+from sustain.service.db import drift as drift_queries
+from sustain.service.db import slo_counts
+from sustain.service.db.models import AlertRow, Slo
+from sustain.service.db.probe_health import probe_health
+from sustain.service.db.slos import tiers_of
+from sustain.service.evaluation.rules import SloRules
+from sustain.service.evaluation.slo_status import needed_windows, status
 
 logger = logging.getLogger(__name__)
 

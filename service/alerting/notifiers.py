@@ -19,8 +19,8 @@ from tenacity import (
     wait_exponential,
 )
 
-from probes.client.secrets import SecretUnavailableError, resolve_secret
-from service.alerting import messages
+from sustain.probes.client.secrets import SecretUnavailableError, resolve_secret
+from sustain.service.alerting import messages
 
 RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 QUICK_TRIES = 3

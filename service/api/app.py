@@ -14,15 +14,15 @@ from datetime import timedelta
 import httpx
 from fastapi import APIRouter, FastAPI
 
-from probes.client.clients import HttpClients
-from service.alerting.delivery import DeliveryPolicy, DeliveryWorker
-from service.alerting.drift_findings import parse_watched
-from service.alerting.evaluator import AlertEvaluator, DriftWatch
-from service.api.errors import install_error_handlers
-from service.api.routes import (
+from sustain.probes.client.clients import HttpClients
+from sustain.service.alerting.delivery import DeliveryPolicy, DeliveryWorker
+from sustain.service.alerting.drift_findings import parse_watched
+from sustain.service.alerting.evaluator import AlertEvaluator, DriftWatch
+from sustain.service.api.errors import install_error_handlers
+from sustain.service.api.routes import (
     alerts as alert_routes,
 )
-from service.api.routes import (
+from sustain.service.api.routes import (
     deliveries,
     drift,
     endpoints,
@@ -36,20 +36,20 @@ from service.api.routes import (
     silences,
     slos,
 )
-from service.api.state import AppState
-from service.config import Settings
-from service.config_file.reloader import ConfigReloader
-from service.db.engine import create_engine, safe_url, session_factory
-from service.db.migrate import upgrade_to_head
-from service.history.windows import parse_duration
-from service.ingest.buffer import SampleBuffer
-from service.ingest.writer import SampleWriter
-from service.metrics import Metrics
-from service.scheduling.executor import RunExecutor
-from service.scheduling.listener import ProbeListener
-from service.scheduling.liveness import Liveness
-from service.scheduling.scheduler import ProbeScheduler
-from service.web import routes as web_routes
+from sustain.service.api.state import AppState
+from sustain.service.config import Settings
+from sustain.service.config_file.reloader import ConfigReloader
+from sustain.service.db.engine import create_engine, safe_url, session_factory
+from sustain.service.db.migrate import upgrade_to_head
+from sustain.service.history.windows import parse_duration
+from sustain.service.ingest.buffer import SampleBuffer
+from sustain.service.ingest.writer import SampleWriter
+from sustain.service.metrics import Metrics
+from sustain.service.scheduling.executor import RunExecutor
+from sustain.service.scheduling.listener import ProbeListener
+from sustain.service.scheduling.liveness import Liveness
+from sustain.service.scheduling.scheduler import ProbeScheduler
+from sustain.service.web import routes as web_routes
 
 logger = logging.getLogger(__name__)
 

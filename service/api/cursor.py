@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import binascii
 
-from service.errors import FieldError
+from sustain.service.errors import FieldError
 
 FIELD = "query.cursor"
 

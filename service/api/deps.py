@@ -8,9 +8,9 @@ from typing import Annotated
 from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.api.state import AppState
-from service.scheduling.executor import RunExecutor
-from service.scheduling.scheduler import ProbeScheduler
+from sustain.service.api.state import AppState
+from sustain.service.scheduling.executor import RunExecutor
+from sustain.service.scheduling.scheduler import ProbeScheduler
 
 
 def get_state(request: Request) -> AppState:

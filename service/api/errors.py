@@ -11,8 +11,8 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from probes.load.profiles import PROFILE_KINDS
-from service.errors import FieldError, ServiceError
+from sustain.probes.load.profiles import PROFILE_KINDS
+from sustain.service.errors import FieldError, ServiceError
 
 logger = logging.getLogger(__name__)
 

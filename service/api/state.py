@@ -6,18 +6,18 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from probes.client.clients import HttpClients
-from service.alerting.delivery import DeliveryWorker
-from service.alerting.evaluator import AlertEvaluator
-from service.config import Settings
-from service.config_file.reloader import ConfigReloader
-from service.ingest.buffer import SampleBuffer
-from service.ingest.writer import SampleWriter
-from service.metrics import Metrics
-from service.scheduling.executor import RunExecutor
-from service.scheduling.listener import ProbeListener
-from service.scheduling.liveness import Liveness
-from service.scheduling.scheduler import ProbeScheduler
+from sustain.probes.client.clients import HttpClients
+from sustain.service.alerting.delivery import DeliveryWorker
+from sustain.service.alerting.evaluator import AlertEvaluator
+from sustain.service.config import Settings
+from sustain.service.config_file.reloader import ConfigReloader
+from sustain.service.ingest.buffer import SampleBuffer
+from sustain.service.ingest.writer import SampleWriter
+from sustain.service.metrics import Metrics
+from sustain.service.scheduling.executor import RunExecutor
+from sustain.service.scheduling.listener import ProbeListener
+from sustain.service.scheduling.liveness import Liveness
+from sustain.service.scheduling.scheduler import ProbeScheduler
 
 
 @dataclass(slots=True)

@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from service.config_file.model import ConfigFile
-from service.config_file.yaml_lines import ConfigError, Located, Problem, dotted, load
+from sustain.service.config_file.model import ConfigFile
+from sustain.service.config_file.yaml_lines import ConfigError, Located, Problem, dotted, load
 
 
 def _data_path(data: Any, loc: tuple[int | str, ...], missing: bool

@@ -8,15 +8,15 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from probes.load.profiles import LoadProfile, SingleProfile
-from probes.measure.slo import SloThresholds
-from probes.workload.spec import Workload
-from service.api.schemas.common import Labels, Name
-from service.api.schemas.endpoints import EndpointCreate
-from service.api.schemas.notifiers import NotifierCreate
-from service.api.schemas.probes import MAX_INTERVAL_S, Cron, check_jitter
-from service.api.schemas.slos import SloCreate
-from service.history.windows import parse_duration
+from sustain.probes.load.profiles import LoadProfile, SingleProfile
+from sustain.probes.measure.slo import SloThresholds
+from sustain.probes.workload.spec import Workload
+from sustain.service.api.schemas.common import Labels, Name
+from sustain.service.api.schemas.endpoints import EndpointCreate
+from sustain.service.api.schemas.notifiers import NotifierCreate
+from sustain.service.api.schemas.probes import MAX_INTERVAL_S, Cron, check_jitter
+from sustain.service.api.schemas.slos import SloCreate
+from sustain.service.history.windows import parse_duration
 
 
 def _seconds(value: object) -> object:

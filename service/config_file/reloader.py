@@ -15,11 +15,11 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as SATimeoutError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from service.config_file.load import read
-from service.config_file.sync import SyncResult, sync
-from service.config_file.yaml_lines import ConfigError
-from service.metrics import Metrics
-from service.scheduling.scheduler import ProbeScheduler
+from sustain.service.config_file.load import read
+from sustain.service.config_file.sync import SyncResult, sync
+from sustain.service.config_file.yaml_lines import ConfigError
+from sustain.service.metrics import Metrics
+from sustain.service.scheduling.scheduler import ProbeScheduler
 
 logger = logging.getLogger(__name__)
 

@@ -16,12 +16,12 @@ from typing import Any, TypeVar
 from sqlalchemy import delete, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.api.schemas.probes import ProbeCreate, probe_columns
-from service.config_file.model import ConfigFile, ProbeSpec
-from service.config_file.yaml_lines import ConfigError, Located, Problem, dotted
-from service.db import probes as probe_queries
-from service.db import slos as slo_queries
-from service.db.models import Endpoint, NamedResource, Notifier, Probe, Slo
+from sustain.service.api.schemas.probes import ProbeCreate, probe_columns
+from sustain.service.config_file.model import ConfigFile, ProbeSpec
+from sustain.service.config_file.yaml_lines import ConfigError, Located, Problem, dotted
+from sustain.service.db import probes as probe_queries
+from sustain.service.db import slos as slo_queries
+from sustain.service.db.models import Endpoint, NamedResource, Notifier, Probe, Slo
 
 R = TypeVar("R", bound=NamedResource)
 SYNC_LOCK_KEY = 0x5375_7374_0002

@@ -10,8 +10,8 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.db.models import NamedResource
-from service.errors import ConflictError, FieldError, NotFoundError
+from sustain.service.db.models import NamedResource
+from sustain.service.errors import ConflictError, FieldError, NotFoundError
 
 UNIQUE_VIOLATION = "23505"
 FOREIGN_KEY_VIOLATION = "23503"

@@ -13,8 +13,8 @@ from typing import Any
 from sqlalchemy import func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.db.models import AlertRow, Delivery, Notification, Notifier, Silence
-from service.evaluation.matchers import Matcher, SilenceWindow
+from sustain.service.db.models import AlertRow, Delivery, Notification, Notifier, Silence
+from sustain.service.evaluation.matchers import Matcher, SilenceWindow
 
 
 def routes_to(notifier: Notifier, labels: Mapping[str, str], transition: str) -> bool:

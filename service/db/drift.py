@@ -11,9 +11,9 @@ from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from probes.measure.sketch import MetricSketch, SketchMerger
-from service.db.models import DriftFinding, Probe, Run, RunSketch
-from service.history.aggregate import latency_stat
+from sustain.probes.measure.sketch import MetricSketch, SketchMerger
+from sustain.service.db.models import DriftFinding, Probe, Run, RunSketch
+from sustain.service.history.aggregate import latency_stat
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from sqlalchemy import exists, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.db import crud
-from service.db.models import Endpoint, Probe
-from service.errors import ConflictError
+from sustain.service.db import crud
+from sustain.service.db.models import Endpoint, Probe
+from sustain.service.errors import ConflictError
 
 
 async def delete(session: AsyncSession, endpoint: Endpoint) -> None:

@@ -9,9 +9,9 @@ from typing import Any
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.db.models import Rollup, RollupSketch, Run, RunSketch
-from service.history.aggregate import Aggregate, Counts, Piece, SketchPiece, assemble, plan
-from service.history.windows import DAY_S, HOUR_S, at
+from sustain.service.db.models import Rollup, RollupSketch, Run, RunSketch
+from sustain.service.history.aggregate import Aggregate, Counts, Piece, SketchPiece, assemble, plan
+from sustain.service.history.windows import DAY_S, HOUR_S, at
 
 
 def _epoch(column: Any) -> Any:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from importlib import resources
 
 from alembic import command
 from alembic.config import Config
@@ -10,12 +10,11 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-import migrations
-
 
 def alembic_config(database_url: str | None = None) -> Config:
     config = Config()
-    config.set_main_option("script_location", str(Path(migrations.__file__).parent))
+    # The scripts ship inside the package: found as a resource, never by a bare import.
+    config.set_main_option("script_location", str(resources.files("sustain.migrations")))
     if database_url is not None:
         config.attributes["database_url"] = database_url
     return config

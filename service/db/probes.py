@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.db.models import Endpoint, Probe
-from service.errors import NotFoundError
+from sustain.service.db.models import Endpoint, Probe
+from sustain.service.errors import NotFoundError
 
 PROBES_CHANNEL = "sustain_probes"
 """LISTEN/NOTIFY channel of probe changes; the payload is the probe id."""

@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from service.db.models import Rollup, RollupSketch, Run
+from sustain.service.db.models import Rollup, RollupSketch, Run
 
 DELETE_BATCH = 5000
 

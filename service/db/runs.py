@@ -11,8 +11,8 @@ from sqlalchemy import select, text, update
 from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.db.models import Endpoint, Probe, Run
-from service.errors import NotFoundError
+from sustain.service.db.models import Endpoint, Probe, Run
+from sustain.service.errors import NotFoundError
 
 
 def _now() -> datetime:

@@ -14,7 +14,7 @@ from datetime import datetime
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from probes.measure.sketch import MetricSketch
+from sustain.probes.measure.sketch import MetricSketch
 
 COVERS = """(p.name = ANY(s.probe_names)
              OR (s.probe_labels <> '{}'::jsonb AND p.labels @> s.probe_labels))"""

@@ -9,10 +9,10 @@ from typing import Any
 from sqlalchemy import delete, exists, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.db import slo_counts
-from service.db.models import Slo, SloRunCount
-from service.evaluation.slo_status import SloStatus, needed_windows, status
-from service.evaluation.tiers import BurnTier
+from sustain.service.db import slo_counts
+from sustain.service.db.models import Slo, SloRunCount
+from sustain.service.evaluation.slo_status import SloStatus, needed_windows, status
+from sustain.service.evaluation.tiers import BurnTier
 
 BACKFILL_MARGIN = timedelta(days=1)
 """Raw samples of the oldest retained day may already be partly dropped: count them from

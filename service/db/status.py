@@ -10,7 +10,7 @@ from datetime import datetime
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.db.models import AlertRow, Endpoint, Probe
+from sustain.service.db.models import AlertRow, Endpoint, Probe
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from service.evaluation.slo_status import window_label
-from service.evaluation.tiers import BurnTier, threshold
+from sustain.service.evaluation.slo_status import window_label
+from sustain.service.evaluation.tiers import BurnTier, threshold
 
 EVENTS = "sustain_slo_events_total"
 

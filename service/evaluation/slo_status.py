@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from service.evaluation.budget import budget_remaining, burn_rate, compliance
-from service.evaluation.tiers import BurnTier, tier_breached
+from sustain.service.evaluation.budget import budget_remaining, burn_rate, compliance
+from sustain.service.evaluation.tiers import BurnTier, tier_breached
 
 
 @dataclass(frozen=True, slots=True)

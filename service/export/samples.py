@@ -11,11 +11,11 @@ from typing import IO, Literal
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from service.db import samples as sample_queries
-from service.db.engine import session_factory
-from service.db.models import Probe
-from service.export.csv_rows import csv_text
-from service.export.parquet_file import ParquetSink
+from sustain.service.db import samples as sample_queries
+from sustain.service.db.engine import session_factory
+from sustain.service.db.models import Probe
+from sustain.service.export.csv_rows import csv_text
+from sustain.service.export.parquet_file import ParquetSink
 
 Format = Literal["csv", "parquet"]
 

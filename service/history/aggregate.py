@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Literal, get_args
 
-from probes.measure.confidence import min_samples
-from probes.measure.percentiles import QUANTILES
-from probes.measure.sketch import MetricSketch, SketchMerger
-from service.history.windows import Cover, cover
+from sustain.probes.measure.confidence import min_samples
+from sustain.probes.measure.percentiles import QUANTILES
+from sustain.probes.measure.sketch import MetricSketch, SketchMerger
+from sustain.service.history.windows import Cover, cover
 
 Stat = Literal["p50", "p90", "p95", "p99", "p999", "mean", "max", "availability",
                "request_throughput", "output_token_throughput", "goodput"]

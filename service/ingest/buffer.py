@@ -13,9 +13,9 @@ import asyncio
 from collections import deque
 from dataclasses import dataclass, replace
 
-from probes.measure.sample import Sample
-from service.ingest.finals import RunFinal
-from service.ingest.rows import SampleTuple, sample_tuple
+from sustain.probes.measure.sample import Sample
+from sustain.service.ingest.finals import RunFinal
+from sustain.service.ingest.rows import SampleTuple, sample_tuple
 
 ADMIT_FRACTION = 0.9
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from probes.measure.run_sketches import stage_sketches
-from probes.runner import RunResult
+from sustain.probes.measure.run_sketches import stage_sketches
+from sustain.probes.runner import RunResult
 
 
 @dataclass(frozen=True, slots=True)

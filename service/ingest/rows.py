@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from probes.measure.sample import Sample
+from sustain.probes.measure.sample import Sample
 
 SAMPLE_COLUMNS: tuple[str, ...] = (
     "run_id", "pos", "probe_id", "seq", "stage", "sent_at", "t_sched_ms", "t_send_ms",

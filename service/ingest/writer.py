@@ -20,10 +20,10 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_exponential
 
-from service.db import partitions, results, samples, slo_counts
-from service.ingest.buffer import SampleBuffer
-from service.ingest.finals import RunFinal
-from service.ingest.rows import RUN_ID, SampleTuple, sent_at
+from sustain.service.db import partitions, results, samples, slo_counts
+from sustain.service.ingest.buffer import SampleBuffer
+from sustain.service.ingest.finals import RunFinal
+from sustain.service.ingest.rows import RUN_ID, SampleTuple, sent_at
 
 logger = logging.getLogger(__name__)
 

@@ -14,21 +14,21 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.exc import TimeoutError as SATimeoutError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from probes.client.clients import HttpClients
-from probes.client.secrets import SecretUnavailableError
-from probes.client.target import ApiKind, HttpCheck, Target
-from probes.load.profiles import LoadProfile
-from probes.measure.slo import SloThresholds
-from probes.runner import execute
-from probes.workload.spec import Workload
-from service.db import probes as probe_queries
-from service.db import runs as run_queries
-from service.db.models import Endpoint, Probe
-from service.ingest.buffer import RunSink, SampleBuffer
-from service.ingest.finals import RunFinal, completed
-from service.metrics import Metrics
-from service.scheduling.claims import claim_delay
-from service.scheduling.schedule import Schedule, tick_for_firing
+from sustain.probes.client.clients import HttpClients
+from sustain.probes.client.secrets import SecretUnavailableError
+from sustain.probes.client.target import ApiKind, HttpCheck, Target
+from sustain.probes.load.profiles import LoadProfile
+from sustain.probes.measure.slo import SloThresholds
+from sustain.probes.runner import execute
+from sustain.probes.workload.spec import Workload
+from sustain.service.db import probes as probe_queries
+from sustain.service.db import runs as run_queries
+from sustain.service.db.models import Endpoint, Probe
+from sustain.service.ingest.buffer import RunSink, SampleBuffer
+from sustain.service.ingest.finals import RunFinal, completed
+from sustain.service.metrics import Metrics
+from sustain.service.scheduling.claims import claim_delay
+from sustain.service.scheduling.schedule import Schedule, tick_for_firing
 
 logger = logging.getLogger(__name__)
 

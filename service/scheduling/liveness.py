@@ -19,7 +19,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as SATimeoutError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from service.db import replicas
+from sustain.service.db import replicas
 
 logger = logging.getLogger(__name__)
 

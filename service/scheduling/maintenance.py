@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from service.db import partitions, retention
+from sustain.service.db import partitions, retention
 
 logger = logging.getLogger(__name__)
 

@@ -18,14 +18,14 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as SATimeoutError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from service.config import Settings
-from service.db import probes as probe_queries
-from service.db import runs as run_queries
-from service.db.models import Probe
-from service.scheduling.executor import RunExecutor
-from service.scheduling.maintenance import maintain
-from service.scheduling.schedule import Cron, Every, Schedule, ticks_between
-from service.scheduling.trigger import TickTrigger
+from sustain.service.config import Settings
+from sustain.service.db import probes as probe_queries
+from sustain.service.db import runs as run_queries
+from sustain.service.db.models import Probe
+from sustain.service.scheduling.executor import RunExecutor
+from sustain.service.scheduling.maintenance import maintain
+from sustain.service.scheduling.schedule import Cron, Every, Schedule, ticks_between
+from sustain.service.scheduling.trigger import TickTrigger
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 from apscheduler.triggers.base import BaseTrigger
 
-from service.scheduling.schedule import Schedule, jitter_of
+from sustain.service.scheduling.schedule import Schedule, jitter_of
 
 
 class TickTrigger(BaseTrigger):  # type: ignore[misc]

@@ -11,12 +11,12 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from service.api.deps import SessionDep
-from service.db import history
-from service.db import slos as slo_queries
-from service.db import status as status_queries
-from service.history.windows import aligned_windows
-from service.web import view
+from sustain.service.api.deps import SessionDep
+from sustain.service.db import history
+from sustain.service.db import slos as slo_queries
+from sustain.service.db import status as status_queries
+from sustain.service.history.windows import aligned_windows
+from sustain.service.web import view
 
 router = APIRouter(include_in_schema=False)
 REFRESH_S = 30

@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from probes.measure.sketch import MetricSketch
-from service.db.status import LatestRun, ProbeRow
-from service.history.aggregate import Aggregate, latency_stat
-from service.web.charts import Sparkline, budget_width, sparkline
+from sustain.probes.measure.sketch import MetricSketch
+from sustain.service.db.status import LatestRun, ProbeRow
+from sustain.service.history.aggregate import Aggregate, latency_stat
+from sustain.service.web.charts import Sparkline, budget_width, sparkline
 
 DOWN_ALERTS = {"SustainEndpointDown": "down", "SustainNoData": "no data"}
 

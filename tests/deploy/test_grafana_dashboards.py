@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from service.api.app import create_app
-from service.config import Settings
+from sustain.service.api.app import create_app
+from sustain.service.config import Settings
 from tests.integration.service.helpers import serving
 from tests.tools import require_tool
 

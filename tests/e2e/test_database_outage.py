@@ -15,8 +15,8 @@ import asyncpg
 import httpx
 import pytest
 
-from service.db.embedded import EmbeddedPostgres
-from service.db.migrate import upgrade_to_head
+from sustain.service.db.embedded import EmbeddedPostgres
+from sustain.service.db.migrate import upgrade_to_head
 from tests.conftest import asyncpg_dsn
 from tests.processes import SustainProcess, free_port
 

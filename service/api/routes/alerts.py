@@ -7,10 +7,10 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Path, Query
 from sqlalchemy import select
 
-from service.api.deps import SessionDep
-from service.api.schemas.alerts import AlertEventRead, AlertRead
-from service.db.models import AlertEvent, AlertRow
-from service.errors import NotFoundError
+from sustain.service.api.deps import SessionDep
+from sustain.service.api.schemas.alerts import AlertEventRead, AlertRead
+from sustain.service.db.models import AlertEvent, AlertRow
+from sustain.service.errors import NotFoundError
 
 router = APIRouter(prefix="/alerts", tags=["alerts"])
 

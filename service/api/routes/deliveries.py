@@ -7,10 +7,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from service.api.deps import SessionDep
-from service.api.schemas.common import DbId
-from service.api.schemas.notifiers import DeliveryRead, DeliveryState
-from service.db import deliveries as queries
+from sustain.service.api.deps import SessionDep
+from sustain.service.api.schemas.common import DbId
+from sustain.service.api.schemas.notifiers import DeliveryRead, DeliveryState
+from sustain.service.db import deliveries as queries
 
 router = APIRouter(prefix="/deliveries", tags=["notifiers"])
 

@@ -8,18 +8,18 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from probes.measure.run_sketches import MetricName
-from service.api.deps import SessionDep
-from service.api.schemas.common import MAX_DB_ID
-from service.api.schemas.drift import ChangePoint, DriftRead, WindowStat
-from service.api.times import utc_or_now
-from service.db import drift as drift_queries
-from service.db import runs as run_queries
-from service.db.models import Probe
-from service.errors import FieldError, NotFoundError
-from service.evaluation.drift import detect, detect_against
-from service.history.aggregate import LATENCY_STATS, latency_stat
-from service.history.windows import parse_duration
+from sustain.probes.measure.run_sketches import MetricName
+from sustain.service.api.deps import SessionDep
+from sustain.service.api.schemas.common import MAX_DB_ID
+from sustain.service.api.schemas.drift import ChangePoint, DriftRead, WindowStat
+from sustain.service.api.times import utc_or_now
+from sustain.service.db import drift as drift_queries
+from sustain.service.db import runs as run_queries
+from sustain.service.db.models import Probe
+from sustain.service.errors import FieldError, NotFoundError
+from sustain.service.evaluation.drift import detect, detect_against
+from sustain.service.history.aggregate import LATENCY_STATS, latency_stat
+from sustain.service.history.windows import parse_duration
 
 router = APIRouter(prefix="/probes", tags=["drift"])
 

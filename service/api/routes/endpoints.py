@@ -6,12 +6,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, status
 
-from service.api.deps import SessionDep
-from service.api.schemas.common import MAX_DB_ID
-from service.api.schemas.endpoints import EndpointCreate, EndpointRead, EndpointUpdate
-from service.db import crud
-from service.db import endpoints as endpoint_queries
-from service.db.models import Endpoint
+from sustain.service.api.deps import SessionDep
+from sustain.service.api.schemas.common import MAX_DB_ID
+from sustain.service.api.schemas.endpoints import EndpointCreate, EndpointRead, EndpointUpdate
+from sustain.service.db import crud
+from sustain.service.db import endpoints as endpoint_queries
+from sustain.service.db.models import Endpoint
 
 router = APIRouter(prefix="/endpoints", tags=["endpoints"])
 

@@ -9,8 +9,8 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
-from service.api.deps import StateDep
-from service.db.migrate import current_revision, head_revision, known_revisions
+from sustain.service.api.deps import StateDep
+from sustain.service.db.migrate import current_revision, head_revision, known_revisions
 
 router = APIRouter(tags=["health"])
 

@@ -8,17 +8,17 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from probes.measure.percentiles import QUANTILES
-from probes.measure.run_sketches import METRICS, MetricName
-from service.api.deps import SessionDep
-from service.api.schemas.common import MAX_DB_ID
-from service.api.schemas.history import MetricSummary, Series, SeriesPoint, WindowSummary
-from service.api.times import as_utc, utc_or_now
-from service.db import history
-from service.db.models import Probe
-from service.errors import FieldError, NotFoundError
-from service.history.aggregate import LATENCY_STATS, Stat, count_stat, latency_stat
-from service.history.windows import (
+from sustain.probes.measure.percentiles import QUANTILES
+from sustain.probes.measure.run_sketches import METRICS, MetricName
+from sustain.service.api.deps import SessionDep
+from sustain.service.api.schemas.common import MAX_DB_ID
+from sustain.service.api.schemas.history import MetricSummary, Series, SeriesPoint, WindowSummary
+from sustain.service.api.times import as_utc, utc_or_now
+from sustain.service.db import history
+from sustain.service.db.models import Probe
+from sustain.service.errors import FieldError, NotFoundError
+from sustain.service.history.aggregate import LATENCY_STATS, Stat, count_stat, latency_stat
+from sustain.service.history.windows import (
     MAX_POINTS,
     aligned_windows,
     at,

@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 from fastapi import APIRouter, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from service.api.deps import StateDep
-from service.db import alerts as alert_queries
-from service.db import drift as drift_queries
-from service.db import runs as run_queries
-from service.db import slos as slo_queries
+from sustain.service.api.deps import StateDep
+from sustain.service.db import alerts as alert_queries
+from sustain.service.db import drift as drift_queries
+from sustain.service.db import runs as run_queries
+from sustain.service.db import slos as slo_queries
 
 router = APIRouter(tags=["metrics"])
 

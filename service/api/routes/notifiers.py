@@ -6,12 +6,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, status
 
-from service.api.deps import SessionDep
-from service.api.schemas.common import MAX_DB_ID
-from service.api.schemas.notifiers import NotifierCreate, NotifierRead, NotifierUpdate
-from service.db import crud
-from service.db.models import Notifier
-from service.errors import FieldError
+from sustain.service.api.deps import SessionDep
+from sustain.service.api.schemas.common import MAX_DB_ID
+from sustain.service.api.schemas.notifiers import NotifierCreate, NotifierRead, NotifierUpdate
+from sustain.service.db import crud
+from sustain.service.db.models import Notifier
+from sustain.service.errors import FieldError
 
 router = APIRouter(prefix="/notifiers", tags=["notifiers"])
 

@@ -8,21 +8,21 @@ from fastapi import APIRouter, Path, status
 from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.api.deps import ExecutorDep, SchedulerDep, SessionDep, StateDep
-from service.api.schemas.common import MAX_DB_ID
-from service.api.schemas.probes import (
+from sustain.service.api.deps import ExecutorDep, SchedulerDep, SessionDep, StateDep
+from sustain.service.api.schemas.common import MAX_DB_ID
+from sustain.service.api.schemas.probes import (
     ProbeCreate,
     ProbeRead,
     ProbeUpdate,
     period_of,
     probe_columns,
 )
-from service.api.schemas.runs import RunAccepted
-from service.db import crud
-from service.db import probes as probe_queries
-from service.db import runs as run_queries
-from service.db.models import Endpoint, Probe
-from service.errors import ConflictError, FieldError, NotFoundError, UnavailableError
+from sustain.service.api.schemas.runs import RunAccepted
+from sustain.service.db import crud
+from sustain.service.db import probes as probe_queries
+from sustain.service.db import runs as run_queries
+from sustain.service.db.models import Endpoint, Probe
+from sustain.service.errors import ConflictError, FieldError, NotFoundError, UnavailableError
 
 router = APIRouter(prefix="/probes", tags=["probes"])
 

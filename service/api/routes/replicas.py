@@ -6,10 +6,10 @@ from __future__ import annotations
 from fastapi import APIRouter
 from sqlalchemy import func, select
 
-from service.api.deps import SessionDep, StateDep
-from service.api.schemas.replicas import ReplicaRead, ScheduledJob, ThisReplica
-from service.db.models import Replica
-from service.scheduling.schedule import Cron, Every
+from sustain.service.api.deps import SessionDep, StateDep
+from sustain.service.api.schemas.replicas import ReplicaRead, ScheduledJob, ThisReplica
+from sustain.service.db.models import Replica
+from sustain.service.scheduling.schedule import Cron, Every
 
 router = APIRouter(prefix="/replicas", tags=["replicas"])
 

@@ -9,17 +9,17 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Path, Query, Response
 from fastapi.responses import StreamingResponse
 
-from service.api import cursor
-from service.api.deps import SessionDep, StateDep
-from service.api.schemas.common import MAX_DB_ID
-from service.api.schemas.runs import RunList, RunRead, RunStatus, SamplePage, SampleRead
-from service.api.times import as_utc
-from service.db import runs as run_queries
-from service.db import samples as sample_queries
-from service.db.models import Run
-from service.errors import FieldError
-from service.export.csv_rows import MEDIA_TYPE as CSV_MEDIA
-from service.export.csv_rows import csv_text
+from sustain.service.api import cursor
+from sustain.service.api.deps import SessionDep, StateDep
+from sustain.service.api.schemas.common import MAX_DB_ID
+from sustain.service.api.schemas.runs import RunList, RunRead, RunStatus, SamplePage, SampleRead
+from sustain.service.api.times import as_utc
+from sustain.service.db import runs as run_queries
+from sustain.service.db import samples as sample_queries
+from sustain.service.db.models import Run
+from sustain.service.errors import FieldError
+from sustain.service.export.csv_rows import MEDIA_TYPE as CSV_MEDIA
+from sustain.service.export.csv_rows import csv_text
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 

@@ -9,12 +9,12 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Path, status
 from sqlalchemy import select
 
-from service.api.deps import SessionDep
-from service.api.schemas.common import MAX_DB_ID
-from service.api.schemas.silences import MatcherBody, SilenceCreate, SilenceRead
-from service.db.models import Silence
-from service.errors import FieldError, NotFoundError
-from service.evaluation.matchers import silence_state
+from sustain.service.api.deps import SessionDep
+from sustain.service.api.schemas.common import MAX_DB_ID
+from sustain.service.api.schemas.silences import MatcherBody, SilenceCreate, SilenceRead
+from sustain.service.db.models import Silence
+from sustain.service.errors import FieldError, NotFoundError
+from sustain.service.evaluation.matchers import silence_state
 
 router = APIRouter(prefix="/silences", tags=["silences"])
 

@@ -7,9 +7,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, status
 
-from service.api.deps import SessionDep, StateDep
-from service.api.schemas.common import MAX_DB_ID
-from service.api.schemas.slos import (
+from sustain.service.api.deps import SessionDep, StateDep
+from sustain.service.api.schemas.common import MAX_DB_ID
+from sustain.service.api.schemas.slos import (
     Sli,
     SloCreate,
     SloRead,
@@ -17,12 +17,12 @@ from service.api.schemas.slos import (
     SloUpdate,
     WindowRead,
 )
-from service.api.times import utc_or_now
-from service.db import crud, slo_counts
-from service.db import slos as slo_queries
-from service.db.models import Slo
-from service.evaluation.slo_status import needed_windows
-from service.evaluation.slo_status import status as slo_status
+from sustain.service.api.times import utc_or_now
+from sustain.service.db import crud, slo_counts
+from sustain.service.db import slos as slo_queries
+from sustain.service.db.models import Slo
+from sustain.service.evaluation.slo_status import needed_windows
+from sustain.service.evaluation.slo_status import status as slo_status
 
 router = APIRouter(prefix="/slos", tags=["slos"])
 

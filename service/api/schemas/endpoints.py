@@ -18,9 +18,9 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from probes.client.secrets import SECRET_REF_PATTERN
-from probes.client.target import HttpCheck
-from service.api.schemas.common import DbId, Labels, Name, Text, reject_nulls
+from sustain.probes.client.secrets import SECRET_REF_PATTERN
+from sustain.probes.client.target import HttpCheck
+from sustain.service.api.schemas.common import DbId, Labels, Name, Text, reject_nulls
 
 ApiKindName = Literal["openai-chat", "openai-completions", "http"]
 SecretRef = Annotated[str, StringConstraints(pattern=SECRET_REF_PATTERN, max_length=1024)]

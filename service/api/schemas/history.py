@@ -6,9 +6,9 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from probes.measure.run_sketches import MetricName
-from service.api.schemas.common import DbId
-from service.history.aggregate import Stat
+from sustain.probes.measure.run_sketches import MetricName
+from sustain.service.api.schemas.common import DbId
+from sustain.service.history.aggregate import Stat
 
 
 class SeriesPoint(BaseModel):

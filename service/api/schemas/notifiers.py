@@ -8,8 +8,8 @@ from typing import Literal
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from service.api.schemas.common import Labels, Name, reject_nulls
-from service.api.schemas.endpoints import SecretRef, check_url_has_no_credentials
+from sustain.service.api.schemas.common import Labels, Name, reject_nulls
+from sustain.service.api.schemas.endpoints import SecretRef, check_url_has_no_credentials
 
 NotifierKind = Literal["webhook", "slack", "alertmanager"]
 DeliveryState = Literal["pending", "delivered", "failed", "silenced", "skipped"]

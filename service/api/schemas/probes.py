@@ -8,11 +8,11 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from probes.load.profiles import LoadProfile, SingleProfile
-from probes.measure.slo import SloThresholds
-from probes.workload.spec import Workload
-from service.api.schemas.common import DbId, Labels, Name, reject_nulls
-from service.scheduling.schedule import parse_cron
+from sustain.probes.load.profiles import LoadProfile, SingleProfile
+from sustain.probes.measure.slo import SloThresholds
+from sustain.probes.workload.spec import Workload
+from sustain.service.api.schemas.common import DbId, Labels, Name, reject_nulls
+from sustain.service.scheduling.schedule import parse_cron
 
 MAX_INTERVAL_S = 7 * 86_400
 

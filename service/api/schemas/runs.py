@@ -7,8 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from probes.runner import RunReport
-from service.api.schemas.common import DbId
+from sustain.probes.runner import RunReport
+from sustain.service.api.schemas.common import DbId
 
 RunStatus = Literal["pending", "running", "succeeded", "failed", "abandoned", "invalid", "missed",
                     "skipped"]

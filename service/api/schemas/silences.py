@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from service.api.schemas.common import LabelKey, LabelValue, Text
+from sustain.service.api.schemas.common import LabelKey, LabelValue, Text
 
 
 class MatcherBody(BaseModel):

@@ -7,9 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from service.api.schemas.common import Labels, Name, reject_nulls
-from service.evaluation.tiers import DEFAULT_TIERS, BurnTier
-from service.history.windows import parse_duration
+from sustain.service.api.schemas.common import Labels, Name, reject_nulls
+from sustain.service.evaluation.tiers import DEFAULT_TIERS, BurnTier
+from sustain.service.history.windows import parse_duration
 
 SliKind = Literal["availability", "latency", "goodput"]
 LatencyMetric = Literal["ttft", "tpot", "itl", "e2e"]

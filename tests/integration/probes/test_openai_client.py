@@ -9,13 +9,13 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from probes.client.clients import HttpClients
-from probes.client.target import ApiKind, HttpCheck, Target
-from probes.load.profiles import ConstantProfile, SingleProfile
-from probes.measure.sample import ErrorClass, Measurement
-from probes.runner import execute
-from probes.workload.spec import Workload
-from simulator.config import FAULT_HEADER
+from sustain.probes.client.clients import HttpClients
+from sustain.probes.client.target import ApiKind, HttpCheck, Target
+from sustain.probes.load.profiles import ConstantProfile, SingleProfile
+from sustain.probes.measure.sample import ErrorClass, Measurement
+from sustain.probes.runner import execute
+from sustain.probes.workload.spec import Workload
+from sustain.simulator.config import FAULT_HEADER
 from tests.conftest import SimulatorHandle
 
 

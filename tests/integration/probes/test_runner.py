@@ -6,19 +6,19 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from probes.client.clients import HttpClients
-from probes.client.target import ApiKind, Target
-from probes.load.live import LiveStats
-from probes.load.profiles import (
+from sustain.probes.client.clients import HttpClients
+from sustain.probes.client.target import ApiKind, Target
+from sustain.probes.load.live import LiveStats
+from sustain.probes.load.profiles import (
     ConcurrencyProfile,
     PoissonProfile,
     StepsProfile,
     SweepProfile,
 )
-from probes.measure.slo import SloThresholds
-from probes.runner import execute
-from probes.workload.spec import Workload
-from simulator.config import FAULT_HEADER
+from sustain.probes.measure.slo import SloThresholds
+from sustain.probes.runner import execute
+from sustain.probes.workload.spec import Workload
+from sustain.simulator.config import FAULT_HEADER
 from tests.conftest import SimulatorHandle
 
 SHORT = Workload(max_tokens=4)

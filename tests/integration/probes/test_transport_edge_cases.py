@@ -9,11 +9,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from probes.client.openai import encode_request
-from probes.client.openai_fast import send_openai_fast
-from probes.client.target import ApiKind, Target
-from probes.client.transport import ConnectionPool
-from probes.measure.sample import ErrorClass, Measurement
+from sustain.probes.client.openai import encode_request
+from sustain.probes.client.openai_fast import send_openai_fast
+from sustain.probes.client.target import ApiKind, Target
+from sustain.probes.client.transport import ConnectionPool
+from sustain.probes.measure.sample import ErrorClass, Measurement
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 BODY = encode_request({"model": "m", "messages": [], "stream": True}, {})

@@ -9,8 +9,8 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from service.api.app import create_app
-from service.config import Settings
+from sustain.service.api.app import create_app
+from sustain.service.config import Settings
 from tests.integration.service.helpers import serving
 
 

@@ -10,14 +10,14 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from probes.measure.sample import ErrorClass, Measurement, Sample
-from probes.measure.slo import SloThresholds
-from probes.measure.summary import summarise
-from probes.runner import RunResult
-from service.db import partitions
-from service.ingest.finals import RunFinal, completed
-from service.ingest.rows import sample_tuple, sent_at
-from service.ingest.writer import store
+from sustain.probes.measure.sample import ErrorClass, Measurement, Sample
+from sustain.probes.measure.slo import SloThresholds
+from sustain.probes.measure.summary import summarise
+from sustain.probes.runner import RunResult
+from sustain.service.db import partitions
+from sustain.service.ingest.finals import RunFinal, completed
+from sustain.service.ingest.rows import sample_tuple, sent_at
+from sustain.service.ingest.writer import store
 
 
 def synthetic_samples(count: int, start: datetime, rng: random.Random, *,

@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 import httpx
 from fastapi import FastAPI
 
-from service.alerting.evaluator import AlertEvaluator
-from service.api.state import AppState
+from sustain.service.alerting.evaluator import AlertEvaluator
+from sustain.service.api.state import AppState
 from tests.integration.service.helpers import samples_of
 from tests.integration.service.storage import create_probe_rows, fetch, seed_run, synthetic_samples
 

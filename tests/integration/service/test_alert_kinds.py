@@ -10,8 +10,8 @@ import httpx
 from fastapi import FastAPI
 from sqlalchemy import text
 
-from service.alerting.evaluator import AlertEvaluator, DriftWatch
-from service.api.state import AppState
+from sustain.service.alerting.evaluator import AlertEvaluator, DriftWatch
+from sustain.service.api.state import AppState
 from tests.integration.service.helpers import samples_of
 from tests.integration.service.storage import create_probe_rows, fetch, seed_run, synthetic_samples
 

@@ -12,9 +12,9 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from probes.measure.confidence import min_samples
-from probes.measure.percentiles import QUANTILES, quantile
-from service.api.state import AppState
+from sustain.probes.measure.confidence import min_samples
+from sustain.probes.measure.percentiles import QUANTILES, quantile
+from sustain.service.api.state import AppState
 from tests.integration.service.storage import create_probe_rows, fetch, seed_run, synthetic_samples
 
 START = datetime(2026, 11, 20, 9, 17, tzinfo=UTC)

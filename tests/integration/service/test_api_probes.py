@@ -9,9 +9,9 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import text
 
-from service.api.state import AppState
-from service.scheduling.schedule import Every
-from service.scheduling.scheduler import job_id
+from sustain.service.api.state import AppState
+from sustain.service.scheduling.schedule import Every
+from sustain.service.scheduling.scheduler import job_id
 from tests.conftest import SimulatorHandle
 from tests.integration.service.helpers import create_endpoint, create_probe, wait_for_run
 

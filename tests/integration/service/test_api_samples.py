@@ -14,8 +14,8 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from service.api.state import AppState
-from service.ingest.rows import SAMPLE_COLUMNS
+from sustain.service.api.state import AppState
+from sustain.service.ingest.rows import SAMPLE_COLUMNS
 from tests.integration.service.storage import (
     create_probe_rows,
     create_run,

@@ -7,10 +7,10 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from service.api.state import AppState
-from service.config_file.load import parse
-from service.config_file.sync import SyncResult, sync
-from service.config_file.yaml_lines import ConfigError
+from sustain.service.api.state import AppState
+from sustain.service.config_file.load import parse
+from sustain.service.config_file.sync import SyncResult, sync
+from sustain.service.config_file.yaml_lines import ConfigError
 
 BASE = """\
 endpoints:

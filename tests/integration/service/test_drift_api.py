@@ -11,7 +11,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from service.api.state import AppState
+from sustain.service.api.state import AppState
 from tests.integration.service.storage import create_probe_rows, seed_run, synthetic_samples
 
 END = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

@@ -10,8 +10,8 @@ import psutil
 import pytest
 from sqlalchemy import text
 
-from service.db.embedded import DataDirInUseError, EmbeddedPostgres
-from service.db.engine import create_engine
+from sustain.service.db.embedded import DataDirInUseError, EmbeddedPostgres
+from sustain.service.db.engine import create_engine
 
 
 def postgres_processes(pgdata: Path) -> list[psutil.Process]:

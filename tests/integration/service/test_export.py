@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from service.cli import app
-from service.db.engine import create_engine
+from sustain.service.cli import app
+from sustain.service.db.engine import create_engine
 from tests.conftest import run_sync
 from tests.integration.service.storage import create_probe_rows, fetch, seed_run, synthetic_samples
 

@@ -6,10 +6,10 @@ import httpx
 from fastapi import FastAPI
 from sqlalchemy import text
 
-from service.api.app import create_app
-from service.api.state import AppState
-from service.config import Settings
-from service.db.migrate import head_revision
+from sustain.service.api.app import create_app
+from sustain.service.api.state import AppState
+from sustain.service.config import Settings
+from sustain.service.db.migrate import head_revision
 from tests.integration.service.helpers import serving
 
 

@@ -9,16 +9,16 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Connection, text
 
-from service.db.engine import create_engine
-from service.db.migrate import (
+from sustain.service.db.engine import create_engine
+from sustain.service.db.migrate import (
     current_revision,
     downgrade_to,
     head_revision,
     upgrade_to,
     upgrade_to_head,
 )
-from service.db.models import Base
-from service.db.partitions import PARTITION_NAME
+from sustain.service.db.models import Base
+from sustain.service.db.partitions import PARTITION_NAME
 
 
 def include_name(name, type_, parent_names):  # type: ignore[no-untyped-def]

@@ -14,13 +14,13 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from service.alerting.candidates import Candidate
-from service.alerting.delivery import DeliveryPolicy, DeliveryWorker
-from service.api.app import create_app
-from service.api.state import AppState
-from service.config import Settings
-from service.db import alerts as alert_queries
-from service.db import deliveries
+from sustain.service.alerting.candidates import Candidate
+from sustain.service.alerting.delivery import DeliveryPolicy, DeliveryWorker
+from sustain.service.api.app import create_app
+from sustain.service.api.state import AppState
+from sustain.service.config import Settings
+from sustain.service.db import alerts as alert_queries
+from sustain.service.db import deliveries
 from tests.integration.service.helpers import samples_of, serving
 from tests.integration.service.storage import fetch
 from tests.receivers import Receiver

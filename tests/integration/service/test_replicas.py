@@ -13,13 +13,13 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from service.config import Settings
-from service.db import probes as probe_queries
-from service.db import runs as run_queries
-from service.db.engine import create_engine, session_factory
-from service.scheduling.listener import ProbeListener
-from service.scheduling.liveness import Liveness
-from service.scheduling.scheduler import ProbeScheduler
+from sustain.service.config import Settings
+from sustain.service.db import probes as probe_queries
+from sustain.service.db import runs as run_queries
+from sustain.service.db.engine import create_engine, session_factory
+from sustain.service.scheduling.listener import ProbeListener
+from sustain.service.scheduling.liveness import Liveness
+from sustain.service.scheduling.scheduler import ProbeScheduler
 from tests.integration.service.storage import create_probe_rows, fetch
 
 TICK = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

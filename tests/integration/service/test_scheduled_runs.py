@@ -9,8 +9,8 @@ from datetime import datetime, timedelta
 import httpx
 from fastapi import FastAPI
 
-from service.api.app import create_app
-from service.config import Settings
+from sustain.service.api.app import create_app
+from sustain.service.config import Settings
 from tests.conftest import SimulatorHandle
 from tests.integration.service.helpers import create_endpoint, create_probe, wait_for_run
 

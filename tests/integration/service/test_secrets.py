@@ -9,9 +9,9 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from service.api.state import AppState
-from simulator.config import SimulatorConfig
-from simulator.server import BackgroundSimulator
+from sustain.service.api.state import AppState
+from sustain.simulator.config import SimulatorConfig
+from sustain.simulator.server import BackgroundSimulator
 from tests.integration.service.helpers import create_endpoint, create_probe, wait_for_run
 
 SECRET = "sk-sustain-test-0123456789abcdef"

@@ -11,8 +11,8 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from probes.measure.sample import Sample
-from service.api.state import AppState
+from sustain.probes.measure.sample import Sample
+from sustain.service.api.state import AppState
 from tests.integration.service.helpers import samples_of
 from tests.integration.service.storage import create_probe_rows, fetch, seed_run, synthetic_samples
 

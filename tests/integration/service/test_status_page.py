@@ -10,7 +10,7 @@ import httpx
 from fastapi import FastAPI
 from sqlalchemy import text
 
-from service.api.state import AppState
+from sustain.service.api.state import AppState
 from tests.integration.service.storage import create_probe_rows, seed_run, synthetic_samples
 
 

@@ -12,13 +12,13 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from service.db import partitions
-from service.db.engine import create_engine
-from service.db.retention import delete_old_runs
-from service.ingest.buffer import SampleBuffer
-from service.ingest.rows import sample_tuple
-from service.ingest.writer import SampleWriter, store
-from service.scheduling.maintenance import maintain
+from sustain.service.db import partitions
+from sustain.service.db.engine import create_engine
+from sustain.service.db.retention import delete_old_runs
+from sustain.service.ingest.buffer import SampleBuffer
+from sustain.service.ingest.rows import sample_tuple
+from sustain.service.ingest.writer import SampleWriter, store
+from sustain.service.scheduling.maintenance import maintain
 from tests.integration.service.storage import (
     create_probe_rows,
     create_run,

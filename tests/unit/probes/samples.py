@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from probes.measure.sample import ErrorClass, Measurement, Sample
+from sustain.probes.measure.sample import ErrorClass, Measurement, Sample
 
 
 def sample(seq: int = 0, *, ttft: float | None = 50.0, e2e: float = 360.0, tokens: int = 32,

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from probes.measure.confidence import min_samples, upper_bound_rank
-from probes.measure.percentiles import distribution
+from sustain.probes.measure.confidence import min_samples, upper_bound_rank
+from sustain.probes.measure.percentiles import distribution
 
 
 def test_minimum_samples_match_mlperf_early_stopping() -> None:

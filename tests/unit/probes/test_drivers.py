@@ -8,10 +8,16 @@ import itertools
 
 import pytest
 
-from probes.load.clock import RunClock
-from probes.load.drivers import Prepare, Request, StageContext, run_closed_loop, run_open_loop
-from probes.load.live import LiveStats
-from probes.measure.sample import Measurement
+from sustain.probes.load.clock import RunClock
+from sustain.probes.load.drivers import (
+    Prepare,
+    Request,
+    StageContext,
+    run_closed_loop,
+    run_open_loop,
+)
+from sustain.probes.load.live import LiveStats
+from sustain.probes.measure.sample import Measurement
 
 
 def ctx(live: LiveStats | None = None) -> StageContext:

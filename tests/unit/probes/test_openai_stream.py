@@ -3,14 +3,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from probes.client.openai_stream import (
+from sustain.probes.client.openai_stream import (
     StreamState,
     choice_has_output,
     message_text,
     token_count,
 )
-from probes.client.sse import SSEEvent
-from probes.measure.sample import ErrorClass
+from sustain.probes.client.sse import SSEEvent
+from sustain.probes.measure.sample import ErrorClass
 
 
 def event(payload: dict[str, Any] | str) -> SSEEvent:
@@ -116,7 +116,7 @@ def test_name_resolution_failures_are_classified_dns() -> None:
 
     import httpx
 
-    from probes.client.errors import classify_transport_error
+    from sustain.probes.client.errors import classify_transport_error
 
     cause = socket.gaierror(-2, "Name or service not known")
     error = httpx.ConnectError("[Errno -2] Name or service not known")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from probes.measure.percentiles import distribution, quantile
+from sustain.probes.measure.percentiles import distribution, quantile
 
 
 def test_quantile_interpolates_between_closest_ranks() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from probes.load.quiet_gc import quiet_gc
+from sustain.probes.load.quiet_gc import quiet_gc
 
 
 def test_collector_is_paused_while_runs_overlap_and_restored_after() -> None:

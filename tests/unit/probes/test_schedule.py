@@ -9,8 +9,8 @@ import statistics
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from probes.load.plan import ClosedStage, OpenStage, SingleStage, stages
-from probes.load.profiles import (
+from sustain.probes.load.plan import ClosedStage, OpenStage, SingleStage, stages
+from sustain.probes.load.profiles import (
     ConcurrencyProfile,
     ConstantProfile,
     LoadProfile,
@@ -19,7 +19,7 @@ from probes.load.profiles import (
     StepsProfile,
     SweepProfile,
 )
-from probes.load.schedule import constant_offsets, gamma_offsets
+from sustain.probes.load.schedule import constant_offsets, gamma_offsets
 
 ADAPTER = TypeAdapter[LoadProfile](LoadProfile)
 

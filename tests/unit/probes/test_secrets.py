@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from probes.client.secrets import SecretUnavailableError, resolve_secret
+from sustain.probes.client.secrets import SecretUnavailableError, resolve_secret
 
 
 def test_env_reference_reads_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:

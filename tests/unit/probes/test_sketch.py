@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from probes.measure.sketch import MetricSketch, SketchMerger
+from sustain.probes.measure.sketch import MetricSketch, SketchMerger
 
 LEVELS = (0.5, 0.9, 0.95, 0.99, 0.999)
 

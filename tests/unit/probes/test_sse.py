@@ -5,8 +5,8 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from probes.client.openai_stream import StreamState
-from probes.client.sse import SSEDecoder, SSEEvent
+from sustain.probes.client.openai_stream import StreamState
+from sustain.probes.client.sse import SSEDecoder, SSEEvent
 
 VALID_STREAM = (
     ": keep-alive comment\r\n\r\n"

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from probes.measure.sample import ErrorClass
-from probes.measure.slo import SloThresholds
-from probes.measure.summary import (
+from sustain.probes.measure.sample import ErrorClass
+from sustain.probes.measure.slo import SloThresholds
+from sustain.probes.measure.summary import (
     GeneratorHealth,
     combined_health,
     generator_health,

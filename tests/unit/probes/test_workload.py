@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from probes.client.target import ApiKind
-from probes.workload.dataset import DatasetError
-from probes.workload.requests import RequestBuilder
-from probes.workload.spec import Workload
+from sustain.probes.client.target import ApiKind
+from sustain.probes.workload.dataset import DatasetError
+from sustain.probes.workload.requests import RequestBuilder
+from sustain.probes.workload.spec import Workload
 
 
 def builder(api: ApiKind = ApiKind.OPENAI_CHAT, **fields: object) -> RequestBuilder:

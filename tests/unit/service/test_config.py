@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import typer
 
-from service.cli import load_settings
-from service.config import Settings
-from service.logging import configure_logging
+from sustain.service.cli import load_settings
+from sustain.service.config import Settings
+from sustain.service.logging import configure_logging
 
 
 def test_defaults_bind_loopback_and_use_a_per_user_data_dir(

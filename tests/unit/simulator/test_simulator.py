@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from simulator.config import SimulatorConfig
-from simulator.server import BackgroundSimulator
+from sustain.simulator.config import SimulatorConfig
+from sustain.simulator.server import BackgroundSimulator
 
 
 def stream_events(sim: BackgroundSimulator, body: dict[str, object]) -> list[tuple[float, str]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from service.alerting.candidates import (
+from sustain.service.alerting.candidates import (
     DriftState,
     ProbeHealth,
     drift_candidates,
@@ -12,7 +12,7 @@ from service.alerting.candidates import (
     fingerprint,
     no_data_candidates,
 )
-from service.alerting.delivery import retry_delay
+from sustain.service.alerting.delivery import retry_delay
 
 NOW = datetime(2026, 12, 3, 12, tzinfo=UTC)
 

@@ -7,8 +7,8 @@ import hmac
 import json
 from datetime import UTC, datetime, timedelta
 
-from service.alerting import messages
-from service.alerting.notifiers import Outcome, Target, request_for, resolve
+from sustain.service.alerting import messages
+from sustain.service.alerting.notifiers import Outcome, Target, request_for, resolve
 
 NOW = datetime(2026, 12, 3, 12, tzinfo=UTC)
 FIRING = {"status": "firing", "transition": "firing", "fingerprint": "ab12",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from service.api import cursor
-from service.errors import FieldError
+from sustain.service.api import cursor
+from sustain.service.errors import FieldError
 
 
 def test_a_cursor_round_trips() -> None:

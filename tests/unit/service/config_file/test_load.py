@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from service.config_file.load import parse, read
-from service.config_file.yaml_lines import ConfigError
+from sustain.service.config_file.load import parse, read
+from sustain.service.config_file.yaml_lines import ConfigError
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "sustain.yaml"
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from service.db.history import MAX_RANGES, merge_ranges
+from sustain.service.db.history import MAX_RANGES, merge_ranges
 
 
 def test_distant_ranges_stay_apart_and_touching_ones_join() -> None:

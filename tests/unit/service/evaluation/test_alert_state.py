@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from service.evaluation.alert_state import Alert, AlertState, step
+from sustain.service.evaluation.alert_state import Alert, AlertState, step
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 MIN = timedelta(minutes=1)

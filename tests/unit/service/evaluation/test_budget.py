@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.evaluation.budget import bad_fraction, budget_remaining, burn_rate, compliance
+from sustain.service.evaluation.budget import bad_fraction, budget_remaining, burn_rate, compliance
 
 
 def test_burn_rate_is_the_bad_fraction_over_the_allowed_fraction() -> None:

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from service.evaluation.drift import change_point, detect, mann_whitney_p
+from sustain.service.evaluation.drift import change_point, detect, mann_whitney_p
 
 BASELINE_RUNS = 72
 """A week of runs every ~2.3 h, or 3 days hourly."""

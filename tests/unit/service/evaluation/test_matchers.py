@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from service.evaluation.matchers import Matcher, SilenceWindow, silence_state, silenced
+from sustain.service.evaluation.matchers import Matcher, SilenceWindow, silence_state, silenced
 
 LABELS = {"alertname": "SustainSloBurnRate", "slo": "chat-availability", "tier": "page_fast"}
 T0 = datetime(2026, 12, 3, 12, tzinfo=UTC)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from service.evaluation.rules import SloRules, ratio_record, rules_document
-from service.evaluation.tiers import DEFAULT_TIERS
+from sustain.service.evaluation.rules import SloRules, ratio_record, rules_document
+from sustain.service.evaluation.tiers import DEFAULT_TIERS
 from tests.processes import sustain_command
 
 TEST_FILE = Path(__file__).resolve().parents[3] / "prometheus" / "slo_rules_test.yaml"

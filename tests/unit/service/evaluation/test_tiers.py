@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from service.evaluation.tiers import DEFAULT_TIERS, BurnTier, tier_breached, windows
+from sustain.service.evaluation.tiers import DEFAULT_TIERS, BurnTier, tier_breached, windows
 
 PAGE_FAST = DEFAULT_TIERS[0]
 

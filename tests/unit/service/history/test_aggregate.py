@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from probes.measure.percentiles import quantile
-from probes.measure.sketch import MetricSketch
-from service.history.aggregate import (
+from sustain.probes.measure.percentiles import quantile
+from sustain.probes.measure.sketch import MetricSketch
+from sustain.service.history.aggregate import (
     Aggregate,
     Counts,
     Piece,
@@ -19,7 +19,7 @@ from service.history.aggregate import (
     latency_stat,
     plan,
 )
-from service.history.windows import DAY_S, HOUR_S
+from sustain.service.history.windows import DAY_S, HOUR_S
 
 
 def counts(attempts: int, successes: int, measured_s: float = 10.0) -> Counts:

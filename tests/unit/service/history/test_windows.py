@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.history.windows import (
+from sustain.service.history.windows import (
     DAY_S,
     HOUR_S,
     aligned_windows,

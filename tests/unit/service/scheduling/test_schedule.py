@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.scheduling.claims import MAX_LOAD_DELAY_S, RANK_STEP_S, claim_delay
-from service.scheduling.schedule import (
+from sustain.service.scheduling.claims import MAX_LOAD_DELAY_S, RANK_STEP_S, claim_delay
+from sustain.service.scheduling.schedule import (
     Every,
     crontab_weekdays,
     jitter_of,
@@ -19,8 +19,8 @@ from service.scheduling.schedule import (
     tick_for_firing,
     ticks_between,
 )
-from service.scheduling.scheduler import catch_up_now
-from service.scheduling.trigger import TickTrigger
+from sustain.service.scheduling.scheduler import catch_up_now
+from sustain.service.scheduling.trigger import TickTrigger
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime
 
-from probes.measure.percentiles import quantile
-from probes.measure.sketch import MetricSketch
-from service.db.status import LatestRun, ProbeRow
-from service.history.aggregate import Aggregate, Counts
-from service.web.charts import budget_width, sparkline
-from service.web.view import alert_line, day_figures, down_states, probe_state, slo_bar
+from sustain.probes.measure.percentiles import quantile
+from sustain.probes.measure.sketch import MetricSketch
+from sustain.service.db.status import LatestRun, ProbeRow
+from sustain.service.history.aggregate import Aggregate, Counts
+from sustain.service.web.charts import budget_width, sparkline
+from sustain.service.web.view import alert_line, day_figures, down_states, probe_state, slo_bar
 
 PROBE = ProbeRow(1, "chat", "vllm", "m", True, 60, None, {})
 RUN = LatestRun(7, "succeeded", datetime(2026, 12, 3, tzinfo=UTC), None)

@@ -1,0 +1,5 @@
+"""`python -m sustain` is the `sustain` command."""
+
+from sustain.service.cli import app
+
+app()
