@@ -13,16 +13,16 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 from rich.console import Group
 from rich.live import Live
 from rich.table import Table
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from sustain.probes.client.clients import HttpClients
-from sustain.probes.client.target import ApiKind, Target
+from sustain.probes.client.target import Target
 from sustain.probes.load.live import LiveStats
-from sustain.probes.load.profiles import LoadProfile
+from sustain.probes.load.profiles import LoadProfile, parse_profile
 from sustain.probes.measure.percentiles import Distribution
 from sustain.probes.measure.sample import ErrorClass
 from sustain.probes.measure.slo import SloThresholds
@@ -33,11 +33,11 @@ from sustain.service.api.schemas.endpoints import EndpointCreate
 from sustain.service.db import crud, partitions
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Endpoint, Probe
+from sustain.service.domain.targets import target_of
 from sustain.service.ingest.finals import RunFinal, completed
 from sustain.service.ingest.rows import sample_tuple, sent_at
 from sustain.service.ingest.writer import store
 
-PROFILE = TypeAdapter[LoadProfile](LoadProfile)
 UNREACHABLE = frozenset({ErrorClass.CONNECT, ErrorClass.DNS, ErrorClass.TLS,
                          ErrorClass.TIMEOUT_CONNECT})
 FLAG_OF = {
@@ -106,13 +106,7 @@ class OneShot:
 
     @property
     def target(self) -> Target:
-        e = self.endpoint
-        return Target(base_url=str(e.base_url), api_kind=ApiKind(e.api_kind), model=e.model,
-                      headers=e.headers, auth_secret_ref=e.auth_secret_ref,
-                      timeout_connect_s=e.timeout_connect_s,
-                      timeout_first_token_s=e.timeout_first_token_s,
-                      timeout_total_s=e.timeout_total_s, tls_verify=e.tls_verify,
-                      http2=e.http2, http_check=e.http_check)
+        return target_of(self.endpoint)
 
 
 def build(*, base_url: str, model: str | None, api: str, profile: str, rate: float | None,
@@ -179,7 +173,7 @@ def profile_from_flags(*, kind: str, rate: float | None, burstiness: float,
     elif kind != "single":
         raise FlagError(f"--profile: unknown profile {kind!r}")
     try:
-        return PROFILE.validate_python(raw)
+        return parse_profile(raw)
     except ValidationError as exc:
         raise flag_errors(exc) from None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 from pydantic_core import PydanticCustomError
 
 MAX_DURATION_S = 86_400.0
@@ -137,3 +137,11 @@ LoadProfile = Annotated[
 
 PROFILE_KINDS = frozenset({"single", "constant", "poisson", "concurrency", "steps", "sweep"})
 """The `kind` tags of LoadProfile."""
+
+PROFILE_ADAPTER = TypeAdapter[LoadProfile](LoadProfile)
+"""Validates a profile as stored (JSON) or built from flags; the one adapter everyone uses."""
+
+
+def parse_profile(raw: object) -> LoadProfile:
+    """A LoadProfile from plain data; pydantic's ValidationError names the bad field."""
+    return PROFILE_ADAPTER.validate_python(raw)

@@ -9,21 +9,19 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from pydantic import TypeAdapter
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.exc import TimeoutError as SATimeoutError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.secrets import SecretUnavailableError
-from sustain.probes.client.target import ApiKind, HttpCheck, Target
-from sustain.probes.load.profiles import LoadProfile
-from sustain.probes.measure.slo import SloThresholds
+from sustain.probes.load.profiles import parse_profile
 from sustain.probes.runner import execute
 from sustain.probes.workload.spec import Workload
 from sustain.service.db import probes as probe_queries
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Endpoint, Probe
+from sustain.service.domain.targets import slo_of, target_of
 from sustain.service.ingest.buffer import RunSink, SampleBuffer
 from sustain.service.ingest.finals import RunFinal, completed
 from sustain.service.metrics import Metrics
@@ -31,31 +29,6 @@ from sustain.service.scheduling.claims import claim_delay
 from sustain.service.scheduling.schedule import Schedule, tick_for_firing
 
 logger = logging.getLogger(__name__)
-
-PROFILE = TypeAdapter[LoadProfile](LoadProfile)
-
-
-def target_of(endpoint: Endpoint) -> Target:
-    return Target(
-        base_url=endpoint.base_url,
-        api_kind=ApiKind(endpoint.api_kind),
-        model=endpoint.model,
-        headers=dict(endpoint.headers),
-        auth_secret_ref=endpoint.auth_secret_ref,
-        timeout_connect_s=endpoint.timeout_connect_s,
-        timeout_first_token_s=endpoint.timeout_first_token_s,
-        timeout_total_s=endpoint.timeout_total_s,
-        tls_verify=endpoint.tls_verify,
-        http2=endpoint.http2,
-        http_check=None if endpoint.http_check is None
-        else HttpCheck.model_validate(endpoint.http_check),
-    )
-
-
-def slo_of(probe: Probe) -> SloThresholds:
-    return SloThresholds(ttft_ms=probe.slo_ttft_ms, tpot_ms=probe.slo_tpot_ms,
-                         e2e_ms=probe.slo_e2e_ms)
-
 
 class RunExecutor:
     """Runs probes and owns the tasks of runs in flight."""
@@ -197,7 +170,7 @@ class RunExecutor:
                 self.clients,
                 target_of(endpoint),
                 Workload.model_validate(probe.workload),
-                PROFILE.validate_python(probe.profile),
+                parse_profile(probe.profile),
                 slo_of(probe),
                 on_sample=sink.put,
             )
