@@ -31,8 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import Simulator, pin_to, record
 from sustain.probes.client.clients import HttpClients
-from sustain.probes.client.openai import encode_request, send_openai
-from sustain.probes.client.openai_fast import send_openai_fast
+from sustain.probes.client.http1 import send_openai_http1
+from sustain.probes.client.httpx_transport import send_openai_httpx
+from sustain.probes.client.openai_protocol import encode_request
 from sustain.probes.client.target import ApiKind, Target
 from sustain.probes.load.clock import RunClock
 from sustain.probes.load.drivers import Request, StageContext, run_closed_loop
@@ -58,8 +59,8 @@ async def run_level(base_url: str, concurrency: int, requests: int, tag: str, cl
         def prepare(seq: int) -> Request:
             encoded = encode_request(builder.body(seq), {"x-request-id": f"{tag}-{seq}"})
             if client == "httpx":
-                return partial(send_openai, clients.httpx(), target, encoded, True)
-            return partial(send_openai_fast, clients.pool(), target, encoded, True)
+                return partial(send_openai_httpx, clients.httpx(), target, encoded, True)
+            return partial(send_openai_http1, clients.pool(), target, encoded, True)
 
         warm = StageContext(clock=RunClock.start(), seqs=itertools.count(1_000_000))
         await run_closed_loop(concurrency, prepare, warm, duration_s=None,

@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import Simulator, pin_to, record
 from sustain.probes.client.clients import HttpClients
-from sustain.probes.client.openai import encode_request
-from sustain.probes.client.openai_fast import send_openai_fast
+from sustain.probes.client.http1 import send_openai_http1
+from sustain.probes.client.openai_protocol import encode_request
 from sustain.probes.client.target import ApiKind, Target
 from sustain.probes.load.clock import RunClock
 from sustain.probes.load.drivers import Request, StageContext, run_open_loop
@@ -78,7 +78,7 @@ async def sustain_client(base_url: str, rate: float, seconds: float
         pool = clients.pool()
 
         def prepare(seq: int) -> Request:
-            return partial(send_openai_fast, pool, target,
+            return partial(send_openai_http1, pool, target,
                            encode_request(builder.body(seq), {}), True)
 
         ctx = StageContext(clock=RunClock.start(), seqs=itertools.count())

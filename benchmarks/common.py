@@ -70,7 +70,7 @@ class Simulator(Child):
 
     def __init__(self, args: list[str], cpu: int = 1) -> None:
         self.port = free_port()
-        command = [sys.executable, "-m", "service", "simulate", "--port", str(self.port), *args]
+        command = [sys.executable, "-m", "sustain", "simulate", "--port", str(self.port), *args]
         if shutil.which("taskset") and cpu < (os.cpu_count() or 1):
             command = ["taskset", "-c", str(cpu), *command]
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
@@ -155,7 +155,7 @@ class Service(Child):
     def __init__(self, url: str, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "service", "serve", "--port", str(self.port),
+            [sys.executable, "-m", "sustain", "serve", "--port", str(self.port),
              "--log-level", "warning"],
             env={**os.environ, "SUSTAIN_DATABASE_URL": url, **(env or {})},
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -29,6 +29,7 @@ import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 import uvloop
@@ -39,8 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import SERVER_URL, Service, database_url, fresh_database, record
 from sustain.service.db import partitions
 from sustain.service.db.engine import create_engine
-from sustain.service.ingest.finals import RunFinal
-from sustain.service.ingest.rows import SampleTuple, sample_tuple
+from sustain.service.domain.finals import RunFinal
+from sustain.service.domain.rows import SampleTuple, sample_tuple
 from sustain.service.ingest.writer import store
 from tests.integration.service.storage import create_probe_rows, final_of, synthetic_samples
 
@@ -117,7 +118,7 @@ async def seeded(url: str, runs: int) -> tuple[int, datetime] | None:
             row = (await connection.execute(text(
                 "SELECT r.probe_id, max(r.scheduled_for), count(*) FROM runs r "
                 "WHERE r.status = 'succeeded' GROUP BY r.probe_id"))).first()
-    except Exception:
+    except Exception:  # noqa: BLE001 - any failure means no runs to report
         return None
     finally:
         await engine.dispose()
@@ -153,9 +154,10 @@ async def explain(url: str, probe_id: int, end: datetime) -> str:
     return "\n\n".join(out)
 
 
-def timed(api: httpx.Client, path: str, params: dict[str, str]) -> tuple[list[float], dict]:
+def timed(api: httpx.Client, path: str, params: dict[str, str]
+          ) -> tuple[list[float], dict[str, Any]]:
     times = []
-    body: dict = {}
+    body: dict[str, Any] = {}
     for i in range(REPEAT + 2):
         t0 = time.perf_counter()
         r = api.get(path, params=params)

@@ -26,7 +26,8 @@ def _url() -> str:
     return str(url)
 
 
-def include_name(name: str | None, type_: str, parent_names: object) -> bool:
+def include_name(name: str | None, type_: str,
+                 parent_names: object) -> bool:  # noqa: ARG001 - Alembic's hook signature
     """Autogenerate ignores the daily sample partitions: the service manages them."""
     return not (type_ == "table" and name is not None and PARTITION_NAME.match(name))
 

@@ -6,24 +6,15 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 
 from pydantic import BaseModel, Field
 
 from sustain.probes.client.clients import HttpClients
-from sustain.probes.client.http_check import send_http
-from sustain.probes.client.openai import encode_request, send_openai
-from sustain.probes.client.openai_fast import send_openai_fast
+from sustain.probes.client.registry import sender_for
 from sustain.probes.client.secrets import resolve_secret
-from sustain.probes.client.target import ApiKind, HttpCheck, Target
+from sustain.probes.client.target import Target
 from sustain.probes.load.clock import RunClock
-from sustain.probes.load.drivers import (
-    Prepare,
-    Request,
-    StageContext,
-    run_closed_loop,
-    run_open_loop,
-)
+from sustain.probes.load.drivers import Prepare, StageContext, run_closed_loop, run_open_loop
 from sustain.probes.load.live import LiveStats
 from sustain.probes.load.plan import ClosedStage, OpenStage, SingleStage, Stage, stages
 from sustain.probes.load.profiles import LoadProfile, SweepProfile
@@ -31,7 +22,6 @@ from sustain.probes.load.quiet_gc import quiet_gc
 from sustain.probes.measure.sample import Sample
 from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.measure.summary import RunSummary, combined_health, summarise
-from sustain.probes.workload.requests import RequestBuilder
 from sustain.probes.workload.spec import Workload
 
 
@@ -94,33 +84,6 @@ async def _run_stage(stage: Stage, prepare: Prepare, ctx: StageContext
                                  think_time_s=stage.think_time_s, warmup_s=stage.warmup_s)
 
 
-def _openai_requests(clients: HttpClients, target: Target, workload: Workload,
-                     headers: dict[str, str]) -> Prepare:
-    """HTTP/1.1 through the lean transport; HTTP/2 endpoints through httpx."""
-    builder = RequestBuilder(workload, target.api_kind, target.model)
-    if target.http2:
-        client = clients.httpx(tls_verify=target.tls_verify, http2=True)
-
-        def prepare_httpx(seq: int) -> Request:
-            return partial(send_openai, client, target,
-                           encode_request(builder.body(seq), headers), workload.stream)
-        return prepare_httpx
-    pool = clients.pool(tls_verify=target.tls_verify)
-
-    def prepare(seq: int) -> Request:
-        return partial(send_openai_fast, pool, target,
-                       encode_request(builder.body(seq), headers), workload.stream)
-    return prepare
-
-
-def _http_requests(clients: HttpClients, target: Target,
-                   headers: dict[str, str]) -> Prepare:
-    client = clients.httpx(tls_verify=target.tls_verify, http2=target.http2)
-    check = target.http_check or HttpCheck()
-    request: Request = partial(send_http, client, target, check, headers)
-    return lambda seq: request
-
-
 async def execute(
     clients: HttpClients, target: Target, workload: Workload, profile: LoadProfile,
     slo: SloThresholds | None = None, live: LiveStats | None = None,
@@ -131,8 +94,7 @@ async def execute(
     cannot be loaded (DatasetError, ValueError); endpoint failures become classified samples.
     `on_sample` sees each measured sample as it completes (the service buffers them)."""
     headers = request_headers(target)
-    prepare = _http_requests(clients, target, headers) if target.api_kind is ApiKind.HTTP \
-        else _openai_requests(clients, target, workload, headers)
+    prepare = sender_for(target)(clients, target, workload, headers)
 
     with quiet_gc():
         return await _execute(prepare, profile, slo, live, on_sample)

@@ -12,7 +12,7 @@ from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import uvicorn
@@ -26,6 +26,12 @@ from sustain.service.db.embedded import DataDirInUseError, EmbeddedPostgres
 from sustain.service.db.engine import create_engine, safe_url, session_factory
 from sustain.service.db.migrate import upgrade_to_head
 from sustain.service.logging import configure_logging
+
+if TYPE_CHECKING:  # imported where used, so that `sustain --help` stays fast
+    from sustain.probes.runner import RunResult
+    from sustain.service.evaluation.rules import SloRules
+    from sustain.service.export.samples import ExportRequest
+    from sustain.service.oneshot import OneShot
 
 app = typer.Typer(
     help="sustain: continuous monitoring of LLM inference endpoints.",
@@ -53,7 +59,7 @@ def load_settings(**overrides: Any) -> Settings:
         raise typer.Exit(2) from None
 
 
-def _terminate(signum: int, frame: FrameType | None) -> None:
+def _terminate(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001 - signal handler
     raise SystemExit(0)
 
 
@@ -83,7 +89,7 @@ def database(settings: Settings) -> Iterator[str]:
 
 
 def _serve(settings: Settings, url: str) -> None:
-    from sustain.service.api.app import create_app
+    from sustain.service.app import create_app
     from sustain.service.server import GracefulServer
 
     app = create_app(settings, url)
@@ -134,7 +140,7 @@ def serve(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None
         _serve(settings, url)
 
 
-async def _slo_rules_from_database(url: str) -> list[Any]:
+async def _slo_rules_from_database(url: str) -> list[SloRules]:
     from sqlalchemy import select
 
     from sustain.service.db.models import Slo
@@ -278,38 +284,34 @@ def probe(
 ) -> None:
     """Run one load profile against BASE_URL now and report: live progress, then a table
     (or --json). Exit status 1 when every request failed to reach the endpoint."""
+    given = dict(locals())  # the parameters, by name: ProbeFlags has a field for each
     from sustain.probes.client.secrets import SecretUnavailableError, resolve_secret
     from sustain.probes.report import json_report
+    from sustain.probes.report_tables import results
     from sustain.service import oneshot
+    from sustain.service.probe_flags import FlagError, ProbeFlags
 
     try:
-        shot = oneshot.build(
-            base_url=base_url, model=model, api=api, profile=profile, rate=rate,
-            burstiness=burstiness, concurrency=concurrency, levels=levels, duration=duration,
-            max_requests=max_requests, warmup=warmup, input_tokens=input_tokens,
-            output_tokens=output_tokens, stream=not no_stream, headers=header or [],
-            api_key_env=api_key_env,
-            slo={"ttft_ms": slo_ttft_ms, "tpot_ms": slo_tpot_ms, "e2e_ms": slo_e2e_ms},
-            http2=http2, http_method=method.upper(), expect_status=expect_status,
-            expect_body=expect_body)
+        flags = ProbeFlags.parse(given)
+        shot = oneshot.build(flags)
         if shot.endpoint.auth_secret_ref is not None:
             resolve_secret(shot.endpoint.auth_secret_ref)
-    except (oneshot.FlagError, SecretUnavailableError) as exc:
+    except (FlagError, SecretUnavailableError) as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from None
-    if json_output:
+    if flags.json_output:
         result = uvloop.run(oneshot.run_with_display(shot, None))
     else:
         with Live(console=console, refresh_per_second=4, transient=True) as display:
             result = uvloop.run(oneshot.run_with_display(shot, display))
-        Console(width=None if sys.stdout.isatty() else 140).print(oneshot.results(result))
+        Console(width=None if sys.stdout.isatty() else 140).print(results(result))
     run_id = None
-    if save:
-        settings = load_settings(database_url=database_url, data_dir=data_dir)
+    if flags.save:
+        settings = load_settings(database_url=flags.database_url, data_dir=flags.data_dir)
         with database(settings) as url:
             upgrade_to_head(url)
             run_id = asyncio.run(_save(url, shot, result))
-    if json_output:
+    if flags.json_output:
         report = json_report(result)
         if run_id is not None:
             report["run_id"] = run_id
@@ -321,7 +323,7 @@ def probe(
         raise typer.Exit(1)
 
 
-async def _save(url: str, shot: Any, result: Any) -> int:
+async def _save(url: str, shot: OneShot, result: RunResult) -> int:
     from sustain.service.oneshot import save
 
     engine = create_engine(url, pool_size=1)
@@ -402,12 +404,13 @@ def _moment(option: str, value: str) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
-async def _export(url: str, request: Any, format: str, output: Path | None) -> int:
+async def _export(url: str, request: ExportRequest, file_format: str, output: Path | None
+                  ) -> int:
     from sustain.service.export.samples import export_samples
 
     engine = create_engine(url, pool_size=1)
     try:
-        if format == "parquet":
+        if file_format == "parquet":
             return await export_samples(engine, request, "parquet", path=output)
         if output is None:
             return await export_samples(engine, request, "csv", text_out=sys.stdout)
@@ -424,7 +427,7 @@ def export(
                                                       "offset).")],
     end: Annotated[str | None, typer.Option("--to", help="ISO 8601 time, exclusive; "
                                                          "default now.")] = None,
-    format: Annotated[str, typer.Option(
+    file_format: Annotated[str, typer.Option(
         "--format", help="csv | parquet (parquet needs the `parquet` extra).")] = "csv",
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="File to write; CSV goes to stdout without it.")] = None,
@@ -434,10 +437,10 @@ def export(
     from sustain.service.export.parquet_file import ParquetUnavailableError
     from sustain.service.export.samples import ExportRequest, UnknownProbeError
 
-    if format not in ("csv", "parquet"):
-        console.print(f"[red]--format: must be csv or parquet, not {format!r}[/red]")
+    if file_format not in ("csv", "parquet"):
+        console.print(f"[red]--format: must be csv or parquet, not {file_format!r}[/red]")
         raise typer.Exit(2)
-    if format == "parquet" and output is None:
+    if file_format == "parquet" and output is None:
         console.print("[red]--output: required for parquet (a binary file)[/red]")
         raise typer.Exit(2)
     request = ExportRequest(probe=probe_name, start=_moment("--from", start),
@@ -449,7 +452,7 @@ def export(
     configure_logging(settings.log_level, settings.log_format)
     with database(settings) as url:
         try:
-            count = asyncio.run(_export(url, request, format, output))
+            count = asyncio.run(_export(url, request, file_format, output))
         except UnknownProbeError:
             console.print(f"[red]--probe: no probe named {probe_name!r}[/red]")
             raise typer.Exit(2) from None

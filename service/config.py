@@ -160,7 +160,7 @@ class Settings(BaseSettings):
     @field_validator("drift_metrics")
     @classmethod
     def _watched(cls, value: str) -> str:
-        from sustain.service.alerting.drift_findings import parse_watched
+        from sustain.service.evaluation.drift_watch import parse_watched
 
         if not parse_watched(value):
             raise ValueError("name at least one metric:stat pair, e.g. ttft:p99")

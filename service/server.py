@@ -13,22 +13,9 @@ from types import FrameType
 import uvicorn
 from fastapi import FastAPI
 
-from sustain.service.api.state import AppState
+from sustain.service.runtime import Replica
 
 logger = logging.getLogger(__name__)
-
-
-async def drain(state: AppState) -> None:
-    """Stop taking work and wait for the runs in flight, up to the shutdown grace."""
-    state.stopping = True
-    state.liveness.stopping = True
-    state.scheduler.pause()
-    state.executor.stop_claiming()
-    grace = state.settings.shutdown_grace_seconds
-    logger.info("shutting down: waiting up to %ss for %d runs in flight", grace,
-                state.executor.in_flight)
-    if not await state.executor.drain(grace):
-        logger.warning("shutdown grace of %ss over; runs still going will be abandoned", grace)
 
 
 class GracefulServer(uvicorn.Server):
@@ -38,20 +25,20 @@ class GracefulServer(uvicorn.Server):
         self._draining: asyncio.Task[None] | None = None
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        state: AppState | None = getattr(self.app.state, "sustain", None)
+        state: Replica | None = getattr(self.app.state, "sustain", None)
         if sig != signal.SIGTERM or state is None or self._draining is not None:
             super().handle_exit(sig, frame)
             return
         loop = asyncio.get_event_loop()
         loop.call_soon_threadsafe(self._start_drain, state, sig, frame)
 
-    def _start_drain(self, state: AppState, sig: int, frame: FrameType | None) -> None:
+    def _start_drain(self, state: Replica, sig: int, frame: FrameType | None) -> None:
         if self._draining is not None:
             return
 
         async def drain_then_exit() -> None:
             try:
-                await drain(state)
+                await state.drain()
             finally:
                 super(GracefulServer, self).handle_exit(sig, frame)
 

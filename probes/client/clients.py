@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import httpx
 
-from sustain.probes.client.transport import ConnectionPool
+from sustain.probes.client.http1_pool import ConnectionPool
 
 
 class HttpClients:

@@ -1,5 +1,6 @@
-"""The `http` adapter: one plain request, end-to-end latency and an outcome (status and an
-optional body check). For health endpoints, gateways and anything that is not OpenAI-shaped."""
+"""Plain `http` checks: one request through httpx, end-to-end latency (ms from t_send) and an
+outcome (the expected status and an optional body check). For health endpoints, gateways and
+anything that is not OpenAI-shaped; no first-token deadline, only the total one."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ from collections.abc import Mapping
 
 import httpx
 
-from sustain.probes.client.errors import classify_transport_error
-from sustain.probes.client.openai_stream import NS_PER_MS, error_class_for_status
+from sustain.probes.client.httpx_transport import classify_transport_error
+from sustain.probes.client.status import error_class_for_status
 from sustain.probes.client.target import HttpCheck, Target
-from sustain.probes.measure.sample import ErrorClass, Measurement
+from sustain.probes.measure.sample import NS_PER_MS, ErrorClass, Measurement
 
 MAX_BODY = 10_000_000
 """Bytes of a response read for the body check; a longer body is a protocol error."""

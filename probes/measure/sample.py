@@ -6,6 +6,9 @@ import enum
 from dataclasses import dataclass
 from datetime import datetime
 
+NS_PER_MS = 1_000_000
+"""Clients read the monotonic clock in ns (time.perf_counter_ns); Measurement fields are ms."""
+
 
 class ErrorClass(enum.StrEnum):
     """Why a request failed; bounded, so it is safe as a metric label."""

@@ -42,7 +42,7 @@ class HFTokenizer:
                              "(pip install 'sustain[hf]')") from None
         try:
             self._tokenizer: Any = Tokenizer.from_file(str(path))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 (tokenizers raises plain Exception)
             raise ValueError(f"cannot load tokenizer {path}: {exc}") from None
 
     def prompt(self, tokens: int, rng: random.Random) -> str:

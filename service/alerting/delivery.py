@@ -100,13 +100,13 @@ class DeliveryWorker:
         retryable outcome naming only the exception type, so no row is left leased."""
         try:
             await self._attempt(item, silences)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure is retried, never left leased
             logger.warning("notifier %s: delivery %d failed (%s)", item.notifier.name,
                            item.id, type(exc).__name__)
             try:
                 await self._retry_or_fail(item, notifiers.Outcome(
                     False, error=f"internal error ({type(exc).__name__})", retryable=True))
-            except Exception as again:
+            except Exception as again:  # noqa: BLE001 - a lease that ends retries it
                 logger.warning("delivery %d: outcome not recorded (%s); retried when its "
                                "lease ends", item.id, type(again).__name__)
 
@@ -208,7 +208,7 @@ class DeliveryWorker:
                 self._wake.clear()
             try:
                 started = await self.pass_once()
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - the delivery loop outlives any one pass
                 started = []
                 logger.warning("notification delivery pass failed (%s)", type(exc).__name__)
 

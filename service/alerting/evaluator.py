@@ -16,7 +16,13 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from sustain.service.alerting import drift_findings
-from sustain.service.alerting.candidates import (
+from sustain.service.db import alerts as alert_queries
+from sustain.service.db import drift as drift_queries
+from sustain.service.db import slo_counts
+from sustain.service.db.models import AlertRow, Slo
+from sustain.service.db.probe_health import probe_health
+from sustain.service.db.slos import tiers_of
+from sustain.service.evaluation.candidates import (
     Candidate,
     DriftState,
     drift_candidates,
@@ -24,12 +30,6 @@ from sustain.service.alerting.candidates import (
     no_data_candidates,
     slo_burn_candidates,
 )
-from sustain.service.db import alerts as alert_queries
-from sustain.service.db import drift as drift_queries
-from sustain.service.db import slo_counts
-from sustain.service.db.models import AlertRow, Slo
-from sustain.service.db.probe_health import probe_health
-from sustain.service.db.slos import tiers_of
 from sustain.service.evaluation.rules import SloRules
 from sustain.service.evaluation.slo_status import needed_windows, status
 
@@ -114,7 +114,7 @@ class AlertEvaluator:
             await drift_findings.refresh(self.sessions, now, self.drift.window,
                                          self.drift.baseline, list(self.drift.watched),
                                          self.drift.every)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - keep the previous findings on any failure
             logger.warning("drift findings failed (%s); kept the previous ones",
                            type(exc).__name__)
 
@@ -126,7 +126,7 @@ class AlertEvaluator:
             await asyncio.sleep(self.interval_s)
             try:
                 await self.evaluate_once()
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - the evaluation loop outlives any one pass
                 logger.warning("alert evaluation failed (%s); next try in %ss",
                                type(exc).__name__, self.interval_s)
 

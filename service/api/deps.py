@@ -8,17 +8,17 @@ from typing import Annotated
 from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from sustain.service.api.state import AppState
+from sustain.service.runtime import Replica
 from sustain.service.scheduling.executor import RunExecutor
 from sustain.service.scheduling.scheduler import ProbeScheduler
 
 
-def get_state(request: Request) -> AppState:
-    state: AppState = request.app.state.sustain
+def get_state(request: Request) -> Replica:
+    state: Replica = request.app.state.sustain
     return state
 
 
-StateDep = Annotated[AppState, Depends(get_state)]
+StateDep = Annotated[Replica, Depends(get_state)]
 
 
 async def get_session(state: StateDep) -> AsyncIterator[AsyncSession]:

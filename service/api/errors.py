@@ -90,6 +90,7 @@ def install_error_handlers(app: FastAPI) -> None:
                        "the database cannot be reached; retry later")
 
     @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    async def _unexpected(request: Request,
+                          exc: Exception) -> JSONResponse:  # noqa: ARG001 - logged by logger.exception
         logger.exception("unhandled error on %s %s", request.method, request.url.path)
         return problem(request, 500, "Internal error", "an unexpected error occurred")

@@ -11,12 +11,12 @@ from pydantic_core import PydanticCustomError
 from sustain.probes.load.profiles import LoadProfile, SingleProfile
 from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.workload.spec import Workload
-from sustain.service.api.schemas.common import Labels, Name
-from sustain.service.api.schemas.endpoints import EndpointCreate
-from sustain.service.api.schemas.notifiers import NotifierCreate
-from sustain.service.api.schemas.probes import MAX_INTERVAL_S, Cron, check_jitter
-from sustain.service.api.schemas.slos import SloCreate
 from sustain.service.history.windows import parse_duration
+from sustain.service.schemas.common import Labels, Name
+from sustain.service.schemas.endpoints import EndpointCreate
+from sustain.service.schemas.notifiers import NotifierCreate
+from sustain.service.schemas.probes import MAX_INTERVAL_S, Cron, check_jitter
+from sustain.service.schemas.slos import SloCreate
 
 
 def _seconds(value: object) -> object:

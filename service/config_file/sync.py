@@ -16,17 +16,17 @@ from typing import Any, TypeVar
 from sqlalchemy import delete, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from sustain.service.api.schemas.probes import ProbeCreate, probe_columns
 from sustain.service.config_file.model import ConfigFile, ProbeSpec
 from sustain.service.config_file.yaml_lines import ConfigError, Located, Problem, dotted
+from sustain.service.db import endpoints as endpoint_queries
+from sustain.service.db import notifiers as notifier_queries
 from sustain.service.db import probes as probe_queries
 from sustain.service.db import slos as slo_queries
 from sustain.service.db.models import Endpoint, NamedResource, Notifier, Probe, Slo
+from sustain.service.schemas.probes import ProbeCreate
 
 R = TypeVar("R", bound=NamedResource)
 SYNC_LOCK_KEY = 0x5375_7374_0002
-SCHEDULE_COLUMNS = ("interval_seconds", "cron", "enabled")
-RECOUNT_COLUMNS = ("probe_names", "probe_labels", "kind", "metric", "threshold_ms")
 
 
 @dataclass
@@ -51,7 +51,7 @@ def _probe_columns(spec: ProbeSpec, endpoint_id: int, config: ConfigFile) -> dic
         profile=spec.profile, interval_seconds=spec.schedule.every, cron=spec.schedule.cron,
         jitter_seconds=spec.schedule.jitter, enabled=spec.enabled, slo=spec.slo,
         labels=spec.labels)
-    return probe_columns(body)
+    return probe_queries.columns(body)
 
 
 def _apply(row: NamedResource, values: dict[str, Any]) -> bool:
@@ -107,7 +107,7 @@ async def sync(session: AsyncSession, config: ConfigFile, located: Located, sour
 
     endpoint_ids: dict[str, int] = {}
     for endpoint_spec in config.endpoints:
-        values = endpoint_spec.model_dump(mode="json") | {"managed_by": source}
+        values = endpoint_queries.columns(endpoint_spec) | {"managed_by": source}
         endpoint = endpoints.get(endpoint_spec.name)
         if endpoint is None:
             endpoint = Endpoint(**values)
@@ -134,7 +134,7 @@ async def sync(session: AsyncSession, config: ConfigFile, located: Located, sour
             result.created.append(f"probe {spec.name}")
             result.changed_probes.append(row.id)
             continue
-        restart = any(values[k] != getattr(row, k) for k in SCHEDULE_COLUMNS)
+        restart = any(values[k] != getattr(row, k) for k in probe_queries.SCHEDULE_COLUMNS)
         if _apply(row, values):
             if restart:
                 row.schedule_since = func.now()
@@ -166,7 +166,7 @@ async def _sync_slos(session: AsyncSession, config: ConfigFile, slos: dict[str, 
     await _delete_undeclared(session, "slo", slos, {s.name for s in config.slos}, source,
                              result)
     for spec in config.slos:
-        values = slo_queries.columns(spec.model_dump(mode="json")) | {"managed_by": source}
+        values = slo_queries.columns(spec) | {"managed_by": source}
         existing = slos.get(spec.name)
         if existing is None:
             created = Slo(**values)
@@ -175,7 +175,7 @@ async def _sync_slos(session: AsyncSession, config: ConfigFile, slos: dict[str, 
             await slo_queries.recount(session, created, sample_retention_days)
             result.created.append(f"slo {spec.name}")
             continue
-        recount = any(values[k] != getattr(existing, k) for k in RECOUNT_COLUMNS)
+        recount = any(values[k] != getattr(existing, k) for k in slo_queries.RECOUNT_COLUMNS)
         if _apply(existing, values):
             await session.flush()
             if recount:
@@ -189,7 +189,7 @@ async def _sync_notifiers(session: AsyncSession, config: ConfigFile,
     await _delete_undeclared(session, "notifier", notifiers,
                              {n.name for n in config.notifiers}, source, result)
     for spec in config.notifiers:
-        values = spec.model_dump(mode="json") | {"managed_by": source}
+        values = notifier_queries.columns(spec) | {"managed_by": source}
         existing = notifiers.get(spec.name)
         if existing is None:
             session.add(Notifier(**values))

@@ -10,9 +10,9 @@ from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from sustain.service.alerting.candidates import Candidate
 from sustain.service.db.models import AlertEvent, AlertRow, Notification
 from sustain.service.evaluation.alert_state import Alert, AlertState, step
+from sustain.service.evaluation.candidates import Candidate
 
 
 def _alert(row: AlertRow) -> Alert:

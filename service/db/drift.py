@@ -1,56 +1,101 @@
-"""Run-level values of a metric statistic for drift: each finished run's stages merged into
-one sketch, then the statistic of that sketch, oldest run first."""
+"""The drift report of a probe's metric statistic, the one path the REST route and the alert
+findings share: load each finished run's sketches of the windows (SQL, on the event loop),
+then reduce them to run-level values, compare and place the change point on a run
+(sustain.service.evaluation.drift_runs.compare_runs: decoding sketches and the statistics are
+CPU work, run in a worker thread, never on the event loop). Also the stored findings."""
 
 from __future__ import annotations
 
-from collections import defaultdict
+import asyncio
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from sustain.probes.measure.sketch import MetricSketch, SketchMerger
 from sustain.service.db.models import DriftFinding, Probe, Run, RunSketch
-from sustain.service.history.aggregate import latency_stat
+from sustain.service.evaluation.drift import DriftReport
+from sustain.service.evaluation.drift_runs import RunValue, SketchRow, compare_runs
 
 
 @dataclass(frozen=True, slots=True)
-class RunValue:
-    run_id: int
-    scheduled_for: datetime
-    value: float
+class WindowSummary:
+    """One side of the comparison."""
+
+    start: datetime | None
+    """Window start (inclusive); None for a pinned run."""
+    end: datetime | None
+    """Window end (exclusive); None for a pinned run."""
+    runs: int
+    """Finished runs with a value > 0 for the statistic."""
+    value: float | None
+    """The statistic over all the window's sketches merged (ms); None without samples."""
 
 
-async def run_values(session: AsyncSession, probe_id: int, metric: str, stat: str,
-                     start: datetime, end: datetime) -> tuple[list[RunValue], MetricSketch]:
-    """Each finished run's statistic in [start, end), and all of them merged (for the
-    window's own statistic)."""
+@dataclass(frozen=True, slots=True)
+class DriftResult:
+    report: DriftReport
+    recent: WindowSummary
+    baseline: WindowSummary
+    change_point: RunValue | None
+    """The first run of the new level, when there is a finding."""
+
+
+async def drift_report(session: AsyncSession, probe_id: int, metric: str, stat: str, *,
+                       end: datetime, window: timedelta, baseline: timedelta | Run
+                       ) -> DriftResult:
+    """Compare the runs of [end - window, end) with the `baseline` window just before it, or
+    with one pinned run (a Run of this probe, checked by the caller), on each run's `stat` of
+    `metric`."""
+    start = end - window
+    recent_rows = await _sketch_rows(session, probe_id, metric, start=start, end=end)
+    if isinstance(baseline, Run):
+        base_start = base_end = None
+        base_rows = await _sketch_rows(session, probe_id, metric, run_id=baseline.id)
+    else:
+        base_start, base_end = start - baseline, start
+        base_rows = await _sketch_rows(session, probe_id, metric, start=base_start,
+                                       end=base_end)
+    compared = await asyncio.to_thread(
+        compare_runs, base_rows, recent_rows, stat, pinned=isinstance(baseline, Run))
+    return DriftResult(
+        report=compared.report,
+        recent=WindowSummary(start, end, len(compared.recent.values), compared.recent.value),
+        baseline=WindowSummary(base_start, base_end, len(compared.baseline.values),
+                               compared.baseline.value),
+        change_point=compared.change_point)
+
+
+async def _sketch_rows(session: AsyncSession, probe_id: int, metric: str, *,
+                       start: datetime | None = None, end: datetime | None = None,
+                       run_id: int | None = None) -> list[SketchRow]:
+    """The `metric` sketches of the probe's finished runs scheduled in [start, end) (or of
+    run `run_id`), oldest run first."""
+    where: list[ColumnElement[bool]] = [Run.probe_id == probe_id, Run.attempts.is_not(None),
+                                        RunSketch.metric == metric]
+    if start is not None:
+        where.append(Run.scheduled_for >= start)
+    if end is not None:
+        where.append(Run.scheduled_for < end)
+    if run_id is not None:
+        where.append(Run.id == run_id)
     rows = await session.execute(
         select(Run.id, Run.scheduled_for, RunSketch.sketch)
         .join(RunSketch, RunSketch.run_id == Run.id)
-        .where(Run.probe_id == probe_id, Run.scheduled_for >= start, Run.scheduled_for < end,
-               Run.attempts.is_not(None), RunSketch.metric == metric)
+        .where(*where)
         .order_by(Run.scheduled_for, Run.id))
-    per_run: defaultdict[tuple[datetime, int], SketchMerger] = defaultdict(SketchMerger)
-    everything = SketchMerger()
-    for run_id, scheduled_for, data in rows:
-        per_run[(scheduled_for, run_id)].add(bytes(data))
-        everything.add(bytes(data))
-    values = []
-    for (scheduled_for, run_id), merger in sorted(per_run.items()):
-        value = latency_stat(merger.result(), stat).value
-        if value is not None and value > 0:
-            values.append(RunValue(run_id, scheduled_for, value))
-    return values, everything.result()
+    return [(row_id, at, bytes(data)) for row_id, at, data in rows]
 
 
 async def save_finding(session: AsyncSession, probe_id: int, metric: str, stat: str,
-                       verdict: str, ratio: float | None, ci: tuple[float | None, float | None],
-                       change_at: datetime | None, now: datetime) -> None:
-    values = {"verdict": verdict, "ratio": ratio, "ci_low": ci[0], "ci_high": ci[1],
-              "change_at": change_at, "evaluated_at": now}
+                       result: DriftResult, now: datetime) -> None:
+    report = result.report
+    point = result.change_point
+    values = {"verdict": report.verdict, "ratio": report.ratio, "ci_low": report.ci_low,
+              "ci_high": report.ci_high,
+              "change_at": point.scheduled_for if point is not None else None,
+              "evaluated_at": now}
     await session.execute(pg_insert(DriftFinding).values(
         probe_id=probe_id, metric=metric, stat=stat, **values).on_conflict_do_update(
         index_elements=["probe_id", "metric", "stat"], set_=values))

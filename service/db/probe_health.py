@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from sustain.service.alerting.candidates import ProbeHealth
+from sustain.service.evaluation.candidates import ProbeHealth
 
 _HEALTH = text("""
 SELECT p.id, p.name, p.interval_seconds, p.cron, p.jitter_seconds,

@@ -1,17 +1,63 @@
-"""Probe queries beyond plain CRUD."""
+"""Probe rows: the one mapping between the probe schemas and their columns (used by the REST
+routes and the config-file sync alike), and queries beyond plain CRUD."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from sustain.probes.measure.slo import SloThresholds
 from sustain.service.db.models import Endpoint, Probe
 from sustain.service.errors import NotFoundError
+from sustain.service.schemas.probes import ProbeCreate, ProbeRead, ProbeUpdate, period_of
 
 PROBES_CHANNEL = "sustain_probes"
 """LISTEN/NOTIFY channel of probe changes; the payload is the probe id."""
+
+SCHEDULE_COLUMNS = ("interval_seconds", "cron", "enabled")
+"""A change to any of these starts the schedule afresh (see Probe.schedule_since)."""
+
+
+def columns(body: ProbeCreate | ProbeUpdate) -> dict[str, Any]:
+    """Column values for the fields the body sets (all of them for a create)."""
+    values: dict[str, Any] = {}
+    for name in body.model_fields_set if isinstance(body, ProbeUpdate) else type(body).model_fields:
+        value = getattr(body, name)
+        if isinstance(value, SloThresholds):
+            values.update({f"slo_{k}": v for k, v in value.model_dump().items()})
+        elif name in ("workload", "profile"):
+            values[name] = value.model_dump(mode="json")
+        else:
+            values[name] = value
+    if "cron" in values or "interval_seconds" in values:
+        values["interval_seconds"] = period_of(values.get("interval_seconds"),
+                                               values.get("cron"))
+        values.setdefault("cron", None)
+    return values
+
+
+def read(probe: Probe) -> ProbeRead:
+    """What the API answers for a stored probe (its SLO columns folded into `slo`)."""
+    return ProbeRead.model_validate({
+        "id": probe.id,
+        "name": probe.name,
+        "endpoint_id": probe.endpoint_id,
+        "workload": probe.workload,
+        "profile": probe.profile,
+        "interval_seconds": probe.interval_seconds,
+        "cron": probe.cron,
+        "jitter_seconds": probe.jitter_seconds,
+        "enabled": probe.enabled,
+        "slo": {"ttft_ms": probe.slo_ttft_ms, "tpot_ms": probe.slo_tpot_ms,
+                "e2e_ms": probe.slo_e2e_ms},
+        "labels": probe.labels,
+        "managed_by": probe.managed_by,
+        "created_at": probe.created_at,
+        "updated_at": probe.updated_at,
+    })
 
 
 async def get_with_endpoint(session: AsyncSession, probe_id: int) -> tuple[Probe, Endpoint]:

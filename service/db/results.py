@@ -20,8 +20,8 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from sustain.probes.measure.sketch import MetricSketch, SketchMerger
+from sustain.service.domain.finals import RunFinal
 from sustain.service.history.aggregate import Aggregate, Counts
-from sustain.service.ingest.finals import RunFinal
 
 ROLLUP_WIDTHS_S = (3600, 86400)
 """Hourly and daily rollups."""

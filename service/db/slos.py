@@ -13,6 +13,7 @@ from sustain.service.db import slo_counts
 from sustain.service.db.models import Slo, SloRunCount
 from sustain.service.evaluation.slo_status import SloStatus, needed_windows, status
 from sustain.service.evaluation.tiers import BurnTier
+from sustain.service.schemas.slos import Sli, SloCreate, SloRead, SloUpdate
 
 BACKFILL_MARGIN = timedelta(days=1)
 """Raw samples of the oldest retained day may already be partly dropped: count them from
@@ -45,9 +46,13 @@ async def any_approximate(session: AsyncSession, slo_id: int, since: datetime) -
         SloRunCount.scheduled_for >= since)))).scalar_one())
 
 
-def columns(values: dict[str, Any]) -> dict[str, Any]:
-    """Body fields (model_dump) to columns."""
-    out = dict(values)
+RECOUNT_COLUMNS = frozenset({"probe_names", "probe_labels", "kind", "metric", "threshold_ms"})
+"""A change to any of these recounts the SLO's events."""
+
+
+def columns(body: SloCreate | SloUpdate, *, partial: bool = False) -> dict[str, Any]:
+    """Column values of a body: every field, or (partial) only those the caller set."""
+    out = body.model_dump(mode="json", exclude_unset=partial)
     if "probes" in out:
         out["probe_names"] = out.pop("probes")
     if "window" in out:
@@ -57,6 +62,17 @@ def columns(values: dict[str, Any]) -> dict[str, Any]:
         out |= {"kind": sli["kind"], "metric": sli.get("metric"),
                 "threshold_ms": sli.get("threshold_ms")}
     return out
+
+
+def read(slo: Slo) -> SloRead:
+    """What the API answers for a stored SLO."""
+    return SloRead(
+        id=slo.id, name=slo.name, description=slo.description, probes=list(slo.probe_names),
+        probe_labels=slo.probe_labels,
+        sli=Sli.model_validate({"kind": slo.kind, "metric": slo.metric,
+                                "threshold_ms": slo.threshold_ms}),
+        objective=slo.objective, window_s=slo.window_s, tiers=tiers_of(slo),
+        managed_by=slo.managed_by, created_at=slo.created_at, updated_at=slo.updated_at)
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,7 @@ class ExportRequest:
     """Exclusive, on sent_at."""
 
 
-async def export_samples(engine: AsyncEngine, request: ExportRequest, format: Format,
+async def export_samples(engine: AsyncEngine, request: ExportRequest, file_format: Format,
                          text_out: IO[str] | None = None, path: Path | None = None) -> int:
     """Write the samples as CSV to `text_out` or as Parquet to `path`; the number of rows."""
     sessions = session_factory(engine)
@@ -45,7 +45,7 @@ async def export_samples(engine: AsyncEngine, request: ExportRequest, format: Fo
             raise UnknownProbeError(request.probe)
         query = sample_queries.probe_query(probe_id, request.start, request.end)
         count = 0
-        if format == "csv":
+        if file_format == "csv":
             assert text_out is not None
             text_out.write(csv_text([], header=True))
             async for chunk in sample_queries.stream(session, query, chunk=10_000):

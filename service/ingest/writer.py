@@ -15,15 +15,15 @@ import time
 from collections.abc import Callable
 from datetime import date
 
-import asyncpg  # type: ignore[import-untyped]
+import asyncpg
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_exponential
 
 from sustain.service.db import partitions, results, samples, slo_counts
+from sustain.service.domain.finals import RunFinal
+from sustain.service.domain.rows import RUN_ID, SampleTuple, sent_at
 from sustain.service.ingest.buffer import SampleBuffer
-from sustain.service.ingest.finals import RunFinal
-from sustain.service.ingest.rows import RUN_ID, SampleTuple, sent_at
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -21,20 +20,23 @@ from sustain.probes.workload.spec import Workload
 from sustain.service.db import probes as probe_queries
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Endpoint, Probe
+from sustain.service.domain.finals import RunFinal, completed
+from sustain.service.domain.schedule import Schedule, tick_for_firing
 from sustain.service.domain.targets import slo_of, target_of
 from sustain.service.ingest.buffer import RunSink, SampleBuffer
-from sustain.service.ingest.finals import RunFinal, completed
 from sustain.service.metrics import Metrics
 from sustain.service.scheduling.claims import claim_delay
-from sustain.service.scheduling.schedule import Schedule, tick_for_firing
+from sustain.service.scheduling.liveness import PeerLoads
 
 logger = logging.getLogger(__name__)
+
 
 class RunExecutor:
     """Runs probes and owns the tasks of runs in flight."""
 
     def __init__(self, sessions: async_sessionmaker[AsyncSession], clients: HttpClients,
-                 metrics: Metrics, replica_id: str, buffer: SampleBuffer) -> None:
+                 metrics: Metrics, replica_id: str, buffer: SampleBuffer,
+                 peers: PeerLoads | None = None) -> None:
         self.sessions = sessions
         self.clients = clients
         self.buffer = buffer
@@ -46,8 +48,8 @@ class RunExecutor:
         self._starting: set[int] = set()
         """Runs claimed or started here whose final record is not yet buffered."""
         self.claiming = True
-        self.other_loads: Callable[[], dict[str, int]] = dict
-        """Runs in flight of the other live replicas (wired to the heartbeat by the app)."""
+        self.peers = peers if peers is not None else PeerLoads()
+        """Runs in flight of the other live replicas (kept by the heartbeat)."""
 
     @property
     def in_flight(self) -> int:
@@ -83,7 +85,7 @@ class RunExecutor:
             self.metrics.ticks_skipped.labels(probe_name, "buffer_full").inc()
             return None
         delay = claim_delay(probe_id, tick, self.replica_id, self.in_flight,
-                            self.other_loads())
+                            self.peers.others)
         if delay:
             await asyncio.sleep(delay)
             if not self.claiming:

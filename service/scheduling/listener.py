@@ -10,7 +10,7 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-import asyncpg  # type: ignore[import-untyped]
+import asyncpg
 from sqlalchemy import make_url
 
 logger = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ class ProbeListener:
             lost = asyncio.Event()
             try:
                 connection = await asyncpg.connect(self.dsn, timeout=5)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - keep retrying whatever the cause
                 if self.connected or first:
                     logger.warning("probe change listener cannot connect (%s); retrying",
                                    type(exc).__name__)
@@ -66,14 +66,15 @@ class ProbeListener:
                         await connection.execute("SELECT 1", timeout=RETRY_MAX_S)
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - the listener reconnects after any failure
                 logger.debug("probe change listener failed (%s)", type(exc).__name__)
             finally:
                 self.connected = False
                 connection.terminate()
             logger.warning("probe change listener lost its connection; reconnecting")
 
-    def _notified(self, connection: Any, pid: int, channel: str, payload: str) -> None:
+    def _notified(self, connection: Any, pid: int, channel: str,  # noqa: ARG002 - asyncpg's
+                  payload: str) -> None:  # listener signature; only the payload matters
         try:
             probe_id = int(payload)
         except ValueError:
@@ -85,7 +86,7 @@ class ProbeListener:
     async def _apply(self, probe_id: int) -> None:
         try:
             await self.on_change(probe_id)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the periodic reconcile repairs it
             logger.warning("applying a change of probe %s failed (%s); the next reconcile "
                            "will", probe_id, type(exc).__name__)
 

@@ -14,6 +14,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as SATimeoutError
@@ -27,10 +28,19 @@ STALE_BEATS = 3
 DATABASE_ERRORS = (OSError, DBAPIError, TimeoutError, SATimeoutError)
 
 
+@dataclass(slots=True)
+class PeerLoads:
+    """Runs in flight of each other live replica, as of the last heartbeat: written by
+    Liveness, read by the executor's claim spreading (both are handed the same instance)."""
+
+    others: dict[str, int] = field(default_factory=dict)
+
+
 class Liveness:
     def __init__(self, engine: AsyncEngine, replica_id: str, interval_s: float,
                  in_flight: Callable[[], int],
-                 own_runs: Callable[[], set[int]] = set) -> None:
+                 own_runs: Callable[[], set[int]] = set,
+                 peers: PeerLoads | None = None) -> None:
         self.engine = engine
         self.replica_id = replica_id
         self.interval_s = interval_s
@@ -38,12 +48,16 @@ class Liveness:
         self.in_flight = in_flight
         self.own_runs = own_runs
         """Runs this replica is executing: its other pending or running runs are lost."""
-        self.others: dict[str, int] = {}
-        """Runs in flight of each other live replica, as of the last heartbeat."""
+        self.peers = peers if peers is not None else PeerLoads()
         self.stopping = False
         self.abandoned_total = 0
         self._healthy_since: float | None = None
         self._task: asyncio.Task[None] | None = None
+
+    @property
+    def others(self) -> dict[str, int]:
+        """Runs in flight of each other live replica, as of the last heartbeat."""
+        return self.peers.others
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="heartbeat")
@@ -65,13 +79,13 @@ class Liveness:
                 async with self.engine.begin() as connection:
                     await replicas.heartbeat(connection, self.replica_id, self.in_flight(),
                                              self.stopping)
-                    self.others = await replicas.other_loads(
+                    self.peers.others = await replicas.other_loads(
                         connection, self.replica_id, self.stale_s)
         except DATABASE_ERRORS as exc:
             if self._healthy_since is not None:
                 logger.warning("heartbeat failed (%s)", type(exc).__name__)
             self._healthy_since = None
-            self.others = {}
+            self.peers.others = {}
             return
         now = time.monotonic()
         if self._healthy_since is None:

@@ -22,9 +22,9 @@ from sustain.service.config import Settings
 from sustain.service.db import probes as probe_queries
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Probe
+from sustain.service.domain.schedule import Cron, Every, Schedule, ticks_between
 from sustain.service.scheduling.executor import RunExecutor
 from sustain.service.scheduling.maintenance import maintain
-from sustain.service.scheduling.schedule import Cron, Every, Schedule, ticks_between
 from sustain.service.scheduling.trigger import TickTrigger
 
 logger = logging.getLogger(__name__)
@@ -219,6 +219,12 @@ class ProbeScheduler:
     def specs(self) -> dict[int, JobSpec]:
         """The job of each probe scheduled on this replica, by probe id."""
         return dict(sorted(self._specs.items()))
+
+    def job_schedule(self, probe_id: int) -> Schedule | None:
+        """The schedule the probe's installed job fires on (None: no job on this replica)."""
+        job = self._scheduler.get_job(job_id(probe_id))
+        trigger = None if job is None else job.trigger
+        return trigger.schedule if isinstance(trigger, TickTrigger) else None
 
     def next_run_time(self, probe_id: int) -> datetime | None:
         job = self._scheduler.get_job(job_id(probe_id))

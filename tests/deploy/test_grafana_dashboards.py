@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from sustain.service.api.app import create_app
+from sustain.service.app import create_app
 from sustain.service.config import Settings
 from tests.integration.service.helpers import serving
 from tests.tools import require_tool

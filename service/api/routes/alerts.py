@@ -8,9 +8,9 @@ from fastapi import APIRouter, Path, Query
 from sqlalchemy import select
 
 from sustain.service.api.deps import SessionDep
-from sustain.service.api.schemas.alerts import AlertEventRead, AlertRead
 from sustain.service.db.models import AlertEvent, AlertRow
 from sustain.service.errors import NotFoundError
+from sustain.service.schemas.alerts import AlertEventRead, AlertRead
 
 router = APIRouter(prefix="/alerts", tags=["alerts"])
 

@@ -8,9 +8,9 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from sustain.service.api.deps import SessionDep
-from sustain.service.api.schemas.common import DbId
-from sustain.service.api.schemas.notifiers import DeliveryRead, DeliveryState
 from sustain.service.db import deliveries as queries
+from sustain.service.schemas.common import DbId
+from sustain.service.schemas.notifiers import DeliveryRead, DeliveryState
 
 router = APIRouter(prefix="/deliveries", tags=["notifiers"])
 

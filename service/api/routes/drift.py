@@ -1,5 +1,7 @@
 """/api/v1/probes/{id}/drift: has a metric statistic of recent runs moved from a baseline
-window (or a pinned run), by how much, and since which run."""
+window (or a pinned run), by how much, and since which run. The report is
+service.db.drift.drift_report, as for the alert findings; its CPU work runs in a worker
+thread."""
 
 from __future__ import annotations
 
@@ -10,16 +12,15 @@ from fastapi import APIRouter, Path, Query
 
 from sustain.probes.measure.run_sketches import MetricName
 from sustain.service.api.deps import SessionDep
-from sustain.service.api.schemas.common import MAX_DB_ID
-from sustain.service.api.schemas.drift import ChangePoint, DriftRead, WindowStat
 from sustain.service.api.times import utc_or_now
 from sustain.service.db import drift as drift_queries
 from sustain.service.db import runs as run_queries
-from sustain.service.db.models import Probe
+from sustain.service.db.models import Probe, Run
 from sustain.service.errors import FieldError, NotFoundError
-from sustain.service.evaluation.drift import detect, detect_against
-from sustain.service.history.aggregate import LATENCY_STATS, latency_stat
+from sustain.service.history.aggregate import LATENCY_STATS
 from sustain.service.history.windows import parse_duration
+from sustain.service.schemas.common import MAX_DB_ID
+from sustain.service.schemas.drift import ChangePoint, DriftRead, WindowStat
 
 router = APIRouter(prefix="/probes", tags=["drift"])
 
@@ -56,43 +57,28 @@ async def drift(
     baseline_s = _duration("query.baseline", baseline)
     if await session.get(Probe, probe_id) is None:
         raise NotFoundError("probe", probe_id)
-    end = utc_or_now(to)
-    start = end - timedelta(seconds=window_s)
-    recent, recent_sketch = await drift_queries.run_values(session, probe_id, metric, stat,
-                                                           start, end)
-    values = [v.value for v in recent]
+    compared: timedelta | Run = timedelta(seconds=baseline_s)
     if baseline_run is not None:
         try:
-            pinned = await run_queries.get(session, baseline_run)
+            compared = await run_queries.get(session, baseline_run)
         except NotFoundError:
             raise FieldError("query.baseline_run", f"run {baseline_run} does not exist") \
                 from None
-        if pinned.probe_id != probe_id:
+        if compared.probe_id != probe_id:
             raise FieldError("query.baseline_run", "is a run of another probe")
-        reference, reference_sketch = await drift_queries.run_values(
-            session, probe_id, metric, stat, pinned.scheduled_for,
-            pinned.scheduled_for + timedelta(microseconds=1))
-        ref_value = reference[0].value if reference else 0.0
-        report = detect_against(ref_value, values)
-        combined = [*reference, *recent]
-        base = WindowStat(start=None, end=None, runs=len(reference),
-                          value=latency_stat(reference_sketch, stat).value)
-    else:
-        base_start = start - timedelta(seconds=baseline_s)
-        before, base_sketch = await drift_queries.run_values(session, probe_id, metric, stat,
-                                                             base_start, start)
-        report = detect([v.value for v in before], values)
-        combined = [*before, *recent]
-        base = WindowStat(start=base_start, end=start, runs=len(before),
-                          value=latency_stat(base_sketch, stat).value)
-    point = None
-    if report.change_index is not None and report.change_index < len(combined):
-        run = combined[report.change_index]
-        point = ChangePoint(run_id=run.run_id, scheduled_for=run.scheduled_for)
+    result = await drift_queries.drift_report(
+        session, probe_id, metric, stat, end=utc_or_now(to),
+        window=timedelta(seconds=window_s), baseline=compared)
+    report, point = result.report, result.change_point
     return DriftRead(
         probe_id=probe_id, metric=metric, stat=stat, verdict=report.verdict,
         ratio=report.ratio, ci_low=report.ci_low, ci_high=report.ci_high,
-        p_value=report.p_value, shift=report.shift, change_point=point,
-        recent=WindowStat(start=start, end=end, runs=len(recent),
-                          value=latency_stat(recent_sketch, stat).value),
-        baseline=base, baseline_run=baseline_run)
+        p_value=report.p_value, shift=report.shift,
+        change_point=None if point is None else ChangePoint(
+            run_id=point.run_id, scheduled_for=point.scheduled_for),
+        recent=_window_stat(result.recent), baseline=_window_stat(result.baseline),
+        baseline_run=baseline_run)
+
+
+def _window_stat(window: drift_queries.WindowSummary) -> WindowStat:
+    return WindowStat(start=window.start, end=window.end, runs=window.runs, value=window.value)

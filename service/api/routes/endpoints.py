@@ -2,43 +2,38 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Path, status
 
 from sustain.service.api.deps import SessionDep
-from sustain.service.api.schemas.common import MAX_DB_ID
-from sustain.service.api.schemas.endpoints import EndpointCreate, EndpointRead, EndpointUpdate
 from sustain.service.db import crud
 from sustain.service.db import endpoints as endpoint_queries
 from sustain.service.db.models import Endpoint
+from sustain.service.schemas.common import MAX_DB_ID
+from sustain.service.schemas.endpoints import EndpointCreate, EndpointRead, EndpointUpdate
 
 router = APIRouter(prefix="/endpoints", tags=["endpoints"])
 
 EndpointId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
 
 
-def _values(body: EndpointCreate | EndpointUpdate, *, partial: bool) -> dict[str, Any]:
-    values = body.model_dump(mode="json", exclude_unset=partial)
-    return values
-
-
 @router.post("", status_code=status.HTTP_201_CREATED)
 async def create_endpoint(body: EndpointCreate, session: SessionDep) -> EndpointRead:
-    endpoint = await crud.create(session, Endpoint, _values(body, partial=False), "endpoint")
+    endpoint = await crud.create(session, Endpoint, endpoint_queries.columns(body), "endpoint")
     await session.commit()
-    return EndpointRead.model_validate(endpoint)
+    return endpoint_queries.read(endpoint)
 
 
 @router.get("")
 async def list_endpoints(session: SessionDep) -> list[EndpointRead]:
     rows = await crud.list_all(session, Endpoint)
-    return [EndpointRead.model_validate(e) for e in rows]
+    return [endpoint_queries.read(e) for e in rows]
 
 
 @router.get("/{endpoint_id}")
 async def get_endpoint(endpoint_id: EndpointId, session: SessionDep) -> EndpointRead:
-    return EndpointRead.model_validate(await crud.get(session, Endpoint, endpoint_id, "endpoint"))
+    return endpoint_queries.read(await crud.get(session, Endpoint, endpoint_id, "endpoint"))
 
 
 @router.patch("/{endpoint_id}")
@@ -46,9 +41,10 @@ async def update_endpoint(endpoint_id: EndpointId, body: EndpointUpdate,
                           session: SessionDep) -> EndpointRead:
     endpoint = await crud.get(session, Endpoint, endpoint_id, "endpoint")
     crud.check_unmanaged(endpoint, "endpoint")
-    endpoint = await crud.update(session, endpoint, _values(body, partial=True), "endpoint")
+    changes = endpoint_queries.columns(body, partial=True)
+    endpoint = await crud.update(session, endpoint, changes, "endpoint")
     await session.commit()
-    return EndpointRead.model_validate(endpoint)
+    return endpoint_queries.read(endpoint)
 
 
 @router.delete("/{endpoint_id}", status_code=status.HTTP_204_NO_CONTENT)

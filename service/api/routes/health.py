@@ -44,7 +44,7 @@ async def readyz(state: StateDep) -> JSONResponse:
     samples are being written with room to spare; else 503 with the reason."""
     try:
         checks = await asyncio.wait_for(_database_checks(state), READY_TIMEOUT_S)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any failure makes the replica unready
         checks = {"database": f"unreachable ({type(exc).__name__})", "migrations": "unknown"}
     checks["scheduler"] = "ok" if state.scheduler.running else "not running"
     if state.stopping:

@@ -11,8 +11,6 @@ from fastapi import APIRouter, Path, Query
 from sustain.probes.measure.percentiles import QUANTILES
 from sustain.probes.measure.run_sketches import METRICS, MetricName
 from sustain.service.api.deps import SessionDep
-from sustain.service.api.schemas.common import MAX_DB_ID
-from sustain.service.api.schemas.history import MetricSummary, Series, SeriesPoint, WindowSummary
 from sustain.service.api.times import as_utc, utc_or_now
 from sustain.service.db import history
 from sustain.service.db.models import Probe
@@ -25,6 +23,8 @@ from sustain.service.history.windows import (
     parse_duration,
     point_count,
 )
+from sustain.service.schemas.common import MAX_DB_ID
+from sustain.service.schemas.history import MetricSummary, Series, SeriesPoint, WindowSummary
 
 router = APIRouter(prefix="/probes", tags=["history"])
 

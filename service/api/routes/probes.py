@@ -9,48 +9,23 @@ from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from sustain.service.api.deps import ExecutorDep, SchedulerDep, SessionDep, StateDep
-from sustain.service.api.schemas.common import MAX_DB_ID
-from sustain.service.api.schemas.probes import (
-    ProbeCreate,
-    ProbeRead,
-    ProbeUpdate,
-    period_of,
-    probe_columns,
-)
-from sustain.service.api.schemas.runs import RunAccepted
 from sustain.service.db import crud
 from sustain.service.db import probes as probe_queries
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Endpoint, Probe
 from sustain.service.errors import ConflictError, FieldError, NotFoundError, UnavailableError
+from sustain.service.schemas.common import MAX_DB_ID
+from sustain.service.schemas.probes import (
+    ProbeCreate,
+    ProbeRead,
+    ProbeUpdate,
+    period_of,
+)
+from sustain.service.schemas.runs import RunAccepted
 
 router = APIRouter(prefix="/probes", tags=["probes"])
 
 ProbeId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
-
-
-def probe_read(probe: Probe) -> ProbeRead:
-    return ProbeRead.model_validate({
-        "id": probe.id,
-        "name": probe.name,
-        "endpoint_id": probe.endpoint_id,
-        "workload": probe.workload,
-        "profile": probe.profile,
-        "interval_seconds": probe.interval_seconds,
-        "cron": probe.cron,
-        "jitter_seconds": probe.jitter_seconds,
-        "enabled": probe.enabled,
-        "slo": {"ttft_ms": probe.slo_ttft_ms, "tpot_ms": probe.slo_tpot_ms,
-                "e2e_ms": probe.slo_e2e_ms},
-        "labels": probe.labels,
-        "managed_by": probe.managed_by,
-        "created_at": probe.created_at,
-        "updated_at": probe.updated_at,
-    })
-
-
-SCHEDULE_COLUMNS = ("interval_seconds", "cron", "enabled")
-"""A change to any of these starts the schedule afresh (see Probe.schedule_since)."""
 
 
 async def _check_endpoint(session: AsyncSession, endpoint_id: int) -> None:
@@ -64,21 +39,21 @@ async def _check_endpoint(session: AsyncSession, endpoint_id: int) -> None:
 async def create_probe(body: ProbeCreate, session: SessionDep,
                        scheduler: SchedulerDep) -> ProbeRead:
     await _check_endpoint(session, body.endpoint_id)
-    probe = await crud.create(session, Probe, probe_columns(body), "probe")
+    probe = await crud.create(session, Probe, probe_queries.columns(body), "probe")
     await probe_queries.notify_changed(session, probe.id)
     await session.commit()
     await scheduler.refresh(probe.id)
-    return probe_read(probe)
+    return probe_queries.read(probe)
 
 
 @router.get("")
 async def list_probes(session: SessionDep) -> list[ProbeRead]:
-    return [probe_read(p) for p in await crud.list_all(session, Probe)]
+    return [probe_queries.read(p) for p in await crud.list_all(session, Probe)]
 
 
 @router.get("/{probe_id}")
 async def get_probe(probe_id: ProbeId, session: SessionDep) -> ProbeRead:
-    return probe_read(await crud.get(session, Probe, probe_id, "probe"))
+    return probe_queries.read(await crud.get(session, Probe, probe_id, "probe"))
 
 
 @router.patch("/{probe_id}")
@@ -88,19 +63,20 @@ async def update_probe(probe_id: ProbeId, body: ProbeUpdate, session: SessionDep
     crud.check_unmanaged(probe, "probe")
     if body.endpoint_id is not None:
         await _check_endpoint(session, body.endpoint_id)
-    changes = probe_columns(body)
+    changes = probe_queries.columns(body)
     cron = changes.get("cron", probe.cron)
     interval = changes.get("interval_seconds", probe.interval_seconds)
     jitter = probe.jitter_seconds if body.jitter_seconds is None else body.jitter_seconds
     if jitter >= period_of(interval if cron is None else None, cron):
         raise FieldError("jitter_seconds", "must be smaller than the interval between ticks")
-    if any(changes.get(k, getattr(probe, k)) != getattr(probe, k) for k in SCHEDULE_COLUMNS):
+    if any(changes.get(k, getattr(probe, k)) != getattr(probe, k)
+           for k in probe_queries.SCHEDULE_COLUMNS):
         changes["schedule_since"] = func.now()
     probe = await crud.update(session, probe, changes, "probe")
     await probe_queries.notify_changed(session, probe.id)
     await session.commit()
     await scheduler.refresh(probe.id)
-    return probe_read(probe)
+    return probe_queries.read(probe)
 
 
 @router.delete("/{probe_id}", status_code=status.HTTP_204_NO_CONTENT)

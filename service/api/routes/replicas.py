@@ -7,9 +7,9 @@ from fastapi import APIRouter
 from sqlalchemy import func, select
 
 from sustain.service.api.deps import SessionDep, StateDep
-from sustain.service.api.schemas.replicas import ReplicaRead, ScheduledJob, ThisReplica
 from sustain.service.db.models import Replica
-from sustain.service.scheduling.schedule import Cron, Every
+from sustain.service.domain.schedule import Cron, Every
+from sustain.service.schemas.replicas import ReplicaRead, ScheduledJob, ThisReplica
 
 router = APIRouter(prefix="/replicas", tags=["replicas"])
 

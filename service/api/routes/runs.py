@@ -11,8 +11,6 @@ from fastapi.responses import StreamingResponse
 
 from sustain.service.api import cursor
 from sustain.service.api.deps import SessionDep, StateDep
-from sustain.service.api.schemas.common import MAX_DB_ID
-from sustain.service.api.schemas.runs import RunList, RunRead, RunStatus, SamplePage, SampleRead
 from sustain.service.api.times import as_utc
 from sustain.service.db import runs as run_queries
 from sustain.service.db import samples as sample_queries
@@ -20,6 +18,8 @@ from sustain.service.db.models import Run
 from sustain.service.errors import FieldError
 from sustain.service.export.csv_rows import MEDIA_TYPE as CSV_MEDIA
 from sustain.service.export.csv_rows import csv_text
+from sustain.service.schemas.common import MAX_DB_ID
+from sustain.service.schemas.runs import RunList, RunRead, RunStatus, SamplePage, SampleRead
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 
@@ -61,7 +61,7 @@ async def run_samples(
     run_id: RunId,
     session: SessionDep,
     state: StateDep,
-    format: Literal["json", "csv"] = "json",
+    format_: Annotated[Literal["json", "csv"], Query(alias="format")] = "json",
     cursor_: Annotated[str | None, Query(alias="cursor", max_length=100)] = None,
     limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
 ) -> Any:
@@ -73,14 +73,14 @@ async def run_samples(
     after = cursor.decode("samples", cursor_)
     run = await run_queries.get(session, run_id)
     final = run.status in FINAL_STATUSES
-    if format == "csv" and limit is None:
+    if format_ == "csv" and limit is None:
         return StreamingResponse(_streamcsv_text(state, run, after), media_type=CSV_MEDIA,
                                  headers=_disposition(run_id))
     rows = await sample_queries.page(session, run, after, limit or 1000)
     last = rows[-1]["pos"] if rows else after if after is not None else -1
     more = len(rows) == (limit or 1000) or not final
     next_cursor = cursor.encode("samples", last) if more else None
-    if format == "csv":
+    if format_ == "csv":
         headers = _disposition(run_id) | ({"X-Next-Cursor": next_cursor} if next_cursor else {})
         return Response(csv_text(rows, header=True), media_type=CSV_MEDIA, headers=headers)
     return SamplePage(run_id=run_id, run_status=run.status,

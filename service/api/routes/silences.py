@@ -10,11 +10,11 @@ from fastapi import APIRouter, Path, status
 from sqlalchemy import select
 
 from sustain.service.api.deps import SessionDep
-from sustain.service.api.schemas.common import MAX_DB_ID
-from sustain.service.api.schemas.silences import MatcherBody, SilenceCreate, SilenceRead
 from sustain.service.db.models import Silence
 from sustain.service.errors import FieldError, NotFoundError
 from sustain.service.evaluation.matchers import silence_state
+from sustain.service.schemas.common import MAX_DB_ID
+from sustain.service.schemas.silences import MatcherBody, SilenceCreate, SilenceRead
 
 router = APIRouter(prefix="/silences", tags=["silences"])
 

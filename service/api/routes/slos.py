@@ -8,57 +8,45 @@ from typing import Annotated
 from fastapi import APIRouter, Path, status
 
 from sustain.service.api.deps import SessionDep, StateDep
-from sustain.service.api.schemas.common import MAX_DB_ID
-from sustain.service.api.schemas.slos import (
-    Sli,
-    SloCreate,
-    SloRead,
-    SloStatusRead,
-    SloUpdate,
-    WindowRead,
-)
 from sustain.service.api.times import utc_or_now
 from sustain.service.db import crud, slo_counts
 from sustain.service.db import slos as slo_queries
 from sustain.service.db.models import Slo
 from sustain.service.evaluation.slo_status import needed_windows
 from sustain.service.evaluation.slo_status import status as slo_status
+from sustain.service.schemas.common import MAX_DB_ID
+from sustain.service.schemas.slos import (
+    SloCreate,
+    SloRead,
+    SloStatusRead,
+    SloUpdate,
+    WindowRead,
+)
 
 router = APIRouter(prefix="/slos", tags=["slos"])
 
 SloId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
-RECOUNT_FIELDS = {"probes", "probe_labels", "sli"}
-
-
-def slo_read(slo: Slo) -> SloRead:
-    return SloRead(
-        id=slo.id, name=slo.name, description=slo.description, probes=list(slo.probe_names),
-        probe_labels=slo.probe_labels,
-        sli=Sli.model_validate({"kind": slo.kind, "metric": slo.metric,
-                                "threshold_ms": slo.threshold_ms}),
-        objective=slo.objective, window_s=slo.window_s, tiers=slo_queries.tiers_of(slo),
-        managed_by=slo.managed_by, created_at=slo.created_at, updated_at=slo.updated_at)
 
 
 @router.post("", status_code=status.HTTP_201_CREATED)
 async def create_slo(body: SloCreate, session: SessionDep, state: StateDep) -> SloRead:
     """Create an SLO; runs still within its windows are counted at once (exact from raw
     samples while retained, from sketches before)."""
-    slo = await crud.create(session, Slo, slo_queries.columns(body.model_dump(mode="json")),
+    slo = await crud.create(session, Slo, slo_queries.columns(body),
                             "slo")
     await slo_queries.recount(session, slo, state.settings.sample_retention_days)
     await session.commit()
-    return slo_read(slo)
+    return slo_queries.read(slo)
 
 
 @router.get("")
 async def list_slos(session: SessionDep) -> list[SloRead]:
-    return [slo_read(s) for s in await crud.list_all(session, Slo)]
+    return [slo_queries.read(s) for s in await crud.list_all(session, Slo)]
 
 
 @router.get("/{slo_id}")
 async def get_slo(slo_id: SloId, session: SessionDep) -> SloRead:
-    return slo_read(await crud.get(session, Slo, slo_id, "slo"))
+    return slo_queries.read(await crud.get(session, Slo, slo_id, "slo"))
 
 
 @router.patch("/{slo_id}")
@@ -66,12 +54,12 @@ async def update_slo(slo_id: SloId, body: SloUpdate, session: SessionDep,
                      state: StateDep) -> SloRead:
     slo = await crud.get(session, Slo, slo_id, "slo")
     crud.check_unmanaged(slo, "slo")
-    changes = body.model_dump(mode="json", exclude_unset=True)
-    slo = await crud.update(session, slo, slo_queries.columns(changes), "slo")
-    if RECOUNT_FIELDS & set(changes):
+    changes = slo_queries.columns(body, partial=True)
+    slo = await crud.update(session, slo, changes, "slo")
+    if slo_queries.RECOUNT_COLUMNS & set(changes):
         await slo_queries.recount(session, slo, state.settings.sample_retention_days)
     await session.commit()
-    return slo_read(slo)
+    return slo_queries.read(slo)
 
 
 @router.delete("/{slo_id}", status_code=status.HTTP_204_NO_CONTENT)

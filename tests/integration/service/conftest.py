@@ -9,7 +9,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from sustain.service.api.app import create_app
+from sustain.service.app import create_app
 from sustain.service.config import Settings
 from tests.integration.service.helpers import serving
 

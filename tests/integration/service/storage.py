@@ -15,8 +15,8 @@ from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.measure.summary import summarise
 from sustain.probes.runner import RunResult
 from sustain.service.db import partitions
-from sustain.service.ingest.finals import RunFinal, completed
-from sustain.service.ingest.rows import sample_tuple, sent_at
+from sustain.service.domain.finals import RunFinal, completed
+from sustain.service.domain.rows import sample_tuple, sent_at
 from sustain.service.ingest.writer import store
 
 

@@ -11,12 +11,13 @@ import httpx
 from fastapi import FastAPI
 
 from sustain.service.alerting.evaluator import AlertEvaluator
-from sustain.service.api.state import AppState
+from sustain.service.app import runtime_of
+from sustain.service.runtime import Replica
 from tests.integration.service.helpers import samples_of
 from tests.integration.service.storage import create_probe_rows, fetch, seed_run, synthetic_samples
 
 
-async def burning_hour(state: AppState, probe_id: int, now: datetime, seed: int,
+async def burning_hour(state: Replica, probe_id: int, now: datetime, seed: int,
                        last_minutes_ago: int = 4) -> None:
     """Runs every 5 minutes over the hour before `now`, a third of each run's requests failed
     (burn rate 33x at objective 0.99: every default tier breached)."""
@@ -28,7 +29,7 @@ async def burning_hour(state: AppState, probe_id: int, now: datetime, seed: int,
 
 async def test_two_replicas_fire_and_resolve_each_tier_once(
         api: httpx.AsyncClient, app: FastAPI) -> None:
-    state: AppState = app.state.sustain
+    state = runtime_of(app)
     probe_id = await create_probe_rows(state.engine)
     r = await api.post("/api/v1/slos", json={
         "name": "avail", "probes": ["p1"], "sli": {"kind": "availability"},
@@ -77,7 +78,7 @@ async def test_two_replicas_fire_and_resolve_each_tier_once(
 
 async def test_a_tier_with_a_hold_is_pending_until_it_has_held(
         api: httpx.AsyncClient, app: FastAPI) -> None:
-    state: AppState = app.state.sustain
+    state = runtime_of(app)
     probe_id = await create_probe_rows(state.engine)
     r = await api.post("/api/v1/slos", json={
         "name": "held", "probes": ["p1"], "sli": {"kind": "availability"},

@@ -7,31 +7,34 @@ import random
 from datetime import UTC, datetime, timedelta
 
 import httpx
+import pytest
 from fastapi import FastAPI
 from sqlalchemy import text
 
 from sustain.service.alerting.evaluator import AlertEvaluator, DriftWatch
-from sustain.service.api.state import AppState
+from sustain.service.app import runtime_of
+from sustain.service.runtime import Replica
 from tests.integration.service.helpers import samples_of
 from tests.integration.service.storage import create_probe_rows, fetch, seed_run, synthetic_samples
 
 
-async def enable(state: AppState, probe_id: int, since: datetime) -> None:
+async def enable(state: Replica, probe_id: int, since: datetime) -> None:
     async with state.engine.begin() as connection:
         await connection.execute(text(
             "UPDATE probes SET enabled = true, schedule_since = :s, created_at = :s "
             "WHERE id = :p"), {"s": since, "p": probe_id})
 
 
-async def firing(state: AppState) -> list[tuple[str, str]]:
+async def firing(state: Replica) -> list[tuple[str, str]]:
     rows = await fetch(state.engine, "SELECT alertname, labels->>'probe' FROM alerts "
                                      "WHERE state = 'firing' ORDER BY 1, 2")
     return [(a, p) for a, p in rows]
 
 
+@pytest.mark.usefixtures("api")
 async def test_endpoint_down_fires_after_n_failed_runs_and_resolves_on_success(
-        api: httpx.AsyncClient, app: FastAPI) -> None:
-    state: AppState = app.state.sustain
+        app: FastAPI) -> None:
+    state = runtime_of(app)
     probe_id = await create_probe_rows(state.engine, "chat")
     now = datetime.now(UTC)
     await enable(state, probe_id, now - timedelta(minutes=10))
@@ -49,9 +52,9 @@ async def test_endpoint_down_fires_after_n_failed_runs_and_resolves_on_success(
     assert await evaluator.evaluate_once(now + timedelta(seconds=5)) == [(down, "resolved")]
 
 
-async def test_no_data_fires_after_three_quiet_intervals(
-        api: httpx.AsyncClient, app: FastAPI) -> None:
-    state: AppState = app.state.sustain
+@pytest.mark.usefixtures("api")
+async def test_no_data_fires_after_three_quiet_intervals(app: FastAPI) -> None:
+    state = runtime_of(app)
     probe_id = await create_probe_rows(state.engine, "quiet")
     now = datetime.now(UTC)
     await enable(state, probe_id, now - timedelta(seconds=150))  # interval 60 s
@@ -68,7 +71,7 @@ async def test_no_data_fires_after_three_quiet_intervals(
 
 async def test_drift_finding_fires_and_is_exported(api: httpx.AsyncClient,
                                                    app: FastAPI) -> None:
-    state: AppState = app.state.sustain
+    state = runtime_of(app)
     probe_id = await create_probe_rows(state.engine, "drifty")
     now = datetime.now(UTC)
     rng = random.Random(3)

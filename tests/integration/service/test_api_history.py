@@ -14,7 +14,7 @@ from fastapi import FastAPI
 
 from sustain.probes.measure.confidence import min_samples
 from sustain.probes.measure.percentiles import QUANTILES, quantile
-from sustain.service.api.state import AppState
+from sustain.service.app import runtime_of
 from tests.integration.service.storage import create_probe_rows, fetch, seed_run, synthetic_samples
 
 START = datetime(2026, 11, 20, 9, 17, tzinfo=UTC)
@@ -24,8 +24,8 @@ RUNS = 90
 
 
 @pytest.fixture
-async def seeded(app: FastAPI, api: httpx.AsyncClient) -> int:
-    state: AppState = app.state.sustain
+async def seeded(app: FastAPI, api: httpx.AsyncClient) -> int:  # noqa: ARG001 - api: the app runs
+    state = runtime_of(app)
     probe_id = await create_probe_rows(state.engine)
     rng = random.Random(7)
     for i in range(RUNS):
@@ -37,7 +37,7 @@ async def seeded(app: FastAPI, api: httpx.AsyncClient) -> int:
 
 async def exact(app: FastAPI, probe_id: int, column: str, start: datetime, end: datetime
                 ) -> list[float]:
-    state: AppState = app.state.sustain
+    state = runtime_of(app)
     rows = await fetch(
         state.engine,
         f"SELECT s.{column} FROM samples s JOIN runs r ON r.id = s.run_id "
@@ -93,7 +93,7 @@ async def test_windows_without_runs_are_absent_not_zero(
 
 async def test_availability_and_throughput_are_computed_from_summed_counts(
         api: httpx.AsyncClient, app: FastAPI, seeded: int) -> None:
-    state: AppState = app.state.sustain
+    state = runtime_of(app)
     (attempts, successes, measured), = await fetch(
         state.engine, "SELECT sum(attempts), sum(successes), sum(measured_s) FROM runs")
     r = await api.get(f"/api/v1/probes/{seeded}/summary", params={
@@ -136,7 +136,7 @@ async def test_a_summary_window_cut_mid_hour_counts_only_runs_inside_it(
 ])
 async def test_bad_series_parameters_answer_422_naming_them(
         api: httpx.AsyncClient, app: FastAPI, params: dict[str, Any], field: str) -> None:
-    state: AppState = app.state.sustain
+    state = runtime_of(app)
     probe_id = await create_probe_rows(state.engine)
     r = await api.get(f"/api/v1/probes/{probe_id}/series", params=params)
     assert r.status_code == 422, r.text
@@ -147,7 +147,7 @@ async def test_bad_series_parameters_answer_422_naming_them(
 @pytest.mark.parametrize("window", ["forever", "401d", "0d"])
 async def test_bad_summary_windows_answer_422(api: httpx.AsyncClient, app: FastAPI,
                                               window: str) -> None:
-    state: AppState = app.state.sustain
+    state = runtime_of(app)
     probe_id = await create_probe_rows(state.engine)
     r = await api.get(f"/api/v1/probes/{probe_id}/summary", params={"window": window})
     assert r.status_code == 422

@@ -9,15 +9,14 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import text
 
-from sustain.service.api.state import AppState
-from sustain.service.scheduling.schedule import Every
-from sustain.service.scheduling.scheduler import job_id
+from sustain.service.app import runtime_of
+from sustain.service.domain.schedule import Every
 from tests.conftest import SimulatorHandle
 from tests.integration.service.helpers import create_endpoint, create_probe, wait_for_run
 
 
 def scheduler_has_job(app: FastAPI, probe_id: int) -> bool:
-    state: AppState = app.state.sustain
+    state = runtime_of(app)
     return state.scheduler.next_run_time(probe_id) is not None
 
 
@@ -64,9 +63,8 @@ async def test_probe_crud_keeps_the_scheduler_in_step(
     r = await api.patch(f"/api/v1/probes/{probe['id']}", json={"interval_seconds": 30})
     assert r.json()["interval_seconds"] == 30
     assert r.json()["profile"]["rate"] == 2
-    state: AppState = app.state.sustain
-    job = state.scheduler._scheduler.get_job(job_id(probe["id"]))
-    assert job.trigger.schedule == Every(30)
+    state = runtime_of(app)
+    assert state.scheduler.job_schedule(probe["id"]) == Every(30)
 
     r = await api.patch(f"/api/v1/probes/{probe['id']}", json={"jitter_seconds": 45})
     assert r.status_code == 422
@@ -156,7 +154,7 @@ async def test_a_failing_write_keeps_the_samples_and_the_run_finishes_when_it_wo
     endpoint = await create_endpoint(api, simulator.base_url)
     probe = await create_probe(api, endpoint["id"], enabled=False,
                                profile={"kind": "constant", "rate": 5, "duration_s": 1})
-    state: AppState = app.state.sustain
+    state = runtime_of(app)
     async with state.engine.begin() as connection:
         await connection.execute(text("ALTER TABLE samples RENAME TO samples_unavailable"))
     try:

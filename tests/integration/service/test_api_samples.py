@@ -14,8 +14,9 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from sustain.service.api.state import AppState
-from sustain.service.ingest.rows import SAMPLE_COLUMNS
+from sustain.service.app import runtime_of
+from sustain.service.domain.rows import SAMPLE_COLUMNS
+from sustain.service.runtime import Replica
 from tests.integration.service.storage import (
     create_probe_rows,
     create_run,
@@ -27,8 +28,8 @@ from tests.integration.service.storage import (
 NOW = datetime.now(UTC).replace(microsecond=0)
 
 
-def state_of(app: FastAPI) -> AppState:
-    state: AppState = app.state.sustain
+def state_of(app: FastAPI) -> Replica:
+    state = runtime_of(app)
     return state
 
 

@@ -7,7 +7,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from sustain.service.api.state import AppState
+from sustain.service.app import runtime_of
 from sustain.service.config_file.load import parse
 from sustain.service.config_file.sync import SyncResult, sync
 from sustain.service.config_file.yaml_lines import ConfigError
@@ -34,7 +34,7 @@ slos:
 
 
 async def apply(app: FastAPI, text: str) -> SyncResult:
-    state: AppState = app.state.sustain
+    state = runtime_of(app)
     config, located = parse(text, "sustain.yaml", {})
     async with state.sessions.begin() as session:
         return await sync(session, config, located, "/etc/sustain.yaml")

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from sustain.service.api.state import AppState
+from sustain.service.app import runtime_of
 from tests.integration.service.storage import create_probe_rows, seed_run, synthetic_samples
 
 END = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -22,7 +22,7 @@ STEP_AT = BASELINE_RUNS + 3
 async def seed(app: FastAPI, step: float, name: str = "p1") -> tuple[int, list[int]]:
     """Hourly runs of 1,000 requests, the last RECENT_RUNS in the recent 12 h; from STEP_AT
     on, TTFT multiplied by `step`."""
-    state: AppState = app.state.sustain
+    state = runtime_of(app)
     probe_id = await create_probe_rows(state.engine, name)
     rng = random.Random(5)
     start = END - timedelta(hours=BASELINE_RUNS + RECENT_RUNS)
@@ -34,9 +34,11 @@ async def seed(app: FastAPI, step: float, name: str = "p1") -> tuple[int, list[i
     return probe_id, run_ids
 
 
-async def drift(api: httpx.AsyncClient, probe_id: int, **params: object) -> dict[str, object]:
-    query = {"metric": "ttft", "stat": "p99", "window": "12h", "baseline": "30h",
-             "to": END.isoformat()} | params
+async def drift(api: httpx.AsyncClient, probe_id: int, **params: str | int
+                ) -> dict[str, object]:
+    defaults: dict[str, str | int] = {"metric": "ttft", "stat": "p99", "window": "12h",
+                                      "baseline": "30h", "to": END.isoformat()}
+    query = defaults | params
     r = await api.get(f"/api/v1/probes/{probe_id}/drift", params=query)
     assert r.status_code == 200, r.text
     return dict(r.json())
@@ -70,7 +72,7 @@ async def test_a_steady_probe_shows_no_change(api: httpx.AsyncClient, app: FastA
 
 async def test_without_runs_the_data_is_insufficient(
         api: httpx.AsyncClient, app: FastAPI) -> None:
-    state: AppState = app.state.sustain
+    state = runtime_of(app)
     probe_id = await create_probe_rows(state.engine)
     body = await drift(api, probe_id)
     assert body["verdict"] == "insufficient_data"
@@ -85,8 +87,8 @@ async def test_without_runs_the_data_is_insufficient(
     ({"baseline_run": 999999}, "query.baseline_run"),
 ])
 async def test_bad_parameters_are_named(api: httpx.AsyncClient, app: FastAPI,
-                                        params: dict[str, object], field: str) -> None:
-    state: AppState = app.state.sustain
+                                        params: dict[str, str | int], field: str) -> None:
+    state = runtime_of(app)
     probe_id = await create_probe_rows(state.engine)
     r = await api.get(f"/api/v1/probes/{probe_id}/drift", params=params)
     assert r.status_code == 422, r.text

@@ -3,8 +3,10 @@ restarts, no process left behind."""
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, TypeVar
 
 import psutil
 import pytest
@@ -35,7 +37,10 @@ async def _query(url: str, *statements: str) -> object:
         await engine.dispose()
 
 
-def run(coro):  # type: ignore[no-untyped-def]
+T = TypeVar("T")
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
     import asyncio
 
     with ThreadPoolExecutor(1) as pool:

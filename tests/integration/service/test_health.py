@@ -6,8 +6,7 @@ import httpx
 from fastapi import FastAPI
 from sqlalchemy import text
 
-from sustain.service.api.app import create_app
-from sustain.service.api.state import AppState
+from sustain.service.app import create_app, runtime_of
 from sustain.service.config import Settings
 from sustain.service.db.migrate import head_revision
 from tests.integration.service.helpers import serving
@@ -52,7 +51,7 @@ async def test_readyz_stays_ready_on_a_schema_a_newer_release_migrated_but_not_a
         api: httpx.AsyncClient, app: FastAPI) -> None:
     """A rolling upgrade's pre-upgrade hook migrates before the old pods are replaced: they
     keep serving. A schema behind this release is not ready."""
-    state: AppState = app.state.sustain
+    state = runtime_of(app)
     async with state.engine.begin() as connection:
         await connection.execute(text("UPDATE alembic_version SET version_num = '9999_future'"))
     ahead = await api.get("/readyz")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -21,11 +23,15 @@ from sustain.service.db.models import Base
 from sustain.service.db.partitions import PARTITION_NAME
 
 
-def include_name(name, type_, parent_names):  # type: ignore[no-untyped-def]
+def include_name(name: str | None, type_: str,
+                 parent_names: object) -> bool:  # noqa: ARG001 - Alembic's hook signature
     return not (type_ == "table" and name is not None and PARTITION_NAME.match(name))
 
 
-def in_thread(fn, *args):  # type: ignore[no-untyped-def]
+T = TypeVar("T")
+
+
+def in_thread(fn: Callable[..., T], *args: object) -> T:
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(fn, *args).result()
 

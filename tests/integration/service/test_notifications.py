@@ -9,18 +9,18 @@ import hashlib
 import hmac
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import httpx
 import pytest
 from fastapi import FastAPI
 
-from sustain.service.alerting.candidates import Candidate
 from sustain.service.alerting.delivery import DeliveryPolicy, DeliveryWorker
-from sustain.service.api.app import create_app
-from sustain.service.api.state import AppState
+from sustain.service.app import create_app, runtime_of
 from sustain.service.config import Settings
 from sustain.service.db import alerts as alert_queries
 from sustain.service.db import deliveries
+from sustain.service.evaluation.candidates import Candidate
 from tests.integration.service.helpers import samples_of, serving
 from tests.integration.service.storage import fetch
 from tests.receivers import Receiver
@@ -51,8 +51,9 @@ def receiver() -> Iterator[Receiver]:
 
 
 @pytest.fixture
-async def worker(app: FastAPI, api: httpx.AsyncClient) -> AsyncIterator[DeliveryWorker]:
-    state: AppState = app.state.sustain
+async def worker(app: FastAPI, api: httpx.AsyncClient  # noqa: ARG001 - api: the app runs
+                 ) -> AsyncIterator[DeliveryWorker]:
+    state = runtime_of(app)
     async with httpx.AsyncClient() as client:
         yield DeliveryWorker(state.sessions, client, "w1", "https://sustain.example", FAST,
                              observe=state.metrics.observe_notification)
@@ -60,17 +61,17 @@ async def worker(app: FastAPI, api: httpx.AsyncClient) -> AsyncIterator[Delivery
 
 async def move(app: FastAPI, condition: bool, at: datetime,
                labels: dict[str, str] | None = None) -> str | None:
-    state: AppState = app.state.sustain
+    state = runtime_of(app)
     candidate = Candidate(labels=labels or LABELS, condition=condition,
                           annotations={"summary": "chat is down"})
     async with state.sessions.begin() as session:
         return await alert_queries.advance(session, candidate, at, timedelta(0), None, "r1")
 
 
-async def add_notifier(api: httpx.AsyncClient, **body: object) -> dict[str, object]:
+async def add_notifier(api: httpx.AsyncClient, **body: object) -> dict[str, Any]:
     r = await api.post("/api/v1/notifiers", json={"timeout_s": 1, **body})
     assert r.status_code == 201, r.text
-    result: dict[str, object] = r.json()
+    result: dict[str, Any] = r.json()
     return result
 
 
@@ -154,7 +155,7 @@ async def test_a_stalled_notifier_does_not_delay_another(
         await asyncio.to_thread(receiver.wait_for, lambda got: len(got) == 1, 5.0)
         assert asyncio.get_running_loop().time() - started < 1.0
         await asyncio.gather(*tasks)
-    rows = await fetch(app.state.sustain.engine,
+    rows = await fetch(runtime_of(app).engine,
                        "SELECT n.name, d.state, d.last_error FROM deliveries d "
                        "JOIN notifiers n ON n.id = d.notifier_id ORDER BY n.name")
     assert rows == [("fast", "delivered", None), ("slow", "pending", "timed out")]
@@ -169,20 +170,20 @@ async def test_a_dead_notifier_holds_at_most_its_share_of_leases_and_disabled_on
         off = await add_notifier(api, name="off", kind="webhook", url=receiver.url)
         now = datetime.now(UTC)
         await move(app, True, now, {**LABELS, "probe": "before"})
-        async with app.state.sustain.sessions.begin() as session:
+        async with runtime_of(app).sessions.begin() as session:
             assert await deliveries.dispatch(session) == 1
         await api.patch(f"/api/v1/notifiers/{off['id']}", json={"enabled": False})
         for i in range(20):
             await move(app, True, now, {**LABELS, "probe": f"p{i}"})
         first = await worker.pass_once()
         second = await worker.pass_once()
-        leased = await fetch(app.state.sustain.engine,
+        leased = await fetch(runtime_of(app).engine,
                              "SELECT count(*) FROM deliveries WHERE leased_until > now()")
         assert (len(first), len(second)) == (FAST.per_notifier, 0)
         assert leased == [(FAST.per_notifier,)]
         await asyncio.gather(*first)
     assert receiver.answered() == []
-    off_rows = await fetch(app.state.sustain.engine,
+    off_rows = await fetch(runtime_of(app).engine,
                            "SELECT state FROM deliveries d JOIN notifiers n ON "
                            "n.id = d.notifier_id WHERE n.name = 'off'")
     assert off_rows == [("pending",)], "dispatched before it was disabled: waits, unsent; " \
@@ -214,7 +215,7 @@ async def test_silence_suppresses_delivery_and_the_resolve_that_follows(
     assert (await api.get(f"/api/v1/silences/{silence['id']}")).json()["state"] == "expired"
     await move(app, False, now + timedelta(seconds=30))
     await worker.drain()
-    states = await fetch(app.state.sustain.engine,
+    states = await fetch(runtime_of(app).engine,
                          "SELECT transition, state FROM deliveries WHERE fingerprint IN "
                          "(SELECT fingerprint FROM alerts WHERE labels->>'probe' = 'chat') "
                          "ORDER BY id")
@@ -250,7 +251,7 @@ async def test_resolved_never_overtakes_firing_and_match_routes(
 
 async def test_three_workers_deliver_each_transition_once(
         api: httpx.AsyncClient, app: FastAPI, receiver: Receiver) -> None:
-    state: AppState = app.state.sustain
+    state = runtime_of(app)
     await add_notifier(api, name="hook", kind="webhook", url=receiver.url)
     now = datetime.now(UTC)
     for i in range(20):
@@ -303,8 +304,7 @@ async def test_slack_and_alertmanager_shapes_and_alertmanager_resend(
     assert "RESOLVED" in receiver.answered("/services/T0/B0/xyz")[-1].json()["text"]
 
 
-async def test_notifier_and_silence_bodies_are_checked(api: httpx.AsyncClient,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_notifier_and_silence_bodies_are_checked(api: httpx.AsyncClient) -> None:
     async def problem(method: str, path: str, body: object) -> str:
         r = await api.request(method, path, json=body)
         assert r.status_code == 422, r.text

@@ -142,7 +142,7 @@ async def test_missed_ticks_are_recorded_once_and_never_over_a_run(
 
     sessions = session_factory(engine)
 
-    async def never_run(*args: object) -> None:
+    async def never_run(*_args: object) -> None:
         raise AssertionError("the scheduler is not started here")
 
     scheduler = ProbeScheduler(

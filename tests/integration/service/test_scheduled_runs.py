@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 from datetime import datetime, timedelta
+from typing import Any
 
 import httpx
-from fastapi import FastAPI
 
-from sustain.service.api.app import create_app
+from sustain.service.app import create_app, runtime_of
 from sustain.service.config import Settings
 from tests.conftest import SimulatorHandle
 from tests.integration.service.helpers import create_endpoint, create_probe, wait_for_run
@@ -20,7 +20,7 @@ async def test_new_probe_runs_its_current_tick_then_every_interval(
     endpoint = await create_endpoint(api, simulator.base_url)
     probe = await create_probe(api, endpoint["id"], interval_seconds=2)
     deadline = asyncio.get_running_loop().time() + 15
-    runs: list[dict[str, object]] = []
+    runs: list[dict[str, Any]] = []
     while asyncio.get_running_loop().time() < deadline:
         runs = (await api.get("/api/v1/runs", params={"probe_id": probe["id"]})).json()["items"]
         if len([r for r in runs if r["status"] == "succeeded"]) >= 2:
@@ -38,14 +38,14 @@ async def test_new_probe_runs_its_current_tick_then_every_interval(
 
 
 async def test_a_second_scheduler_on_the_same_database_never_runs_a_tick_twice(
-        api: httpx.AsyncClient, app: FastAPI, database_url: str,
+        api: httpx.AsyncClient, database_url: str,
         simulator: SimulatorHandle) -> None:
     endpoint = await create_endpoint(api, simulator.base_url)
     other = create_app(Settings(database_url=database_url, auto_migrate=False,
                                 replica_id="replica-b"))
     async with other.router.lifespan_context(other):
         probe = await create_probe(api, endpoint["id"], interval_seconds=1)
-        await other.state.sustain.scheduler.refresh(probe["id"])
+        await runtime_of(other).scheduler.refresh(probe["id"])
         await asyncio.sleep(4.5)
     runs = (await api.get("/api/v1/runs", params={"probe_id": probe["id"], "limit": 100})
             ).json()["items"]

@@ -7,9 +7,10 @@ import logging
 
 import httpx
 import pytest
+from fastapi import FastAPI
 from sqlalchemy import text
 
-from sustain.service.api.state import AppState
+from sustain.service.app import runtime_of
 from sustain.simulator.config import SimulatorConfig
 from sustain.simulator.server import BackgroundSimulator
 from tests.integration.service.helpers import create_endpoint, create_probe, wait_for_run
@@ -18,7 +19,7 @@ SECRET = "sk-sustain-test-0123456789abcdef"
 
 
 async def test_api_key_reaches_the_endpoint_and_nothing_else(
-        api: httpx.AsyncClient, app: object, monkeypatch: pytest.MonkeyPatch,
+        api: httpx.AsyncClient, app: FastAPI, monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     monkeypatch.setenv("SUSTAIN_TEST_API_KEY", SECRET)
@@ -44,7 +45,7 @@ async def test_api_key_reaches_the_endpoint_and_nothing_else(
         (await api.get("/metrics")).text,
         caplog.text,
     ]
-    state: AppState = app.state.sustain  # type: ignore[attr-defined]
+    state = runtime_of(app)
     async with state.engine.connect() as connection:
         for table in ("endpoints", "probes", "runs", "samples"):
             rows = await connection.execute(text(f"SELECT t::text FROM {table} t"))

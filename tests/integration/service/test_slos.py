@@ -12,7 +12,7 @@ import pytest
 from fastapi import FastAPI
 
 from sustain.probes.measure.sample import Sample
-from sustain.service.api.state import AppState
+from sustain.service.app import runtime_of
 from tests.integration.service.helpers import samples_of
 from tests.integration.service.storage import create_probe_rows, fetch, seed_run, synthetic_samples
 
@@ -27,7 +27,7 @@ def exact_latency(samples: list[Sample], threshold: float) -> tuple[int, int]:
 
 async def seed(app: FastAPI, probe_id: int, start: datetime, runs: int, every: timedelta,
                fail_every: int = 10) -> list[list[Sample]]:
-    state: AppState = app.state.sustain
+    state = runtime_of(app)
     rng = random.Random(11)
     out = []
     for i in range(runs):
@@ -47,7 +47,7 @@ async def slo(api: httpx.AsyncClient, **fields: object) -> dict[str, object]:
 
 async def test_runs_written_after_the_slo_are_counted_exactly(
         api: httpx.AsyncClient, app: FastAPI) -> None:
-    state: AppState = app.state.sustain
+    state = runtime_of(app)
     probe_id = await create_probe_rows(state.engine)
     availability = await slo(api, name="avail", sli={"kind": "availability"})
     latency = await slo(api, name="ttft", sli=LATENCY)
@@ -82,15 +82,15 @@ async def test_runs_written_after_the_slo_are_counted_exactly(
     assert ({"slo": "avail", "outcome": "good"}, attempts - failures) in \
         metrics["sustain_slo_events_total"]
     assert ({"slo": "avail", "outcome": "bad"}, failures) in metrics["sustain_slo_events_total"]
-    burn = {labels["window"]: v for labels, v in metrics["sustain_slo_burn_rate"]
-            if labels["slo"] == "avail"}
-    assert burn["1d"] == pytest.approx(by_window[86400]["burn_rate"])
-    assert set(burn) == {"5m", "30m", "1h", "2h", "6h", "1d", "3d", "7d"}
+    burn_by_window = {labels["window"]: v for labels, v in metrics["sustain_slo_burn_rate"]
+                      if labels["slo"] == "avail"}
+    assert burn_by_window["1d"] == pytest.approx(by_window[86400]["burn_rate"])
+    assert set(burn_by_window) == {"5m", "30m", "1h", "2h", "6h", "1d", "3d", "7d"}
 
 
 async def test_an_slo_created_later_is_backfilled_and_recounted_when_changed(
         api: httpx.AsyncClient, app: FastAPI) -> None:
-    state: AppState = app.state.sustain
+    state = runtime_of(app)
     probe_id = await create_probe_rows(state.engine)
     runs = await seed(app, probe_id, datetime.now(UTC) - timedelta(hours=3), runs=6,
                       every=timedelta(minutes=15))
@@ -111,7 +111,7 @@ async def test_an_slo_created_later_is_backfilled_and_recounted_when_changed(
 
 async def test_runs_past_sample_retention_are_counted_from_sketches(
         api: httpx.AsyncClient, app: FastAPI) -> None:
-    state: AppState = app.state.sustain
+    state = runtime_of(app)
     probe_id = await create_probe_rows(state.engine)
     old = datetime.now(UTC) - timedelta(days=20)
     runs = await seed(app, probe_id, old, runs=4, every=timedelta(hours=1))
@@ -129,7 +129,7 @@ async def test_runs_past_sample_retention_are_counted_from_sketches(
 
 async def test_an_slo_without_traffic_has_no_figures(
         api: httpx.AsyncClient, app: FastAPI) -> None:
-    state: AppState = app.state.sustain
+    state = runtime_of(app)
     await create_probe_rows(state.engine)
     created = await slo(api, sli={"kind": "goodput"})
     body = (await api.get(f"/api/v1/slos/{created['id']}/status")).json()

@@ -10,7 +10,7 @@ import httpx
 from fastapi import FastAPI
 from sqlalchemy import text
 
-from sustain.service.api.state import AppState
+from sustain.service.app import runtime_of
 from tests.integration.service.storage import create_probe_rows, seed_run, synthetic_samples
 
 
@@ -19,7 +19,7 @@ async def test_status_page_lists_probes_with_their_figures_slos_and_charts(
     empty = await api.get("/")
     assert empty.status_code == 200
     assert "No probes yet" in empty.text
-    state: AppState = app.state.sustain
+    state = runtime_of(app)
     probe_id = await create_probe_rows(state.engine, "chat")
     async with state.engine.begin() as connection:
         await connection.execute(text("UPDATE probes SET enabled = true WHERE id = :p"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from sqlalchemy import text
@@ -15,8 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from sustain.service.db import partitions
 from sustain.service.db.engine import create_engine
 from sustain.service.db.retention import delete_old_runs
+from sustain.service.domain.rows import sample_tuple
 from sustain.service.ingest.buffer import SampleBuffer
-from sustain.service.ingest.rows import sample_tuple
 from sustain.service.ingest.writer import SampleWriter, store
 from sustain.service.scheduling.maintenance import maintain
 from tests.integration.service.storage import (
@@ -38,7 +38,7 @@ async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
     await engine.dispose()
 
 
-async def partition_days(engine: AsyncEngine) -> set[object]:
+async def partition_days(engine: AsyncEngine) -> set[date]:
     async with engine.connect() as connection:
         return await partitions.existing(connection)
 

@@ -1,0 +1,188 @@
+"""The lean HTTP/1.1 transport: OpenAI requests over the connection pool of http1_pool.py, the
+path every HTTP/1.1 endpoint takes. Events are parsed and time-stamped (perf_counter_ns) in the
+call that read them from the socket; what is measured is decided in openai_protocol.py, so the
+result is the same as over httpx (httpx_transport.py), only cheaper and closer to the wire."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import cast
+
+from sustain.probes.client.http1_pool import ConnectionPool, Exchange, TransportError
+from sustain.probes.client.openai_protocol import (
+    DEADLINE_EXCEEDED,
+    DRAIN_S,
+    ERROR_BODY_LIMIT,
+    INVALID_UTF8,
+    NOT_EVENT_STREAM,
+    Deadlines,
+    EncodedRequest,
+    StreamState,
+    failure,
+    from_state,
+    is_event_stream,
+    partial_result,
+    request_url,
+    whole_response,
+)
+from sustain.probes.client.sse import SSEDecoder
+from sustain.probes.client.status import error_class_for_status
+from sustain.probes.client.target import Target
+from sustain.probes.measure.sample import ErrorClass, Measurement
+
+WHOLE_BODY_LIMIT = 64 * 1024 * 1024
+"""Bytes of a non-streamed (or error) body kept; the rest is read and dropped, so a longer
+JSON body no longer parses and counts as a protocol error."""
+TRANSPORT_ERRORS = {"connect": ErrorClass.CONNECT, "dns": ErrorClass.DNS,
+                    "tls": ErrorClass.TLS, "timeout_connect": ErrorClass.TIMEOUT_CONNECT,
+                    "protocol": ErrorClass.PROTOCOL}
+
+
+def classify_transport_error(exc: TransportError, *, response_started: bool) -> ErrorClass:
+    """Error class of a lean-transport failure: by its kind; a connection closed after the
+    response began is a truncated response, before it a protocol error."""
+    error = TRANSPORT_ERRORS.get(exc.kind)
+    if error is not None:
+        return error
+    return ErrorClass.TRUNCATED if response_started else ErrorClass.PROTOCOL
+
+
+class _Reader:
+    """Consumes the body as it arrives: SSE events for a 2xx stream, else raw bytes."""
+
+    def __init__(self, stream: bool, loop: asyncio.AbstractEventLoop, deadlines: Deadlines
+                 ) -> None:
+        self.stream = stream
+        self.loop = loop
+        self.deadlines = deadlines
+        self.exchange: Exchange | None = None
+        self.deadline: asyncio.Timeout | None = None
+        self.state = StreamState()
+        self.decoder = SSEDecoder()
+        self.raw = bytearray()
+        self.end_ns: int | None = None
+        self.first_token_seen = False
+        self.failed: asyncio.Future[None] = loop.create_future()
+        """Set when the stream turned out bad: no need to wait for the rest of it."""
+
+    def _sse(self) -> bool:
+        exchange = self.exchange
+        status = 0 if exchange is None or not exchange.head.done() or exchange.head.cancelled() \
+            else exchange.head.result()[0]
+        return self.stream and 200 <= status < 300
+
+    def on_body(self, chunk: bytes, now: int) -> None:
+        if not self._sse():
+            if len(self.raw) <= WHOLE_BODY_LIMIT:
+                self.raw += chunk
+            return
+        state = self.state
+        if state.done or state.failure is not None:
+            return  # the body's last bytes: read so the connection is reused
+        try:
+            events = self.decoder.feed(chunk)
+        except UnicodeDecodeError:
+            state.failure, state.detail = ErrorClass.PROTOCOL, INVALID_UTF8
+            if not self.failed.done():
+                self.failed.set_result(None)
+            return
+        for event in events:
+            state.on_event(event, now)
+        if state.failure is not None:
+            if not self.failed.done():
+                self.failed.set_result(None)
+            return
+        if state.first_output_ns is not None and not self.first_token_seen:
+            self.first_token_seen = True
+            if self.deadline is not None:
+                self.deadline.reschedule(self.deadlines.total)
+        if state.done and self.end_ns is None:
+            self.end_ns = now
+            if self.deadline is not None:
+                self.deadline.reschedule(self.deadlines.drain(self.loop.time()))
+
+    def finish_stream(self, end_ns: int) -> None:
+        """The response ended: a trailing event without a blank line is processed."""
+        if self.end_ns is None and self.state.failure is None and not self.state.done:
+            try:
+                for event in self.decoder.close():
+                    self.state.on_event(event, end_ns)
+            except UnicodeDecodeError:
+                self.state.failure = ErrorClass.PROTOCOL
+                self.state.detail = INVALID_UTF8
+            self.end_ns = end_ns
+
+
+async def send_openai_http1(pool: ConnectionPool, target: Target, encoded: EncodedRequest,
+                            stream: bool, t_send_ns: int) -> Measurement:
+    """Send one encoded request (see openai_protocol.encode_request) and measure it. Never
+    raises for endpoint misbehaviour; no retries. Deadlines: connect, first token and total,
+    from t_send (see openai_protocol.Deadlines)."""
+    payload, headers = encoded
+    loop = asyncio.get_running_loop()
+    deadlines = Deadlines.from_t_send(target, t_send_ns, loop)
+    reader = _Reader(stream, loop, deadlines)
+    try:
+        return await _exchange(pool, target, payload, headers, stream, t_send_ns, reader,
+                               deadlines, loop)
+    except BaseException:  # cancelled: the connection must not be reused
+        if reader.exchange is not None:
+            pool.abandon(reader.exchange)
+        raise
+    finally:
+        reader.exchange = None  # break the reader <-> exchange cycle for refcounting
+
+
+async def _exchange(pool: ConnectionPool, target: Target, payload: bytes,
+                    headers: dict[str, str], stream: bool, t_send_ns: int, reader: _Reader,
+                    deadlines: Deadlines, loop: asyncio.AbstractEventLoop) -> Measurement:
+    status: int | None = None
+    try:
+        async with asyncio.timeout_at(deadlines.initial(stream)) as deadline:
+            reader.deadline = deadline
+            reader.exchange = await pool.start(
+                "POST", request_url(target), headers, payload, reader.on_body,
+                connect_timeout_s=target.timeout_connect_s)
+            status, response_headers = await reader.exchange.head
+            failed = error_class_for_status(status)
+            if failed is not None:
+                result = failure(t_send_ns, status, failed, f"HTTP {status}")
+                await asyncio.wait({reader.exchange.done}, timeout=DRAIN_S)
+                if not reader.exchange.done.done() or len(reader.raw) > ERROR_BODY_LIMIT:
+                    pool.abandon(reader.exchange)
+                return result
+            if not stream:
+                end = await reader.exchange.done
+                return whole_response(bytes(reader.raw), t_send_ns, end, status)
+            if not is_event_stream(response_headers.get("content-type", "")):
+                pool.abandon(reader.exchange)
+                return failure(t_send_ns, status, ErrorClass.PROTOCOL, NOT_EVENT_STREAM)
+            pending: set[asyncio.Future[object]] = {
+                cast("asyncio.Future[object]", reader.exchange.done),
+                cast("asyncio.Future[object]", reader.failed)}
+            await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            if reader.state.failure is not None:
+                pool.abandon(reader.exchange)
+                return partial_result(reader.state, t_send_ns, status, reader.state.failure,
+                                      reader.state.detail or "bad stream")
+            reader.finish_stream(await reader.exchange.done)
+    except TimeoutError:
+        if reader.exchange is not None:
+            pool.abandon(reader.exchange)
+        if reader.state.failure is not None:
+            return partial_result(reader.state, t_send_ns, status, reader.state.failure,
+                                  reader.state.detail or "bad stream")
+        if not reader.state.done:
+            late = deadlines.expired(stream=stream, first_token_seen=reader.first_token_seen,
+                                     now=loop.time())
+            return partial_result(reader.state, t_send_ns, status, late, DEADLINE_EXCEEDED)
+    except TransportError as exc:
+        if not (reader.state.complete and reader.state.failure is None):
+            error = classify_transport_error(exc, response_started=status is not None)
+            return partial_result(reader.state, t_send_ns, status, error, exc.detail)
+    if status is None:
+        return failure(t_send_ns, None, ErrorClass.PROTOCOL, "no response")
+    error_class, detail = reader.state.outcome()
+    return from_state(reader.state, t_send_ns, reader.end_ns or time.perf_counter_ns(), status,
+                      error_class, detail)

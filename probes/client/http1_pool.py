@@ -1,0 +1,257 @@
+"""A lean HTTP/1.1 client for measuring: asyncio protocols, the httptools (llhttp) parser, and
+body bytes handed to the caller, stamped with their arrival time (perf_counter_ns), in the
+same call that read them from the socket. It knows HTTP, not OpenAI: http1.py sends OpenAI
+requests through it.
+
+Why not httpx for this path: with many streams in flight, httpcore's pool re-scans every
+connection for every request and every chunk travels through anyio and h11; at 64 concurrent
+streams that made one core the bottleneck and added tens of milliseconds to TTFT (see
+benchmarks/RESULTS.md). httpx stays for HTTP/2 endpoints and plain `http` checks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import cast
+from urllib.parse import urlsplit
+
+import httptools
+
+RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
+"""Set by the transport itself; the same names among a caller's headers are dropped."""
+
+BodyCallback = Callable[[bytes, int], None]
+"""on_body(chunk, arrival_ns): called for each piece of the response body as it arrives."""
+
+
+class TransportError(Exception):
+    """A failure below HTTP; `kind` is one of connect, dns, tls, timeout_connect, protocol,
+    closed (the peer closed the connection before the response ended)."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+        self.detail = detail
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    scheme: str
+    host: str
+    port: int
+
+    @classmethod
+    def of(cls, url: str) -> tuple[Origin, str]:
+        """The origin of `url` and the request target (path and query)."""
+        try:
+            parts = urlsplit(url)
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError as exc:
+            raise TransportError("protocol", f"invalid URL ({exc})") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise TransportError("protocol", "URL must be http:// or https:// with a host")
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        return cls(parts.scheme, parts.hostname, port), target
+
+
+@dataclass(slots=True)
+class Exchange:
+    """One request on one connection: its response head, body callback and completion."""
+
+    on_body: BodyCallback
+    head: asyncio.Future[tuple[int, dict[str, str]]]
+    done: asyncio.Future[int]
+    """Resolves to the arrival time (ns) of the end of the response."""
+    headers: dict[str, str] = field(default_factory=dict)
+    connection: _Connection | None = None
+
+    def fail(self, error: BaseException) -> None:
+        for future in (self.head, self.done):
+            if not future.done():
+                future.set_exception(error)
+                future.exception()  # marked retrieved: the caller may only await one
+
+
+class _Connection(asyncio.Protocol):
+    def __init__(self, pool: ConnectionPool, origin: Origin) -> None:
+        self.pool = pool
+        self.origin = origin
+        self.transport: asyncio.Transport | None = None
+        self.parser = httptools.HttpResponseParser(self)
+        self.exchange: Exchange | None = None
+        self.closed = False
+        self.reusable = False
+        self.arrival_ns = 0
+        self.interim = False
+        """The message being parsed is a 1xx interim response, to be skipped."""
+
+    # asyncio.Protocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def data_received(self, data: bytes) -> None:
+        self.arrival_ns = time.perf_counter_ns()
+        if self.exchange is None:  # bytes nobody asked for: the connection cannot be trusted
+            self.close()
+            return
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            self._abort(TransportError("protocol", f"invalid HTTP response ({exc})"))
+
+    def eof_received(self) -> bool | None:
+        self._abort(TransportError("closed", "server closed the connection"))
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:  # noqa: ARG002 (asyncio's)
+        self.closed = True
+        self.pool.forget(self)
+        if self.exchange is not None:
+            self.exchange.fail(TransportError("closed", "connection lost"))
+            self.exchange = None
+
+    # httptools callbacks
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if self.exchange is not None:
+            self.exchange.headers[name.decode("latin-1").lower()] = value.decode("latin-1")
+
+    def on_headers_complete(self) -> None:
+        exchange = self.exchange
+        status = self.parser.get_status_code()
+        self.interim = 100 <= status < 200 and status != 101
+        if exchange is None or self.interim:
+            if exchange is not None:
+                exchange.headers.clear()
+            return
+        if not exchange.head.done():
+            exchange.head.set_result((status, exchange.headers))
+
+    def on_body(self, body: bytes) -> None:
+        if self.exchange is not None:
+            self.exchange.on_body(body, self.arrival_ns)
+
+    def on_message_complete(self) -> None:
+        if self.interim:  # e.g. 103 Early Hints: the real response follows
+            self.interim = False
+            return
+        exchange, self.exchange = self.exchange, None
+        self.reusable = self.parser.should_keep_alive()
+        if exchange is not None and not exchange.done.done():
+            exchange.done.set_result(self.arrival_ns)
+        if self.reusable:
+            self.pool.release(self)
+        else:
+            self.close()
+
+    def _abort(self, error: TransportError) -> None:
+        if self.exchange is not None:
+            self.exchange.fail(error)
+            self.exchange = None
+        self.close()
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
+
+
+class ConnectionPool:
+    """Keep-alive connections per origin, most recently used first. Not thread-safe; one per
+    event loop."""
+
+    def __init__(self, *, tls_verify: bool = True) -> None:
+        self._idle: dict[Origin, list[_Connection]] = {}
+        self._open: set[_Connection] = set()
+        self._ssl = ssl.create_default_context()
+        if not tls_verify:
+            self._ssl.check_hostname = False
+            self._ssl.verify_mode = ssl.CERT_NONE
+
+    @property
+    def idle_connections(self) -> int:
+        return sum(len(conns) for conns in self._idle.values())
+
+    async def _connect(self, origin: Origin, timeout_s: float) -> _Connection:
+        loop = asyncio.get_running_loop()
+        tls = self._ssl if origin.scheme == "https" else None
+        try:
+            async with asyncio.timeout(timeout_s):
+                _, protocol = await loop.create_connection(
+                    lambda: _Connection(self, origin), origin.host, origin.port, ssl=tls,
+                    server_hostname=origin.host if tls else None)
+        except TimeoutError:
+            raise TransportError("timeout_connect", "connect timed out") from None
+        except socket.gaierror as exc:
+            raise TransportError("dns", str(exc)) from None
+        except ssl.SSLError as exc:
+            raise TransportError("tls", exc.reason or type(exc).__name__) from None
+        except OSError as exc:
+            raise TransportError("connect", exc.strerror or type(exc).__name__) from None
+        self._open.add(protocol)
+        return protocol
+
+    def release(self, connection: _Connection) -> None:
+        idle = self._idle.setdefault(connection.origin, [])
+        if not connection.closed and connection not in idle:
+            idle.append(connection)
+
+    def forget(self, connection: _Connection) -> None:
+        self._open.discard(connection)
+        idle = self._idle.get(connection.origin)
+        if idle and connection in idle:
+            idle.remove(connection)
+
+    async def start(self, method: str, url: str, headers: Mapping[str, str], body: bytes,
+                    on_body: BodyCallback, *, connect_timeout_s: float) -> Exchange:
+        """Send a request; the returned exchange's futures give the head and the end."""
+        origin, path = Origin.of(url)
+        host = f"[{origin.host}]" if ":" in origin.host else origin.host
+        if origin.port not in (80, 443):
+            host = f"{host}:{origin.port}"
+        lines = [f"{method} {path} HTTP/1.1", f"host: {host}", f"content-length: {len(body)}"]
+        lines.extend(f"{name}: {value}" for name, value in headers.items()
+                     if name.lower() not in RESERVED_HEADERS)
+        try:
+            head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        except UnicodeEncodeError:
+            raise TransportError("protocol", "a request header is not latin-1 text") from None
+        idle = self._idle.get(origin)
+        connection = None
+        while idle:
+            candidate = idle.pop()
+            if not candidate.closed:
+                connection = candidate
+                break
+        if connection is None:
+            connection = await self._connect(origin, connect_timeout_s)
+        loop = asyncio.get_running_loop()
+        exchange = Exchange(on_body=on_body, head=loop.create_future(),
+                            done=loop.create_future(), connection=connection)
+        connection.exchange = exchange
+        assert connection.transport is not None
+        connection.transport.write(head + body)
+        return exchange
+
+    @staticmethod
+    def abandon(exchange: Exchange) -> None:
+        """Give up an exchange (timeout, or the caller stopped reading): its connection is
+        closed, since a response still arriving on it would confuse the next request."""
+        if exchange.connection is not None and exchange.connection.exchange is exchange:
+            exchange.connection.exchange = None
+            exchange.connection.close()
+        exchange.fail(TransportError("closed", "abandoned"))
+
+    async def aclose(self) -> None:
+        """Close every connection, idle or in use."""
+        for connection in list(self._open):
+            connection.close()
+        self._open.clear()
+        self._idle.clear()

@@ -1,0 +1,164 @@
+"""The httpx transport: OpenAI requests to HTTP/2 endpoints (the lean HTTP/1.1 pool in
+http1.py carries the rest), and httpx failures as error classes (shared with the plain `http`
+checks, which also go through httpx). What is measured is decided in openai_protocol.py; this
+module only reads the response through httpx and stamps chunks as they come out of it."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl
+import time
+
+import httpx
+
+from sustain.probes.client.openai_protocol import (
+    DEADLINE_EXCEEDED,
+    ERROR_BODY_LIMIT,
+    INVALID_UTF8,
+    NOT_EVENT_STREAM,
+    Deadlines,
+    EncodedRequest,
+    StreamState,
+    failure,
+    from_state,
+    is_event_stream,
+    partial_result,
+    request_url,
+    whole_response,
+)
+from sustain.probes.client.sse import SSEDecoder
+from sustain.probes.client.status import error_class_for_status
+from sustain.probes.client.target import Target
+from sustain.probes.measure.sample import ErrorClass, Measurement
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def classify_transport_error(exc: httpx.HTTPError, *, response_started: bool) -> ErrorClass:
+    """Error class of an httpx failure; after the response began, a broken stream is truncated."""
+    if isinstance(exc, httpx.ConnectTimeout):
+        return ErrorClass.TIMEOUT_CONNECT
+    if isinstance(exc, httpx.TimeoutException):
+        return ErrorClass.TIMEOUT_TOTAL
+    causes = _causes(exc)
+    if any(isinstance(c, socket.gaierror) for c in causes):
+        return ErrorClass.DNS
+    if any(isinstance(c, ssl.SSLError) for c in causes):
+        return ErrorClass.TLS
+    if isinstance(exc, httpx.ConnectError):
+        text = str(exc).lower()
+        if "name or service not known" in text or "nodename nor servname" in text:
+            return ErrorClass.DNS
+        if "ssl" in text or "certificate" in text:
+            return ErrorClass.TLS
+        return ErrorClass.CONNECT
+    if response_started:
+        return ErrorClass.TRUNCATED
+    if isinstance(exc, (httpx.RemoteProtocolError, httpx.DecodingError)):
+        return ErrorClass.PROTOCOL
+    return ErrorClass.CONNECT
+
+
+class _Phase:
+    """How far the exchange got, so a failure can be classified."""
+
+    def __init__(self) -> None:
+        self.first_token_seen = False
+        self.response_started = False
+
+
+async def send_openai_httpx(
+    client: httpx.AsyncClient,
+    target: Target,
+    encoded: EncodedRequest,
+    stream: bool,
+    t_send_ns: int,
+) -> Measurement:
+    """Send one encoded request (see openai_protocol.encode_request) and measure it. Never
+    raises for endpoint misbehaviour; no retries.
+
+    Deadlines: connect (httpx), first token and total (asyncio, from t_send; see
+    openai_protocol.Deadlines).
+    """
+    payload, request_headers = encoded
+    loop = asyncio.get_running_loop()
+    deadlines = Deadlines.from_t_send(target, t_send_ns, loop)
+    phase = _Phase()
+    timeout = httpx.Timeout(
+        connect=target.timeout_connect_s, read=None, write=target.timeout_total_s, pool=None
+    )
+    state = StreamState()
+    status: int | None = None
+    end_ns: int | None = None
+    try:
+        async with asyncio.timeout_at(deadlines.initial(stream)) as deadline:
+            async with client.stream(
+                "POST", request_url(target), content=payload, headers=request_headers,
+                timeout=timeout,
+            ) as response:
+                phase.response_started = True
+                status = response.status_code
+                failed = error_class_for_status(status)
+                if failed is not None:
+                    await _drain(response, ERROR_BODY_LIMIT)
+                    return failure(t_send_ns, status, failed, f"HTTP {status}")
+                if not stream:
+                    return await _read_whole(response, t_send_ns, status)
+                if not is_event_stream(response.headers.get("content-type", "")):
+                    return failure(t_send_ns, status, ErrorClass.PROTOCOL, NOT_EVENT_STREAM)
+                decoder = SSEDecoder()
+                async for chunk in response.aiter_bytes():
+                    now = time.perf_counter_ns()
+                    if state.done:
+                        continue  # the body's last bytes: read them so the connection is reused
+                    for event in decoder.feed(chunk):
+                        state.on_event(event, now)
+                    if state.first_output_ns is not None and not phase.first_token_seen:
+                        phase.first_token_seen = True
+                        deadline.reschedule(deadlines.total)
+                    if state.failure is not None:
+                        break
+                    if state.done:
+                        end_ns = now
+                        deadline.reschedule(deadlines.drain(loop.time()))
+                if end_ns is None:
+                    for event in decoder.close():
+                        state.on_event(event, time.perf_counter_ns())
+                    end_ns = time.perf_counter_ns()
+    except TimeoutError:
+        if not state.done:
+            late = deadlines.expired(stream=stream, first_token_seen=phase.first_token_seen,
+                                     now=loop.time())
+            return partial_result(state, t_send_ns, status, late, DEADLINE_EXCEEDED)
+    except UnicodeDecodeError:
+        return partial_result(state, t_send_ns, status, ErrorClass.PROTOCOL, INVALID_UTF8)
+    except httpx.HTTPError as exc:
+        if not (state.complete and state.failure is None):
+            error = classify_transport_error(exc, response_started=phase.response_started)
+            return partial_result(state, t_send_ns, status, error, type(exc).__name__)
+        end_ns = end_ns or time.perf_counter_ns()
+    error_class, detail = state.outcome()
+    return from_state(state, t_send_ns, end_ns or time.perf_counter_ns(), status, error_class,
+                      detail)
+
+
+async def _drain(response: httpx.Response, limit: int) -> None:
+    """Read up to `limit` bytes of an error body, so a short one leaves the connection usable."""
+    seen = 0
+    async for chunk in response.aiter_bytes():
+        seen += len(chunk)
+        if seen > limit:
+            return
+
+
+async def _read_whole(response: httpx.Response, t_send_ns: int, status: int) -> Measurement:
+    raw = await response.aread()
+    return whole_response(raw, t_send_ns, time.perf_counter_ns(), status)

@@ -1,0 +1,298 @@
+"""The OpenAI-compatible wire protocol (chat and completions), apart from any transport: how a
+request is encoded and addressed, how a streamed response is read event by event and when it
+is complete, a request's deadlines and how an expired one is classified, and the Measurement
+builders. The transports (http1.py, httpx_transport.py) move bytes and call into this module,
+so both measure exactly the same way.
+
+Units: event timestamps are `time.perf_counter_ns()` readings (ns); deadlines are event loop
+times (`loop.time()`, s); Measurement fields are ms from t_send.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sustain.probes.client.sse import SSEEvent
+from sustain.probes.client.status import error_class_for_status
+from sustain.probes.client.target import ApiKind, Target
+from sustain.probes.measure.sample import NS_PER_MS, ErrorClass, Measurement
+
+# --- requests -------------------------------------------------------------------------------
+
+PATHS = {ApiKind.OPENAI_CHAT: "/chat/completions", ApiKind.OPENAI_COMPLETIONS: "/completions"}
+
+EncodedRequest = tuple[bytes, dict[str, str]]
+"""A request body serialised to JSON, and the headers to send with it."""
+
+
+def request_url(target: Target) -> str:
+    """The base URL is the API root, e.g. http://host:8000/v1 (as the OpenAI SDK expects)."""
+    return target.base_url.rstrip("/") + PATHS[target.api_kind]
+
+
+def encode_request(body: Mapping[str, Any], headers: Mapping[str, str]) -> EncodedRequest:
+    """Serialise before t_send, so JSON encoding is not counted as endpoint latency."""
+    return json.dumps(body, separators=(",", ":")).encode(), {
+        **headers, "content-type": "application/json", "accept": "text/event-stream"
+        if body.get("stream") else "application/json"}
+
+
+# --- deadlines ------------------------------------------------------------------------------
+
+DRAIN_S = 1.0
+"""After [DONE], how long to wait for the end of the body before giving up the connection."""
+ERROR_BODY_LIMIT = 65_536
+"""Bytes of an error response read before giving up the connection."""
+DEADLINE_EXCEEDED = "deadline exceeded"
+
+
+@dataclass(frozen=True, slots=True)
+class Deadlines:
+    """A request's first-token and total deadlines, as event loop times (s), counted from
+    t_send rather than from when the sender got to run. There are no retries: a measured
+    request is sent exactly once, under these deadlines (and the transport's connect one)."""
+
+    first_token: float
+    total: float
+
+    @classmethod
+    def from_t_send(cls, target: Target, t_send_ns: int, loop: asyncio.AbstractEventLoop
+                    ) -> Deadlines:
+        start = loop.time() - (time.perf_counter_ns() - t_send_ns) / 1e9
+        total = start + target.timeout_total_s
+        return cls(first_token=min(start + target.timeout_first_token_s, total), total=total)
+
+    def initial(self, stream: bool) -> float:
+        """The deadline armed at send: first token for a stream, total for a whole response.
+        Once the first output arrives, the stream's deadline moves to `total`."""
+        return self.first_token if stream else self.total
+
+    def drain(self, now: float) -> float:
+        """The deadline once [DONE] arrived at loop time `now`: the rest of the body gets up to
+        DRAIN_S, within the total deadline."""
+        return min(self.total, now + DRAIN_S)
+
+    def expired(self, *, stream: bool, first_token_seen: bool, now: float) -> ErrorClass:
+        """The error class of a deadline that fired at loop time `now`, before the response
+        was complete: the first-token one only while a stream has shown no output yet."""
+        if not stream or first_token_seen or now >= self.total:
+            return ErrorClass.TIMEOUT_TOTAL
+        return ErrorClass.TIMEOUT_FIRST_TOKEN
+
+
+# --- responses ------------------------------------------------------------------------------
+
+MAX_TOKEN_COUNT = 2**31 - 1
+OUTPUT_KEYS = ("content", "reasoning_content", "reasoning", "tool_calls")
+EVENT_STREAM = "text/event-stream"
+NOT_EVENT_STREAM = "stream is not text/event-stream"
+INVALID_UTF8 = "invalid UTF-8 in stream"
+
+
+def is_event_stream(content_type: str) -> bool:
+    """Whether a 2xx response to a streamed request is SSE; anything else is a protocol error."""
+    return content_type.startswith(EVENT_STREAM)
+
+
+def token_count(value: Any) -> int | None:
+    """A usage figure as reported by the server, or None when absent or implausible."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 <= value <= MAX_TOKEN_COUNT else None
+
+
+def choice_has_output(choice: Any) -> bool:
+    """Content, reasoning or tool-call deltas (chat), text (completions); role-only is not."""
+    if type(choice) is not dict:
+        return False
+    delta = choice.get("delta")
+    if type(delta) is dict:
+        for key in OUTPUT_KEYS:
+            value = delta.get(key)
+            if value and isinstance(value, (str, list)):
+                return True
+    text = choice.get("text")
+    return bool(text) and isinstance(text, str)
+
+
+@dataclass(slots=True)
+class StreamState:
+    """Accumulates a streamed response's events; timestamps in ns from the monotonic clock."""
+
+    first_output_ns: int | None = None
+    last_output_ns: int | None = None
+    itl_ns: list[int] = field(default_factory=list)
+    output_events: int = 0
+    finished: bool = False
+    done: bool = False
+    completion_tokens: int | None = None
+    prompt_tokens: int | None = None
+    failure: ErrorClass | None = None
+    detail: str | None = None
+
+    def on_event(self, event: SSEEvent, now_ns: int) -> None:
+        if self.failure is not None or self.done:
+            return
+        if event.data == "[DONE]":
+            self.done = True
+            return
+        try:
+            payload = json.loads(event.data)
+        except (ValueError, RecursionError):
+            self._fail(ErrorClass.PROTOCOL, "malformed JSON in SSE data")
+            return
+        if not isinstance(payload, dict):
+            self._fail(ErrorClass.PROTOCOL, "SSE data is not a JSON object")
+            return
+        if payload.get("error") is not None:
+            self._on_error(payload["error"])
+            return
+        usage = payload.get("usage")
+        if usage:
+            self._on_usage(usage)
+        choices = payload.get("choices")
+        if not choices:
+            return
+        if type(choices) is not list:
+            self._fail(ErrorClass.PROTOCOL, "choices is not a list")
+            return
+        output = finished = False
+        for choice in choices:
+            if not output and choice_has_output(choice):
+                output = True
+            if type(choice) is dict and choice.get("finish_reason"):
+                finished = True
+        if output:
+            if self.last_output_ns is not None:
+                self.itl_ns.append(now_ns - self.last_output_ns)
+            else:
+                self.first_output_ns = now_ns
+            self.last_output_ns = now_ns
+            self.output_events += 1
+        if finished:
+            self.finished = True
+
+    def _on_usage(self, usage: Any) -> None:
+        if isinstance(usage, dict):
+            completion = token_count(usage.get("completion_tokens"))
+            prompt = token_count(usage.get("prompt_tokens"))
+            if completion is not None:
+                self.completion_tokens = completion
+            if prompt is not None:
+                self.prompt_tokens = prompt
+
+    def _on_error(self, error: Any) -> None:
+        code = error.get("code") if isinstance(error, dict) else None
+        status = code if isinstance(code, int) else 500
+        self._fail(error_class_for_status(status) or ErrorClass.HTTP_5XX, "error event in stream")
+
+    def _fail(self, error_class: ErrorClass, detail: str) -> None:
+        self.failure, self.detail = error_class, detail
+
+    @property
+    def output_tokens(self) -> int:
+        return self.completion_tokens if self.completion_tokens is not None else self.output_events
+
+    @property
+    def complete(self) -> bool:
+        return self.done or self.finished
+
+    def outcome(self) -> tuple[ErrorClass | None, str | None]:
+        """Classify the stream once it has ended (SPEC section 4, 'Success')."""
+        if self.failure is not None:
+            return self.failure, self.detail
+        if not self.complete:
+            return ErrorClass.TRUNCATED, "stream ended before a finish reason or [DONE]"
+        if self.output_tokens < 1 or self.output_events == 0:
+            return ErrorClass.EMPTY, "no output tokens"
+        return None, None
+
+
+def message_text(payload: dict[str, Any]) -> str:
+    """The generated text of a non-streamed chat or completions response."""
+    parts: list[str] = []
+    for choice in payload.get("choices") or []:
+        if not isinstance(choice, dict):
+            continue
+        message = choice.get("message")
+        if isinstance(message, dict):
+            for key in ("content", "reasoning_content", "reasoning"):
+                if isinstance(message.get(key), str):
+                    parts.append(message[key])
+        if isinstance(choice.get("text"), str):
+            parts.append(choice["text"])
+    return "".join(parts)
+
+
+# --- measurements ---------------------------------------------------------------------------
+
+
+def _ms(delta_ns: int) -> float:
+    return delta_ns / NS_PER_MS
+
+
+def whole_response(raw: bytes, t_send_ns: int, end: int, status: int) -> Measurement:
+    """Measure a non-streamed response body that ended at `end` (ns)."""
+    try:
+        payload = json.loads(raw)
+    except (ValueError, RecursionError):
+        return failure(t_send_ns, status, ErrorClass.PROTOCOL, "malformed JSON response")
+    if not isinstance(payload, dict):
+        return failure(t_send_ns, status, ErrorClass.PROTOCOL, "response is not a JSON object")
+    usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
+    completion = token_count(usage.get("completion_tokens")) if usage else None
+    prompt = token_count(usage.get("prompt_tokens")) if usage else None
+    text = message_text(payload)
+    counted = completion is not None
+    tokens = completion if completion is not None else len(text.split())
+    error = None if tokens >= 1 and text else ErrorClass.EMPTY
+    return Measurement(
+        ttft_ms=None,
+        itl_ms=(),
+        e2e_ms=_ms(end - t_send_ns),
+        output_tokens=tokens,
+        tokens_server_counted=counted,
+        input_tokens=prompt,
+        http_status=status,
+        error_class=error,
+        error_detail=None if error is None else "no output tokens",
+    )
+
+
+def failure(t_send_ns: int, status: int | None, error: ErrorClass, detail: str) -> Measurement:
+    """A request that failed before any output: ends now."""
+    return from_state(StreamState(), t_send_ns, time.perf_counter_ns(), status, error, detail)
+
+
+def partial_result(
+    state: StreamState, t_send_ns: int, status: int | None, error: ErrorClass, detail: str
+) -> Measurement:
+    """A stream that failed part way: what arrived so far, ending now."""
+    return from_state(state, t_send_ns, time.perf_counter_ns(), status, error, detail)
+
+
+def from_state(
+    state: StreamState,
+    t_send_ns: int,
+    end_ns: int,
+    status: int | None,
+    error: ErrorClass | None,
+    detail: str | None,
+) -> Measurement:
+    """The measurement of a stream that ended at `end_ns`: TTFT and ITL from its events."""
+    return Measurement(
+        ttft_ms=None if state.first_output_ns is None else _ms(state.first_output_ns - t_send_ns),
+        itl_ms=tuple(_ms(gap) for gap in state.itl_ns),
+        e2e_ms=_ms(end_ns - t_send_ns),
+        output_tokens=state.output_tokens,
+        tokens_server_counted=state.completion_tokens is not None,
+        input_tokens=state.prompt_tokens,
+        http_status=status,
+        error_class=error,
+        error_detail=detail,
+    )

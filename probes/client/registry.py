@@ -1,0 +1,79 @@
+"""Which send function measures a target, bound to its connections and request bodies.
+
+The one dispatch from a target's ApiKind (and, for OpenAI, its transport) to a sender:
+
+- `openai-chat`, `openai-completions` over HTTP/1.1: the lean pool (http1.py);
+- the same with `http2` set: httpx (httpx_transport.py), which offers HTTP/2;
+- `http`: a plain check through httpx (http_check.py).
+
+A sender builds what it needs up front (the workload's request builder, which may raise
+DatasetError or ValueError before anything is sent) and returns `prepare(seq)`, the shape the
+load drivers take: each call builds request `seq` (its body encoded before t_send) and returns
+a SendFn, called with t_send in ns (perf_counter_ns), that sends it once and measures it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
+from typing import assert_never
+
+from sustain.probes.client.clients import HttpClients
+from sustain.probes.client.http1 import send_openai_http1
+from sustain.probes.client.http_check import send_http
+from sustain.probes.client.httpx_transport import send_openai_httpx
+from sustain.probes.client.openai_protocol import encode_request
+from sustain.probes.client.target import ApiKind, HttpCheck, Target
+from sustain.probes.measure.sample import Measurement
+from sustain.probes.workload.requests import RequestBuilder
+from sustain.probes.workload.spec import Workload
+
+SendFn = Callable[[int], Awaitable[Measurement]]
+"""send(t_send_ns) -> Measurement: one request, bound to its connection and payload, sent
+exactly once; never raises for endpoint misbehaviour (load.drivers.Request)."""
+PrepareFn = Callable[[int], SendFn]
+"""prepare(seq) builds request `seq` before its send time is taken (load.drivers.Prepare)."""
+Sender = Callable[[HttpClients, Target, Workload, Mapping[str, str]], PrepareFn]
+"""sender(clients, target, workload, headers) -> prepare; `headers` already carry the auth."""
+
+
+def openai_over_http1(clients: HttpClients, target: Target, workload: Workload,
+                      headers: Mapping[str, str]) -> PrepareFn:
+    builder = RequestBuilder(workload, target.api_kind, target.model)
+    pool = clients.pool(tls_verify=target.tls_verify)
+
+    def prepare(seq: int) -> SendFn:
+        return partial(send_openai_http1, pool, target,
+                       encode_request(builder.body(seq), headers), workload.stream)
+    return prepare
+
+
+def openai_over_httpx(clients: HttpClients, target: Target, workload: Workload,
+                      headers: Mapping[str, str]) -> PrepareFn:
+    builder = RequestBuilder(workload, target.api_kind, target.model)
+    client = clients.httpx(tls_verify=target.tls_verify, http2=True)
+
+    def prepare(seq: int) -> SendFn:
+        return partial(send_openai_httpx, client, target,
+                       encode_request(builder.body(seq), headers), workload.stream)
+    return prepare
+
+
+def http_check_over_httpx(clients: HttpClients, target: Target, _workload: Workload,
+                          headers: Mapping[str, str]) -> PrepareFn:
+    """Every request is the same check; the workload does not apply."""
+    client = clients.httpx(tls_verify=target.tls_verify, http2=target.http2)
+    check = target.http_check or HttpCheck()
+    request: SendFn = partial(send_http, client, target, check, headers)
+    return lambda _seq: request
+
+
+def sender_for(target: Target) -> Sender:
+    """The sender for this target's API kind and transport."""
+    match target.api_kind:
+        case ApiKind.HTTP:
+            return http_check_over_httpx
+        case ApiKind.OPENAI_CHAT | ApiKind.OPENAI_COMPLETIONS:
+            return openai_over_httpx if target.http2 else openai_over_http1
+        case unreachable:
+            assert_never(unreachable)

@@ -1,0 +1,101 @@
+"""The human-readable report of a run (`sustain probe` without --json): rich tables of the
+progress while it runs, then of its results; `report.json_report` is the machine-readable
+one."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+
+from sustain.probes.load.live import LiveStats
+from sustain.probes.measure.percentiles import Distribution
+from sustain.probes.measure.summary import RunSummary
+from sustain.probes.runner import RunResult
+
+LOW_COUNT_CAPTION = "* too few samples for a 99 % confidence bound on this percentile"
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.1f}"
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.2f}"
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2%}"
+
+
+def progress_table(live: LiveStats, elapsed_s: float) -> Table:
+    """One row: where a run in progress stands."""
+    table = Table(title="sustain probe", show_header=True, expand=False)
+    for column in ("elapsed", "stage", "sent", "in flight", "errors", "TTFT p50 ms",
+                   "TTFT p99 ms"):
+        table.add_column(column, justify="right")
+    table.add_row(f"{elapsed_s:.1f}s", live.stage, str(live.sent), str(live.in_flight),
+                  str(live.errors), _ms(live.ttft_percentile(0.5)),
+                  _ms(live.ttft_percentile(0.99)))
+    return table
+
+
+def latency_table(summary: RunSummary) -> Table:
+    """Percentiles of each latency with samples; * marks a percentile without a bound."""
+    table = Table(title="latency (ms)")
+    for column in ("metric", "count", "p50", "p90", "p95", "p99", "p99.9", "max", "mean"):
+        table.add_column(column, justify="right" if column != "metric" else "left")
+    rows: list[tuple[str, Distribution]] = [
+        ("TTFT", summary.ttft_ms), ("ITL", summary.itl_ms), ("TPOT", summary.tpot_ms),
+        ("E2E", summary.e2e_ms), ("E2E corrected", summary.corrected_e2e_ms),
+        ("lag", summary.lag_ms)]
+    for name, dist in rows:
+        if dist.count == 0:
+            continue
+        cells = [_ms(getattr(dist, key)) + ("*" if key in dist.low_count else "")
+                 for key in ("p50", "p90", "p95", "p99", "p999")]
+        table.add_row(name, str(dist.count), *cells, _ms(dist.max), _ms(dist.mean))
+    table.caption = LOW_COUNT_CAPTION
+    return table
+
+
+def summary_table(summary: RunSummary) -> Table:
+    """Requests, availability, errors, throughput, goodput and whether the schedule held."""
+    table = Table(title="results", show_header=False)
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    table.add_row("requests", f"{summary.attempts} ({summary.successes} ok)")
+    table.add_row("availability", _share(summary.availability))
+    table.add_row("errors",
+                  ", ".join(f"{k} {v}" for k, v in summary.errors.items()) or "none")
+    table.add_row("requests/s", _rate(summary.request_throughput))
+    table.add_row("output tokens/s" + (" (estimated)" if summary.output_tokens_estimated
+                                       else ""), _rate(summary.output_token_throughput))
+    table.add_row("goodput (req/s)", _rate(summary.goodput))
+    table.add_row("generator", "SATURATED: latency figures not trustworthy"
+                  if summary.generator.saturated else "kept schedule")
+    return table
+
+
+def stages_table(result: RunResult) -> Table:
+    """One row per stage, and why a sweep stopped early."""
+    table = Table(title="stages")
+    for column in ("stage", "requests", "availability", "req/s", "tok/s", "TTFT p50",
+                   "TTFT p99", "E2E p50", "E2E p99"):
+        table.add_column(column, justify="right")
+    for stage in result.stages:
+        t = stage.summary
+        table.add_row(stage.label, str(t.attempts), _share(t.availability),
+                      _rate(t.request_throughput), _rate(t.output_token_throughput),
+                      _ms(t.ttft_ms.p50), _ms(t.ttft_ms.p99), _ms(t.e2e_ms.p50),
+                      _ms(t.e2e_ms.p99))
+    if result.stopped:
+        table.caption = f"sweep stopped: {result.stopped}"
+    return table
+
+
+def results(result: RunResult) -> Group:
+    """The tables of a finished run: summary, latency, and stages when there are several."""
+    parts: list[Table] = [summary_table(result.summary), latency_table(result.summary)]
+    if len(result.stages) > 1:
+        parts.append(stages_table(result))
+    return Group(*parts)

@@ -1,0 +1,74 @@
+"""The FastAPI app: the REST API, /metrics, health and the status page over one Replica.
+
+Its lifespan only starts and stops the replica (sustain.service.runtime), which owns every
+resource; routes reach it through `runtime_of`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import APIRouter, FastAPI
+
+from sustain.service.api.errors import install_error_handlers
+from sustain.service.api.routes import (
+    alerts,
+    deliveries,
+    drift,
+    endpoints,
+    health,
+    history,
+    metrics,
+    notifiers,
+    probes,
+    replicas,
+    runs,
+    silences,
+    slos,
+)
+from sustain.service.config import Settings
+from sustain.service.runtime import Replica
+from sustain.service.web import routes as web_routes
+
+API_PREFIX = "/api/v1"
+
+
+def runtime_of(app: FastAPI) -> Replica:
+    """The replica an app's lifespan started (tests and the server's signal handling)."""
+    replica: Replica = app.state.sustain
+    return replica
+
+
+def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
+    """The app for `settings`. `database_url` overrides settings.database_url (the CLI passes
+    the embedded server's URL here)."""
+    url = database_url or settings.database_url
+    if url is None:
+        raise ValueError("create_app needs a database URL (start the embedded server first)")
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        replica = Replica(settings, url)
+        app.state.sustain = replica
+        try:
+            await replica.start()
+            yield
+        finally:
+            await replica.stop()
+
+    app = FastAPI(
+        title="sustain",
+        summary="Continuous monitoring of LLM inference endpoints.",
+        version="0.1.0",
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    api = APIRouter(prefix=API_PREFIX)
+    for module in (endpoints, probes, history, drift, runs, replicas, slos, alerts,
+                   silences, notifiers, deliveries):
+        api.include_router(module.router)
+    app.include_router(api)
+    app.include_router(health.router)
+    app.include_router(metrics.router)
+    app.include_router(web_routes.router)
+    return app

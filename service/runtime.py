@@ -1,0 +1,155 @@
+"""Everything one replica runs, built in one place and started and stopped in order.
+
+A replica is: the database engine and sessions, the probe HTTP clients, the sample buffer and
+its writer, the run executor, heartbeats (liveness), the probe scheduler and its LISTEN/NOTIFY
+listener, the config-file reloader, the alert evaluator and the notification delivery worker.
+The FastAPI app (sustain.service.app) only starts and stops a Replica; routes read it. Nothing
+here knows about HTTP routes, so the API and the status page depend on the runtime, never the
+reverse.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import os
+import socket
+from datetime import timedelta
+
+import httpx
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from sustain.probes.client.clients import HttpClients
+from sustain.service.alerting.delivery import DeliveryPolicy, DeliveryWorker
+from sustain.service.alerting.evaluator import AlertEvaluator, DriftWatch
+from sustain.service.config import Settings
+from sustain.service.config_file.reloader import ConfigReloader
+from sustain.service.db.engine import create_engine, safe_url, session_factory
+from sustain.service.db.migrate import upgrade_to_head
+from sustain.service.evaluation.drift_watch import parse_watched
+from sustain.service.history.windows import parse_duration
+from sustain.service.ingest.buffer import SampleBuffer
+from sustain.service.ingest.writer import SampleWriter
+from sustain.service.metrics import Metrics
+from sustain.service.scheduling.executor import RunExecutor
+from sustain.service.scheduling.listener import ProbeListener
+from sustain.service.scheduling.liveness import Liveness, PeerLoads
+from sustain.service.scheduling.scheduler import ProbeScheduler
+
+logger = logging.getLogger(__name__)
+
+FLUSH_TIMEOUT_S = 10.0
+"""At shutdown, how long buffered samples may wait for the database."""
+
+
+def default_replica_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+def external_url(settings: Settings) -> str:
+    """Where users reach this service: the setting, or the address it binds."""
+    if settings.external_url is not None:
+        return settings.external_url
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+    return f"http://{host}:{settings.port}"
+
+
+def drift_watch(settings: Settings) -> DriftWatch:
+    """Which drift findings the alert evaluator keeps fresh, and how often."""
+    return DriftWatch(
+        window=timedelta(seconds=parse_duration(settings.drift_window)),
+        baseline=timedelta(seconds=parse_duration(settings.drift_baseline)),
+        watched=tuple(parse_watched(settings.drift_metrics)),
+        every=timedelta(seconds=settings.drift_evaluation_seconds))
+
+
+class Replica:
+    """One replica's collaborators. Constructing it does no I/O; `start` migrates (when
+    settings.auto_migrate), connects and starts the background loops; `drain` stops taking
+    work; `stop` closes everything in the reverse order."""
+
+    def __init__(self, settings: Settings, database_url: str) -> None:
+        self.settings = settings
+        self.database_url = database_url
+        self.replica_id = settings.replica_id or default_replica_id()
+        self.engine: AsyncEngine = create_engine(database_url)
+        self.sessions: async_sessionmaker[AsyncSession] = session_factory(self.engine)
+        self.clients = HttpClients(settings.http_max_connections)
+        self.metrics = Metrics()
+        self.buffer = SampleBuffer(settings.buffer_samples)
+        self.writer = SampleWriter(self.engine, self.buffer,
+                                   on_batch=self.metrics.db_write.observe)
+        self.metrics.watch_writes(self.buffer, self.writer)
+        self.peers = PeerLoads()
+        self.executor = RunExecutor(self.sessions, self.clients, self.metrics, self.replica_id,
+                                    self.buffer, self.peers)
+        self.liveness = Liveness(self.engine, self.replica_id, settings.heartbeat_seconds,
+                                 lambda: self.executor.in_flight, self.executor.run_ids,
+                                 self.peers)
+        self.scheduler = ProbeScheduler(self.executor, self.sessions, self.engine, settings)
+        self.listener = ProbeListener(database_url, self.scheduler.refresh,
+                                      self.scheduler.reconcile)
+        self.reloader = None if settings.config is None else ConfigReloader(
+            settings.config, self.sessions, self.scheduler, self.metrics,
+            settings.config_reload_seconds, settings.sample_retention_days)
+        self.notify_client = httpx.AsyncClient(follow_redirects=False)
+        self.delivery = DeliveryWorker(
+            self.sessions, self.notify_client, self.replica_id, external_url(settings),
+            DeliveryPolicy(poll_s=settings.notify_poll_seconds,
+                           max_attempts=settings.notify_max_attempts,
+                           retry_max_s=settings.notify_retry_max_seconds,
+                           resend_s=settings.alertmanager_resend_seconds),
+            observe=self.metrics.observe_notification)
+        self.alerts = AlertEvaluator(
+            self.sessions, self.replica_id, settings.alert_evaluation_seconds,
+            settings.alert_repeat_seconds, settings.endpoint_down_runs, drift_watch(settings),
+            on_transition=self.delivery.wake)
+        self.stopping = False
+        """Shutdown has begun: /readyz answers 503 while runs in flight finish."""
+
+    async def start(self) -> None:
+        """Migrate (when configured), then start every loop; ready when this returns."""
+        if self.settings.auto_migrate:
+            await asyncio.to_thread(upgrade_to_head, self.database_url)
+        self.writer.start()
+        await self.liveness.beat()
+        self.liveness.start()
+        self.listener.start()
+        if self.reloader is not None:
+            await self.reloader.reload(strict=True)
+            self.reloader.start()
+        await self.scheduler.start()
+        self.alerts.start()
+        self.delivery.start()
+        gc.freeze()  # what exists now lives as long as the replica: full collections skip it
+        logger.info("sustain replica %s ready on database %s", self.replica_id,
+                    safe_url(self.database_url))
+
+    async def drain(self) -> None:
+        """Stop taking work and wait for the runs in flight, up to the shutdown grace."""
+        self.stopping = True
+        self.liveness.stopping = True
+        self.scheduler.pause()
+        self.executor.stop_claiming()
+        grace = self.settings.shutdown_grace_seconds
+        logger.info("shutting down: waiting up to %ss for %d runs in flight", grace,
+                    self.executor.in_flight)
+        if not await self.executor.drain(grace):
+            logger.warning("shutdown grace of %ss over; runs still going will be abandoned",
+                           grace)
+
+    async def stop(self) -> None:
+        """Close in reverse order of dependence; buffered samples get FLUSH_TIMEOUT_S."""
+        await self.alerts.close()
+        await self.delivery.close()
+        await self.notify_client.aclose()
+        if self.reloader is not None:
+            await self.reloader.close()
+        await self.listener.close()
+        await self.scheduler.shutdown()
+        await self.executor.close()
+        await self.writer.close(FLUSH_TIMEOUT_S)
+        await self.liveness.close()
+        await self.clients.aclose()
+        await self.engine.dispose()

@@ -1,0 +1,148 @@
+"""Endpoint bodies. The auth secret is a reference; header values that carry credentials are
+refused so that no secret is ever stored or returned."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import (
+    AfterValidator,
+    AnyHttpUrl,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from sustain.probes.client.secrets import SECRET_REF_PATTERN
+from sustain.probes.client.target import HttpCheck
+from sustain.service.schemas.common import DbId, Labels, Name, Text, reject_nulls
+
+ApiKindName = Literal["openai-chat", "openai-completions", "http"]
+SecretRef = Annotated[str, StringConstraints(pattern=SECRET_REF_PATTERN, max_length=1024)]
+HeaderName = Annotated[str, StringConstraints(min_length=1, max_length=128,
+                                              pattern=r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")]
+
+
+def _printable_ascii(value: str) -> str:
+    if not all(ch == "\t" or " " <= ch <= "~" for ch in value):
+        raise ValueError("must be printable ASCII (what HTTP clients can send in a header)")
+    return value
+
+
+HeaderValue = Annotated[str, StringConstraints(max_length=4096), AfterValidator(_printable_ascii)]
+Timeout = Annotated[float, Field(gt=0, le=3600)]
+
+CREDENTIAL_QUERY_WORDS = ("key", "token", "secret", "password", "auth", "sig")
+CREDENTIAL_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie"}
+)
+
+
+def _check_headers(headers: dict[str, str] | None) -> dict[str, str] | None:
+    for name in headers or {}:
+        if name.lower() in CREDENTIAL_HEADERS:
+            raise ValueError(
+                f"header {name!r} carries credentials; use auth_secret_ref (env:NAME or "
+                "file:/path) so the secret is never stored"
+            )
+    return headers
+
+
+def check_url_has_no_credentials(url: AnyHttpUrl | None) -> AnyHttpUrl | None:
+    if url is None:
+        return None
+    if url.username or url.password:
+        raise ValueError("must not contain credentials; use auth_secret_ref")
+    for name, _ in url.query_params():
+        if any(word in name.lower() for word in CREDENTIAL_QUERY_WORDS):
+            raise ValueError(f"query parameter {name!r} looks like a credential; use "
+                             "auth_secret_ref")
+    return url
+
+
+class _EndpointFields(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    @field_validator("headers", check_fields=False)
+    @classmethod
+    def _headers(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        return _check_headers(value)
+
+    @field_validator("base_url", check_fields=False)
+    @classmethod
+    def _base_url(cls, value: AnyHttpUrl | None) -> AnyHttpUrl | None:
+        return check_url_has_no_credentials(value)
+
+
+class EndpointCreate(_EndpointFields):
+    name: Name
+    base_url: AnyHttpUrl = Field(description="API root, e.g. http://vllm:8000/v1")
+    api_kind: ApiKindName = "openai-chat"
+    model: Annotated[Text, StringConstraints(min_length=1, max_length=512)]
+    headers: dict[HeaderName, HeaderValue] = Field(default_factory=dict, max_length=64)
+    auth_secret_ref: SecretRef | None = Field(
+        default=None, description="env:NAME or file:/path; sent as a bearer token."
+    )
+    timeout_connect_s: Timeout = 5.0
+    timeout_first_token_s: Timeout = 30.0
+    timeout_total_s: Timeout = 120.0
+    tls_verify: bool = True
+    http2: bool = Field(default=False, description="Offer HTTP/2 (https endpoints).")
+    http_check: HttpCheck | None = Field(
+        default=None, description="api_kind http: the request to send and what to expect.")
+    labels: Labels = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check_only_for_http(self) -> EndpointCreate:
+        if self.http_check is not None and self.api_kind != "http":
+            raise PydanticCustomError("http_check", "only used with api_kind http",
+                                      {"field": "http_check"})
+        return self
+
+
+class EndpointUpdate(_EndpointFields):
+    """PATCH body: only the fields given change."""
+
+    name: Name | None = None
+    base_url: AnyHttpUrl | None = None
+    api_kind: ApiKindName | None = None
+    model: Annotated[Text, StringConstraints(min_length=1, max_length=512)] | None = None
+    headers: dict[HeaderName, HeaderValue] | None = Field(default=None, max_length=64)
+    auth_secret_ref: SecretRef | None = None
+    timeout_connect_s: Timeout | None = None
+    timeout_first_token_s: Timeout | None = None
+    timeout_total_s: Timeout | None = None
+    tls_verify: bool | None = None
+    labels: Labels | None = None
+
+
+    @model_validator(mode="after")
+    def _nulls(self) -> EndpointUpdate:
+        reject_nulls(self, frozenset({"auth_secret_ref"}))
+        return self
+
+
+class EndpointRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: DbId
+    name: str
+    base_url: str
+    api_kind: ApiKindName
+    model: str
+    headers: dict[str, str]
+    auth_secret_ref: str | None
+    timeout_connect_s: float
+    timeout_first_token_s: float
+    timeout_total_s: float
+    tls_verify: bool
+    http2: bool
+    http_check: HttpCheck | None
+    labels: dict[str, str]
+    created_at: datetime
+    updated_at: datetime

@@ -1,0 +1,69 @@
+"""Bodies of history queries: time series of a statistic, and a window's summary."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from sustain.probes.measure.run_sketches import MetricName
+from sustain.service.history.aggregate import Stat
+from sustain.service.schemas.common import DbId
+
+
+class SeriesPoint(BaseModel):
+    start: datetime
+    end: datetime
+    value: float | None
+    """None when the window had runs but no values for this statistic (e.g. all failed)."""
+    count: int
+    """Values behind a latency statistic; attempts behind availability; successes behind the
+    throughputs; good requests behind goodput."""
+    runs: int
+    low_count: bool
+    """Too few values to trust the statistic (a percentile without a 99 % confidence bound)."""
+
+
+class Series(BaseModel):
+    probe_id: DbId
+    metric: MetricName
+    stat: Stat
+    unit: str
+    step_seconds: int
+    from_: datetime = Field(serialization_alias="from")
+    to: datetime
+    points: list[SeriesPoint]
+    """One per step-aligned window that had runs; windows without runs are absent."""
+
+
+class MetricSummary(BaseModel):
+    """A latency metric over the window, from merged sketches (1 % relative accuracy)."""
+
+    count: int
+    mean: float | None
+    max: float | None
+    p50: float | None
+    p90: float | None
+    p95: float | None
+    p99: float | None
+    p999: float | None
+    low_count: list[str]
+    """Percentiles with too few values for a 99 % confidence bound."""
+
+
+class WindowSummary(BaseModel):
+    probe_id: DbId
+    from_: datetime = Field(serialization_alias="from")
+    to: datetime
+    runs: int
+    attempts: int
+    successes: int
+    availability: float | None
+    measured_s: float
+    """Summed measured time of the runs: the throughputs' denominator."""
+    request_throughput: float | None
+    output_tokens: int
+    output_token_throughput: float | None
+    good: int
+    goodput: float | None
+    metrics: dict[str, MetricSummary]

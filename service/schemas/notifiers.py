@@ -1,0 +1,122 @@
+"""Notifier bodies: where alert notifications go, and the delivery log."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
+
+from sustain.service.schemas.common import Labels, Name, reject_nulls
+from sustain.service.schemas.endpoints import SecretRef, check_url_has_no_credentials
+
+NotifierKind = Literal["webhook", "slack", "alertmanager"]
+DeliveryState = Literal["pending", "delivered", "failed", "silenced", "skipped"]
+
+
+def _check_url(url: AnyHttpUrl | None) -> AnyHttpUrl | None:
+    try:
+        return check_url_has_no_credentials(url)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("auth_secret_ref", "url_secret_ref")) from None
+
+
+class _NotifierChecks(BaseModel):
+    kind: NotifierKind | None = None
+    url: AnyHttpUrl | None = None
+    url_secret_ref: SecretRef | None = None
+    signing_secret_ref: SecretRef | None = None
+
+    @model_validator(mode="after")
+    def _fields(self) -> _NotifierChecks:
+        try:
+            _check_url(self.url)
+        except ValueError as exc:
+            raise PydanticCustomError("url_credentials", str(exc), {"field": "url"}) from None
+        if self.signing_secret_ref is not None and self.kind not in (None, "webhook"):
+            raise PydanticCustomError("signing_not_webhook",
+                                      "signing_secret_ref belongs to webhook notifiers only",
+                                      {"field": "signing_secret_ref"})
+        if self.kind == "slack" and self.url is not None:
+            raise PydanticCustomError(
+                "slack_url_secret", "a Slack webhook URL is a secret: give it as "
+                "url_secret_ref (env:NAME or file:/path), not url", {"field": "url"})
+        return self
+
+
+class NotifierCreate(_NotifierChecks):
+    model_config = ConfigDict(extra="forbid")
+
+    name: Name
+    kind: NotifierKind
+    url: AnyHttpUrl | None = Field(
+        default=None, description="Webhook URL, or an Alertmanager's root URL.")
+    url_secret_ref: SecretRef | None = Field(
+        default=None, description="env:NAME or file:/path holding the URL (required for "
+        "Slack, whose URLs are secrets).")
+    signing_secret_ref: SecretRef | None = Field(
+        default=None, description="webhook: env:NAME or file:/path of the HMAC-SHA256 key; "
+        "requests then carry X-Sustain-Timestamp and X-Sustain-Signature.")
+    match: Labels = Field(default_factory=dict,
+                          description="Only alerts whose labels include all of these.")
+    send_resolved: bool = True
+    enabled: bool = True
+    timeout_s: float = Field(default=10.0, gt=0, le=30,
+                             description="Seconds per HTTP try (3 quick tries per attempt).")
+
+    @model_validator(mode="after")
+    def _one_url(self) -> NotifierCreate:
+        if (self.url is None) == (self.url_secret_ref is None):
+            raise PydanticCustomError("one_url", "give exactly one of url and url_secret_ref",
+                                      {"field": "url"})
+        return self
+
+
+class NotifierUpdate(_NotifierChecks):
+    """PATCH body: only the fields given change; kind cannot change."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Name | None = None
+    kind: None = None
+    match: Labels | None = None
+    send_resolved: bool | None = None
+    enabled: bool | None = None
+    timeout_s: float | None = Field(default=None, gt=0, le=30)
+
+    @model_validator(mode="after")
+    def _nulls(self) -> NotifierUpdate:
+        reject_nulls(self, frozenset({"url", "url_secret_ref", "signing_secret_ref"}))
+        return self
+
+
+class NotifierRead(BaseModel):
+    id: int
+    name: str
+    kind: str
+    url: str | None = Field(description="null when the URL is a secret reference.")
+    url_secret_ref: str | None
+    signing_secret_ref: str | None
+    match: dict[str, str]
+    send_resolved: bool
+    enabled: bool
+    timeout_s: float
+    managed_by: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class DeliveryRead(BaseModel):
+    id: int
+    notification_id: int
+    notifier_id: int
+    fingerprint: str
+    transition: str
+    state: str
+    attempts: int
+    next_attempt_at: datetime
+    last_status: int | None
+    last_error: str | None
+    created_at: datetime
+    finished_at: datetime | None

@@ -1,0 +1,84 @@
+"""Run bodies."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from sustain.probes.runner import RunReport
+from sustain.service.schemas.common import DbId
+
+RunStatus = Literal["pending", "running", "succeeded", "failed", "abandoned", "invalid", "missed",
+                    "skipped"]
+
+
+class RunRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: DbId
+    probe_id: DbId
+    trigger: Literal["schedule", "manual"]
+    status: RunStatus
+    scheduled_for: datetime
+    claimed_by: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    error: str | None
+    summary: RunReport | None
+    samples_dropped: int = 0
+    """Raw samples not stored because the write buffer was full (the summary counts them)."""
+
+
+class RunList(BaseModel):
+    items: list[RunRead]
+    next_cursor: str | None = None
+    """Pass as `cursor` for the next page; null on the last page."""
+
+
+class SampleRead(BaseModel):
+    """One request of a run (SPEC section 4); times in ms, t_sched/t_send from the run's
+    origin, the others from t_send."""
+
+    run_id: DbId
+    pos: int
+    """Order in which the service recorded the run's samples (the cursor follows it)."""
+    probe_id: DbId
+    seq: int
+    """Request number in the run's load profile."""
+    stage: int
+    sent_at: datetime
+    t_sched_ms: float | None
+    t_send_ms: float
+    lag_ms: float | None
+    ttft_ms: float | None
+    itl_count: int
+    itl_mean_ms: float | None
+    itl_max_ms: float | None
+    tpot_ms: float | None
+    e2e_ms: float
+    corrected_e2e_ms: float | None
+    input_tokens: int | None
+    output_tokens: int
+    tokens_server_counted: bool
+    outcome: Literal["success", "failure"]
+    error_class: str | None
+    http_status: int | None
+
+
+class SamplePage(BaseModel):
+    run_id: DbId
+    run_status: RunStatus
+    items: list[SampleRead]
+    next_cursor: str | None
+    """Pass as `cursor` for what follows; null once the run is final and nothing follows."""
+
+
+class RunAccepted(BaseModel):
+    """202 answer to 'run now': poll `href` for the result."""
+
+    id: DbId
+    status: RunStatus
+    href: str

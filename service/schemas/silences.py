@@ -1,0 +1,68 @@
+"""Silence bodies: label matchers (Alertmanager's shape), a time range and a comment."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from sustain.service.schemas.common import LabelKey, LabelValue, Text
+
+
+class MatcherBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: LabelKey
+    value: LabelValue
+    is_regex: bool = False
+    is_equal: bool = True
+
+    @model_validator(mode="after")
+    def _regex(self) -> MatcherBody:
+        if self.is_regex:
+            try:
+                re.compile(self.value)
+            except re.error as exc:
+                raise ValueError(f"value is not a valid regular expression: {exc}") from None
+        return self
+
+
+class SilenceCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    matchers: list[MatcherBody] = Field(min_length=1, max_length=32)
+    starts_at: datetime | None = Field(default=None, description="Default: now.")
+    ends_at: datetime
+    comment: Text = Field(min_length=1, max_length=2000)
+    created_by: Text = Field(min_length=1, max_length=200)
+
+    @field_validator("starts_at", "ends_at")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("must carry a time zone (e.g. 2026-12-03T10:00:00Z)")
+        try:
+            return value.astimezone(UTC)
+        except OverflowError:
+            raise ValueError("is out of range") from None
+
+    @model_validator(mode="after")
+    def _matches_something(self) -> SilenceCreate:
+        if all(not m.is_equal or (not m.is_regex and m.value == "") for m in self.matchers):
+            raise ValueError("at least one matcher must select alerts positively (a "
+                             "silence must not match everything)")
+        return self
+
+
+class SilenceRead(BaseModel):
+    id: int
+    matchers: list[MatcherBody]
+    starts_at: datetime
+    ends_at: datetime
+    comment: str
+    created_by: str
+    created_at: datetime
+    state: str = Field(description="pending, active or expired.")

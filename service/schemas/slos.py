@@ -1,0 +1,131 @@
+"""SLO bodies: which probes, which SLI, the objective, the compliance window, the tiers."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from sustain.service.evaluation.tiers import DEFAULT_TIERS, BurnTier
+from sustain.service.history.windows import parse_duration
+from sustain.service.schemas.common import Labels, Name, reject_nulls
+
+SliKind = Literal["availability", "latency", "goodput"]
+LatencyMetric = Literal["ttft", "tpot", "itl", "e2e"]
+MAX_WINDOW_S = 90 * 86400
+
+
+def _window(value: object) -> object:
+    if isinstance(value, str):
+        try:
+            return parse_duration(value.strip())
+        except ValueError:
+            raise ValueError("a duration such as 28d, 7d or 1h") from None
+    return value
+
+
+Window = Annotated[int, BeforeValidator(_window), Field(gt=0, le=MAX_WINDOW_S)]
+
+
+class Sli(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: SliKind
+    metric: LatencyMetric | None = Field(
+        default=None, description="latency: which latency (itl: a request's worst gap).")
+    threshold_ms: float | None = Field(
+        default=None, gt=0, le=3_600_000,
+        description="latency: a request is good when its metric is at or under this.")
+
+    @model_validator(mode="after")
+    def _latency_fields(self) -> Sli:
+        if self.kind == "latency":
+            if self.metric is None:
+                raise ValueError("metric is required for a latency SLI")
+            if self.threshold_ms is None:
+                raise ValueError("threshold_ms is required for a latency SLI")
+        elif self.metric is not None or self.threshold_ms is not None:
+            raise ValueError("metric and threshold_ms belong to latency SLIs only")
+        return self
+
+
+class SloCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: Name
+    description: str | None = Field(default=None, max_length=2000)
+    probes: list[Name] = Field(default_factory=list, max_length=1000,
+                               description="Probe names covered.")
+    probe_labels: Labels = Field(default_factory=dict,
+                                 description="Probes whose labels include all of these.")
+    sli: Sli
+    objective: float = Field(gt=0, lt=1, description="e.g. 0.995")
+    window: Window = Field(default=28 * 86400, description="Compliance window, e.g. 28d.")
+    tiers: list[BurnTier] = Field(default_factory=lambda: list(DEFAULT_TIERS), max_length=16)
+
+    @model_validator(mode="after")
+    def _selects_something(self) -> SloCreate:
+        if not self.probes and not self.probe_labels:
+            raise ValueError("select probes by `probes` (names) or `probe_labels`")
+        if len({t.name for t in self.tiers}) != len(self.tiers):
+            raise ValueError("tier names must be unique")
+        return self
+
+
+class SloUpdate(BaseModel):
+    """PATCH body: only the fields given change (sli and tiers are replaced whole)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Name | None = None
+    description: str | None = Field(default=None, max_length=2000)
+    probes: list[Name] | None = Field(default=None, max_length=1000)
+    probe_labels: Labels | None = None
+    sli: Sli | None = None
+    objective: float | None = Field(default=None, gt=0, lt=1)
+    window: Window | None = None
+    tiers: list[BurnTier] | None = Field(default=None, max_length=16)
+
+    @model_validator(mode="after")
+    def _nulls(self) -> SloUpdate:
+        reject_nulls(self)
+        return self
+
+
+class SloRead(BaseModel):
+    id: int
+    name: str
+    description: str | None
+    probes: list[str]
+    probe_labels: dict[str, str]
+    sli: Sli
+    objective: float
+    window_s: int
+    tiers: list[BurnTier]
+    managed_by: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class WindowRead(BaseModel):
+    window_s: int
+    good: int
+    total: int
+    burn_rate: float | None = Field(description="null for a window without events.")
+
+
+class SloStatusRead(BaseModel):
+    slo_id: int
+    at: datetime
+    objective: float
+    window_s: int
+    good: int
+    total: int
+    compliance: float | None
+    budget_remaining: float | None = Field(
+        description="Share of the compliance window's error budget left; negative when "
+        "overspent; null without events.")
+    windows: list[WindowRead]
+    breached_tiers: list[str]
+    approximate: bool = Field(description="Some counts come from sketches (old runs).")

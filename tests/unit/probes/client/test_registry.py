@@ -1,0 +1,39 @@
+"""One dispatch from a target to its sender: API kind first, then the transport."""
+
+from __future__ import annotations
+
+import pytest
+
+from sustain.probes.client.clients import HttpClients
+from sustain.probes.client.registry import (
+    http_check_over_httpx,
+    openai_over_http1,
+    openai_over_httpx,
+    sender_for,
+)
+from sustain.probes.client.target import ApiKind, Target
+from sustain.probes.workload.spec import Workload
+
+
+@pytest.mark.parametrize("kind", [ApiKind.OPENAI_CHAT, ApiKind.OPENAI_COMPLETIONS])
+def test_openai_targets_take_the_lean_transport_unless_http2_is_offered(kind: ApiKind) -> None:
+    assert sender_for(Target(base_url="http://h/v1", api_kind=kind, model="m")) \
+        is openai_over_http1
+    assert sender_for(Target(base_url="http://h/v1", api_kind=kind, model="m", http2=True)) \
+        is openai_over_httpx
+
+
+@pytest.mark.parametrize("http2", [False, True])
+def test_http_targets_are_plain_checks_over_httpx(http2: bool) -> None:
+    target = Target(base_url="http://h", api_kind=ApiKind.HTTP, model="n/a", http2=http2)
+    assert sender_for(target) is http_check_over_httpx
+
+
+async def test_a_bound_sender_builds_one_request_per_seq() -> None:
+    openai = Target(base_url="http://h/v1", api_kind=ApiKind.OPENAI_CHAT, model="m")
+    check = Target(base_url="http://h", api_kind=ApiKind.HTTP, model="n/a")
+    async with HttpClients() as clients:
+        prepare = sender_for(openai)(clients, openai, Workload(), {})
+        assert prepare(0) is not prepare(1)
+        same = sender_for(check)(clients, check, Workload(), {})
+        assert same(0) is same(1)

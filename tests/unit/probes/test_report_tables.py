@@ -1,0 +1,70 @@
+"""The tables `sustain probe` prints: readable figures, a stages table only for several
+stages, and the reason a sweep stopped."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console, RenderableType
+
+from sustain.probes.load.live import LiveStats
+from sustain.probes.measure.sample import ErrorClass, Measurement
+from sustain.probes.measure.slo import SloThresholds
+from sustain.probes.measure.summary import summarise
+from sustain.probes.report_tables import LOW_COUNT_CAPTION, progress_table, results
+from sustain.probes.runner import RunResult, StageResult
+from tests.unit.probes.samples import sample
+
+
+def text(renderable: RenderableType) -> str:
+    out = io.StringIO()
+    Console(file=out, width=160, color_system=None).print(renderable)
+    return out.getvalue()
+
+
+def run(stages: int = 1, stopped: str | None = None) -> RunResult:
+    samples = [sample(i, t_sched=i * 100.0, t_send=i * 100.0) for i in range(9)]
+    samples.append(sample(9, error=ErrorClass.HTTP_5XX, ttft=None, tokens=0))
+    summary = summarise(samples, 2.0, SloThresholds(ttft_ms=100.0))
+    return RunResult(samples, summary, [
+        StageResult(index=i, label=f"{i + 1} users", summary=summary) for i in range(stages)
+    ], stopped)
+
+
+def test_results_show_requests_availability_errors_and_goodput() -> None:
+    shown = text(results(run()))
+    for expected in ("results", "10 (9 ok)", "90.00%", "http_5xx 1", "4.50", "kept schedule",
+                     "latency (ms)", "TTFT", "E2E corrected", "50.0", "360.0"):
+        assert expected in shown
+    assert "stages" not in shown
+
+
+def test_low_count_percentiles_are_starred_and_explained() -> None:
+    shown = text(results(run()))
+    assert "*" in shown
+    assert LOW_COUNT_CAPTION in shown
+
+
+def test_several_stages_get_a_table_with_the_reason_a_sweep_stopped() -> None:
+    shown = text(results(run(stages=2, stopped="availability 90.0% < 95.0%")))
+    assert "stages" in shown
+    assert "1 users" in shown
+    assert "2 users" in shown
+    assert "sweep stopped: availability 90.0% < 95.0%" in shown
+
+
+def test_progress_shows_counters_and_running_ttft() -> None:
+    live = LiveStats(stage="rate 5/s")
+    for ttft in (40.0, 60.0):
+        live.on_send()
+        live.on_done(Measurement(ttft_ms=ttft, itl_ms=(), e2e_ms=ttft, output_tokens=1,
+                                 tokens_server_counted=True, input_tokens=1, http_status=200,
+                                 error_class=None))
+    live.on_send()
+    shown = text(progress_table(live, 1.25))
+    for expected in ("sustain probe", "1.2s", "rate 5/s", "3", "1", "50.0"):
+        assert expected in shown
+
+
+def test_progress_before_any_answer_shows_dashes() -> None:
+    assert "-" in text(progress_table(LiveStats(), 0.0))
