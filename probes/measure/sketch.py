@@ -10,9 +10,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from ddsketch import DDSketch
-from ddsketch.mapping import LogarithmicMapping
+from ddsketch.ddsketch import BaseDDSketch
+from ddsketch.mapping import KeyMapping, LogarithmicMapping
 from ddsketch.pb.ddsketch_pb2 import DDSketch as DDSketchMessage
-from ddsketch.pb.proto import DDSketchProto
+from ddsketch.pb.proto import DDSketchProto, KeyMappingProto
+from ddsketch.store import DenseStore
 
 RELATIVE_ACCURACY = 0.01
 _HEADER = struct.Struct("<3d")  # sum, min, max: the protobuf form keeps only the bins
@@ -21,7 +23,7 @@ _HEADER = struct.Struct("<3d")  # sum, min, max: the protobuf form keeps only th
 class MetricSketch:
     """A DDSketch with exact count, sum, min and max."""
 
-    def __init__(self, sketch: DDSketch | None = None, *, total: float = 0.0,
+    def __init__(self, sketch: BaseDDSketch | None = None, *, total: float = 0.0,
                  low: float = math.inf, high: float = -math.inf) -> None:
         self._sketch = sketch if sketch is not None else DDSketch(RELATIVE_ACCURACY)
         self.sum = total
@@ -143,6 +145,14 @@ class SketchMerger:
         bins.min = min(bins.min, low)
         bins.max = max(bins.max, high)
 
+    def merge(self, other: SketchMerger) -> None:
+        """Add everything `other` was given, without decoding it again."""
+        if other._mapping is None:
+            return
+        if self._mapping is None:
+            self._mapping = other._mapping
+        self._bins.merge(other._bins)
+
     def result(self) -> MetricSketch:
         return self._bins.result()
 
@@ -157,6 +167,16 @@ class _Bins:
         self.sum = 0.0
         self.min = math.inf
         self.max = -math.inf
+
+    def merge(self, other: _Bins) -> None:
+        for mine, theirs in ((self.positive, other.positive), (self.negative, other.negative)):
+            get = mine.get
+            for index, count in theirs.items():
+                mine[index] = get(index, 0.0) + count
+        self.zero += other.zero
+        self.sum += other.sum
+        self.min = min(self.min, other.min)
+        self.max = max(self.max, other.max)
 
     def add_values(self, values: list[float]) -> None:
         if not values:
@@ -174,18 +194,21 @@ class _Bins:
         self.max = max(self.max, max(values))
 
     def result(self) -> MetricSketch:
-        message = DDSketchMessage()
-        message.mapping.ParseFromString(_DEFAULT_MAPPING)
-        _set_store(message.positiveValues, self.positive)
-        _set_store(message.negativeValues, self.negative)
-        message.zeroCount = self.zero
-        sketch = DDSketchProto.from_proto(message)  # type: ignore[no-untyped-call]
+        sketch = BaseDDSketch(mapping=_STORED_MAPPING,
+                              store=_dense_store(self.positive),
+                              negative_store=_dense_store(self.negative),
+                              zero_count=self.zero)
         return MetricSketch(sketch, total=self.sum, low=self.min, high=self.max)
 
 
 _MAPPING = LogarithmicMapping(RELATIVE_ACCURACY)
 _DEFAULT_MAPPING: bytes = DDSketchProto.to_proto(  # type: ignore[no-untyped-call]
     DDSketch(RELATIVE_ACCURACY)).mapping.SerializeToString()
+_STORED_MAPPING: KeyMapping = KeyMappingProto.from_proto(  # type: ignore[no-untyped-call]
+    DDSketchMessage.FromString(DDSketchProto.to_proto(  # type: ignore[no-untyped-call]
+        DDSketch(RELATIVE_ACCURACY)).SerializeToString()).mapping)
+"""The mapping as decoded from bytes (its gamma can differ from a fresh one's in the last
+bit): sketches filled from bins use it, so they answer exactly like decoded ones."""
 
 
 def _keys(values: list[float]) -> Counter[int]:
@@ -196,14 +219,20 @@ def _keys(values: list[float]) -> Counter[int]:
     return Counter([int(ceil(log(v, 2) * multiplier) + offset) for v in values])
 
 
-def _set_store(store: object, bins: dict[int, float]) -> None:
-    """Contiguous form: the only one ddsketch's decoder reads."""
-    if not bins:
-        return
-    low = min(bins)
-    store.contiguousBinIndexOffset = low  # type: ignore[attr-defined]
-    store.contiguousBinCounts.extend(  # type: ignore[attr-defined]
-        bins.get(index, 0.0) for index in range(low, max(bins) + 1))
+def _dense_store(bins: dict[int, float]) -> DenseStore:
+    """A DenseStore holding `bins` (key -> count), filled in one go. ddsketch's own decoder
+    adds each bin through `add`, which re-checks and may re-centre the range every time: that
+    made up most of the cost of a drift report (one sketch per run, thousands of runs). The
+    store's fields are set as `add` would leave them, without the spare bins `add` allocates
+    (they hold zeros, which no rank, merge or serialisation reads differently)."""
+    store = DenseStore()
+    if bins:
+        low, high = min(bins), max(bins)
+        store.offset = low
+        store.bins = [bins.get(key, 0.0) for key in range(low, high + 1)]
+        store.min_key, store.max_key = low, high
+        store.count = sum(store.bins)
+    return store
 
 
 def _add_store(bins: dict[int, float], store: object) -> None:

@@ -58,12 +58,12 @@ def run_window(rows: Sequence[SketchRow], stat: str) -> RunWindow:
     latency statistic (sustain.service.history.aggregate.LATENCY_STATS). CPU-bound: decodes
     every sketch."""
     per_run: defaultdict[tuple[datetime, int], SketchMerger] = defaultdict(SketchMerger)
-    everything = SketchMerger()
     for run_id, scheduled_for, data in rows:
         per_run[(scheduled_for, run_id)].add(data)
-        everything.add(data)
+    everything = SketchMerger()
     values = []
     for (scheduled_for, run_id), merger in sorted(per_run.items()):
+        everything.merge(merger)
         value = latency_stat(merger.result(), stat).value
         if value is not None and value > 0:
             values.append(RunValue(run_id, scheduled_for, value))

@@ -80,3 +80,42 @@ def test_the_fast_merger_equals_merging_sketches() -> None:
     for q in (0.5, 0.9, 0.99):
         assert fast.quantile(q) == pytest.approx(merged.quantile(q), rel=1e-9)
     assert SketchMerger().result().count == 0
+
+
+def test_a_sketch_filled_from_bins_answers_like_a_decoded_one() -> None:
+    """MetricSketch.of and SketchMerger fill ddsketch's store in one go instead of through its
+    decoder; every rank, threshold count, later add and merge must come out the same."""
+    rng = random.Random(13)
+    values = [rng.lognormvariate(2, 1.5) for _ in range(2000)] + [0.0, 0.0, -3.5, -0.25]
+    filled = MetricSketch.of(values)
+    decoded = MetricSketch.from_bytes(filled.to_bytes())
+    qs = [i / 200 for i in range(201)]
+    assert [filled.quantile(q) for q in qs] == [decoded.quantile(q) for q in qs]
+    thresholds = [0.5, 1.0, 7.5, 40.0, 1e4]
+    assert [filled.count_at_or_below(t) for t in thresholds] == \
+        [decoded.count_at_or_below(t) for t in thresholds]
+    other = MetricSketch.of(rng.expovariate(0.01) for _ in range(500))
+    for sketch in (filled, decoded):
+        sketch.add(1e6)
+        sketch.add(1e-3)
+        sketch.merge(MetricSketch.from_bytes(other.to_bytes()))
+    assert filled.count == decoded.count == 2506
+    assert [filled.quantile(q) for q in qs] == [decoded.quantile(q) for q in qs]
+
+
+def test_merging_mergers_equals_adding_every_sketch_to_one() -> None:
+    rng = random.Random(14)
+    parts = [MetricSketch.of(rng.lognormvariate(4, 1) for _ in range(200)).to_bytes()
+             for _ in range(12)]
+    one, by_group = SketchMerger(), SketchMerger()
+    for start in range(0, 12, 4):
+        group = SketchMerger()
+        for data in parts[start:start + 4]:
+            group.add(data)
+            one.add(data)
+        by_group.merge(group)
+    by_group.merge(SketchMerger())
+    a, b = one.result(), by_group.result()
+    assert (a.count, a.min, a.max) == (b.count, b.min, b.max) == (2400, a.min, a.max)
+    assert a.sum == pytest.approx(b.sum, rel=1e-12)
+    assert [a.quantile(q / 100) for q in range(101)] == [b.quantile(q / 100) for q in range(101)]
