@@ -1,14 +1,15 @@
 """Label matchers and silences, as Alertmanager defines them: a matcher compares one label by
-equality or by a fully anchored regular expression, optionally negated; a silence matches an
-alert when every one of its matchers does, between its start and end. Pure."""
+equality or by a fully anchored regular expression (RE2, linear time: see patterns.py),
+optionally negated; a silence matches an alert when every one of its matchers does, between
+its start and end. Pure."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import lru_cache
+
+from sustain.service.evaluation.patterns import PatternError, full_match
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,14 +22,17 @@ class Matcher:
     def matches(self, labels: Mapping[str, str]) -> bool:
         """A missing label reads as the empty string (as in Alertmanager)."""
         actual = labels.get(self.name, "")
-        hit = (_anchored(self.value).fullmatch(actual) is not None if self.is_regex
-               else actual == self.value)
+        if self.is_regex:
+            try:
+                hit = full_match(self.value, actual)
+            except PatternError:
+                # Stored before patterns were checked as RE2: the matcher, negated or not,
+                # selects nothing, so its silence cannot swallow pages (the API refuses such
+                # patterns now).
+                return False
+        else:
+            hit = actual == self.value
         return hit == self.is_equal
-
-
-@lru_cache(maxsize=1024)
-def _anchored(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
 
 
 def matches_all(matchers: Sequence[Matcher], labels: Mapping[str, str]) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, Field, StringConstraints
@@ -28,6 +29,29 @@ LabelKey = Annotated[str, StringConstraints(min_length=1, max_length=63,
 LabelValue = Annotated[Text, StringConstraints(max_length=256)]
 Labels = Annotated[dict[LabelKey, LabelValue], Field(max_length=32)]
 DbId = Annotated[int, Field(ge=1, le=MAX_DB_ID)]
+
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(2999, 12, 31, 23, 59, 59, tzinfo=UTC)
+"""The times a caller may give (query parameters, silence bounds). Wide enough for any data and
+any "forever" silence, and far enough from the calendar's ends (years 1 and 9999) that window
+arithmetic (a time minus 400 days, plus a repeat interval) can never overflow."""
+
+
+def supported_time(value: datetime) -> datetime:
+    """`value` in UTC (one without an offset is UTC), within [EARLIEST, LATEST]."""
+    try:
+        moment = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except OverflowError:
+        moment = None
+    if moment is None or not EARLIEST <= moment <= LATEST:
+        raise PydanticCustomError(
+            "time_range", "must be between {earliest} and {latest}",
+            {"earliest": f"{EARLIEST:%Y-%m-%d}", "latest": f"{LATEST:%Y-%m-%d}"})
+    return moment
+
+
+ApiTime = Annotated[datetime, AfterValidator(supported_time)]
+"""A time a caller gives: UTC, within the supported range (else 422 naming the field)."""
 
 
 def reject_nulls(model: BaseModel, nullable: frozenset[str] = frozenset()) -> None:

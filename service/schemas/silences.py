@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import re
-from datetime import UTC, datetime
+from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
-from sustain.service.schemas.common import LabelKey, LabelValue, Text
+from sustain.service.evaluation.patterns import PatternError, anchored
+from sustain.service.schemas.common import LabelKey, LabelValue, Text, supported_time
 
 
 class MatcherBody(BaseModel):
@@ -22,9 +23,10 @@ class MatcherBody(BaseModel):
     def _regex(self) -> MatcherBody:
         if self.is_regex:
             try:
-                re.compile(self.value)
-            except re.error as exc:
-                raise ValueError(f"value is not a valid regular expression: {exc}") from None
+                anchored(self.value)
+            except PatternError as exc:
+                raise PydanticCustomError("regex", "value {reason}",
+                                          {"field": "value", "reason": str(exc)}) from None
         return self
 
 
@@ -44,10 +46,7 @@ class SilenceCreate(BaseModel):
             return None
         if value.tzinfo is None:
             raise ValueError("must carry a time zone (e.g. 2026-12-03T10:00:00Z)")
-        try:
-            return value.astimezone(UTC)
-        except OverflowError:
-            raise ValueError("is out of range") from None
+        return supported_time(value)
 
     @model_validator(mode="after")
     def _matches_something(self) -> SilenceCreate:

@@ -5,7 +5,7 @@ thread."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
@@ -19,7 +19,7 @@ from sustain.service.db.models import Probe, Run
 from sustain.service.errors import FieldError, NotFoundError
 from sustain.service.history.aggregate import LATENCY_STATS
 from sustain.service.history.windows import parse_duration
-from sustain.service.schemas.common import MAX_DB_ID
+from sustain.service.schemas.common import MAX_DB_ID, ApiTime
 from sustain.service.schemas.drift import ChangePoint, DriftRead, WindowStat
 
 router = APIRouter(prefix="/probes", tags=["drift"])
@@ -47,7 +47,7 @@ async def drift(
     window: Annotated[str, Query(max_length=16)] = "24h",
     baseline: Annotated[str, Query(max_length=16)] = "7d",
     baseline_run: Annotated[int | None, Query(ge=1, le=MAX_DB_ID)] = None,
-    to: datetime | None = None,
+    to: ApiTime | None = None,
 ) -> DriftRead:
     """Compare the runs of the last `window` with the `baseline` window just before it, or
     with the run `baseline_run`, on each run's `stat` of `metric`."""

@@ -3,7 +3,7 @@ summed counts."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
@@ -23,7 +23,7 @@ from sustain.service.history.windows import (
     parse_duration,
     point_count,
 )
-from sustain.service.schemas.common import MAX_DB_ID
+from sustain.service.schemas.common import MAX_DB_ID, ApiTime
 from sustain.service.schemas.history import MetricSummary, Series, SeriesPoint, WindowSummary
 
 router = APIRouter(prefix="/probes", tags=["history"])
@@ -53,8 +53,8 @@ async def series(
     session: SessionDep,
     metric: MetricName = "ttft",
     stat: Stat = "p99",
-    from_: Annotated[datetime | None, Query(alias="from")] = None,
-    to: datetime | None = None,
+    from_: Annotated[ApiTime | None, Query(alias="from")] = None,
+    to: ApiTime | None = None,
     step: Annotated[str, Query(max_length=16)] = "1h",
 ) -> Series:
     """One point per step (windows aligned on multiples of the step since the Unix epoch, UTC)
@@ -89,7 +89,7 @@ async def summary(
     probe_id: ProbeId,
     session: SessionDep,
     window: Annotated[str, Query(max_length=16)] = "24h",
-    to: datetime | None = None,
+    to: ApiTime | None = None,
 ) -> WindowSummary:
     """Merged percentiles of every latency metric, availability and throughputs over
     [to - window, to), with their counts. `to` defaults to now."""

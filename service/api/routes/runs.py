@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, Response
@@ -18,7 +17,7 @@ from sustain.service.db.models import Run
 from sustain.service.errors import FieldError
 from sustain.service.export.csv_rows import MEDIA_TYPE as CSV_MEDIA
 from sustain.service.export.csv_rows import csv_text
-from sustain.service.schemas.common import MAX_DB_ID
+from sustain.service.schemas.common import MAX_DB_ID, ApiTime
 from sustain.service.schemas.runs import RunList, RunRead, RunStatus, SamplePage, SampleRead
 
 router = APIRouter(prefix="/runs", tags=["runs"])
@@ -32,8 +31,8 @@ async def list_runs(
     session: SessionDep,
     probe_id: Annotated[int | None, Query(ge=1, le=MAX_DB_ID)] = None,
     status: RunStatus | None = None,
-    from_: Annotated[datetime | None, Query(alias="from")] = None,
-    to: datetime | None = None,
+    from_: Annotated[ApiTime | None, Query(alias="from")] = None,
+    to: ApiTime | None = None,
     cursor_: Annotated[str | None, Query(alias="cursor", max_length=100)] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
 ) -> RunList:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Path, status
@@ -14,7 +13,7 @@ from sustain.service.db import slos as slo_queries
 from sustain.service.db.models import Slo
 from sustain.service.evaluation.slo_status import needed_windows
 from sustain.service.evaluation.slo_status import status as slo_status
-from sustain.service.schemas.common import MAX_DB_ID
+from sustain.service.schemas.common import MAX_DB_ID, ApiTime
 from sustain.service.schemas.slos import (
     SloCreate,
     SloRead,
@@ -72,7 +71,7 @@ async def delete_slo(slo_id: SloId, session: SessionDep) -> None:
 
 @router.get("/{slo_id}/status")
 async def get_slo_status(slo_id: SloId, session: SessionDep,
-                         at: datetime | None = None) -> SloStatusRead:
+                         at: ApiTime | None = None) -> SloStatusRead:
     """Compliance and budget over the compliance window, and the burn rate over each tier
     window, ending at `at` (now). Windows without events have null figures."""
     slo = await crud.get(session, Slo, slo_id, "slo")

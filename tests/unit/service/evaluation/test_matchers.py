@@ -40,3 +40,12 @@ def test_silence_states() -> None:
     assert silence_state(T0, end, T0 - timedelta(seconds=1)) == "pending"
     assert silence_state(T0, end, T0) == "active"
     assert silence_state(T0, end, end) == "expired"
+
+
+
+def test_a_stored_pattern_re2_refuses_selects_nothing_so_pages_still_go_out() -> None:
+    assert not Matcher("slo", "(?=chat).*", is_regex=True).matches(LABELS)
+    assert not Matcher("slo", "(?=chat).*", is_regex=True, is_equal=False).matches(LABELS)
+    window = SilenceWindow((Matcher("slo", "(?!x).*", is_regex=True, is_equal=False),),
+                           T0, T0 + timedelta(hours=1))
+    assert not silenced([window], LABELS, T0)
