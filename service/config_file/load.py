@@ -76,22 +76,39 @@ def parse(text: str, file: str, environ: Mapping[str, str] | None = None
     """The validated config and where each value came from; ConfigError otherwise."""
     located = load(text, file, os.environ if environ is None else environ)
     if not isinstance(located.data, dict):
-        raise ConfigError(file, [Problem(1, "", "the file must be a mapping with endpoints, "
-                                                "workloads and probes")])
+        raise ConfigError(file, [*located.problems, Problem(
+            1, "", "the file must be a mapping with endpoints, workloads and probes")])
     try:
         config = ConfigFile.model_validate(located.data)
     except ValidationError as exc:
-        raise ConfigError(file, _validation_problems(located, exc)) from None
+        raise ConfigError(file, _together(located.problems,
+                                          _validation_problems(located, exc))) from None
     problems = [Problem(located.line_of(path), dotted(path), message)
                 for path, message in _references(config)]
-    if problems:
-        raise ConfigError(file, problems)
+    if located.problems or problems:
+        raise ConfigError(file, _together(located.problems, problems))
     return config, located
+
+
+def _together(building: list[Problem], others: list[Problem]) -> list[Problem]:
+    """Every problem, the unset variables first; a field whose variable was unset is reported
+    once, for the variable, not again for the empty value it was left with."""
+    named = {p.field for p in building}
+    return [*building, *(p for p in others if p.field not in named)]
+
+
+MAX_FILE_BYTES = 4 * 1024 * 1024
+"""A config file larger than this is refused unread."""
 
 
 def read(path: Path, environ: Mapping[str, str] | None = None) -> tuple[ConfigFile, Located]:
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_FILE_BYTES + 1)
+        if len(raw) > MAX_FILE_BYTES:
+            raise ConfigError(str(path), [Problem(None, "", f"larger than {MAX_FILE_BYTES:,} "
+                                                  "bytes")])
+        text = raw.decode("utf-8")
     except OSError as exc:
         raise ConfigError(str(path), [Problem(None, "", f"cannot read: {exc.strerror}")]) \
             from None

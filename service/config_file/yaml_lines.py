@@ -4,6 +4,11 @@ PyYAML's node tree carries positions; we build the Python values from it ourselv
 each path (("probes", 0, "schedule", "every")) maps to its 1-based line, duplicate keys are
 errors rather than silently last-wins, and `${NAME}` / `${NAME:-default}` in string scalars
 are expanded from the environment (an unset variable without a default is an error).
+
+The input is bounded before anything is built: nesting deeper than MAX_DEPTH is refused from
+the parser's event stream (PyYAML's composer recurses, so deep input would end in a
+RecursionError), an alias that refers to itself is refused, and aliases may expand to at most
+MAX_VALUES values in all ("billion laughs" files stop there instead of exhausting memory).
 """
 
 from __future__ import annotations
@@ -18,6 +23,10 @@ import yaml
 Path = tuple[str | int, ...]
 
 STR_TAG = "tag:yaml.org,2002:str"
+MAX_DEPTH = 64
+"""Mappings and sequences nested deeper than this are refused (aliases included)."""
+MAX_VALUES = 100_000
+"""Values a file may expand to, aliases counted each time they are used."""
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -45,6 +54,9 @@ class ConfigError(Exception):
 class Located:
     data: Any
     lines: dict[Path, int] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    """Unset variables: reported together with the validation's problems, so that one does
+    not hide the others."""
 
     def line_of(self, path: Path) -> int | None:
         """The line of the value at `path`, or of its nearest ancestor that has one."""
@@ -63,14 +75,51 @@ def dotted(path: Path) -> str:
     return out
 
 
+class _TooLarge(Exception):
+    """The file exceeds a structural bound; nothing more can be built from it."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
+
+
 class _Builder:
     def __init__(self, environ: Mapping[str, str]) -> None:
         self.environ = environ
         self.lines: dict[Path, int] = {}
         self.problems: list[Problem] = []
+        """Structural problems (keys): the data cannot be validated."""
+        self.unset: list[Problem] = []
+        """Unset variables: the data can still be validated."""
+        self.values = 0
+        self.building: set[int] = set()
+        """Ids of the collection nodes being built: meeting one again is a recursive alias."""
 
     def build(self, node: yaml.Node, path: Path) -> Any:
-        self.lines[path] = node.start_mark.line + 1
+        line = node.start_mark.line + 1
+        self.values += 1
+        if self.values > MAX_VALUES:
+            raise _TooLarge(Problem(line, dotted(path), f"the file expands to more than "
+                                    f"{MAX_VALUES:,} values (through aliases)"))
+        if len(path) > MAX_DEPTH:
+            raise _TooLarge(Problem(line, dotted(path[:MAX_DEPTH]),
+                                    f"nested deeper than {MAX_DEPTH} levels (through aliases)"))
+        if id(node) in self.building:
+            raise _TooLarge(Problem(line, dotted(path), "an alias refers to a value that "
+                                    "contains it (a recursive alias)"))
+        self.lines[path] = line
+        if isinstance(node, yaml.MappingNode | yaml.SequenceNode):
+            self.building.add(id(node))
+            try:
+                return self._collection(node, path)
+            finally:
+                self.building.discard(id(node))
+        assert isinstance(node, yaml.ScalarNode)
+        if node.tag == STR_TAG:
+            return self.expand(str(node.value), path, line)
+        return yaml.SafeLoader("").construct_object(node, deep=True)
+
+    def _collection(self, node: yaml.MappingNode | yaml.SequenceNode, path: Path) -> Any:
         if isinstance(node, yaml.MappingNode):
             out: dict[str, Any] = {}
             for key_node, value_node in node.value:
@@ -85,12 +134,7 @@ class _Builder:
                     continue
                 out[key] = self.build(value_node, (*path, key))
             return out
-        if isinstance(node, yaml.SequenceNode):
-            return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
-        assert isinstance(node, yaml.ScalarNode)
-        if node.tag == STR_TAG:
-            return self.expand(str(node.value), path, node.start_mark.line + 1)
-        return yaml.SafeLoader("").construct_object(node, deep=True)
+        return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
 
     def expand(self, text: str, path: Path, line: int) -> str:
         def replace(match: re.Match[str]) -> str:
@@ -99,16 +143,35 @@ class _Builder:
                 return self.environ[name]
             if default is not None:
                 return default
-            self.problems.append(Problem(line, dotted(path),
-                                         f"environment variable {name} is not set"))
+            self.unset.append(Problem(line, dotted(path),
+                                      f"environment variable {name} is not set"))
             return ""
         return ENV_REFERENCE.sub(replace, text)
 
 
+def _too_deep(text: str) -> Problem | None:
+    """Nesting deeper than MAX_DEPTH, found from the parser's events (which do not recurse)."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                mark = event.start_mark
+                return Problem(None if mark is None else mark.line + 1, "",
+                               f"nested deeper than {MAX_DEPTH} levels")
+        elif isinstance(event, yaml.MappingEndEvent | yaml.SequenceEndEvent):
+            depth -= 1
+    return None
+
+
 def load(text: str, file: str, environ: Mapping[str, str]) -> Located:
-    """Parse YAML text; ConfigError (with lines) for syntax errors, duplicate keys and unset
-    variables."""
+    """Parse YAML text; ConfigError (with lines) for syntax errors, duplicate or non-string
+    keys and files over the bounds. Unset variables are kept in Located.problems for the
+    caller to report with the validation's."""
     try:
+        too_deep = _too_deep(text)
+        if too_deep is not None:
+            raise ConfigError(file, [too_deep])
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -119,7 +182,10 @@ def load(text: str, file: str, environ: Mapping[str, str]) -> Located:
     if node is None:
         return Located({}, {})
     builder = _Builder(environ)
-    data = builder.build(node, ())
+    try:
+        data = builder.build(node, ())
+    except _TooLarge as exc:
+        raise ConfigError(file, [exc.problem]) from None
     if builder.problems:
-        raise ConfigError(file, builder.problems)
-    return Located(data, builder.lines)
+        raise ConfigError(file, [*builder.problems, *builder.unset])
+    return Located(data, builder.lines, builder.unset)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Literal
+from urllib.parse import unquote_plus, urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -37,15 +38,26 @@ def _printable_ascii(value: str) -> str:
 HeaderValue = Annotated[str, StringConstraints(max_length=4096), AfterValidator(_printable_ascii)]
 Timeout = Annotated[float, Field(gt=0, le=3600)]
 
-CREDENTIAL_QUERY_WORDS = ("key", "token", "secret", "password", "auth", "sig")
-CREDENTIAL_HEADERS = frozenset(
-    {"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie"}
-)
+CREDENTIAL_WORDS = ("token", "key", "secret", "auth", "credential", "password", "passwd",
+                    "signature")
+"""A header or URL parameter whose name holds one of these looks like a credential
+(X-Auth-Token, X-Goog-Api-Key, Ocp-Apim-Subscription-Key, Private-Token, x-amz-credential)."""
+CREDENTIAL_NAMES = frozenset({"cookie", "code", "sig", "jwt"})
+"""Names that carry credentials without a word above: a cookie, OAuth's `code`, the `sig` of
+an Azure shared access signature, a bare JWT."""
+CREDENTIAL_SCHEMES = ("bearer ", "basic ", "digest ", "negotiate ", "token ")
+"""A header value starting with an auth scheme is a credential, whatever the header's name."""
+
+
+def looks_like_credential(name: str) -> bool:
+    """Whether a header or URL parameter named `name` would carry a secret."""
+    lowered = name.lower()
+    return lowered in CREDENTIAL_NAMES or any(word in lowered for word in CREDENTIAL_WORDS)
 
 
 def _check_headers(headers: dict[str, str] | None) -> dict[str, str] | None:
-    for name in headers or {}:
-        if name.lower() in CREDENTIAL_HEADERS:
+    for name, value in (headers or {}).items():
+        if looks_like_credential(name) or value.lower().startswith(CREDENTIAL_SCHEMES):
             raise ValueError(
                 f"header {name!r} carries credentials; use auth_secret_ref (env:NAME or "
                 "file:/path) so the secret is never stored"
@@ -53,15 +65,25 @@ def _check_headers(headers: dict[str, str] | None) -> dict[str, str] | None:
     return headers
 
 
+def check_query_has_no_credentials(query: str) -> None:
+    """Refuse a query string (or fragment) with a parameter that looks like a credential; the
+    message names the parameter, never its value."""
+    for pair in query.replace(";", "&").split("&"):
+        name = unquote_plus(pair.partition("=")[0])
+        if name and looks_like_credential(name):
+            raise ValueError(f"parameter {name!r} looks like a credential; use "
+                             "auth_secret_ref")
+
+
 def check_url_has_no_credentials(url: AnyHttpUrl | None) -> AnyHttpUrl | None:
     if url is None:
         return None
     if url.username or url.password:
         raise ValueError("must not contain credentials; use auth_secret_ref")
-    for name, _ in url.query_params():
-        if any(word in name.lower() for word in CREDENTIAL_QUERY_WORDS):
-            raise ValueError(f"query parameter {name!r} looks like a credential; use "
-                             "auth_secret_ref")
+    check_query_has_no_credentials(url.query or "")
+    if url.fragment:
+        raise ValueError("must not have a fragment (#...): it is never sent, and may hold a "
+                         "token")
     return url
 
 
@@ -77,6 +99,15 @@ class _EndpointFields(BaseModel):
     @classmethod
     def _base_url(cls, value: AnyHttpUrl | None) -> AnyHttpUrl | None:
         return check_url_has_no_credentials(value)
+
+    @field_validator("http_check", check_fields=False)
+    @classmethod
+    def _check_path(cls, value: HttpCheck | None) -> HttpCheck | None:
+        if value is not None:
+            parts = urlsplit(value.path)
+            check_query_has_no_credentials(parts.query)
+            check_query_has_no_credentials(parts.fragment)
+        return value
 
 
 class EndpointCreate(_EndpointFields):

@@ -140,3 +140,52 @@ async def test_http_endpoints_carry_their_check(api: httpx.AsyncClient) -> None:
         "http_check": {"method": "BREW"}})
     assert r.status_code == 422
     assert r.json()["errors"][0]["field"] == "http_check.method"
+
+
+@pytest.mark.parametrize("headers", [
+    {"X-Auth-Token": "opaque-value-1"}, {"X-Goog-Api-Key": "opaque-value-1"},
+    {"Ocp-Apim-Subscription-Key": "opaque-value-1"}, {"Private-Token": "opaque-value-1"},
+    {"X-Amz-Security-Token": "opaque-value-1"}, {"X-Client-Secret": "opaque-value-1"},
+    {"Cookie": "sid=opaque-value-1"}, {"X-Forwarded-User": "Bearer opaque-value-1"},
+    {"X-Whatever": "basic opaque-value-1"},
+])
+async def test_credential_like_headers_are_refused_and_never_echoed(
+        api: httpx.AsyncClient, headers: dict[str, str]) -> None:
+    r = await api.post("/api/v1/endpoints", json={
+        "name": "ep", "base_url": "http://127.0.0.1:9/v1", "model": "m", "headers": headers})
+    assert r.status_code == 422, r.text
+    assert r.json()["errors"][0]["field"] == "headers"
+    assert "opaque-value-1" not in r.text
+    assert (await api.get("/api/v1/endpoints")).json() == []
+
+
+@pytest.mark.parametrize("url", [
+    "http://127.0.0.1:9/v1?code=opaque-value-1",
+    "http://127.0.0.1:9/v1?X-Amz-Credential=opaque-value-1",
+    "http://127.0.0.1:9/v1?sig=opaque-value-1",
+    "http://127.0.0.1:9/v1?api%5Fkey=opaque-value-1",
+    "http://127.0.0.1:9/v1#token=opaque-value-1",
+])
+async def test_credential_like_url_parts_are_refused_and_never_echoed(
+        api: httpx.AsyncClient, url: str) -> None:
+    r = await api.post("/api/v1/endpoints", json={"name": "ep", "base_url": url, "model": "m"})
+    assert r.status_code == 422, r.text
+    assert r.json()["errors"][0]["field"] == "base_url"
+    assert "opaque-value-1" not in r.text
+
+
+async def test_a_credential_in_an_http_check_path_is_refused(api: httpx.AsyncClient) -> None:
+    r = await api.post("/api/v1/endpoints", json={
+        "name": "ep", "base_url": "http://127.0.0.1:9", "model": "m", "api_kind": "http",
+        "http_check": {"path": "/health?access_token=opaque-value-1"}})
+    assert r.status_code == 422, r.text
+    assert r.json()["errors"][0]["field"] == "http_check"
+    assert "opaque-value-1" not in r.text
+
+
+async def test_ordinary_headers_and_parameters_are_kept(api: httpx.AsyncClient) -> None:
+    r = await api.post("/api/v1/endpoints", json={
+        "name": "ep", "base_url": "http://127.0.0.1:9/v1?api-version=2024-10-21",
+        "model": "m", "headers": {"X-Team": "research", "X-Request-Source": "sustain"}})
+    assert r.status_code == 201, r.text
+    assert r.json()["headers"] == {"X-Team": "research", "X-Request-Source": "sustain"}

@@ -30,3 +30,21 @@ def test_malformed_reference_is_never_echoed() -> None:
     with pytest.raises(SecretUnavailableError) as info:
         resolve_secret("sk-live-pasted-key-by-mistake")
     assert "sk-live" not in str(info.value)
+
+
+@pytest.mark.parametrize("value", ["sk-abc\r\nX-Injected: 1", "sk-abc\nX", "sk\x00abc",
+                                   "sk\x1babc", "sk\x7fabc"])
+def test_a_value_with_control_characters_is_refused_naming_only_the_reference(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, value: str) -> None:
+    path = tmp_path / "token"
+    path.write_text(value)
+    refs = [f"file:{path}"]
+    if "\x00" not in value:  # the environment cannot hold NUL; a file can
+        monkeypatch.setenv("SUSTAIN_TEST_SMUGGLED", value)
+        refs.append("env:SUSTAIN_TEST_SMUGGLED")
+    for ref in refs:
+        with pytest.raises(SecretUnavailableError, match="control characters") as info:
+            resolve_secret(ref)
+        assert ref in str(info.value)
+        assert "abc" not in str(info.value)
+        assert "Injected" not in str(info.value)

@@ -138,3 +138,34 @@ endpoints:
     (line,) = problems(text)
     assert line.startswith("sustain.yaml:5: endpoints[0].headers")
     assert "sk-123" not in line
+
+
+def test_an_unset_variable_does_not_hide_the_files_other_problems() -> None:
+    text = GOOD.replace("    max_tokens: 16\n", "    max_tokens: -1\n")
+    assert problems(text) == [
+        "sustain.yaml:4: endpoints[0].base_url: environment variable SIM_URL is not set",
+        "sustain.yaml:9: workloads[0].max_tokens: Input should be greater than or equal to 1"]
+
+
+@pytest.mark.parametrize("text", [
+    "probes: " + "[" * 5000 + "]" * 5000 + "\n",
+    "probes:\n" + "".join("  " * i + "- \n" for i in range(1, 200)),
+    "a: &a {b: *a}\nprobes: *a\n",
+])
+def test_deep_or_recursive_yaml_is_one_problem_not_a_crash(text: str) -> None:
+    (line,) = problems(text)
+    assert "nested deeper than 64 levels" in line or "recursive alias" in line
+
+
+def test_a_billion_laughs_file_stops_at_the_value_bound() -> None:
+    text = "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+        f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 9))
+    (line,) = problems(text)
+    assert "expands to more than 100,000 values" in line
+
+
+def test_a_file_over_the_size_bound_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "big.yaml"
+    path.write_bytes(b"# " + b"x" * (4 * 1024 * 1024) + b"\n")
+    with pytest.raises(ConfigError, match="larger than 4,194,304 bytes"):
+        read(path, environ={})
