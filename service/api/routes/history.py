@@ -11,7 +11,7 @@ from fastapi import APIRouter, Path, Query
 from sustain.probes.measure.percentiles import QUANTILES
 from sustain.probes.measure.run_sketches import METRICS, MetricName
 from sustain.service.api.deps import SessionDep
-from sustain.service.api.times import as_utc, utc_or_now
+from sustain.service.api.times import utc_or_now
 from sustain.service.db import history
 from sustain.service.db.models import Probe
 from sustain.service.errors import FieldError, NotFoundError
@@ -61,7 +61,7 @@ async def series(
     from merged sketches or summed counts. `from` defaults to 24 h before `to` (now)."""
     step_s = _duration("query.step", step)
     end = utc_or_now(to)
-    start = as_utc(from_) if from_ is not None else end - timedelta(days=1)
+    start = from_ if from_ is not None else end - timedelta(days=1)
     if start >= end:
         raise FieldError("query.from", "must be before `to`")
     points = point_count(start, end, step_s)

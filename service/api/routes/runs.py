@@ -10,7 +10,6 @@ from fastapi.responses import StreamingResponse
 
 from sustain.service.api import cursor
 from sustain.service.api.deps import SessionDep, StateDep
-from sustain.service.api.times import as_utc
 from sustain.service.db import runs as run_queries
 from sustain.service.db import samples as sample_queries
 from sustain.service.db.models import Run
@@ -38,8 +37,7 @@ async def list_runs(
 ) -> RunList:
     """Runs, newest first; `from`/`to` bound scheduled_for. Pass `next_cursor` back as
     `cursor` for the next page; it is null on the last one."""
-    start = None if from_ is None else as_utc(from_)
-    end = None if to is None else as_utc(to)
+    start, end = from_, to
     if start is not None and end is not None and start >= end:
         raise FieldError("query.from", "must be before `to`")
     before = cursor.decode("runs", cursor_)

@@ -16,7 +16,6 @@ from fastapi import FastAPI
 
 from sustain.service.app import runtime_of
 from sustain.service.domain.rows import SAMPLE_COLUMNS
-from sustain.service.runtime import Replica
 from tests.integration.service.storage import (
     create_probe_rows,
     create_run,
@@ -26,11 +25,6 @@ from tests.integration.service.storage import (
 )
 
 NOW = datetime.now(UTC).replace(microsecond=0)
-
-
-def state_of(app: FastAPI) -> Replica:
-    state = runtime_of(app)
-    return state
 
 
 async def all_pages(api: httpx.AsyncClient, run_id: int, limit: int,
@@ -66,7 +60,7 @@ def typed(column: str, value: str) -> Any:
 
 
 async def test_csv_round_trip_equals_json(api: httpx.AsyncClient, app: FastAPI) -> None:
-    engine = state_of(app).engine
+    engine = runtime_of(app).engine
     probe_id = await create_probe_rows(engine)
     run_id = await seed_run(engine, probe_id, NOW,
                             synthetic_samples(230, NOW, random.Random(1), fail_every=7))
@@ -87,7 +81,7 @@ async def test_csv_round_trip_equals_json(api: httpx.AsyncClient, app: FastAPI) 
 
 async def test_a_csv_page_carries_the_next_cursor_in_a_header(
         api: httpx.AsyncClient, app: FastAPI) -> None:
-    engine = state_of(app).engine
+    engine = runtime_of(app).engine
     probe_id = await create_probe_rows(engine)
     run_id = await seed_run(engine, probe_id, NOW, synthetic_samples(30, NOW, random.Random(2)))
     first = await api.get(f"/api/v1/runs/{run_id}/samples",
@@ -101,7 +95,7 @@ async def test_a_csv_page_carries_the_next_cursor_in_a_header(
 
 async def test_cursor_pagination_returns_every_sample_once_while_samples_arrive(
         api: httpx.AsyncClient, app: FastAPI) -> None:
-    state = state_of(app)
+    state = runtime_of(app)
     probe_id = await create_probe_rows(state.engine)
     run_id = await create_run(state.engine, probe_id, NOW)
     samples = synthetic_samples(600, NOW, random.Random(3))
@@ -128,7 +122,7 @@ async def test_cursor_pagination_returns_every_sample_once_while_samples_arrive(
 
 async def test_runs_filter_by_probe_status_and_time_with_cursor_pages(
         api: httpx.AsyncClient, app: FastAPI) -> None:
-    engine = state_of(app).engine
+    engine = runtime_of(app).engine
     first, second = await create_probe_rows(engine, "a"), await create_probe_rows(engine, "b")
     ids = [await create_run(engine, first, NOW - timedelta(hours=h), status="succeeded")
            for h in range(10)]
@@ -163,7 +157,7 @@ async def test_runs_filter_by_probe_status_and_time_with_cursor_pages(
 async def test_bad_sample_and_run_parameters_answer_422_naming_them(
         api: httpx.AsyncClient, app: FastAPI, path: str, params: dict[str, Any],
         field: str) -> None:
-    engine = state_of(app).engine
+    engine = runtime_of(app).engine
     run_id = await create_run(engine, await create_probe_rows(engine), NOW)
     r = await api.get(path.format(run=run_id), params=params)
     assert r.status_code == 422, r.text
