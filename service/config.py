@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -137,6 +137,73 @@ class Settings(BaseSettings):
         "on SIGHUP).",
     )
 
+    # --- access (issue 14) ---
+    admin_key: SecretStr | None = Field(
+        default=None,
+        description="A bootstrap admin API key (sk_sustain_ followed by at least 32 "
+        "characters). Checked in memory, never stored; create named keys with it.",
+    )
+    metrics_auth: bool = Field(
+        default=False, description="Require a viewer key on /metrics.")
+    public_status_page: bool = Field(
+        default=False, description="Serve the status page (/) without signing in.")
+    anonymous_read: bool = Field(
+        default=False,
+        description="Let callers without a key read (viewer role). `sustain demo` sets it on "
+        "loopback; never set it on a shared deployment.",
+    )
+    session_hours: float = Field(
+        default=12.0, gt=0, le=24 * 30,
+        description="How long a status-page sign-in lasts.",
+    )
+    # --- what probes may read and reach (issue 14) ---
+    secret_env: str = Field(
+        default="",
+        description="Comma-separated environment variable names or globs that `env:` secret "
+        "references may read. SUSTAIN_* and the database URL's variable are never readable.",
+    )
+    secret_dir: Path = Field(
+        default=Path("/var/run/secrets/sustain"),
+        description="`file:` secret references resolve only to files under this directory "
+        "(after resolving links).",
+    )
+    dataset_dir: Path | None = Field(
+        default=None,
+        description="Workload datasets may only be read from under this directory (unset: "
+        "none may be named through the API or a config file).",
+    )
+    dataset_max_bytes: int = Field(
+        default=64 * 1024 * 1024, ge=1024, le=4 * 1024**3,
+        description="Largest dataset file a workload may read, in bytes.",
+    )
+    allowed_targets: str = Field(
+        default="",
+        description="Comma-separated CIDRs and host globs that endpoints and notifiers may "
+        "reach (empty: any address not denied).",
+    )
+    denied_targets: str = Field(
+        default="",
+        description="Comma-separated CIDRs and host globs that are refused, in addition to "
+        "link-local and cloud metadata addresses (always refused).",
+    )
+    # --- load and size limits (issue 14) ---
+    max_rate: float = Field(
+        default=1000.0, gt=0, le=1_000_000, description="Highest request rate a profile may "
+        "ask for, in requests/s.")
+    max_concurrency: int = Field(
+        default=2000, ge=1, le=1_000_000, description="Most concurrent users a profile may "
+        "ask for.")
+    max_run_seconds: float = Field(
+        default=3600.0, gt=0, le=7 * 86400, description="Longest a run may be planned to "
+        "take (all stages and warmups), in seconds.")
+    max_run_requests: int = Field(
+        default=1_000_000, ge=1, le=100_000_000, description="Most requests one run may "
+        "plan to send.")
+    max_body_bytes: int = Field(
+        default=1024 * 1024, ge=1024, le=256 * 1024 * 1024,
+        description="Largest request body the API accepts, in bytes (larger: 413).",
+    )
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _lower(cls, value: object) -> object:
@@ -172,3 +239,18 @@ class Settings(BaseSettings):
         if value is not None and not value.startswith(("http://", "https://")):
             raise ValueError("must be an http:// or https:// URL")
         return value or None
+
+    @field_validator("admin_key")
+    @classmethod
+    def _admin_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value():
+            return None
+        from sustain.service.domain.keys import KEY_PREFIX, MIN_KEY_CHARS
+
+        key = value.get_secret_value()
+        if not key.startswith(KEY_PREFIX) or len(key) - len(KEY_PREFIX) < MIN_KEY_CHARS:
+            raise ValueError(f"must be {KEY_PREFIX} followed by at least {MIN_KEY_CHARS} "
+                             "characters (`sustain keys generate` prints one)")
+        if not key.isascii() or not key.isprintable() or " " in key:
+            raise ValueError("must be printable ASCII without spaces")
+        return value

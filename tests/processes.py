@@ -57,7 +57,7 @@ class SustainProcess:
         self.program = program
         self.args = args
         self.log_path = log
-        self.env = {**os.environ, **(env or {})}
+        self.env = {**os.environ, "SUSTAIN_ADMIN_KEY": TEST_ADMIN_KEY, **(env or {})}
         self.proc: subprocess.Popen[bytes] | None = None
         self.started_at = 0.0
 
@@ -117,3 +117,13 @@ class SustainProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(10)
+
+
+TEST_ADMIN_KEY = "sk_sustain_test-admin-key-0123456789abcdefghijklmnop"
+"""The bootstrap admin key (SUSTAIN_ADMIN_KEY) every test service starts with."""
+ADMIN_HEADERS = {"Authorization": f"Bearer {TEST_ADMIN_KEY}"}
+
+
+def admin_client(base_url: str, timeout: float = 10.0) -> httpx.Client:
+    """A client of a test service that authenticates as its bootstrap admin."""
+    return httpx.Client(base_url=base_url, timeout=timeout, headers=ADMIN_HEADERS)

@@ -9,10 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.processes import SustainProcess, free_port, wait_until
+from tests.processes import SustainProcess, admin_client, free_port, wait_until
 from tests.tools import find_tool
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +34,7 @@ def live(tmp_path: Path, database_url: str) -> Iterator[str]:
         simulator.wait_http(f"http://127.0.0.1:{sim_port}/v1/models")
         server.wait_http(f"http://127.0.0.1:{port}/readyz")
         base = f"http://127.0.0.1:{port}"
-        api = httpx.Client(base_url=base, timeout=10)
+        api = admin_client(base)
         dead_port = free_port()
         for name, url in (("sim", f"http://127.0.0.1:{sim_port}/v1"),
                           ("dead", f"http://127.0.0.1:{dead_port}/v1")):

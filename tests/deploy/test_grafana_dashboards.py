@@ -13,8 +13,7 @@ from typing import Any
 import yaml
 
 from sustain.service.app import create_app
-from sustain.service.config import Settings
-from tests.integration.service.helpers import serving
+from tests.integration.service.helpers import app_settings, serving
 from tests.tools import require_tool
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,7 +94,7 @@ def exported(metrics_text: str) -> set[str]:
 
 
 async def test_every_metric_named_is_exported_or_recorded(database_url: str) -> None:
-    app = create_app(Settings(database_url=database_url, auto_migrate=False))
+    app = create_app(app_settings(database_url, auto_migrate=False))
     async with serving(app) as api:
         names = exported((await api.get("/metrics")).text)
     recorded = {rule["record"] for path in RULES.glob("*.yml")

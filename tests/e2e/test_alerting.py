@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from tests.e2e.test_replicas import db
-from tests.processes import SustainProcess, free_port, wait_until
+from tests.processes import SustainProcess, admin_client, free_port, wait_until
 from tests.receivers import Receiver
 
 ALERTMANAGER = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
@@ -96,7 +96,7 @@ def test_page_alert_reaches_alertmanager_and_webhook_once_then_resolves_and_is_s
             simulator.wait_http(f"http://127.0.0.1:{sim_port}/v1/models")
             for process, port in zip(replicas, ports, strict=True):
                 process.wait_http(f"http://127.0.0.1:{port}/readyz")
-            api = httpx.Client(base_url=f"http://127.0.0.1:{ports[0]}", timeout=10)
+            api = admin_client(f"http://127.0.0.1:{ports[0]}")
             _configure(api, sim_port, am_port, receiver)
 
             time.sleep(8)  # healthy: nothing fires

@@ -16,7 +16,7 @@ import asyncpg
 import httpx
 
 from tests.conftest import asyncpg_dsn
-from tests.processes import SustainProcess, free_port, sustain_command
+from tests.processes import ADMIN_HEADERS, SustainProcess, admin_client, free_port, sustain_command
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sustain.yaml"
 
@@ -64,7 +64,8 @@ BROKEN = V2.replace("    schedule: {every: 45s}\n", "    schedule: {every: 45s}\
 
 
 def jobs(port: int) -> dict[str, dict[str, Any]]:
-    body = httpx.get(f"http://127.0.0.1:{port}/api/v1/replicas/self", timeout=5).json()
+    body = httpx.get(f"http://127.0.0.1:{port}/api/v1/replicas/self", timeout=5,
+                     headers=ADMIN_HEADERS).json()
     return {job["probe"]: job for job in body["jobs"]}
 
 
@@ -109,7 +110,7 @@ def test_config_file_changes_reach_the_database_and_every_replica(
         for port in ports.values():
             wait_for(lambda port=port: set(jobs(port)) == {"alpha", "beta"}, 5)
 
-        api = httpx.Client(base_url=f"http://127.0.0.1:{ports['c1']}", timeout=10)
+        api = admin_client(f"http://127.0.0.1:{ports['c1']}")
         endpoint_id = api.get("/api/v1/endpoints").json()[0]["id"]
         by_name = {p["name"]: p for p in api.get("/api/v1/probes").json()}
         assert by_name["alpha"]["managed_by"] == source

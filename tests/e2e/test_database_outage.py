@@ -12,13 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import asyncpg
-import httpx
 import pytest
 
 from sustain.service.db.embedded import EmbeddedPostgres
 from sustain.service.db.migrate import upgrade_to_head
 from tests.conftest import asyncpg_dsn
-from tests.processes import SustainProcess, free_port
+from tests.processes import SustainProcess, admin_client, free_port
 
 OUTAGE_S = 20.0
 RATE = 10
@@ -65,7 +64,7 @@ def test_samples_survive_a_database_outage_exactly_once(
          "--output-tokens", "8"], tmp_path / "simulator.log")
     service = SustainProcess(["serve", "--port", str(port)], tmp_path / "serve.log",
                              env={"SUSTAIN_DATABASE_URL": url})
-    with simulator, service, httpx.Client(base_url=f"http://127.0.0.1:{port}",
+    with simulator, service, admin_client(f"http://127.0.0.1:{port}",
                                           timeout=5) as api:
         simulator.wait_http(f"http://127.0.0.1:{sim_port}/v1/models")
         service.wait_http(f"http://127.0.0.1:{port}/readyz")

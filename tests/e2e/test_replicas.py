@@ -19,7 +19,7 @@ import asyncpg
 import httpx
 
 from tests.conftest import asyncpg_dsn
-from tests.processes import SustainProcess, free_port, wait_until
+from tests.processes import ADMIN_HEADERS, SustainProcess, admin_client, free_port, wait_until
 
 PROBES = 20
 INTERVAL_S = 2
@@ -41,7 +41,8 @@ def db(url: str, sql: str, *args: Any) -> list[asyncpg.Record]:
 
 
 def jobs(port: int) -> set[str]:
-    body = httpx.get(f"http://127.0.0.1:{port}/api/v1/replicas/self", timeout=5).json()
+    body = httpx.get(f"http://127.0.0.1:{port}/api/v1/replicas/self", timeout=5,
+                     headers=ADMIN_HEADERS).json()
     return {job["probe"] for job in body["jobs"]}
 
 
@@ -63,7 +64,7 @@ def test_three_replicas_run_every_tick_once_and_survive_kill_and_sigterm(
         simulator.wait_http(f"http://127.0.0.1:{sim_port}/v1/models")
         for name, port in ports.items():
             replicas[name].wait_http(f"http://127.0.0.1:{port}/readyz")
-        api = httpx.Client(base_url=f"http://127.0.0.1:{ports['r1']}", timeout=10)
+        api = admin_client(f"http://127.0.0.1:{ports['r1']}")
         endpoint = api.post("/api/v1/endpoints", json={
             "name": "sim", "base_url": f"http://127.0.0.1:{sim_port}/v1",
             "model": "sim-model"}).json()
@@ -119,7 +120,7 @@ def test_three_replicas_run_every_tick_once_and_survive_kill_and_sigterm(
             "name": "long", "endpoint_id": endpoint["id"], "interval_seconds": 3600,
             "enabled": False, "profile": {"kind": "constant", "rate": 2, "duration_s": 30},
             "workload": {"max_tokens": 8}}).json()
-        r3 = httpx.Client(base_url=f"http://127.0.0.1:{ports['r3']}", timeout=10)
+        r3 = admin_client(f"http://127.0.0.1:{ports['r3']}")
         doomed = r3.post(f"/api/v1/probes/{long['id']}/runs").json()["id"]
         wait_until(lambda: db(database_url, "SELECT status FROM runs WHERE id = $1",
                               doomed)[0]["status"] == "running", 10)
@@ -147,7 +148,7 @@ def test_three_replicas_run_every_tick_once_and_survive_kill_and_sigterm(
         assert {row["claimed_by"] for row in after} <= {"r1", "r2"}
         assert {row["status"] for row in after} <= {"succeeded", "running"}
 
-        r2 = httpx.Client(base_url=f"http://127.0.0.1:{ports['r2']}", timeout=10)
+        r2 = admin_client(f"http://127.0.0.1:{ports['r2']}")
         long2 = api.post("/api/v1/probes", json={
             "name": "long2", "endpoint_id": endpoint["id"], "interval_seconds": 3600,
             "enabled": False, "profile": {"kind": "constant", "rate": 2, "duration_s": 4},

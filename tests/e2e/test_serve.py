@@ -13,7 +13,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import asyncpg_dsn
-from tests.processes import SustainProcess, free_port
+from tests.processes import SustainProcess, admin_client, free_port
 
 
 async def stored_samples(database_url: str, run_id: int) -> list[asyncpg.Record]:
@@ -48,7 +48,7 @@ def test_scheduled_probe_end_to_end(tmp_path: Path, database_url: str) -> None:
     with simulator, service:
         simulator.wait_http(f"http://127.0.0.1:{sim_port}/v1/models")
         service.wait_http(f"http://127.0.0.1:{port}/readyz")
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as api:
+        with admin_client(f"http://127.0.0.1:{port}") as api:
             endpoint = api.post("/api/v1/endpoints", json={
                 "name": "sim", "base_url": f"http://127.0.0.1:{sim_port}/v1",
                 "model": "sim-model"}).json()

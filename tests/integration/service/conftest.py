@@ -10,13 +10,12 @@ import pytest
 from fastapi import FastAPI
 
 from sustain.service.app import create_app
-from sustain.service.config import Settings
-from tests.integration.service.helpers import serving
+from tests.integration.service.helpers import app_settings, serving
 
 
 @pytest.fixture
 def app(database_url: str) -> FastAPI:
-    return create_app(Settings(database_url=database_url, auto_migrate=False))
+    return create_app(app_settings(database_url, auto_migrate=False))
 
 
 @pytest.fixture

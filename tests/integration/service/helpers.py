@@ -10,6 +10,10 @@ from typing import Any
 import httpx
 from fastapi import FastAPI
 from prometheus_client.parser import text_string_to_metric_families
+from pydantic import SecretStr
+
+from sustain.service.config import Settings
+from tests.processes import ADMIN_HEADERS, TEST_ADMIN_KEY
 
 
 async def create_endpoint(api: httpx.AsyncClient, base_url: str, **fields: Any
@@ -47,7 +51,8 @@ async def serving(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
     async with (
         app.router.lifespan_context(app),
         httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                          base_url="http://sustain.test") as client,
+                          base_url="http://sustain.test",
+                          headers=ADMIN_HEADERS) as client,
     ):
         yield client
 
@@ -58,3 +63,8 @@ def samples_of(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
         for s in family.samples:
             found.setdefault(s.name, []).append((s.labels, s.value))
     return found
+
+
+def app_settings(database_url: str, **fields: Any) -> Settings:
+    """Settings of an in-process test app: its database and the test admin key."""
+    return Settings(admin_key=SecretStr(TEST_ADMIN_KEY), database_url=database_url, **fields)

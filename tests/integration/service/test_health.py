@@ -7,9 +7,8 @@ from fastapi import FastAPI
 from sqlalchemy import text
 
 from sustain.service.app import create_app, runtime_of
-from sustain.service.config import Settings
 from sustain.service.db.migrate import head_revision
-from tests.integration.service.helpers import serving
+from tests.integration.service.helpers import app_settings, serving
 
 
 async def test_healthz_and_readyz_when_everything_is_up(api: httpx.AsyncClient) -> None:
@@ -21,7 +20,7 @@ async def test_healthz_and_readyz_when_everything_is_up(api: httpx.AsyncClient) 
 
 
 async def test_readyz_is_503_on_an_unmigrated_database(empty_database_url: str) -> None:
-    app = create_app(Settings(database_url=empty_database_url, auto_migrate=False))
+    app = create_app(app_settings(empty_database_url, auto_migrate=False))
     async with serving(app) as api:
         r = await api.get("/readyz")
     assert r.status_code == 503
@@ -29,7 +28,7 @@ async def test_readyz_is_503_on_an_unmigrated_database(empty_database_url: str) 
 
 
 async def test_readyz_is_503_when_the_database_is_unreachable() -> None:
-    app = create_app(Settings(database_url="postgresql://postgres@127.0.0.1:1/none",
+    app = create_app(app_settings("postgresql://postgres@127.0.0.1:1/none",
                               auto_migrate=False))
     async with serving(app) as api:
         r = await api.get("/readyz")
@@ -40,7 +39,7 @@ async def test_readyz_is_503_when_the_database_is_unreachable() -> None:
 
 
 async def test_auto_migrate_brings_an_empty_database_to_head(empty_database_url: str) -> None:
-    app = create_app(Settings(database_url=empty_database_url, auto_migrate=True))
+    app = create_app(app_settings(empty_database_url, auto_migrate=True))
     async with serving(app) as api:
         r = await api.get("/readyz")
     assert r.status_code == 200

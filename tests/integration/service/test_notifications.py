@@ -17,11 +17,10 @@ from fastapi import FastAPI
 
 from sustain.service.alerting.delivery import DeliveryPolicy, DeliveryWorker
 from sustain.service.app import create_app, runtime_of
-from sustain.service.config import Settings
 from sustain.service.db import alerts as alert_queries
 from sustain.service.db import deliveries
 from sustain.service.evaluation.candidates import Candidate
-from tests.integration.service.helpers import samples_of, serving
+from tests.integration.service.helpers import app_settings, samples_of, serving
 from tests.integration.service.storage import fetch
 from tests.receivers import Receiver
 
@@ -33,7 +32,7 @@ FAST = DeliveryPolicy(poll_s=0.1, lease_s=30, max_attempts=3, retry_base_s=0.2,
 @pytest.fixture
 def app(database_url: str) -> FastAPI:
     """The app's own worker and evaluator stay idle so each test drives its workers."""
-    return create_app(Settings(database_url=database_url, auto_migrate=False,
+    return create_app(app_settings(database_url, auto_migrate=False,
                                notify_poll_seconds=60, alert_evaluation_seconds=3600,
                                external_url="https://sustain.example"))
 

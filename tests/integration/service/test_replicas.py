@@ -13,13 +13,13 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from sustain.service.config import Settings
 from sustain.service.db import probes as probe_queries
 from sustain.service.db import runs as run_queries
 from sustain.service.db.engine import create_engine, session_factory
 from sustain.service.scheduling.listener import ProbeListener
 from sustain.service.scheduling.liveness import Liveness
 from sustain.service.scheduling.scheduler import ProbeScheduler
+from tests.integration.service.helpers import app_settings
 from tests.integration.service.storage import create_probe_rows, fetch
 
 TICK = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -148,7 +148,7 @@ async def test_missed_ticks_are_recorded_once_and_never_over_a_run(
     scheduler = ProbeScheduler(
         executor=SimpleNamespace(run_tick=never_run),  # type: ignore[arg-type]
         sessions=sessions, engine=engine,
-        settings=Settings(database_url=database_url, misfire_grace_seconds=2))
+        settings=app_settings(database_url, misfire_grace_seconds=2))
     async with sessions() as session:
         (probe,) = await probe_queries.list_all(session, enabled_only=True)
     scheduler.sync(probe)

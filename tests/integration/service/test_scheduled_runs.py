@@ -10,9 +10,13 @@ from typing import Any
 import httpx
 
 from sustain.service.app import create_app, runtime_of
-from sustain.service.config import Settings
 from tests.conftest import SimulatorHandle
-from tests.integration.service.helpers import create_endpoint, create_probe, wait_for_run
+from tests.integration.service.helpers import (
+    app_settings,
+    create_endpoint,
+    create_probe,
+    wait_for_run,
+)
 
 
 async def test_new_probe_runs_its_current_tick_then_every_interval(
@@ -41,7 +45,7 @@ async def test_a_second_scheduler_on_the_same_database_never_runs_a_tick_twice(
         api: httpx.AsyncClient, database_url: str,
         simulator: SimulatorHandle) -> None:
     endpoint = await create_endpoint(api, simulator.base_url)
-    other = create_app(Settings(database_url=database_url, auto_migrate=False,
+    other = create_app(app_settings(database_url, auto_migrate=False,
                                 replica_id="replica-b"))
     async with other.router.lifespan_context(other):
         probe = await create_probe(api, endpoint["id"], interval_seconds=1)
