@@ -8,16 +8,20 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, Depends, FastAPI
 
+from sustain.service.api.audit import AuditMiddleware
+from sustain.service.api.auth import Access
 from sustain.service.api.errors import install_error_handlers
 from sustain.service.api.routes import (
     alerts,
+    audit,
     deliveries,
     drift,
     endpoints,
     health,
     history,
+    keys,
     metrics,
     notifiers,
     probes,
@@ -27,8 +31,10 @@ from sustain.service.api.routes import (
     slos,
 )
 from sustain.service.config import Settings
+from sustain.service.domain.keys import Role
 from sustain.service.runtime import Replica
 from sustain.service.web import routes as web_routes
+from sustain.service.web.headers import SecurityHeadersMiddleware
 
 API_PREFIX = "/api/v1"
 
@@ -63,12 +69,20 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    app.add_middleware(AuditMiddleware)
+    app.add_middleware(SecurityHeadersMiddleware)
+    # Every API router gets a rule: reads need a viewer, writes an editor; keys and the audit
+    # log need an admin for both.
+    readers = [Depends(Access(read=Role.viewer, write=Role.editor))]
+    admins = [Depends(Access(read=Role.admin, write=Role.admin))]
     api = APIRouter(prefix=API_PREFIX)
     for module in (endpoints, probes, history, drift, runs, replicas, slos, alerts,
                    silences, notifiers, deliveries):
-        api.include_router(module.router)
+        api.include_router(module.router, dependencies=readers)
+    for module in (keys, audit):
+        api.include_router(module.router, dependencies=admins)
     app.include_router(api)
     app.include_router(health.router)
-    app.include_router(metrics.router)
+    app.include_router(metrics.router, dependencies=readers if settings.metrics_auth else [])
     app.include_router(web_routes.router)
     return app

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 import uvicorn
 import uvloop
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 from rich.console import Console
 from rich.live import Live
 
@@ -210,15 +210,37 @@ async def _seed_demo(url: str, simulator_url: str) -> None:
         await engine.dispose()
 
 
+def _loopback(host: str) -> bool:
+    """Whether a bind address only accepts connections from this machine."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 @app.command()
 def demo(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None,
          data_dir: DataDirOpt = None, log_level: LogLevelOpt = None,
          log_format: LogFormatOpt = None) -> None:
     """Embedded PostgreSQL + built-in simulator + a demo probe, served on HOST:PORT."""
+    from sustain.service.domain.keys import generate_key
     from sustain.simulator.server import BackgroundSimulator
 
     settings = load_settings(host=host, port=port, database_url=database_url,
                              data_dir=data_dir, log_level=log_level, log_format=log_format)
+    if not _loopback(settings.host):
+        console.print(f"[red]--host: the demo lets anyone read without a key, so it binds "
+                      f"loopback only (127.0.0.1 or ::1), not {settings.host!r}; use "
+                      "`sustain serve` to serve others[/red]")
+        raise typer.Exit(2)
+    generated = settings.admin_key is None
+    admin_key = generate_key() if generated else settings.admin_key.get_secret_value()  # type: ignore[union-attr]
+    settings = settings.model_copy(update={"anonymous_read": True,
+                                           "admin_key": SecretStr(admin_key)})
     configure_logging(settings.log_level, settings.log_format)
     with database(settings) as url, BackgroundSimulator() as simulator:
         upgrade_to_head(url)
@@ -231,7 +253,11 @@ def demo(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None,
             f"  API docs    {base}/docs\n"
             f"  metrics     {base}/metrics\n"
             f"  latest run  {base}/api/v1/runs?limit=1\n"
-            "Press Ctrl-C to stop."
+            "Reads need no key here (loopback only); writes need the admin key"
+            + (" (SUSTAIN_ADMIN_KEY)." if not generated else
+               f", new for this run:\n  {admin_key}\n"
+               f"  e.g. curl -H 'Authorization: Bearer {admin_key}' {base}/api/v1/keys")
+            + "\nPress Ctrl-C to stop."
         )
         _serve(settings, url)
 
@@ -461,3 +487,101 @@ def export(
             raise typer.Exit(2) from None
     console.print(f"exported {count} samples of probe {probe_name!r}"
                   + (f" to {output}" if output else ""))
+
+
+keys_app = typer.Typer(help="API keys: create (shown once), list, revoke; generate a "
+                            "SUSTAIN_ADMIN_KEY value.", no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
+
+
+async def _keys_call(url: str, action: str, **args: Any) -> Any:
+    from sustain.service.db import keys as key_queries
+
+    engine = create_engine(url, pool_size=1)
+    try:
+        async with session_factory(engine)() as session:
+            if action == "create":
+                created = await key_queries.create(session, args["name"], args["role"], "cli")
+                await session.commit()
+                return created
+            if action == "revoke":
+                row = await key_queries.revoke(session, args["key_id"], datetime.now(UTC))
+                await session.commit()
+                return key_queries.read(row)
+            return [key_queries.read(k) for k in await key_queries.list_all(session)]
+    finally:
+        await engine.dispose()
+
+
+def _keys(action: str, database_url: str | None, data_dir: Path | None, **args: Any) -> Any:
+    from sustain.service.errors import ServiceError
+
+    settings = load_settings(database_url=database_url, data_dir=data_dir)
+    configure_logging(settings.log_level, settings.log_format)
+    with database(settings) as url:
+        upgrade_to_head(url)
+        try:
+            return asyncio.run(_keys_call(url, action, **args))
+        except ServiceError as exc:
+            console.print(f"[red]{exc}[/red]")
+            raise typer.Exit(2) from None
+
+
+@keys_app.command("create")
+def keys_create(
+    name: Annotated[str, typer.Option(help="What the key is for (unique among active keys).")],
+    role: Annotated[str, typer.Option(help="viewer | editor | admin.")],
+    database_url: DbOpt = None, data_dir: DataDirOpt = None,
+) -> None:
+    """Create a key and print it once (stdout); store it now, it cannot be shown again."""
+    from sustain.service.domain.keys import Role
+    from sustain.service.schemas.keys import KeyCreate
+
+    try:
+        body = KeyCreate(name=name, role=Role(role))
+    except (ValueError, ValidationError):
+        console.print("[red]--role: must be viewer, editor or admin; --name: 1-100 "
+                      "printable characters[/red]")
+        raise typer.Exit(2) from None
+    created = _keys("create", database_url, data_dir, name=body.name, role=body.role)
+    console.print(f"created key {created.id} {created.name!r} ({created.role.value}); it is "
+                  "shown once, below:")
+    print(created.key)
+
+
+@keys_app.command("list")
+def keys_list(database_url: DbOpt = None, data_dir: DataDirOpt = None,
+              json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Every key with its role, prefix and times; never the keys themselves."""
+    from rich.table import Table
+
+    found = _keys("list", database_url, data_dir)
+    if json_output:
+        print(json.dumps([k.model_dump(mode="json") for k in found]))
+        return
+    table = Table("id", "name", "role", "prefix", "created", "last used", "revoked")
+    for k in found:
+        table.add_row(str(k.id), k.name, k.role.value, k.prefix,
+                      f"{k.created_at:%Y-%m-%d %H:%M}",
+                      f"{k.last_used_at:%Y-%m-%d %H:%M}" if k.last_used_at else "-",
+                      f"{k.revoked_at:%Y-%m-%d %H:%M}" if k.revoked_at else "-")
+    Console(width=None if sys.stdout.isatty() else 140).print(table)
+
+
+@keys_app.command("revoke")
+def keys_revoke(key_id: Annotated[int, typer.Argument(help="The key's id (keys list).")],
+                database_url: DbOpt = None, data_dir: DataDirOpt = None) -> None:
+    """Revoke a key at once; its status-page sign-ins end too."""
+    if not 1 <= key_id < 2**63:
+        console.print("[red]KEY_ID: not a key id[/red]")
+        raise typer.Exit(2)
+    revoked = _keys("revoke", database_url, data_dir, key_id=key_id)
+    console.print(f"revoked key {revoked.id} {revoked.name!r}")
+
+
+@keys_app.command("generate")
+def keys_generate() -> None:
+    """Print a new random key for SUSTAIN_ADMIN_KEY (nothing is stored)."""
+    from sustain.service.domain.keys import generate_key
+
+    print(generate_key())

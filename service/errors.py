@@ -38,3 +38,17 @@ class FieldError(ServiceError):
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
+
+
+class UnauthenticatedError(ServiceError):
+    """No key, or one that is unknown or revoked: 401 with `WWW-Authenticate: Bearer`."""
+
+    status = 401
+    title = "Unauthorized"
+
+
+class ForbiddenError(ServiceError):
+    """A valid key whose role may not do this: 403."""
+
+    status = 403
+    title = "Forbidden"

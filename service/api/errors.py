@@ -12,7 +12,7 @@ from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from sustain.probes.load.profiles import PROFILE_KINDS
-from sustain.service.errors import FieldError, ServiceError
+from sustain.service.errors import FieldError, ServiceError, UnauthenticatedError
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +64,10 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(ServiceError)
     async def _service(request: Request, exc: ServiceError) -> JSONResponse:
-        return problem(request, exc.status, exc.title, str(exc))
+        response = problem(request, exc.status, exc.title, str(exc))
+        if isinstance(exc, UnauthenticatedError):
+            response.headers["WWW-Authenticate"] = 'Bearer realm="sustain"'
+        return response
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -18,6 +18,7 @@ from sqlalchemy import (
     SmallInteger,
     String,
     Text,
+    UniqueConstraint,
     func,
     text,
 )
@@ -455,3 +456,55 @@ class DriftFinding(Base):
     ci_high: Mapped[float | None] = mapped_column(Double)
     change_at: Mapped[datetime | None]
     evaluated_at: Mapped[datetime]
+
+
+class ApiKey(Base):
+    """A named API key with a role. Only the key's SHA-256 is stored; `prefix` keeps its first
+    characters to tell keys apart. Revoked keys stay for the audit trail."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[int] = _id()
+    name: Mapped[str] = mapped_column(Text)
+    role: Mapped[str] = mapped_column(String(16))
+    prefix: Mapped[str] = mapped_column(String(32))
+    key_hash: Mapped[str] = mapped_column(String(64))
+    created_by: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = _created()
+    last_used_at: Mapped[datetime | None]
+    revoked_at: Mapped[datetime | None]
+
+    __table_args__ = (
+        CheckConstraint("role IN ('viewer', 'editor', 'admin')", name="api_key_role_known"),
+        UniqueConstraint("key_hash", name="uq_api_keys_key_hash"),
+        Index("uq_api_keys_active_name", "name", unique=True,
+              postgresql_where=text("revoked_at IS NULL")),
+    )
+
+
+class WebSession(Base):
+    """A status-page sign-in: the hash of its cookie token and of the key that signed in."""
+
+    __tablename__ = "web_sessions"
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    key_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = _created()
+    expires_at: Mapped[datetime] = mapped_column(index=True)
+
+
+class AuditEntry(Base):
+    """One write through the API: who, what, when, and the status it got."""
+
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = _id()
+    at: Mapped[datetime] = mapped_column(server_default=func.now(), index=True)
+    actor: Mapped[str] = mapped_column(Text)
+    """The key's name; `SUSTAIN_ADMIN_KEY` for the bootstrap key; `anonymous` without one."""
+    key_id: Mapped[int | None] = mapped_column(BigInteger)
+    role: Mapped[str | None] = mapped_column(String(16))
+    method: Mapped[str] = mapped_column(String(8))
+    path: Mapped[str] = mapped_column(Text)
+    object_id: Mapped[str | None] = mapped_column(Text)
+    status: Mapped[int] = mapped_column(Integer)

@@ -50,6 +50,11 @@ def same_key(presented: str, expected: str) -> bool:
     return hmac.compare_digest(key_hash(presented), key_hash(expected))
 
 
+def same_hash(a: str, b: str) -> bool:
+    """Constant-time comparison of two key hashes."""
+    return hmac.compare_digest(a, b)
+
+
 def shown_prefix(key: str) -> str:
     """The part of a key kept in clear for lists and audit lines."""
     return key[:SHOWN_PREFIX_CHARS]

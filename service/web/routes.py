@@ -1,20 +1,36 @@
 """GET /: the status page. Reads probes, their last 24 h (hourly merged sketches), SLO
-statuses and active alerts, then renders service/web/templates/status.html."""
+statuses and active alerts, then renders service/web/templates/status.html.
+
+The page needs a viewer (unless SUSTAIN_PUBLIC_STATUS_PAGE): a person signs in at /login with a
+key through a form and gets an HttpOnly, SameSite=Strict session cookie; the key never appears in
+a URL. Scripts, bearer keys work too."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from pathlib import Path
+from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from sustain.service.api.deps import SessionDep
+from sustain.service.api.auth import (
+    ANONYMOUS_VIEWER,
+    PRINCIPAL_SCOPE_KEY,
+    SESSION_COOKIE,
+    Principal,
+    principal_for_cookie,
+    principal_for_key,
+)
+from sustain.service.api.deps import SessionDep, StateDep
+from sustain.service.config import Settings
 from sustain.service.db import history
+from sustain.service.db import keys as key_queries
 from sustain.service.db import slos as slo_queries
 from sustain.service.db import status as status_queries
+from sustain.service.domain.keys import bearer_token, key_hash
 from sustain.service.history.windows import aligned_windows
 from sustain.service.web import view
 
@@ -28,8 +44,77 @@ def templates() -> Jinja2Templates:
     return Jinja2Templates(directory=Path(__file__).parent / "templates")
 
 
+MAX_FORM_BYTES = 4096
+
+
+async def page_viewer(request: Request) -> Principal | None:
+    """Who is looking at the page: anyone when it is public, else a bearer key or a sign-in."""
+    replica = request.app.state.sustain
+    if replica.settings.public_status_page or replica.settings.anonymous_read:
+        return ANONYMOUS_VIEWER
+    header = request.headers.get("authorization")
+    if header is not None:
+        token = bearer_token(header)
+        return None if token is None else await principal_for_key(replica, token)
+    return await principal_for_cookie(replica, request.cookies.get(SESSION_COOKIE))
+
+
+def _login_form(request: Request, error: str | None, status_code: int) -> HTMLResponse:
+    return templates().TemplateResponse(request, "login.html", {"error": error},
+                                        status_code=status_code)
+
+
+@router.get("/login", response_class=HTMLResponse)
+async def login_form(request: Request) -> HTMLResponse:
+    return _login_form(request, None, 200)
+
+
+@router.post("/login", response_class=HTMLResponse)
+async def login(request: Request, state: StateDep) -> Response:
+    """Check the key from the form; on success a session cookie and a redirect to the page."""
+    body = await request.body()
+    if len(body) > MAX_FORM_BYTES:
+        return _login_form(request, "The form is too large.", 413)
+    keys = parse_qs(body.decode("utf-8", "replace"), max_num_fields=4).get("key") or [""]
+    key = keys[0].strip()
+    principal = await principal_for_key(state, key) if key else None
+    if principal is None:
+        return _login_form(request, "That key was not accepted.", 401)
+    request.scope[PRINCIPAL_SCOPE_KEY] = principal
+    async with state.sessions() as session:
+        lifetime = timedelta(hours=state.settings.session_hours)
+        token = await key_queries.open_session(session, key_hash(key), datetime.now(UTC),
+                                               lifetime)
+        await session.commit()
+    response = RedirectResponse("/", status_code=303)
+    response.set_cookie(SESSION_COOKIE, token, max_age=int(lifetime.total_seconds()),
+                        path="/", httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https" or _https(state.settings))
+    return response
+
+
+def _https(settings: Settings) -> bool:
+    """Whether users reach the service over TLS (then the cookie is Secure)."""
+    return (settings.external_url or "").startswith("https://")
+
+
+@router.post("/logout")
+async def logout(request: Request, state: StateDep) -> Response:
+    token = request.cookies.get(SESSION_COOKIE)
+    if token and len(token) <= 128:
+        async with state.sessions() as session:
+            await key_queries.close_session(session, token)
+            await session.commit()
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
+    return response
+
+
 @router.get("/", response_class=HTMLResponse)
-async def status_page(request: Request, session: SessionDep) -> HTMLResponse:
+async def status_page(request: Request, session: SessionDep) -> Response:
+    viewer = await page_viewer(request)
+    if viewer is None:
+        return RedirectResponse("/login", status_code=303)
     now = datetime.now(UTC)
     start = now - timedelta(hours=24)
     first, edge = start.timestamp(), now.timestamp()
@@ -49,4 +134,5 @@ async def status_page(request: Request, session: SessionDep) -> HTMLResponse:
     lines = [view.alert_line(a.alertname, a.severity, a.state, a.labels, a.annotations,
                              a.fired_at or a.active_since) for a in alerts]
     return templates().TemplateResponse(request, "status.html", {
-        "now": now, "cards": cards, "slos": bars, "alerts": lines, "refresh_s": REFRESH_S})
+        "now": now, "cards": cards, "slos": bars, "alerts": lines, "refresh_s": REFRESH_S,
+        "signed_in": None if viewer is ANONYMOUS_VIEWER else viewer.name})

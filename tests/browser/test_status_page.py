@@ -1,8 +1,8 @@
 """The status page in a real browser: Debian's Chromium, headless, driven by Playwright (no
 browser download). A live `sustain serve` probes the simulator and a dead endpoint; the page
 shows both probes with their state, last run, availability and p99s with charts, the SLO's
-budget bar and the firing endpoint-down alert, without any script; a screenshot is kept in
-test-artifacts/."""
+budget bar and the firing endpoint-down alert, without any script, after signing in with a
+viewer key through the form (and not before); a screenshot is kept in test-artifacts/."""
 
 from __future__ import annotations
 
@@ -72,9 +72,34 @@ def test_status_page_shows_probes_slos_and_alerts_without_javascript(live: str) 
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900},
                                     java_script_enabled=False)
+            # signed out, the page sends the browser to the sign-in form
             response = page.goto(live + "/")
             assert response is not None
+            assert page.url == live + "/login"
+            csp = response.headers["content-security-policy"]
+            assert "script-src" not in csp
+            assert "default-src 'none'" in csp
+            assert "frame-ancestors 'none'" in csp
+            assert response.headers["x-content-type-options"] == "nosniff"
+            page.fill("#key", "sk_sustain_not-a-key-at-all-0123456789abcdefgh")
+            page.click("button[type=submit]")
+            assert page.locator("#error").inner_text() == "That key was not accepted."
+            with admin_client(live) as api:
+                viewer_key = api.post("/api/v1/keys", json={"name": "browser",
+                                                            "role": "viewer"}).json()["key"]
+            page.fill("#key", viewer_key)
+            page.click("button[type=submit]")
+            assert page.url == live + "/"
+            cookie, = page.context.cookies()
+            assert cookie["name"] == "sustain_session"
+            assert cookie["httpOnly"] is True
+            assert cookie["sameSite"] == "Strict"
+            assert viewer_key not in cookie["value"]
+            response = page.reload()
+            assert response is not None
             assert response.status == 200
+            assert response.headers["cache-control"] == "no-store"
+            assert "signed in as browser" in page.content()
             assert page.title() == "sustain status"
             assert page.locator("script").count() == 0
             refresh = page.locator('meta[http-equiv="refresh"]').get_attribute("content")
@@ -108,6 +133,13 @@ def test_status_page_shows_probes_slos_and_alerts_without_javascript(live: str) 
             assert href.startswith("/api/v1/runs/")
             run_link.click()
             assert '"probe_id"' in page.content()
+
+            # signing out ends the session: the page asks for a key again
+            page.goto(live + "/")
+            page.click("text=Sign out")
+            assert page.url == live + "/login"
+            page.goto(live + "/")
+            assert page.url == live + "/login"
         finally:
             browser.close()
     assert (ARTIFACTS / "status-page.png").stat().st_size > 10_000

@@ -22,6 +22,7 @@ def demo(tmp_path: Path, port: int, log: str) -> SustainProcess:
     env = {"SUSTAIN_DATA_DIR": str(tmp_path / "data"), "SUSTAIN_PORT": str(port)}
     process = SustainProcess(["demo"], tmp_path / log, env=env)
     process.env.pop("SUSTAIN_DATABASE_URL", None)
+    process.env.pop("SUSTAIN_ADMIN_KEY", None)
     return process
 
 
@@ -77,6 +78,23 @@ def test_demo_runs_on_embedded_postgres_and_cleans_up(tmp_path: Path) -> None:
         ids = [r["id"] for r in httpx.get(f"{base}/api/v1/runs",
                                           params={"limit": 1000}).json()["items"]]
         assert run["id"] in ids
+        # reads are open on loopback; writes need the admin key the demo printed
+        anonymous = httpx.post(f"{base}/api/v1/keys", json={"name": "k", "role": "viewer"})
+        assert anonymous.status_code == 401
+        printed = re.findall(r"sk_sustain_[A-Za-z0-9_-]{43}", again.output())
+        assert printed
+        created = httpx.post(f"{base}/api/v1/keys", json={"name": "k", "role": "viewer"},
+                             headers={"Authorization": f"Bearer {printed[-1]}"})
+        assert created.status_code == 201, created.text
         assert again.stop(signal.SIGTERM) == 0
     assert postgres_of(tmp_path / "data") == []
     assert os.path.exists(tmp_path / "data" / "postgres" / "PG_VERSION")
+
+
+def test_demo_refuses_to_bind_beyond_loopback(tmp_path: Path) -> None:
+    process = demo(tmp_path, free_port(), "demo.log")
+    process.args = ["demo", "--host", "0.0.0.0"]
+    with process:
+        assert process.proc is not None
+        assert process.proc.wait(30) == 2
+    assert "binds loopback only" in process.output()

@@ -1,0 +1,39 @@
+"""/api/v1/keys (admin): create a key (shown once), list keys, revoke one."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Path, status
+
+from sustain.service.api.auth import PrincipalDep
+from sustain.service.api.deps import SessionDep
+from sustain.service.db import keys as key_queries
+from sustain.service.schemas.common import MAX_DB_ID
+from sustain.service.schemas.keys import KeyCreate, KeyCreated, KeyRead
+
+router = APIRouter(prefix="/keys", tags=["keys"])
+
+KeyId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
+
+
+@router.post("", status_code=status.HTTP_201_CREATED)
+async def create_key(body: KeyCreate, session: SessionDep, caller: PrincipalDep) -> KeyCreated:
+    """A new key. The answer's `key` is the only time the key is ever shown."""
+    created = await key_queries.create(session, body.name, body.role, caller.name)
+    await session.commit()
+    return created
+
+
+@router.get("")
+async def list_keys(session: SessionDep) -> list[KeyRead]:
+    """Every key, revoked ones included; never the keys themselves."""
+    return [key_queries.read(k) for k in await key_queries.list_all(session)]
+
+
+@router.delete("/{key_id}", status_code=status.HTTP_204_NO_CONTENT)
+async def revoke_key(key_id: KeyId, session: SessionDep) -> None:
+    """Revoke at once (every replica looks keys up per request); its sign-ins end too."""
+    await key_queries.revoke(session, key_id, datetime.now(UTC))
+    await session.commit()
