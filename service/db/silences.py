@@ -24,7 +24,8 @@ def read(silence: Silence, now: datetime) -> SilenceRead:
         state=silence_state(silence.starts_at, silence.ends_at, now))
 
 
-async def create(session: AsyncSession, body: SilenceCreate, now: datetime) -> Silence:
+async def create(session: AsyncSession, body: SilenceCreate, now: datetime, caller: str
+                 ) -> Silence:
     """A new silence from `body` (starting `now` unless it says when); it must end after it
     starts and after `now`."""
     starts = body.starts_at or now
@@ -33,7 +34,8 @@ async def create(session: AsyncSession, body: SilenceCreate, now: datetime) -> S
     if body.ends_at <= now:
         raise FieldError("ends_at", "must be in the future")
     silence = Silence(matchers=[m.model_dump() for m in body.matchers], starts_at=starts,
-                      ends_at=body.ends_at, comment=body.comment, created_by=body.created_by)
+                      ends_at=body.ends_at, comment=body.comment,
+                      created_by=body.created_by or caller)
     session.add(silence)
     await session.flush()
     await session.refresh(silence)

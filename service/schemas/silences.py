@@ -37,7 +37,9 @@ class SilenceCreate(BaseModel):
     starts_at: datetime | None = Field(default=None, description="Default: now.")
     ends_at: datetime
     comment: Text = Field(min_length=1, max_length=2000)
-    created_by: Text = Field(min_length=1, max_length=200)
+    created_by: Text | None = Field(
+        default=None, min_length=1, max_length=200,
+        description="Who asked for it (free text, as in Alertmanager); default: the key's name.")
 
     @field_validator("starts_at", "ends_at")
     @classmethod

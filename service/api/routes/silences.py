@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, status
 
+from sustain.service.api.auth import PrincipalDep
 from sustain.service.api.deps import SessionDep
 from sustain.service.db import silences as silence_queries
 from sustain.service.schemas.common import MAX_DB_ID
@@ -20,9 +21,10 @@ State = Literal["pending", "active", "expired"]
 
 
 @router.post("", status_code=status.HTTP_201_CREATED)
-async def create_silence(body: SilenceCreate, session: SessionDep) -> SilenceRead:
+async def create_silence(body: SilenceCreate, session: SessionDep,
+                         caller: PrincipalDep) -> SilenceRead:
     now = datetime.now(UTC)
-    silence = await silence_queries.create(session, body, now)
+    silence = await silence_queries.create(session, body, now, caller.name)
     await session.commit()
     return silence_queries.read(silence, now)
 

@@ -254,3 +254,13 @@ async def test_every_write_is_audited_with_who_what_and_result(
 async def test_admin_key_itself_is_never_in_a_response(api: httpx.AsyncClient) -> None:
     for path in ("/api/v1/keys", "/api/v1/audit", "/api/v1/replicas", "/metrics"):
         assert TEST_ADMIN_KEY not in (await api.get(path)).text
+
+
+async def test_a_silence_without_created_by_is_signed_with_the_key_name(
+        api: httpx.AsyncClient) -> None:
+    editor = await make_key(api, "oncall-bot", "editor")
+    r = await api.post("/api/v1/silences", headers=bearer(editor), json={
+        "matchers": [{"name": "probe", "value": "p1"}], "ends_at": "2999-01-01T00:00:00Z",
+        "comment": "maintenance"})
+    assert r.status_code == 201, r.text
+    assert r.json()["created_by"] == "oncall-bot"
