@@ -80,7 +80,9 @@ def parse_headers(pairs: object) -> object:
     for pair in pairs:
         name, sep, value = str(pair).partition(":")
         if not sep or not name.strip():
-            raise FlagError(f"--header: expected NAME:VALUE, got {str(pair).split(':')[0]!r}...")
+            # without a colon the text may be a credential typed in the wrong place: not echoed
+            raise FlagError(f"--header: expected NAME:VALUE (header {len(headers) + 1}, "
+                            "its text not echoed)")
         headers[name.strip()] = value.strip()
     return headers
 

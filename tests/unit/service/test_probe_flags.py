@@ -138,9 +138,10 @@ def test_headers_are_name_value_pairs_split_at_the_first_colon() -> None:
     assert flags(header=None).header == {}
 
 
-@pytest.mark.parametrize(("pair", "shown"), [("no-colon", "'no-colon'"), (": v", "''")])
-def test_header_without_name_or_colon_is_refused(pair: str, shown: str) -> None:
-    assert refused(header=[pair]) == f"--header: expected NAME:VALUE, got {shown}..."
+@pytest.mark.parametrize("pair", ["no-colon", ": v", "Bearer sk-typed-in-the-wrong-place"])
+def test_header_without_name_or_colon_is_refused_without_echoing_it(pair: str) -> None:
+    message = refused(header=["X-Ok: 1", pair])
+    assert message == "--header: expected NAME:VALUE (header 2, its text not echoed)"
 
 
 def test_credential_header_is_refused_naming_header() -> None:
@@ -233,7 +234,7 @@ def test_a_value_out_of_range_names_its_flag(given: dict[str, Any], flag: str) -
 def test_every_problem_of_the_flags_themselves_is_reported() -> None:
     message = refused(header=["bad"], levels="x", profile="warp")
     assert message.split("; ") == [
-        "--header: expected NAME:VALUE, got 'bad'...",
+        "--header: expected NAME:VALUE (header 1, its text not echoed)",
         "--levels: expected numbers separated by commas, got 'x'",
         "--profile: unknown profile 'warp'",
     ]
