@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
 
+from sustain.probes.inputs import InputModel
 from sustain.probes.workload.lengths import InputLength
 
 
-class Workload(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Workload(InputModel):
     prompt: str | None = Field(
         default=None, min_length=1, max_length=1_000_000,
         description="Fixed prompt text for every request.",

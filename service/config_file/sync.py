@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from sqlalchemy import delete, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from sustain.probes.workload.spec import Workload
 from sustain.service.config_file.model import ConfigFile, ProbeSpec
 from sustain.service.config_file.yaml_lines import ConfigError, Located, Problem, dotted
 from sustain.service.db import endpoints as endpoint_queries
@@ -47,7 +48,8 @@ def _probe_columns(spec: ProbeSpec, endpoint_id: int, config: ConfigFile) -> dic
     workload = workloads[spec.workload] if isinstance(spec.workload, str) else spec.workload
     body = ProbeCreate(
         name=spec.name, endpoint_id=endpoint_id,
-        workload=workload.model_dump(exclude={"name"}, exclude_unset=True),
+        workload=Workload.model_validate(workload.model_dump(exclude={"name"},
+                                                             exclude_unset=True)),
         profile=spec.profile, interval_seconds=spec.schedule.every, cron=spec.schedule.cron,
         jitter_seconds=spec.schedule.jitter, enabled=spec.enabled, slo=spec.slo,
         labels=spec.labels)

@@ -12,6 +12,7 @@ from sustain.probes.load.live import LiveStats
 from sustain.probes.load.profiles import (
     ConcurrencyProfile,
     PoissonProfile,
+    Step,
     StepsProfile,
     SweepProfile,
 )
@@ -37,8 +38,8 @@ def target(sim: SimulatorHandle, **headers: str) -> Target:
 
 async def test_steps_give_one_result_per_stage_and_an_overall_summary(
         client: HttpClients, simulator: SimulatorHandle) -> None:
-    profile = StepsProfile(stages=[{"rate": 10, "duration_s": 1},
-                                   {"concurrency": 2, "duration_s": 1}], warmup_s=0.2)
+    profile = StepsProfile(stages=[Step(rate=10, duration_s=1), Step(concurrency=2, duration_s=1)],
+                           warmup_s=0.2)
     result = await execute(client, target(simulator), SHORT, profile)
     first, second = result.stages
     assert first.label == "rate 10/s"

@@ -105,6 +105,25 @@ probes:
     ]
 
 
+def test_booleans_are_not_numbers_and_extra_body_must_be_storable() -> None:
+    text = """\
+endpoints:
+  - {name: sim, base_url: "http://127.0.0.1:9/v1", model: m}
+probes:
+  - name: a
+    endpoint: sim
+    profile: {kind: constant, rate: true, duration_s: 5}
+    workload: {extra_body: {min_tokens: .inf}}
+    schedule: {every: true}
+"""
+    assert problems(text) == [
+        "sustain.yaml:7: probes[0].workload.extra_body: NaN and infinite numbers cannot be "
+        "stored (at ['min_tokens'])",
+        "sustain.yaml:6: probes[0].profile.rate: Input should be a valid number",
+        "sustain.yaml:8: probes[0].schedule.every: Input should be a valid integer",
+    ]
+
+
 def test_references_and_duplicate_names_are_checked() -> None:
     text = """\
 endpoints:
