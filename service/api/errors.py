@@ -60,7 +60,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(FieldError)
     async def _field_error(request: Request, exc: FieldError) -> JSONResponse:
         return problem(request, 422, exc.title, str(exc),
-                       errors=[{"field": exc.field, "message": exc.message}])
+                       errors=[{"field": f, "message": m} for f, m in exc.problems])
 
     @app.exception_handler(ServiceError)
     async def _service(request: Request, exc: ServiceError) -> JSONResponse:

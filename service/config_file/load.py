@@ -45,7 +45,8 @@ def _validation_problems(located: Located, error: ValidationError) -> list[Probl
 
 
 def _references(config: ConfigFile) -> list[tuple[tuple[str | int, ...], str]]:
-    """Duplicate names and references to undeclared endpoints and workloads."""
+    """Duplicate names and references to undeclared endpoints, workloads and probes (an SLO
+    names probes of its own file, as a probe names its endpoint)."""
     found: list[tuple[tuple[str | int, ...], str]] = []
     names: list[tuple[str, list[str]]] = [
         ("endpoints", [e.name for e in config.endpoints]),
@@ -68,6 +69,10 @@ def _references(config: ConfigFile) -> list[tuple[tuple[str | int, ...], str]]:
         if isinstance(probe.workload, str) and probe.workload not in workloads:
             found.append((("probes", i, "workload"),
                           f"no workload named {probe.workload!r} in this file"))
+    probes = {p.name for p in config.probes}
+    for i, slo in enumerate(config.slos):
+        found.extend((("slos", i, "probes", j), f"no probe named {name!r} in this file")
+                     for j, name in enumerate(slo.probes) if name not in probes)
     return found
 
 

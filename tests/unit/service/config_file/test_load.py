@@ -139,6 +139,24 @@ probes:
     ]
 
 
+def test_an_slo_names_probes_of_its_own_file() -> None:
+    text = """\
+endpoints:
+  - {name: sim, base_url: "http://127.0.0.1:9/v1", model: m}
+probes:
+  - {name: a, endpoint: sim, schedule: {every: 1m}}
+slos:
+  - name: avail
+    probes:
+      - a
+      - elsewhere
+    sli: {kind: availability}
+    objective: 0.99
+"""
+    assert problems(text) == [
+        "sustain.yaml:9: slos[0].probes[1]: no probe named 'elsewhere' in this file"]
+
+
 def test_duplicate_keys_and_a_missing_schedule_are_errors() -> None:
     text = "probes:\n  - name: a\n    name: b\n"
     assert problems(text) == ["sustain.yaml:3: probes[0].name: duplicate key"]
