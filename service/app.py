@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI
 
+from sustain.service.api.body_limit import BodyLimit
 from sustain.service.api.errors import install_error_handlers
 from sustain.service.api.routes import (
     alerts,
@@ -63,6 +64,7 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     api = APIRouter(prefix=API_PREFIX)
     for module in (endpoints, probes, history, drift, runs, replicas, slos, alerts,
                    silences, notifiers, deliveries):
