@@ -21,6 +21,7 @@ from sustain.service.db import probes as probe_queries
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Endpoint, Probe
 from sustain.service.domain.finals import RunFinal, completed
+from sustain.service.domain.limits import BeyondLimitsError, LoadLimits, check_limits
 from sustain.service.domain.schedule import Schedule, tick_for_firing
 from sustain.service.domain.targets import slo_of, target_of
 from sustain.service.ingest.buffer import RunSink, SampleBuffer
@@ -36,7 +37,7 @@ class RunExecutor:
 
     def __init__(self, sessions: async_sessionmaker[AsyncSession], clients: HttpClients,
                  metrics: Metrics, replica_id: str, buffer: SampleBuffer,
-                 peers: PeerLoads | None = None) -> None:
+                 peers: PeerLoads | None = None, limits: LoadLimits | None = None) -> None:
         self.sessions = sessions
         self.clients = clients
         self.buffer = buffer
@@ -50,6 +51,9 @@ class RunExecutor:
         self.claiming = True
         self.peers = peers if peers is not None else PeerLoads()
         """Runs in flight of the other live replicas (kept by the heartbeat)."""
+        self.limits = limits
+        """Each run's profile is checked against these when it starts, and the run is held to
+        their budget while it goes (None: unlimited)."""
 
     @property
     def in_flight(self) -> int:
@@ -168,20 +172,24 @@ class RunExecutor:
                         status="failed")
         self._running.add(probe.id)
         try:
+            profile = parse_profile(probe.profile)
+            if self.limits is not None:
+                check_limits(profile, self.limits)
             result = await execute(
                 self.clients,
                 target_of(endpoint),
                 Workload.model_validate(probe.workload),
-                parse_profile(probe.profile),
+                profile,
                 slo_of(probe),
                 on_sample=sink.put,
+                budget=None if self.limits is None else self.limits.budget(),
             )
             final = await asyncio.to_thread(completed, base, result)
         except asyncio.CancelledError:
             self._end(sink, probe, replace(base, status="abandoned",
                                            error="service stopped during the run"))
             raise
-        except SecretUnavailableError as exc:
+        except (SecretUnavailableError, BeyondLimitsError) as exc:
             self._end(sink, probe, replace(base, error=str(exc)))
         except Exception as exc:
             logger.exception("run %s of probe %s crashed", run_id, probe.name)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from sustain.service.config import Settings
 from sustain.service.config_file.load import parse, read
 from sustain.service.config_file.yaml_lines import ConfigError
 
@@ -122,6 +123,35 @@ probes:
         "sustain.yaml:6: probes[0].profile.rate: Input should be a valid number",
         "sustain.yaml:8: probes[0].schedule.every: Input should be a valid integer",
     ]
+
+
+def test_profiles_beyond_the_load_limits_are_problems_with_their_lines() -> None:
+    text = """\
+endpoints:
+  - {name: sim, base_url: "http://127.0.0.1:9/v1", model: m}
+probes:
+  - name: flood
+    endpoint: sim
+    profile: {kind: constant, rate: 10000, duration_s: 60}
+    schedule: {every: 1h}
+  - name: ramp
+    endpoint: sim
+    profile:
+      kind: steps
+      stages:
+        - {rate: 10, duration_s: 1}
+        - {concurrency: 5000, duration_s: 1}
+    schedule: {every: 1h}
+"""
+    with pytest.raises(ConfigError) as caught:
+        parse(text, "sustain.yaml", {}, Settings().load_limits())
+    assert caught.value.lines() == [
+        "sustain.yaml:6: probes[0].profile.rate: 10,000 requests/s; at most 1,000 "
+        "(SUSTAIN_MAX_RATE)",
+        "sustain.yaml:14: probes[1].profile.stages[1].concurrency: concurrency is 5,000; at "
+        "most 2,000 (SUSTAIN_MAX_CONCURRENCY)",
+    ]
+    parse(text, "sustain.yaml", {})  # without limits (sustain rules), only the shape counts
 
 
 def test_references_and_duplicate_names_are_checked() -> None:
