@@ -114,6 +114,7 @@ class Replica:
         if self.settings.auto_migrate:
             await asyncio.to_thread(upgrade_to_head, self.database_url)
         self.writer.start()
+        self.executor.start()
         await self.liveness.beat()
         self.liveness.start()
         self.listener.start()

@@ -22,6 +22,7 @@ from sustain.service.config_file.yaml_lines import ConfigError, Located, Problem
 from sustain.service.db import endpoints as endpoint_queries
 from sustain.service.db import notifiers as notifier_queries
 from sustain.service.db import probes as probe_queries
+from sustain.service.db import runs as run_queries
 from sustain.service.db import slos as slo_queries
 from sustain.service.db.models import Endpoint, NamedResource, Notifier, Probe, Slo
 from sustain.service.schemas.probes import ProbeCreate
@@ -137,9 +138,12 @@ async def sync(session: AsyncSession, config: ConfigFile, located: Located, sour
             result.changed_probes.append(row.id)
             continue
         restart = any(values[k] != getattr(row, k) for k in probe_queries.SCHEDULE_COLUMNS)
+        disabled = row.enabled and not values["enabled"]
         if _apply(row, values):
             if restart:
                 row.schedule_since = func.now()
+            if disabled:  # its run in progress stops (its replica watches for the cancel)
+                await run_queries.cancel_probe_runs(session, row.id)
             result.updated.append(f"probe {spec.name}")
             result.changed_probes.append(row.id)
 

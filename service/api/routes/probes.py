@@ -70,7 +70,8 @@ async def get_probe(probe_id: ProbeId, session: SessionDep) -> ProbeRead:
 @router.patch("/{probe_id}")
 async def update_probe(probe_id: ProbeId, body: ProbeUpdate, session: SessionDep,
                        scheduler: SchedulerDep, state: StateDep) -> ProbeRead:
-    """Change a probe; a new profile must stay within the load limits."""
+    """Change a probe; a new profile must stay within the load limits. Disabling it cancels
+    its run in progress, if any (within 2 s, wherever it executes)."""
     probe = await crud.get(session, Probe, probe_id, "probe")
     crud.check_unmanaged(probe, "probe")
     _check_limits(body.profile, state.settings.load_limits())
@@ -85,20 +86,29 @@ async def update_probe(probe_id: ProbeId, body: ProbeUpdate, session: SessionDep
     if any(changes.get(k, getattr(probe, k)) != getattr(probe, k)
            for k in probe_queries.SCHEDULE_COLUMNS):
         changes["schedule_since"] = func.now()
+    disabled = probe.enabled and changes.get("enabled") is False
     probe = await crud.update(session, probe, changes, "probe")
+    if disabled:
+        await run_queries.cancel_probe_runs(session, probe.id)
     await probe_queries.notify_changed(session, probe.id)
     await session.commit()
+    if disabled:
+        state.executor.cancel_probe(probe.id)
     await scheduler.refresh(probe.id)
     return probe_queries.read(probe)
 
 
 @router.delete("/{probe_id}", status_code=status.HTTP_204_NO_CONTENT)
-async def delete_probe(probe_id: ProbeId, session: SessionDep, scheduler: SchedulerDep) -> None:
+async def delete_probe(probe_id: ProbeId, session: SessionDep, scheduler: SchedulerDep,
+                       executor: ExecutorDep) -> None:
+    """Delete a probe and its runs; a run of it still going stops within 2 s, wherever it
+    executes (its replica finds the run gone)."""
     probe = await crud.get(session, Probe, probe_id, "probe")
     crud.check_unmanaged(probe, "probe")
     await crud.delete(session, probe, "probe")
     await probe_queries.notify_changed(session, probe_id)
     await session.commit()
+    executor.cancel_probe(probe_id)
     await scheduler.refresh(probe_id)
 
 
