@@ -3,9 +3,11 @@ and overall summaries out."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -14,7 +16,14 @@ from sustain.probes.client.registry import sender_for
 from sustain.probes.client.secrets import resolve_secret
 from sustain.probes.client.target import Target
 from sustain.probes.load.clock import RunClock
-from sustain.probes.load.drivers import Prepare, StageContext, run_closed_loop, run_open_loop
+from sustain.probes.load.drivers import (
+    Prepare,
+    Request,
+    StageContext,
+    measured_seconds,
+    run_closed_loop,
+    run_open_loop,
+)
 from sustain.probes.load.live import LiveStats
 from sustain.probes.load.plan import ClosedStage, OpenStage, SingleStage, Stage, stages
 from sustain.probes.load.profiles import LoadProfile, SweepProfile
@@ -36,7 +45,8 @@ class RunReport(RunSummary):
 
     stages: list[StageResult] = Field(default_factory=list)
     stopped: str | None = None
-    """Why a sweep stopped escalating before its last level, if it did."""
+    """Why the run ended before its plan did, if it did: a sweep that stopped escalating, a
+    cancel, or the run's budget."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +58,68 @@ class RunResult:
 
     def report(self) -> RunReport:
         return RunReport(**self.summary.model_dump(), stages=self.stages, stopped=self.stopped)
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class RunBudget:
+    """Hard bounds on one run, whatever its profile plans: the run stops `seconds` after it
+    began, or once it has started `requests` requests. (Closed-loop users send as fast as
+    the endpoint answers, so no plan can bound their request count.)"""
+
+    seconds: float
+    requests: int
+
+
+class RunStop:
+    """Ends a run early, from outside (a cancel) or from its own budget. The stage in progress
+    is cancelled, with its requests in flight, and the samples measured so far are the
+    run's result; the first reason given is kept as `RunResult.stopped`."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+        self._event = asyncio.Event()
+
+    def set(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+        self._event.set()
+
+    @property
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+
+
+def budgeted(prepare: Prepare, requests: int, stop: RunStop) -> Prepare:
+    """`prepare` that sets `stop` when it builds the run's last allowed request."""
+    def counted(seq: int) -> Request:
+        if seq + 1 >= requests:
+            stop.set(f"stopped at the limit of {requests} requests per run")
+        return prepare(seq)
+    return counted
+
+
+async def unless_stopped(work: Coroutine[Any, Any, T], stop: RunStop) -> T | None:
+    """The result of `work`, or None once `stop` is set first (`work` is then cancelled and
+    waited for)."""
+    if stop.is_set:
+        work.close()
+        return None
+    task = asyncio.create_task(work)
+    waiter = asyncio.create_task(stop.wait())
+    try:
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        if not task.done():
+            task.cancel()
+        await asyncio.gather(task, waiter, return_exceptions=True)
+    return None if task.cancelled() else task.result()
 
 
 def request_headers(target: Target) -> dict[str, str]:
@@ -87,22 +159,43 @@ async def _run_stage(stage: Stage, prepare: Prepare, ctx: StageContext
 async def execute(
     clients: HttpClients, target: Target, workload: Workload, profile: LoadProfile,
     slo: SloThresholds | None = None, live: LiveStats | None = None,
-    on_sample: Callable[[Sample], None] | None = None,
+    on_sample: Callable[[Sample], None] | None = None, stop: RunStop | None = None,
+    budget: RunBudget | None = None,
 ) -> RunResult:
     """Run the profile against the target, stage by stage. Raises before sending anything when
     the auth reference cannot be resolved (SecretUnavailableError) or the dataset or tokenizer
     cannot be loaded (DatasetError, ValueError); endpoint failures become classified samples.
-    `on_sample` sees each measured sample as it completes (the service buffers them)."""
+    `on_sample` sees each measured sample as it completes (the service buffers them). Setting
+    `stop`, or reaching `budget`, ends the run early with what was measured so far."""
     headers = request_headers(target)
     prepare = sender_for(target)(clients, target, workload, headers)
+    stop = stop if stop is not None else RunStop()
+    timer = None
+    if budget is not None:
+        prepare = budgeted(prepare, budget.requests, stop)
+        timer = asyncio.get_running_loop().call_later(
+            budget.seconds, stop.set, f"stopped at the limit of {budget.seconds:g} s per run")
+    try:
+        with quiet_gc():
+            return await _execute(prepare, profile, slo, live, on_sample, stop)
+    finally:
+        if timer is not None:
+            timer.cancel()
 
-    with quiet_gc():
-        return await _execute(prepare, profile, slo, live, on_sample)
+
+def stopped_stage(samples: list[Sample]) -> tuple[list[Sample], float]:
+    """The samples a stage measured before it was stopped, in request order, and its
+    measured time: from the first measured request's intended (else actual) send to the end
+    of the last response."""
+    ordered = sorted(samples, key=lambda s: s.seq)
+    start = min((s.t_sched_ms if s.t_sched_ms is not None else s.t_send_ms for s in ordered),
+                default=0.0)
+    return ordered, measured_seconds(ordered, start)
 
 
 async def _execute(prepare: Prepare, profile: LoadProfile, slo: SloThresholds | None,
-                   live: LiveStats | None, on_sample: Callable[[Sample], None] | None
-                   ) -> RunResult:
+                   live: LiveStats | None, on_sample: Callable[[Sample], None] | None,
+                   stop: RunStop) -> RunResult:
     clock = RunClock.start()
     seqs = itertools.count()
     samples: list[Sample] = []
@@ -110,13 +203,23 @@ async def _execute(prepare: Prepare, profile: LoadProfile, slo: SloThresholds | 
     measured_s = 0.0
     stopped = None
     for index, stage in enumerate(stages(profile)):
-        ctx = StageContext(clock=clock, seqs=seqs, stage=index, live=live,
-                           on_sample=on_sample)
-        stage_samples, stage_s = await _run_stage(stage, prepare, ctx)
+        so_far: list[Sample] = []
+
+        def measured(sample: Sample, so_far: list[Sample] = so_far) -> None:
+            so_far.append(sample)
+            if on_sample is not None:
+                on_sample(sample)
+
+        ctx = StageContext(clock=clock, seqs=seqs, stage=index, live=live, on_sample=measured)
+        outcome = await unless_stopped(_run_stage(stage, prepare, ctx), stop)
+        stage_samples, stage_s = stopped_stage(so_far) if outcome is None else outcome
         summary = summarise(stage_samples, stage_s, slo)
         results.append(StageResult(index=index, label=stage.label, summary=summary))
         samples.extend(stage_samples)
         measured_s += stage_s
+        if outcome is None:
+            stopped = stop.reason
+            break
         if isinstance(profile, SweepProfile):
             stopped = sweep_stop_reason(profile, summary)
             if stopped is not None:

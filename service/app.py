@@ -12,6 +12,7 @@ from fastapi import APIRouter, Depends, FastAPI
 
 from sustain.service.api.audit import AuditMiddleware
 from sustain.service.api.auth import Access
+from sustain.service.api.body_limit import BodyLimit
 from sustain.service.api.errors import install_error_handlers
 from sustain.service.api.routes import (
     alerts,
@@ -69,6 +70,9 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    # the last added is outermost: security headers on every answer, then the audit log
+    # (which sees 413s too), then the body cap
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(AuditMiddleware)
     app.add_middleware(SecurityHeadersMiddleware)
     # Every API router gets a rule: reads need a viewer, writes an editor; keys and the audit

@@ -107,13 +107,14 @@ ConfigOpt = Annotated[Path | None, typer.Option(
     "--config", help="YAML config file synced to the database (env SUSTAIN_CONFIG).")]
 
 
-def _check_config(path: Path) -> bool:
-    """Print every problem of the file (file:line: field: message); whether it is valid."""
+def _check_config(path: Path, settings: Settings) -> bool:
+    """Print every problem of the file (file:line: field: message), probe profiles beyond the
+    load limits of `settings` included; whether it is valid."""
     from sustain.service.config_file.load import read
     from sustain.service.config_file.yaml_lines import ConfigError
 
     try:
-        config, _ = read(path)
+        config, _ = read(path, limits=settings.load_limits())
     except ConfigError as exc:
         for line in exc.lines():
             console.print(line, markup=False, highlight=False)
@@ -134,7 +135,7 @@ def serve(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None
                              data_dir=data_dir, log_level=log_level, log_format=log_format,
                              config=config)
     configure_logging(settings.log_level, settings.log_format)
-    if settings.config is not None and not _check_config(settings.config):
+    if settings.config is not None and not _check_config(settings.config, settings):
         raise typer.Exit(2)
     with database(settings) as url:
         _serve(settings, url)
@@ -184,8 +185,9 @@ def rules(config: ConfigOpt = None, database_url: DbOpt = None,
 
 @app.command()
 def validate(path: Annotated[Path, typer.Argument(help="The YAML config file.")]) -> None:
-    """Check a config file: every problem with its line; exit 1 if there is any."""
-    if not _check_config(path):
+    """Check a config file: every problem with its line; exit 1 if there is any. Probe
+    profiles are held to the load limits of the environment (SUSTAIN_MAX_RATE, ...)."""
+    if not _check_config(path, load_settings()):
         raise typer.Exit(1)
 
 
@@ -317,19 +319,21 @@ def probe(
     from sustain.service import oneshot
     from sustain.service.probe_flags import FlagError, ProbeFlags
 
+    limits = load_settings().load_limits()
     try:
         flags = ProbeFlags.parse(given)
-        shot = oneshot.build(flags)
+        shot = oneshot.build(flags, limits)
         if shot.endpoint.auth_secret_ref is not None:
             resolve_secret(shot.endpoint.auth_secret_ref)
     except (FlagError, SecretUnavailableError) as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from None
     if flags.json_output:
-        result = uvloop.run(oneshot.run_with_display(shot, None))
+        result = uvloop.run(oneshot.run_with_display(shot, None, budget=limits.budget()))
     else:
         with Live(console=console, refresh_per_second=4, transient=True) as display:
-            result = uvloop.run(oneshot.run_with_display(shot, display))
+            result = uvloop.run(oneshot.run_with_display(shot, display,
+                                                         budget=limits.budget()))
         Console(width=None if sys.stdout.isatty() else 140).print(results(result))
     run_id = None
     if flags.save:

@@ -9,6 +9,8 @@ import platformdirs
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from sustain.service.domain.limits import LoadLimits
+
 
 def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("sustain", appauthor=False))
@@ -203,6 +205,12 @@ class Settings(BaseSettings):
         default=1024 * 1024, ge=1024, le=256 * 1024 * 1024,
         description="Largest request body the API accepts, in bytes (larger: 413).",
     )
+
+    def load_limits(self) -> LoadLimits:
+        """The limits every load profile is held to (see sustain.service.domain.limits)."""
+        return LoadLimits(max_rate=self.max_rate, max_concurrency=self.max_concurrency,
+                          max_run_seconds=self.max_run_seconds,
+                          max_run_requests=self.max_run_requests)
 
     @field_validator("log_level", mode="before")
     @classmethod

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class ServiceError(Exception):
     status = 500
@@ -29,15 +31,23 @@ class UnavailableError(ServiceError):
 
 
 class FieldError(ServiceError):
-    """A value that passed schema validation but breaks a rule across fields or stored state."""
+    """A value that passed schema validation but breaks a rule across fields or stored state;
+    `more` adds further (field, message) problems of the same request."""
 
     status = 422
     title = "Invalid request"
 
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
+    def __init__(self, field: str, message: str, *more: tuple[str, str]) -> None:
+        self.problems = [(field, message), *more]
+        super().__init__("; ".join(f"{f}: {m}" for f, m in self.problems))
         self.field = field
         self.message = message
+
+    @classmethod
+    def of(cls, problems: Sequence[tuple[str, str]]) -> FieldError:
+        """One error for (field, message) problems, at least one."""
+        (field, message), *more = problems
+        return cls(field, message, *more)
 
 
 class UnauthenticatedError(ServiceError):

@@ -21,25 +21,27 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.target import Target
 from sustain.probes.load.live import LiveStats
-from sustain.probes.load.profiles import LoadProfile, parse_profile
+from sustain.probes.load.profiles import ConstantProfile, LoadProfile, parse_profile
 from sustain.probes.measure.sample import ErrorClass
 from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.report_tables import progress_table
-from sustain.probes.runner import RunResult, execute
+from sustain.probes.runner import RunBudget, RunResult, execute
 from sustain.probes.workload.spec import Workload
 from sustain.service.db import crud, partitions
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Endpoint, Probe
 from sustain.service.domain.finals import RunFinal, completed
+from sustain.service.domain.limits import LoadLimits, Path, limit_violations, planned_load
 from sustain.service.domain.rows import sample_tuple, sent_at
 from sustain.service.domain.targets import target_of
 from sustain.service.ingest.writer import store
-from sustain.service.probe_flags import ProbeFlags, flag_error
+from sustain.service.probe_flags import FLAG_OF, FlagError, ProbeFlags, flag_error
 from sustain.service.schemas.endpoints import EndpointCreate
 
 UNREACHABLE = frozenset({ErrorClass.CONNECT, ErrorClass.DNS, ErrorClass.TLS,
                          ErrorClass.TIMEOUT_CONNECT})
 DEFAULT_DURATION_S = 10.0
+DEFAULT_IN_FLIGHT = int(ConstantProfile.model_fields["max_in_flight"].default)
 
 
 def endpoint_name(base_url: str) -> str:
@@ -63,9 +65,9 @@ class OneShot:
         return target_of(self.endpoint)
 
 
-def build(flags: ProbeFlags) -> OneShot:
-    """The run the flags describe, validated as the REST API validates it; every problem is a
-    FlagError naming its flag."""
+def build(flags: ProbeFlags, limits: LoadLimits | None = None) -> OneShot:
+    """The run the flags describe, validated as the REST API validates it (within `limits`,
+    when given); every problem is a FlagError naming its flag."""
     try:
         endpoint = EndpointCreate.model_validate(endpoint_fields(flags))
         workload = Workload(input_tokens=flags.input_tokens, max_tokens=flags.output_tokens,
@@ -74,7 +76,17 @@ def build(flags: ProbeFlags) -> OneShot:
                             e2e_ms=flags.slo_e2e_ms)
     except ValidationError as exc:
         raise flag_error(exc) from None
-    return OneShot(endpoint, load_profile(flags), workload, slo)
+    profile = load_profile(flags, limits)
+    if limits is not None and (found := limit_violations(planned_load(profile), limits)):
+        raise FlagError("; ".join(f"{flag_of_path(path)}: {message}"
+                                  for path, message in found))
+    return OneShot(endpoint, profile, workload, slo)
+
+
+def flag_of_path(path: Path) -> str:
+    """The flag behind a profile field (`("stages", 2, "rate")` -> `--levels`)."""
+    return next((FLAG_OF[p] for p in path if isinstance(p, str) and p in FLAG_OF),
+                ".".join(str(p) for p in path))
 
 
 def endpoint_fields(flags: ProbeFlags) -> dict[str, Any]:
@@ -95,15 +107,19 @@ def endpoint_fields(flags: ProbeFlags) -> dict[str, Any]:
     }
 
 
-def load_profile(flags: ProbeFlags) -> LoadProfile:
+def load_profile(flags: ProbeFlags, limits: LoadLimits | None = None) -> LoadProfile:
     """The profile named by --profile, from the flags it uses. `steps` takes --levels as rates
     (one open-loop stage each), `sweep` as numbers of users. Each stage or level lasts
-    --duration seconds: default 10, none for a concurrency run capped by --max-requests."""
+    --duration seconds: default 10, none for a concurrency run capped by --max-requests.
+    Open loops keep at most SUSTAIN_MAX_CONCURRENCY requests in flight when that is below
+    the profiles' default (no flag sets it)."""
     kind = flags.profile
     length = flags.duration if flags.duration is not None else (
         None if flags.max_requests is not None and kind == "concurrency" else DEFAULT_DURATION_S)
     levels = flags.levels or []
     raw: dict[str, Any] = {"kind": kind, "warmup_s": flags.warmup}
+    if limits is not None and kind in ("constant", "poisson", "steps"):
+        raw["max_in_flight"] = min(DEFAULT_IN_FLIGHT, limits.max_concurrency)
     if kind in ("constant", "poisson"):
         raw.update(rate=flags.rate, duration_s=length, max_requests=flags.max_requests)
         if kind == "poisson":
@@ -127,14 +143,15 @@ def unreachable(result: RunResult) -> bool:
         s.measurement.error_class in UNREACHABLE for s in result.samples)
 
 
-async def run_with_display(shot: OneShot, show: Live | None, max_connections: int = 1000
-                           ) -> RunResult:
-    """Run the one-shot; refresh `show` four times a second while it goes."""
+async def run_with_display(shot: OneShot, show: Live | None, max_connections: int = 1000,
+                           budget: RunBudget | None = None) -> RunResult:
+    """Run the one-shot (held to `budget`); refresh `show` four times a second while it
+    goes."""
     live = LiveStats()
     started = time.monotonic()
     async with HttpClients(max_connections) as clients:
         run = asyncio.create_task(execute(clients, shot.target, shot.workload, shot.profile,
-                                          shot.slo, live=live))
+                                          shot.slo, live=live, budget=budget))
         while not run.done():
             if show is not None:
                 show.update(progress_table(live, time.monotonic() - started))

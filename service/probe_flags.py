@@ -76,7 +76,7 @@ def parse_headers(pairs: object) -> object:
         return {}
     if not isinstance(pairs, list):
         return pairs
-    headers = {}
+    headers: dict[str, str] = {}
     for pair in pairs:
         name, sep, value = str(pair).partition(":")
         if not sep or not name.strip():

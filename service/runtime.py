@@ -83,7 +83,7 @@ class Replica:
         self.metrics.watch_writes(self.buffer, self.writer)
         self.peers = PeerLoads()
         self.executor = RunExecutor(self.sessions, self.clients, self.metrics, self.replica_id,
-                                    self.buffer, self.peers)
+                                    self.buffer, self.peers, settings.load_limits())
         self.liveness = Liveness(self.engine, self.replica_id, settings.heartbeat_seconds,
                                  lambda: self.executor.in_flight, self.executor.run_ids,
                                  self.peers)
@@ -92,7 +92,8 @@ class Replica:
                                       self.scheduler.reconcile)
         self.reloader = None if settings.config is None else ConfigReloader(
             settings.config, self.sessions, self.scheduler, self.metrics,
-            settings.config_reload_seconds, settings.sample_retention_days)
+            settings.config_reload_seconds, settings.sample_retention_days,
+            settings.load_limits())
         self.notify_client = httpx.AsyncClient(follow_redirects=False)
         self.delivery = DeliveryWorker(
             self.sessions, self.notify_client, self.replica_id, external_url(settings),
@@ -113,6 +114,7 @@ class Replica:
         if self.settings.auto_migrate:
             await asyncio.to_thread(upgrade_to_head, self.database_url)
         self.writer.start()
+        self.executor.start()
         await self.liveness.beat()
         self.liveness.start()
         self.listener.start()

@@ -6,7 +6,9 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from sustain.probes.inputs import InputModel
 
 
 class ApiKind(enum.StrEnum):
@@ -15,10 +17,8 @@ class ApiKind(enum.StrEnum):
     HTTP = "http"
 
 
-class HttpCheck(BaseModel):
+class HttpCheck(InputModel):
     """What an `http` probe sends and expects: a plain request, timed end to end."""
-
-    model_config = ConfigDict(extra="forbid")
 
     method: str = Field(default="GET", pattern=r"^(GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS)$")
     path: str = Field(default="/", pattern=r"^/[^\s]*$", max_length=2048,

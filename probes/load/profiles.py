@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import Field, TypeAdapter, model_validator
 from pydantic_core import PydanticCustomError
+
+from sustain.probes.inputs import InputModel
 
 MAX_DURATION_S = 86_400.0
 MAX_RATE = 10_000.0
@@ -19,9 +21,7 @@ MAX_USERS = 10_000
 MAX_REQUESTS = 10_000_000
 
 
-class _Profile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class _Profile(InputModel):
     warmup_s: float = Field(
         default=0.0, ge=0, le=3600,
         description="Seconds at the start of each stage whose requests are not counted.",
@@ -78,10 +78,8 @@ class ConcurrencyProfile(_Profile):
         return self
 
 
-class Step(BaseModel):
+class Step(InputModel):
     """One stage of a `steps` profile: an open-loop rate or a closed-loop concurrency."""
-
-    model_config = ConfigDict(extra="forbid")
 
     rate: float | None = Field(default=None, gt=0, le=MAX_RATE)
     concurrency: int | None = Field(default=None, ge=1, le=MAX_USERS)

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from sustain.probes.inputs import InputModel
 from sustain.probes.measure.sample import Outcome, Sample
 
 
-class SloThresholds(BaseModel):
+class SloThresholds(InputModel):
     """Per-request thresholds in ms; unset means not checked."""
-
-    model_config = ConfigDict(extra="forbid")
 
     ttft_ms: float | None = Field(default=None, gt=0, le=3_600_000)
     tpot_ms: float | None = Field(default=None, gt=0, le=3_600_000)

@@ -5,14 +5,16 @@ from __future__ import annotations
 import random
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
+
+from sustain.probes.inputs import InputModel
 
 MAX_INPUT_TOKENS = 200_000
 
 
-class _Length(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Length(InputModel):
+    """A distribution of prompt lengths, in tokens."""
 
 
 class FixedLength(_Length):

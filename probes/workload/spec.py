@@ -3,17 +3,20 @@ distribution, or a JSONL dataset), output length, sampling and vendor parameters
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from sustain.probes.inputs import InputModel, storable_problem
 from sustain.probes.workload.lengths import InputLength
 
+MAX_EXTRA_BODY_BYTES = 64 * 1024
+"""Largest `extra_body`, as compact JSON."""
 
-class Workload(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
+class Workload(InputModel):
     prompt: str | None = Field(
         default=None, min_length=1, max_length=1_000_000,
         description="Fixed prompt text for every request.",
@@ -38,8 +41,21 @@ class Workload(BaseModel):
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
     extra_body: dict[str, Any] = Field(
         default_factory=dict,
-        description="Vendor parameters passed through verbatim, e.g. ignore_eos, min_tokens.",
+        description="Vendor parameters passed through verbatim, e.g. ignore_eos, min_tokens "
+        f"(at most {MAX_EXTRA_BODY_BYTES} bytes as JSON).",
     )
+
+    @field_validator("extra_body")
+    @classmethod
+    def _small(cls, value: dict[str, Any]) -> dict[str, Any]:
+        """Sent with every request and returned by every read of the probe: kept small. The
+        size is taken only of a storable value (one with NaN or deep nesting is refused for
+        that, by InputModel)."""
+        if storable_problem(value) is None and \
+                len(json.dumps(value, separators=(",", ":"))) > MAX_EXTRA_BODY_BYTES:
+            raise PydanticCustomError("too_large", "at most {limit} bytes as JSON",
+                                      {"limit": MAX_EXTRA_BODY_BYTES})
+        return value
 
     @model_validator(mode="after")
     def _one_source(self) -> Workload:

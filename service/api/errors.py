@@ -60,7 +60,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(FieldError)
     async def _field_error(request: Request, exc: FieldError) -> JSONResponse:
         return problem(request, 422, exc.title, str(exc),
-                       errors=[{"field": exc.field, "message": exc.message}])
+                       errors=[{"field": f, "message": m} for f, m in exc.problems])
 
     @app.exception_handler(ServiceError)
     async def _service(request: Request, exc: ServiceError) -> JSONResponse:
@@ -71,8 +71,12 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        title = {404: "Not found", 405: "Method not allowed"}.get(exc.status_code, "Error")
-        return problem(request, exc.status_code, title, str(exc.detail))
+        title = {404: "Not found", 405: "Method not allowed",
+                 413: "Content too large"}.get(exc.status_code, "Error")
+        response = problem(request, exc.status_code, title, str(exc.detail))
+        if exc.status_code == 413:  # the rest of the body is never read: end the connection
+            response.headers["Connection"] = "close"
+        return response
 
     @app.exception_handler(DBAPIError)
     async def _database(request: Request, exc: DBAPIError) -> JSONResponse:

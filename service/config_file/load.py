@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from sustain.service.config_file.model import ConfigFile
 from sustain.service.config_file.yaml_lines import ConfigError, Located, Problem, dotted, load
+from sustain.service.domain.limits import LoadLimits, limit_violations, planned_load
 
 
 def _data_path(data: Any, loc: tuple[int | str, ...], missing: bool
@@ -45,7 +46,8 @@ def _validation_problems(located: Located, error: ValidationError) -> list[Probl
 
 
 def _references(config: ConfigFile) -> list[tuple[tuple[str | int, ...], str]]:
-    """Duplicate names and references to undeclared endpoints and workloads."""
+    """Duplicate names and references to undeclared endpoints, workloads and probes (an SLO
+    names probes of its own file, as a probe names its endpoint)."""
     found: list[tuple[tuple[str | int, ...], str]] = []
     names: list[tuple[str, list[str]]] = [
         ("endpoints", [e.name for e in config.endpoints]),
@@ -68,12 +70,27 @@ def _references(config: ConfigFile) -> list[tuple[tuple[str | int, ...], str]]:
         if isinstance(probe.workload, str) and probe.workload not in workloads:
             found.append((("probes", i, "workload"),
                           f"no workload named {probe.workload!r} in this file"))
+    probes = {p.name for p in config.probes}
+    for i, slo in enumerate(config.slos):
+        found.extend((("slos", i, "probes", j), f"no probe named {name!r} in this file")
+                     for j, name in enumerate(slo.probes) if name not in probes)
     return found
 
 
-def parse(text: str, file: str, environ: Mapping[str, str] | None = None
-          ) -> tuple[ConfigFile, Located]:
-    """The validated config and where each value came from; ConfigError otherwise."""
+def _beyond_limits(config: ConfigFile, limits: LoadLimits | None
+                   ) -> list[tuple[tuple[str | int, ...], str]]:
+    """Probe profiles beyond the load limits, each field that breaks one."""
+    if limits is None:
+        return []
+    return [(("probes", i, "profile", *path), message)
+            for i, probe in enumerate(config.probes)
+            for path, message in limit_violations(planned_load(probe.profile), limits)]
+
+
+def parse(text: str, file: str, environ: Mapping[str, str] | None = None,
+          limits: LoadLimits | None = None) -> tuple[ConfigFile, Located]:
+    """The validated config and where each value came from; ConfigError otherwise. With
+    `limits`, every probe's profile must stay within them (as over REST)."""
     located = load(text, file, os.environ if environ is None else environ)
     if not isinstance(located.data, dict):
         raise ConfigError(file, [*located.problems, Problem(
@@ -84,7 +101,7 @@ def parse(text: str, file: str, environ: Mapping[str, str] | None = None
         raise ConfigError(file, _together(located.problems,
                                           _validation_problems(located, exc))) from None
     problems = [Problem(located.line_of(path), dotted(path), message)
-                for path, message in _references(config)]
+                for path, message in [*_references(config), *_beyond_limits(config, limits)]]
     if located.problems or problems:
         raise ConfigError(file, _together(located.problems, problems))
     return config, located
@@ -101,7 +118,8 @@ MAX_FILE_BYTES = 4 * 1024 * 1024
 """A config file larger than this is refused unread."""
 
 
-def read(path: Path, environ: Mapping[str, str] | None = None) -> tuple[ConfigFile, Located]:
+def read(path: Path, environ: Mapping[str, str] | None = None,
+         limits: LoadLimits | None = None) -> tuple[ConfigFile, Located]:
     try:
         with path.open("rb") as handle:
             raw = handle.read(MAX_FILE_BYTES + 1)
@@ -114,4 +132,4 @@ def read(path: Path, environ: Mapping[str, str] | None = None) -> tuple[ConfigFi
             from None
     except UnicodeDecodeError:
         raise ConfigError(str(path), [Problem(None, "", "not UTF-8 text")]) from None
-    return parse(text, str(path), environ)
+    return parse(text, str(path), environ, limits)

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 from pydantic_core import PydanticCustomError
 
+from sustain.probes.inputs import InputModel
 from sustain.probes.load.profiles import LoadProfile, SingleProfile
 from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.workload.spec import Workload
@@ -33,9 +34,7 @@ def _seconds(value: object) -> object:
 Seconds = Annotated[float, BeforeValidator(_seconds), Field(ge=0)]
 
 
-class ScheduleSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ScheduleSpec(InputModel):
     every: Annotated[int, BeforeValidator(_seconds), Field(gt=0, le=MAX_INTERVAL_S)] | None = None
     cron: Cron | None = None
     jitter: Seconds = 0.0
@@ -57,9 +56,7 @@ class WorkloadSpec(Workload):
     name: Name
 
 
-class ProbeSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ProbeSpec(InputModel):
     name: Name
     endpoint: Name = Field(description="Name of an endpoint declared in this file.")
     workload: Name | Workload = Field(
@@ -72,9 +69,7 @@ class ProbeSpec(BaseModel):
     labels: Labels = Field(default_factory=dict)
 
 
-class ConfigFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ConfigFile(InputModel):
     version: Literal[1] = 1
     endpoints: list[EndpointCreate] = Field(default_factory=list)
     workloads: list[WorkloadSpec] = Field(default_factory=list)

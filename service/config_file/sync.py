@@ -16,11 +16,13 @@ from typing import Any, TypeVar
 from sqlalchemy import delete, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from sustain.probes.workload.spec import Workload
 from sustain.service.config_file.model import ConfigFile, ProbeSpec
 from sustain.service.config_file.yaml_lines import ConfigError, Located, Problem, dotted
 from sustain.service.db import endpoints as endpoint_queries
 from sustain.service.db import notifiers as notifier_queries
 from sustain.service.db import probes as probe_queries
+from sustain.service.db import runs as run_queries
 from sustain.service.db import slos as slo_queries
 from sustain.service.db.models import Endpoint, NamedResource, Notifier, Probe, Slo
 from sustain.service.schemas.probes import ProbeCreate
@@ -47,7 +49,8 @@ def _probe_columns(spec: ProbeSpec, endpoint_id: int, config: ConfigFile) -> dic
     workload = workloads[spec.workload] if isinstance(spec.workload, str) else spec.workload
     body = ProbeCreate(
         name=spec.name, endpoint_id=endpoint_id,
-        workload=workload.model_dump(exclude={"name"}, exclude_unset=True),
+        workload=Workload.model_validate(workload.model_dump(exclude={"name"},
+                                                             exclude_unset=True)),
         profile=spec.profile, interval_seconds=spec.schedule.every, cron=spec.schedule.cron,
         jitter_seconds=spec.schedule.jitter, enabled=spec.enabled, slo=spec.slo,
         labels=spec.labels)
@@ -135,9 +138,12 @@ async def sync(session: AsyncSession, config: ConfigFile, located: Located, sour
             result.changed_probes.append(row.id)
             continue
         restart = any(values[k] != getattr(row, k) for k in probe_queries.SCHEDULE_COLUMNS)
+        disabled = row.enabled and not values["enabled"]
         if _apply(row, values):
             if restart:
                 row.schedule_since = func.now()
+            if disabled:  # its run in progress stops (its replica watches for the cancel)
+                await run_queries.cancel_probe_runs(session, row.id)
             result.updated.append(f"probe {spec.name}")
             result.changed_probes.append(row.id)
 

@@ -26,7 +26,8 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TIMESTAMP
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 RUN_STATUSES = ("pending", "running", "succeeded", "failed", "abandoned", "invalid", "missed",
-                "skipped")
+                "skipped", "cancelled")
+FINAL_RUN_STATUSES = frozenset(RUN_STATUSES) - {"pending", "running"}
 RUN_TRIGGERS = ("schedule", "manual")
 
 
@@ -146,6 +147,9 @@ class Run(Base):
     """Measured time (warmups left out), the denominator of throughputs."""
     samples_dropped: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     """Raw samples lost because the write buffer was full; its summary still counts them."""
+    cancel_requested_at: Mapped[datetime | None]
+    """When a cancel of the running run was asked for; the replica executing it watches for
+    this, stops the run and records it as `cancelled`."""
 
     __table_args__ = (
         CheckConstraint(

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select, text, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.dialects.postgresql import distinct_on
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from sustain.service.db.models import Endpoint, Probe, Run
-from sustain.service.errors import NotFoundError
+from sustain.service.db.models import FINAL_RUN_STATUSES, Endpoint, Probe, Run
+from sustain.service.errors import ConflictError, NotFoundError
 
 
 def _now() -> datetime:
@@ -112,11 +112,65 @@ async def advance_checked(session: AsyncSession, probe_id: int, until: datetime)
         "WHERE id = :id"), {"id": probe_id, "until": until})
 
 
-async def mark_running(session: AsyncSession, run_id: int, replica: str) -> None:
-    await session.execute(
-        update(Run).where(Run.id == run_id)
+async def mark_running(session: AsyncSession, run_id: int, replica: str) -> bool:
+    """Start a pending run; False when it is pending no longer (cancelled meanwhile)."""
+    result = await session.execute(
+        update(Run).where(Run.id == run_id, Run.status == "pending")
         .values(status="running", claimed_by=replica, started_at=_now())
+        .returning(Run.id)
     )
+    return result.first() is not None
+
+
+CANCELLED_PENDING = "cancelled before it started"
+
+
+async def request_cancel(session: AsyncSession, run_id: int) -> Run:
+    """Cancel a run (under its row lock): a pending one becomes `cancelled` at once; a
+    running one gets `cancel_requested_at` (kept from a first request), which the replica
+    executing it watches for. ConflictError for a run already final."""
+    run = (await session.execute(
+        select(Run).where(Run.id == run_id).with_for_update())).scalar_one_or_none()
+    if run is None:
+        raise NotFoundError("run", run_id)
+    if run.status in FINAL_RUN_STATUSES:
+        raise ConflictError(f"run {run_id} is already {run.status}")
+    now = _now()
+    if run.status == "pending":
+        run.status, run.finished_at, run.error = "cancelled", now, CANCELLED_PENDING
+    if run.cancel_requested_at is None:
+        run.cancel_requested_at = now
+    await session.flush()
+    return run
+
+
+async def cancel_probe_runs(session: AsyncSession, probe_id: int) -> None:
+    """Cancel every pending or running run of a probe (disabled, or about to be deleted), as
+    `request_cancel` does."""
+    await session.execute(
+        update(Run).where(Run.probe_id == probe_id, Run.status == "pending")
+        .values(status="cancelled", finished_at=func.now(), error=CANCELLED_PENDING,
+                cancel_requested_at=func.now()))
+    await session.execute(
+        update(Run).where(Run.probe_id == probe_id, Run.status == "running",
+                          Run.cancel_requested_at.is_(None))
+        .values(cancel_requested_at=func.now()))
+
+
+CANCEL_WANTED = text("""
+    SELECT m.id FROM unnest(CAST(:ids AS bigint[])) AS m(id)
+    LEFT JOIN runs r ON r.id = m.id
+    WHERE r.id IS NULL OR r.cancel_requested_at IS NOT NULL
+""")
+
+
+async def cancel_wanted(connection: AsyncConnection, run_ids: Sequence[int]) -> set[int]:
+    """Of `run_ids` (runs executing here), those to stop: a cancel was asked for, or the run
+    is gone (its probe was deleted)."""
+    if not run_ids:
+        return set()
+    rows = await connection.execute(CANCEL_WANTED, {"ids": list(run_ids)})
+    return {int(r[0]) for r in rows}
 
 
 async def list_runs(

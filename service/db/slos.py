@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -10,7 +11,7 @@ from sqlalchemy import delete, exists, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from sustain.service.db import slo_counts
-from sustain.service.db.models import Slo, SloRunCount
+from sustain.service.db.models import Probe, Slo, SloRunCount
 from sustain.service.evaluation.slo_status import SloStatus, needed_windows, status
 from sustain.service.evaluation.tiers import BurnTier
 from sustain.service.schemas.slos import Sli, SloCreate, SloRead, SloUpdate
@@ -44,6 +45,13 @@ async def any_approximate(session: AsyncSession, slo_id: int, since: datetime) -
     return bool((await session.execute(select(exists().where(
         SloRunCount.slo_id == slo_id, SloRunCount.approximate.is_(True),
         SloRunCount.scheduled_for >= since)))).scalar_one())
+
+
+async def unknown_probes(session: AsyncSession, names: Sequence[str]) -> list[tuple[int, str]]:
+    """The (position, name) of each name in `names` that no probe has."""
+    known = set((await session.execute(select(Probe.name).where(Probe.name.in_(set(names)))))
+                .scalars())
+    return [(i, name) for i, name in enumerate(names) if name not in known]
 
 
 RECOUNT_COLUMNS = frozenset({"probe_names", "probe_labels", "kind", "metric", "threshold_ms"})

@@ -46,14 +46,16 @@ SELECT p.id AS probe_id, r.id, r.status, r.scheduled_for, r.finished_at
 FROM probes p
 CROSS JOIN LATERAL (
     SELECT id, status, scheduled_for, finished_at FROM runs
-    WHERE probe_id = p.id AND finished_at IS NOT NULL AND status NOT IN ('missed', 'skipped')
+    WHERE probe_id = p.id AND finished_at IS NOT NULL
+      AND status NOT IN ('missed', 'skipped', 'cancelled')
     ORDER BY scheduled_for DESC LIMIT 1) r
 """)
 
 
 async def latest_runs(session: AsyncSession) -> dict[int, LatestRun]:
-    """Each probe's newest run that has finished (any outcome but missed or skipped): one
-    backward index scan per probe, not a scan of every retained run."""
+    """Each probe's newest run that has finished (any outcome but missed, skipped or
+    cancelled, which say nothing of the endpoint): one backward index scan per probe, not a
+    scan of every retained run."""
     rows = await session.execute(_LATEST)
     return {r.probe_id: LatestRun(r.id, r.status, r.scheduled_for, r.finished_at)
             for r in rows}

@@ -7,13 +7,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
+
+from sustain.probes.inputs import InputModel
 
 Severity = Literal["page", "ticket"]
 
 
-class BurnTier(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class BurnTier(InputModel):
+    model_config = ConfigDict(frozen=True)
 
     name: str = Field(pattern=r"^[a-z0-9_]{1,32}$")
     severity: Severity

@@ -15,12 +15,13 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.secrets import SecretUnavailableError
 from sustain.probes.load.profiles import parse_profile
-from sustain.probes.runner import execute
+from sustain.probes.runner import RunStop, execute
 from sustain.probes.workload.spec import Workload
 from sustain.service.db import probes as probe_queries
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Endpoint, Probe
 from sustain.service.domain.finals import RunFinal, completed
+from sustain.service.domain.limits import BeyondLimitsError, LoadLimits, check_limits
 from sustain.service.domain.schedule import Schedule, tick_for_firing
 from sustain.service.domain.targets import slo_of, target_of
 from sustain.service.ingest.buffer import RunSink, SampleBuffer
@@ -30,13 +31,18 @@ from sustain.service.scheduling.liveness import PeerLoads
 
 logger = logging.getLogger(__name__)
 
+CANCEL_POLL_S = 0.5
+"""How often a replica with runs in flight asks the database whether any was cancelled (or
+its probe deleted), wherever the cancel was asked: a cancel takes effect within about this."""
+CANCELLED = "cancelled on request"
+
 
 class RunExecutor:
     """Runs probes and owns the tasks of runs in flight."""
 
     def __init__(self, sessions: async_sessionmaker[AsyncSession], clients: HttpClients,
                  metrics: Metrics, replica_id: str, buffer: SampleBuffer,
-                 peers: PeerLoads | None = None) -> None:
+                 peers: PeerLoads | None = None, limits: LoadLimits | None = None) -> None:
         self.sessions = sessions
         self.clients = clients
         self.buffer = buffer
@@ -47,14 +53,55 @@ class RunExecutor:
         """Probes with a run executing on this replica."""
         self._starting: set[int] = set()
         """Runs claimed or started here whose final record is not yet buffered."""
+        self._stops: dict[int, tuple[int, RunStop]] = {}
+        """Runs executing here: their probe, and what ends them early."""
+        self._watcher: asyncio.Task[None] | None = None
         self.claiming = True
         self.peers = peers if peers is not None else PeerLoads()
         """Runs in flight of the other live replicas (kept by the heartbeat)."""
+        self.limits = limits
+        """Each run's profile is checked against these when it starts, and the run is held to
+        their budget while it goes (None: unlimited)."""
 
     @property
     def in_flight(self) -> int:
         """Runs executing on this replica (its load, for claim spreading)."""
         return len(self._running)
+
+    def start(self) -> None:
+        """Start watching for cancels of the runs executing here."""
+        self._watcher = asyncio.create_task(self._watch_cancels(), name="cancel-watcher")
+
+    async def _watch_cancels(self) -> None:
+        """Every CANCEL_POLL_S while runs execute here: stop those cancelled (on any replica)
+        or whose probe was deleted. A database that cannot answer is asked again next time."""
+        while True:
+            await asyncio.sleep(CANCEL_POLL_S)
+            if not self._stops:
+                continue
+            try:
+                async with self.sessions() as session:
+                    wanted = await run_queries.cancel_wanted(await session.connection(),
+                                                             sorted(self._stops))
+            except (OSError, DBAPIError, TimeoutError, SATimeoutError) as exc:
+                logger.debug("cannot look for cancelled runs (%s)", type(exc).__name__)
+                continue
+            for run_id in wanted:
+                self.cancel(run_id)
+
+    def cancel(self, run_id: int) -> bool:
+        """Stop a run executing here (its record becomes `cancelled`, with what it measured
+        so far); False when it does not execute here."""
+        entry = self._stops.get(run_id)
+        if entry is not None:
+            entry[1].set(CANCELLED)
+        return entry is not None
+
+    def cancel_probe(self, probe_id: int) -> None:
+        """Stop the runs of a probe executing here (it was disabled or deleted)."""
+        for run_id, (probe, _) in list(self._stops.items()):
+            if probe == probe_id:
+                self.cancel(run_id)
 
     def stop_claiming(self) -> None:
         """Shutdown has begun: ticks from now on are left to other replicas."""
@@ -153,10 +200,14 @@ class RunExecutor:
             async with self.sessions.begin() as session:
                 run = await run_queries.get(session, run_id)
                 probe, endpoint = await probe_queries.get_with_endpoint(session, run.probe_id)
-                await run_queries.mark_running(session, run_id, self.replica_id)
+                started = await run_queries.mark_running(session, run_id, self.replica_id)
         except BaseException:
             self._starting.discard(run_id)
             raise
+        if not started:
+            self._starting.discard(run_id)
+            logger.info("run %s was cancelled before it started", run_id)
+            return
         await self._execute(run_id, run.scheduled_for, probe, endpoint)
 
     async def _execute(self, run_id: int, scheduled_for: datetime, probe: Probe,
@@ -166,22 +217,31 @@ class RunExecutor:
         sink = self.buffer.open(run_id, probe.id)
         base = RunFinal(run_id=run_id, probe_id=probe.id, scheduled_for=scheduled_for,
                         status="failed")
+        stop = RunStop()
         self._running.add(probe.id)
+        self._stops[run_id] = (probe.id, stop)
         try:
+            profile = parse_profile(probe.profile)
+            if self.limits is not None:
+                check_limits(profile, self.limits)
             result = await execute(
                 self.clients,
                 target_of(endpoint),
                 Workload.model_validate(probe.workload),
-                parse_profile(probe.profile),
+                profile,
                 slo_of(probe),
                 on_sample=sink.put,
+                stop=stop,
+                budget=None if self.limits is None else self.limits.budget(),
             )
             final = await asyncio.to_thread(completed, base, result)
+            if result.stopped == CANCELLED:
+                final = replace(final, status="cancelled", error=CANCELLED)
         except asyncio.CancelledError:
             self._end(sink, probe, replace(base, status="abandoned",
                                            error="service stopped during the run"))
             raise
-        except SecretUnavailableError as exc:
+        except (SecretUnavailableError, BeyondLimitsError) as exc:
             self._end(sink, probe, replace(base, error=str(exc)))
         except Exception as exc:
             logger.exception("run %s of probe %s crashed", run_id, probe.name)
@@ -195,6 +255,7 @@ class RunExecutor:
                         result.summary.availability)
         finally:
             self._running.discard(probe.id)
+            self._stops.pop(run_id, None)
 
     def _end(self, sink: RunSink, probe: Probe, final: RunFinal) -> None:
         sink.finish(final)
@@ -206,6 +267,9 @@ class RunExecutor:
 
     async def close(self) -> None:
         """Cancel runs in flight; each marks itself abandoned."""
+        if self._watcher is not None:
+            self._watcher.cancel()
+            await asyncio.gather(self._watcher, return_exceptions=True)
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()

@@ -21,6 +21,7 @@ from pydantic_core import PydanticCustomError
 
 from sustain.probes.client.secrets import SECRET_REF_PATTERN
 from sustain.probes.client.target import HttpCheck
+from sustain.probes.inputs import InputModel
 from sustain.service.schemas.common import DbId, Labels, Name, Text, reject_nulls
 
 ApiKindName = Literal["openai-chat", "openai-completions", "http"]
@@ -87,9 +88,7 @@ def check_url_has_no_credentials(url: AnyHttpUrl | None) -> AnyHttpUrl | None:
     return url
 
 
-class _EndpointFields(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class _EndpointFields(InputModel):
     @field_validator("headers", check_fields=False)
     @classmethod
     def _headers(cls, value: dict[str, str] | None) -> dict[str, str] | None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AnyHttpUrl, BaseModel, Field, model_validator
 from pydantic_core import PydanticCustomError
 
+from sustain.probes.inputs import InputModel
 from sustain.service.schemas.common import Labels, Name, reject_nulls
 from sustain.service.schemas.endpoints import SecretRef, check_url_has_no_credentials
 
@@ -22,7 +23,7 @@ def _check_url(url: AnyHttpUrl | None) -> AnyHttpUrl | None:
         raise ValueError(str(exc).replace("auth_secret_ref", "url_secret_ref")) from None
 
 
-class _NotifierChecks(BaseModel):
+class _NotifierChecks(InputModel):
     kind: NotifierKind | None = None
     url: AnyHttpUrl | None = None
     url_secret_ref: SecretRef | None = None
@@ -46,8 +47,6 @@ class _NotifierChecks(BaseModel):
 
 
 class NotifierCreate(_NotifierChecks):
-    model_config = ConfigDict(extra="forbid")
-
     name: Name
     kind: NotifierKind
     url: AnyHttpUrl | None = Field(
@@ -75,8 +74,6 @@ class NotifierCreate(_NotifierChecks):
 
 class NotifierUpdate(_NotifierChecks):
     """PATCH body: only the fields given change; kind cannot change."""
-
-    model_config = ConfigDict(extra="forbid")
 
     name: Name | None = None
     kind: None = None

@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, Field, model_validator
 from pydantic_core import PydanticCustomError
 
+from sustain.probes.inputs import InputModel
 from sustain.probes.load.profiles import LoadProfile, SingleProfile
 from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.workload.spec import Workload
@@ -17,9 +18,7 @@ from sustain.service.schemas.common import DbId, Labels, Name, reject_nulls
 MAX_INTERVAL_S = 7 * 86_400
 
 
-class ProbeCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ProbeCreate(InputModel):
     name: Name
     endpoint_id: DbId
     workload: Workload = Field(default_factory=Workload)
@@ -75,10 +74,8 @@ def check_jitter(jitter_seconds: float, interval_seconds: int | None, cron: str 
             {"field": "jitter_seconds"})
 
 
-class ProbeUpdate(BaseModel):
+class ProbeUpdate(InputModel):
     """PATCH body: only the fields given change (workload, profile and slo are replaced whole)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     name: Name | None = None
     endpoint_id: DbId | None = None

@@ -11,7 +11,7 @@ from sustain.probes.runner import RunReport
 from sustain.service.schemas.common import DbId
 
 RunStatus = Literal["pending", "running", "succeeded", "failed", "abandoned", "invalid", "missed",
-                    "skipped"]
+                    "skipped", "cancelled"]
 
 
 class RunRead(BaseModel):
@@ -30,6 +30,8 @@ class RunRead(BaseModel):
     summary: RunReport | None
     samples_dropped: int = 0
     """Raw samples not stored because the write buffer was full (the summary counts them)."""
+    cancel_requested_at: datetime | None = None
+    """When a cancel was asked for; the run is `cancelled` within moments."""
 
 
 class RunList(BaseModel):

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from sustain.probes.inputs import InputModel
 from sustain.service.evaluation.patterns import PatternError, anchored
 from sustain.service.schemas.common import LabelKey, LabelValue, Text, supported_time
 
 
-class MatcherBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class MatcherBody(InputModel):
     name: LabelKey
     value: LabelValue
     is_regex: bool = False
@@ -30,12 +29,10 @@ class MatcherBody(BaseModel):
         return self
 
 
-class SilenceCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class SilenceCreate(InputModel):
     matchers: list[MatcherBody] = Field(min_length=1, max_length=32)
-    starts_at: datetime | None = Field(default=None, description="Default: now.")
-    ends_at: datetime
+    starts_at: datetime | None = Field(default=None, strict=False, description="Default: now.")
+    ends_at: datetime = Field(strict=False, description="RFC 3339 with a time zone.")
     comment: Text = Field(min_length=1, max_length=2000)
     created_by: Text | None = Field(
         default=None, min_length=1, max_length=200,

@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
+from sustain.probes.inputs import InputModel
 from sustain.service.evaluation.tiers import DEFAULT_TIERS, BurnTier
 from sustain.service.history.windows import parse_duration
 from sustain.service.schemas.common import Labels, Name, reject_nulls
@@ -28,9 +29,7 @@ def _window(value: object) -> object:
 Window = Annotated[int, BeforeValidator(_window), Field(gt=0, le=MAX_WINDOW_S)]
 
 
-class Sli(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Sli(InputModel):
     kind: SliKind
     metric: LatencyMetric | None = Field(
         default=None, description="latency: which latency (itl: a request's worst gap).")
@@ -50,9 +49,7 @@ class Sli(BaseModel):
         return self
 
 
-class SloCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class SloCreate(InputModel):
     name: Name
     description: str | None = Field(default=None, max_length=2000)
     probes: list[Name] = Field(default_factory=list, max_length=1000,
@@ -73,10 +70,8 @@ class SloCreate(BaseModel):
         return self
 
 
-class SloUpdate(BaseModel):
+class SloUpdate(InputModel):
     """PATCH body: only the fields given change (sli and tiers are replaced whole)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     name: Name | None = None
     description: str | None = Field(default=None, max_length=2000)

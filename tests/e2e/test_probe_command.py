@@ -60,6 +60,9 @@ def test_table_output_is_readable(simulator: SimulatorHandle) -> None:
         (["--profile", "warp"], "--profile"),
         (["--header", "no-colon"], "--header"),
         (["--api-key-env", "SUSTAIN_SURELY_UNSET_VAR"], "SUSTAIN_SURELY_UNSET_VAR"),
+        (["--profile", "constant", "--rate", "5000"], "--rate: 5,000 requests/s; at most 1,000"),
+        (["--profile", "sweep", "--levels", "1,3000"], "--levels: the highest level is 3,000"),
+        (["--profile", "constant", "--rate", "1", "--duration", "7200"], "--duration: "),
     ],
 )
 def test_bad_flags_give_a_message_and_exit_2(simulator: SimulatorHandle, args: list[str],

@@ -8,11 +8,13 @@ from fastapi import APIRouter, Path, status
 from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from sustain.probes.load.profiles import LoadProfile
 from sustain.service.api.deps import ExecutorDep, SchedulerDep, SessionDep, StateDep
 from sustain.service.db import crud
 from sustain.service.db import probes as probe_queries
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Endpoint, Probe
+from sustain.service.domain.limits import LoadLimits, dotted, limit_violations, planned_load
 from sustain.service.errors import ConflictError, FieldError, NotFoundError, UnavailableError
 from sustain.service.schemas.common import MAX_DB_ID
 from sustain.service.schemas.probes import (
@@ -28,6 +30,12 @@ router = APIRouter(prefix="/probes", tags=["probes"])
 ProbeId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
 
 
+def _check_limits(profile: LoadProfile | None, limits: LoadLimits) -> None:
+    """A profile beyond this service's limits is a 422 naming each field that breaks one."""
+    if profile is not None and (found := limit_violations(planned_load(profile), limits)):
+        raise FieldError.of([(dotted("profile", path), message) for path, message in found])
+
+
 async def _check_endpoint(session: AsyncSession, endpoint_id: int) -> None:
     try:
         await crud.get(session, Endpoint, endpoint_id, "endpoint")
@@ -36,8 +44,11 @@ async def _check_endpoint(session: AsyncSession, endpoint_id: int) -> None:
 
 
 @router.post("", status_code=status.HTTP_201_CREATED)
-async def create_probe(body: ProbeCreate, session: SessionDep,
-                       scheduler: SchedulerDep) -> ProbeRead:
+async def create_probe(body: ProbeCreate, session: SessionDep, scheduler: SchedulerDep,
+                       state: StateDep) -> ProbeRead:
+    """Create a probe. Its profile must stay within the load limits (SUSTAIN_MAX_RATE,
+    SUSTAIN_MAX_CONCURRENCY, SUSTAIN_MAX_RUN_SECONDS, SUSTAIN_MAX_RUN_REQUESTS)."""
+    _check_limits(body.profile, state.settings.load_limits())
     await _check_endpoint(session, body.endpoint_id)
     probe = await crud.create(session, Probe, probe_queries.columns(body), "probe")
     await probe_queries.notify_changed(session, probe.id)
@@ -58,9 +69,12 @@ async def get_probe(probe_id: ProbeId, session: SessionDep) -> ProbeRead:
 
 @router.patch("/{probe_id}")
 async def update_probe(probe_id: ProbeId, body: ProbeUpdate, session: SessionDep,
-                       scheduler: SchedulerDep) -> ProbeRead:
+                       scheduler: SchedulerDep, state: StateDep) -> ProbeRead:
+    """Change a probe; a new profile must stay within the load limits. Disabling it cancels
+    its run in progress, if any (within 2 s, wherever it executes)."""
     probe = await crud.get(session, Probe, probe_id, "probe")
     crud.check_unmanaged(probe, "probe")
+    _check_limits(body.profile, state.settings.load_limits())
     if body.endpoint_id is not None:
         await _check_endpoint(session, body.endpoint_id)
     changes = probe_queries.columns(body)
@@ -72,20 +86,29 @@ async def update_probe(probe_id: ProbeId, body: ProbeUpdate, session: SessionDep
     if any(changes.get(k, getattr(probe, k)) != getattr(probe, k)
            for k in probe_queries.SCHEDULE_COLUMNS):
         changes["schedule_since"] = func.now()
+    disabled = probe.enabled and changes.get("enabled") is False
     probe = await crud.update(session, probe, changes, "probe")
+    if disabled:
+        await run_queries.cancel_probe_runs(session, probe.id)
     await probe_queries.notify_changed(session, probe.id)
     await session.commit()
+    if disabled:
+        state.executor.cancel_probe(probe.id)
     await scheduler.refresh(probe.id)
     return probe_queries.read(probe)
 
 
 @router.delete("/{probe_id}", status_code=status.HTTP_204_NO_CONTENT)
-async def delete_probe(probe_id: ProbeId, session: SessionDep, scheduler: SchedulerDep) -> None:
+async def delete_probe(probe_id: ProbeId, session: SessionDep, scheduler: SchedulerDep,
+                       executor: ExecutorDep) -> None:
+    """Delete a probe and its runs; a run of it still going stops within 2 s, wherever it
+    executes (its replica finds the run gone)."""
     probe = await crud.get(session, Probe, probe_id, "probe")
     crud.check_unmanaged(probe, "probe")
     await crud.delete(session, probe, "probe")
     await probe_queries.notify_changed(session, probe_id)
     await session.commit()
+    executor.cancel_probe(probe_id)
     await scheduler.refresh(probe_id)
 
 

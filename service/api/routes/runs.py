@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query, Response
+from fastapi import APIRouter, Path, Query, Response, status
 from fastapi.responses import StreamingResponse
 
 from sustain.service.api import cursor
 from sustain.service.api.deps import SessionDep, StateDep
 from sustain.service.db import runs as run_queries
 from sustain.service.db import samples as sample_queries
-from sustain.service.db.models import Run
+from sustain.service.db.models import FINAL_RUN_STATUSES, Probe, Run
 from sustain.service.errors import FieldError
 from sustain.service.export.csv_rows import MEDIA_TYPE as CSV_MEDIA
 from sustain.service.export.csv_rows import csv_text
@@ -22,7 +22,6 @@ from sustain.service.schemas.runs import RunList, RunRead, RunStatus, SamplePage
 router = APIRouter(prefix="/runs", tags=["runs"])
 
 RunId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
-FINAL_STATUSES = frozenset({"succeeded", "failed", "abandoned", "invalid", "missed", "skipped"})
 
 
 @router.get("")
@@ -52,6 +51,24 @@ async def get_run(run_id: RunId, session: SessionDep) -> RunRead:
     return RunRead.model_validate(await run_queries.get(session, run_id))
 
 
+@router.post("/{run_id}/cancel", status_code=status.HTTP_202_ACCEPTED,
+             responses={404: {"description": "No such run."},
+                        409: {"description": "The run is already final."}})
+async def cancel_run(run_id: RunId, session: SessionDep, state: StateDep) -> RunRead:
+    """Cancel a pending or running run, on whichever replica it executes. A pending run is
+    `cancelled` at once; a running one within 2 s (poll it), with the samples it measured so
+    far kept and its summary computed from them. 409 for a run already final (a run that
+    ends on its own meanwhile keeps its own status)."""
+    run = await run_queries.request_cancel(session, run_id)
+    probe = await session.get(Probe, run.probe_id)
+    answer = RunRead.model_validate(run)
+    await session.commit()
+    if answer.status == "cancelled" and probe is not None:
+        state.metrics.observe_run(probe.name, "cancelled")
+    state.executor.cancel(run_id)
+    return answer
+
+
 @router.get("/{run_id}/samples", response_model=SamplePage,
             responses={200: {"content": {"text/csv": {}}}})
 async def run_samples(
@@ -69,7 +86,7 @@ async def run_samples(
     cursor in the `X-Next-Cursor` header."""
     after = cursor.decode("samples", cursor_)
     run = await run_queries.get(session, run_id)
-    final = run.status in FINAL_STATUSES
+    final = run.status in FINAL_RUN_STATUSES
     if format_ == "csv" and limit is None:
         return StreamingResponse(_streamcsv_text(state, run, after), media_type=CSV_MEDIA,
                                  headers=_disposition(run_id))

@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Path, status
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from sustain.service.api.deps import SessionDep, StateDep
 from sustain.service.api.times import utc_or_now
 from sustain.service.db import crud, slo_counts
 from sustain.service.db import slos as slo_queries
 from sustain.service.db.models import Slo
+from sustain.service.errors import FieldError
 from sustain.service.evaluation.slo_status import needed_windows
 from sustain.service.evaluation.slo_status import status as slo_status
 from sustain.service.schemas.common import MAX_DB_ID, ApiTime
@@ -27,10 +29,19 @@ router = APIRouter(prefix="/slos", tags=["slos"])
 SloId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
 
 
+async def _check_probes(session: AsyncSession, names: list[str] | None) -> None:
+    """An SLO may only name probes that exist (422 naming each unknown one)."""
+    unknown = await slo_queries.unknown_probes(session, names or [])
+    if unknown:
+        raise FieldError.of([(f"probes.{i}", f"no probe named {name!r}")
+                             for i, name in unknown])
+
+
 @router.post("", status_code=status.HTTP_201_CREATED)
 async def create_slo(body: SloCreate, session: SessionDep, state: StateDep) -> SloRead:
     """Create an SLO; runs still within its windows are counted at once (exact from raw
-    samples while retained, from sketches before)."""
+    samples while retained, from sketches before). Every probe named must exist."""
+    await _check_probes(session, body.probes)
     slo = await crud.create(session, Slo, slo_queries.columns(body),
                             "slo")
     await slo_queries.recount(session, slo, state.settings.sample_retention_days)
@@ -53,6 +64,7 @@ async def update_slo(slo_id: SloId, body: SloUpdate, session: SessionDep,
                      state: StateDep) -> SloRead:
     slo = await crud.get(session, Slo, slo_id, "slo")
     crud.check_unmanaged(slo, "slo")
+    await _check_probes(session, body.probes)
     changes = slo_queries.columns(body, partial=True)
     slo = await crud.update(session, slo, changes, "slo")
     if slo_queries.RECOUNT_COLUMNS & set(changes):

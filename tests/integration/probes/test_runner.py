@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -12,11 +13,13 @@ from sustain.probes.load.live import LiveStats
 from sustain.probes.load.profiles import (
     ConcurrencyProfile,
     PoissonProfile,
+    Step,
     StepsProfile,
     SweepProfile,
 )
+from sustain.probes.measure.sample import Sample
 from sustain.probes.measure.slo import SloThresholds
-from sustain.probes.runner import execute
+from sustain.probes.runner import RunBudget, RunStop, execute
 from sustain.probes.workload.spec import Workload
 from sustain.simulator.config import FAULT_HEADER
 from tests.conftest import SimulatorHandle
@@ -37,8 +40,8 @@ def target(sim: SimulatorHandle, **headers: str) -> Target:
 
 async def test_steps_give_one_result_per_stage_and_an_overall_summary(
         client: HttpClients, simulator: SimulatorHandle) -> None:
-    profile = StepsProfile(stages=[{"rate": 10, "duration_s": 1},
-                                   {"concurrency": 2, "duration_s": 1}], warmup_s=0.2)
+    profile = StepsProfile(stages=[Step(rate=10, duration_s=1), Step(concurrency=2, duration_s=1)],
+                           warmup_s=0.2)
     result = await execute(client, target(simulator), SHORT, profile)
     first, second = result.stages
     assert first.label == "rate 10/s"
@@ -92,3 +95,43 @@ def test_the_lean_transport_runs_under_uvloop(simulator: SimulatorHandle) -> Non
             return result.summary.successes
 
     assert uvloop.run(run()) == 6
+
+
+async def test_a_run_budget_stops_closed_loop_users_at_the_request_limit(
+        client: HttpClients, simulator: SimulatorHandle) -> None:
+    profile = ConcurrencyProfile(users=2, duration_s=60)
+    async with asyncio.timeout(10):
+        result = await execute(client, target(simulator), SHORT, profile,
+                               budget=RunBudget(seconds=60, requests=10))
+    assert result.stopped == "stopped at the limit of 10 requests per run"
+    assert 8 <= result.summary.attempts <= 10, "the requests in flight at the limit are dropped"
+    assert result.summary.attempts == len(result.samples) == result.stages[0].summary.attempts
+
+
+async def test_a_run_budget_stops_a_run_at_the_time_limit(
+        client: HttpClients, simulator: SimulatorHandle) -> None:
+    profile = ConcurrencyProfile(users=2, max_requests=1_000_000)
+    async with asyncio.timeout(5):
+        result = await execute(client, target(simulator), SHORT, profile,
+                               budget=RunBudget(seconds=0.5, requests=1_000_000))
+    assert result.stopped == "stopped at the limit of 0.5 s per run"
+    assert result.summary.attempts > 0
+
+
+async def test_a_stopped_run_keeps_what_it_measured_in_every_stage_so_far(
+        client: HttpClients, simulator: SimulatorHandle) -> None:
+    profile = StepsProfile(stages=[Step(rate=20, duration_s=0.5),
+                                   Step(rate=20, duration_s=60)])
+    stop = RunStop()
+    seen: list[Sample] = []
+    asyncio.get_running_loop().call_later(1.5, stop.set, "cancelled")
+    async with asyncio.timeout(3.5):
+        result = await execute(client, target(simulator), SHORT, profile, stop=stop,
+                               on_sample=seen.append)
+    assert result.stopped == "cancelled"
+    first, second = result.stages
+    assert first.summary.attempts == 10
+    assert 5 <= second.summary.attempts <= 25
+    assert second.summary.duration_s == pytest.approx(1.0, abs=0.3)
+    assert result.summary.attempts == len(result.samples) == len(seen)
+    assert [s.seq for s in result.samples] == sorted(s.seq for s in result.samples)

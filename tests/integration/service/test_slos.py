@@ -157,3 +157,21 @@ async def test_bad_slos_are_refused_naming_the_field(
     r = await api.post("/api/v1/slos", json=full)
     assert r.status_code == 422, r.text
     assert any(e["field"].startswith(field) for e in r.json()["errors"]), r.json()
+
+
+async def test_an_slo_naming_unknown_probes_is_422_naming_each_and_never_stored(
+        api: httpx.AsyncClient, app: FastAPI) -> None:
+    await create_probe_rows(runtime_of(app).engine)
+    r = await api.post("/api/v1/slos", json={
+        "name": "s", "probes": ["nope", "p1", "gone"], "sli": {"kind": "availability"},
+        "objective": 0.99})
+    assert r.status_code == 422, r.text
+    assert r.json()["errors"] == [{"field": "probes.0", "message": "no probe named 'nope'"},
+                                  {"field": "probes.2", "message": "no probe named 'gone'"}]
+    assert (await api.get("/api/v1/slos")).json() == []
+
+    created = await slo(api, sli={"kind": "availability"})
+    r = await api.patch(f"/api/v1/slos/{created['id']}", json={"probes": ["p1", "nope"]})
+    assert r.status_code == 422, r.text
+    assert [e["field"] for e in r.json()["errors"]] == ["probes.1"]
+    assert (await api.get(f"/api/v1/slos/{created['id']}")).json()["probes"] == ["p1"]

@@ -18,6 +18,7 @@ from sustain.probes.load.profiles import (
 )
 from sustain.probes.measure.slo import SloThresholds
 from sustain.service import cli
+from sustain.service.domain.limits import LoadLimits
 from sustain.service.oneshot import OneShot, build
 from sustain.service.probe_flags import FlagError, ProbeFlags
 
@@ -248,3 +249,40 @@ def test_a_field_of_the_wrong_type_names_its_flag() -> None:
 def test_flags_are_immutable() -> None:
     with pytest.raises(ValueError, match="frozen"):
         flags().rate = 2.0  # type: ignore[misc]
+
+
+LIMITS = LoadLimits(max_rate=100, max_concurrency=64, max_run_seconds=600,
+                    max_run_requests=10_000)
+
+
+@pytest.mark.parametrize(("given", "message"), [
+    ({"profile": "constant", "rate": 500},
+     "--rate: 500 requests/s; at most 100 (SUSTAIN_MAX_RATE)"),
+    ({"profile": "concurrency", "concurrency": 65, "max_requests": 5},
+     "--concurrency: users is 65; at most 64 (SUSTAIN_MAX_CONCURRENCY)"),
+    ({"profile": "sweep", "levels": "1,100"},
+     "--levels: the highest level is 100; at most 64 (SUSTAIN_MAX_CONCURRENCY)"),
+    ({"profile": "steps", "levels": "1,200"},
+     "--levels: 200 requests/s; at most 100 (SUSTAIN_MAX_RATE)"),
+    ({"profile": "constant", "rate": 1, "duration": 601},
+     "--duration: warmup_s + duration_s = 601 s; at most 600 s per run "
+     "(SUSTAIN_MAX_RUN_SECONDS)"),
+    ({"profile": "constant", "rate": 1, "duration": 300, "warmup": 301},
+     "--duration: warmup_s + duration_s = 601 s; at most 600 s per run "
+     "(SUSTAIN_MAX_RUN_SECONDS)"),
+    ({"profile": "concurrency", "concurrency": 2, "max_requests": 10_001},
+     "--max-requests: max_requests = 10,001 requests; at most 10,000 per run "
+     "(SUSTAIN_MAX_RUN_REQUESTS)"),
+])
+def test_flags_beyond_the_load_limits_name_the_flag(given: dict[str, Any],
+                                                     message: str) -> None:
+    with pytest.raises(FlagError) as info:
+        build(flags(**given), LIMITS)
+    assert str(info.value) == message
+
+
+def test_open_loops_keep_no_more_in_flight_than_the_concurrency_limit() -> None:
+    profile = build(flags(profile="constant", rate=5), LIMITS).profile
+    assert isinstance(profile, ConstantProfile)
+    assert profile.max_in_flight == 64
+    assert build(flags(profile="constant", rate=5)).profile.max_in_flight == 256

@@ -16,6 +16,7 @@ from sustain.probes.load.profiles import (
     LoadProfile,
     PoissonProfile,
     SingleProfile,
+    Step,
     StepsProfile,
     SweepProfile,
 )
@@ -80,8 +81,7 @@ def test_constant_offsets_never_drift() -> None:
 
 
 def test_steps_and_sweep_give_one_stage_each() -> None:
-    steps = StepsProfile(stages=[{"rate": 5, "duration_s": 2}, {"concurrency": 3,
-                                                                "duration_s": 4}])
+    steps = StepsProfile(stages=[Step(rate=5, duration_s=2), Step(concurrency=3, duration_s=4)])
     first, second = stages(steps)
     assert isinstance(first, OpenStage)
     assert first.rate == 5

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from sustain.probes.client.target import ApiKind
 from sustain.probes.workload.dataset import DatasetError
 from sustain.probes.workload.requests import RequestBuilder
-from sustain.probes.workload.spec import Workload
+from sustain.probes.workload.spec import MAX_EXTRA_BODY_BYTES, Workload
 
 
 def builder(api: ApiKind = ApiKind.OPENAI_CHAT, **fields: object) -> RequestBuilder:
@@ -125,3 +125,11 @@ def test_a_local_hugging_face_tokenizer_counts_input_tokens(tmp_path: Path) -> N
     for seq in range(5):
         text = prompt_of(b.body(seq))
         assert len(tokenizer.encode(text, add_special_tokens=False).ids) == 25
+
+
+def test_extra_body_is_bounded_in_size() -> None:
+    Workload(extra_body={"stop": ["x" * (MAX_EXTRA_BODY_BYTES - 100)]})
+    with pytest.raises(ValidationError) as caught:
+        Workload(extra_body={"stop": ["x" * MAX_EXTRA_BODY_BYTES]})
+    assert caught.value.errors()[0]["loc"] == ("extra_body",)
+    assert caught.value.errors()[0]["msg"] == f"at most {MAX_EXTRA_BODY_BYTES} bytes as JSON"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from sustain.service.config import Settings
 from sustain.service.config_file.load import parse, read
 from sustain.service.config_file.yaml_lines import ConfigError
 
@@ -105,6 +106,54 @@ probes:
     ]
 
 
+def test_booleans_are_not_numbers_and_extra_body_must_be_storable() -> None:
+    text = """\
+endpoints:
+  - {name: sim, base_url: "http://127.0.0.1:9/v1", model: m}
+probes:
+  - name: a
+    endpoint: sim
+    profile: {kind: constant, rate: true, duration_s: 5}
+    workload: {extra_body: {min_tokens: .inf}}
+    schedule: {every: true}
+"""
+    assert problems(text) == [
+        "sustain.yaml:7: probes[0].workload.extra_body: NaN and infinite numbers cannot be "
+        "stored (at ['min_tokens'])",
+        "sustain.yaml:6: probes[0].profile.rate: Input should be a valid number",
+        "sustain.yaml:8: probes[0].schedule.every: Input should be a valid integer",
+    ]
+
+
+def test_profiles_beyond_the_load_limits_are_problems_with_their_lines() -> None:
+    text = """\
+endpoints:
+  - {name: sim, base_url: "http://127.0.0.1:9/v1", model: m}
+probes:
+  - name: flood
+    endpoint: sim
+    profile: {kind: constant, rate: 10000, duration_s: 60}
+    schedule: {every: 1h}
+  - name: ramp
+    endpoint: sim
+    profile:
+      kind: steps
+      stages:
+        - {rate: 10, duration_s: 1}
+        - {concurrency: 5000, duration_s: 1}
+    schedule: {every: 1h}
+"""
+    with pytest.raises(ConfigError) as caught:
+        parse(text, "sustain.yaml", {}, Settings().load_limits())
+    assert caught.value.lines() == [
+        "sustain.yaml:6: probes[0].profile.rate: 10,000 requests/s; at most 1,000 "
+        "(SUSTAIN_MAX_RATE)",
+        "sustain.yaml:14: probes[1].profile.stages[1].concurrency: concurrency is 5,000; at "
+        "most 2,000 (SUSTAIN_MAX_CONCURRENCY)",
+    ]
+    parse(text, "sustain.yaml", {})  # without limits (sustain rules), only the shape counts
+
+
 def test_references_and_duplicate_names_are_checked() -> None:
     text = """\
 endpoints:
@@ -118,6 +167,24 @@ probes:
         "sustain.yaml:4: probes[0].endpoint: no endpoint named 'nope' in this file",
         "sustain.yaml:5: probes[1].workload: no workload named 'missing' in this file",
     ]
+
+
+def test_an_slo_names_probes_of_its_own_file() -> None:
+    text = """\
+endpoints:
+  - {name: sim, base_url: "http://127.0.0.1:9/v1", model: m}
+probes:
+  - {name: a, endpoint: sim, schedule: {every: 1m}}
+slos:
+  - name: avail
+    probes:
+      - a
+      - elsewhere
+    sli: {kind: availability}
+    objective: 0.99
+"""
+    assert problems(text) == [
+        "sustain.yaml:9: slos[0].probes[1]: no probe named 'elsewhere' in this file"]
 
 
 def test_duplicate_keys_and_a_missing_schedule_are_errors() -> None:

@@ -1,0 +1,193 @@
+"""What a load profile asks for, and whether that stays within the operator's limits
+(SUSTAIN_MAX_RATE, SUSTAIN_MAX_CONCURRENCY, SUSTAIN_MAX_RUN_SECONDS, SUSTAIN_MAX_RUN_REQUESTS).
+
+Pure functions over plain data: `planned_load(profile)` says what a run of the profile plans
+to do, each figure with the profile field that sets it; `limit_violations(load, limits)` lists
+the (field, message) problems. The REST API answers them as a 422, the config file as problems
+with their lines, `sustain probe` as flag errors; the executor refuses a stored profile that a
+lowered limit no longer allows. What cannot be planned (how many requests closed-loop users
+send, how long a closed loop capped only by max_requests takes) is bounded while the run goes
+by a RunBudget of the same limits (sustain.probes.runner).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from sustain.probes.load.profiles import (
+    ConcurrencyProfile,
+    ConstantProfile,
+    LoadProfile,
+    PoissonProfile,
+    SingleProfile,
+    StepsProfile,
+    SweepProfile,
+)
+from sustain.probes.runner import RunBudget
+
+Path = tuple[str | int, ...]
+"""Where a value sits in a profile, e.g. ("stages", 2, "rate")."""
+
+BUDGET_GRACE_S = 120.0
+"""A run may go on this long past SUSTAIN_MAX_RUN_SECONDS before its budget stops it: the
+plan leaves out the responses still arriving when the last stage ends."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoadLimits:
+    max_rate: float
+    """Requests/s any open-loop stage may ask for."""
+    max_concurrency: int
+    """Users of any closed-loop stage, and requests in flight of any open-loop one."""
+    max_run_seconds: float
+    """Planned length of a run: every stage with its warmup, in seconds."""
+    max_run_requests: int
+    """Requests a run may plan to send, warmups included."""
+
+    def budget(self) -> RunBudget:
+        """The bounds a run is held to while it goes."""
+        return RunBudget(seconds=self.max_run_seconds + BUDGET_GRACE_S,
+                         requests=self.max_run_requests)
+
+
+@dataclass(frozen=True, slots=True)
+class Demand:
+    """One figure of a plan and the field that sets it."""
+
+    value: float
+    field: Path
+    how: str
+    """How it follows from the profile, for messages (e.g. `warmup_s + duration_s`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedLoad:
+    peak_rate: Demand | None
+    """Requests/s of the fastest open-loop stage; None without one (closed loops go as fast
+    as the endpoint answers)."""
+    peak_concurrency: Demand
+    """Users, or requests in flight, of the busiest stage."""
+    seconds: Demand | None
+    """Every stage with its warmup; None when a closed loop is bounded only by a request
+    count."""
+    requests: Demand | None
+    """Requests planned (at least; closed-loop stages without a cap add what the endpoint
+    allows); None when nothing can be planned."""
+
+
+def _open_requests(rate: float, warmup_s: float, duration_s: float,
+                   cap: int | None) -> int:
+    """Requests of an open-loop stage: a warmup's worth, then the measured ones (at most
+    `cap`)."""
+    measured = math.ceil(rate * duration_s)
+    return math.ceil(rate * warmup_s) + (measured if cap is None else min(cap, measured))
+
+
+def planned_load(profile: LoadProfile) -> PlannedLoad:
+    """What a run of `profile` plans to do."""
+    warmup = profile.warmup_s
+    if isinstance(profile, SingleProfile):
+        one = Demand(1, ("kind",), "one request")
+        return PlannedLoad(None, one, Demand(0.0, ("kind",), "one request"), one)
+    if isinstance(profile, ConstantProfile | PoissonProfile):
+        rate, duration, cap = profile.rate, profile.duration_s, profile.max_requests
+        capped = cap is not None and cap < math.ceil(rate * duration)
+        return PlannedLoad(
+            peak_rate=Demand(rate, ("rate",), "rate"),
+            peak_concurrency=Demand(profile.max_in_flight, ("max_in_flight",),
+                                    "max_in_flight (requests in flight)"),
+            seconds=Demand(warmup + duration, ("duration_s",), "warmup_s + duration_s"),
+            requests=Demand(_open_requests(rate, warmup, duration, cap),
+                            ("max_requests",) if capped else ("duration_s",),
+                            "rate x warmup_s + max_requests" if capped
+                            else "rate x (warmup_s + duration_s)"))
+    if isinstance(profile, ConcurrencyProfile):
+        return PlannedLoad(
+            peak_rate=None,
+            peak_concurrency=Demand(profile.users, ("users",), "users"),
+            seconds=None if profile.duration_s is None else Demand(
+                warmup + profile.duration_s, ("duration_s",), "warmup_s + duration_s"),
+            requests=None if profile.max_requests is None else Demand(
+                profile.max_requests, ("max_requests",), "max_requests"))
+    if isinstance(profile, StepsProfile):
+        return _steps(profile)
+    if isinstance(profile, SweepProfile):
+        levels = len(profile.levels)
+        return PlannedLoad(
+            peak_rate=None,
+            peak_concurrency=Demand(max(profile.levels), ("levels",), "the highest level"),
+            seconds=Demand(levels * (warmup + profile.duration_s), ("duration_s",),
+                           f"{levels} levels x (warmup_s + duration_s)"),
+            requests=None if profile.max_requests is None else Demand(
+                levels * profile.max_requests, ("max_requests",),
+                f"{levels} levels x max_requests"))
+    raise TypeError(f"unknown profile {profile!r}")
+
+
+def _steps(profile: StepsProfile) -> PlannedLoad:
+    warmup = profile.warmup_s
+    rates = [Demand(s.rate, ("stages", i, "rate"), "rate")
+             for i, s in enumerate(profile.stages) if s.rate is not None]
+    busy = [Demand(s.concurrency, ("stages", i, "concurrency"), "concurrency")
+            if s.concurrency is not None else
+            Demand(profile.max_in_flight, ("max_in_flight",),
+                   "max_in_flight (requests in flight)")
+            for i, s in enumerate(profile.stages)]
+    stages = len(profile.stages)
+    requests = sum(_open_requests(s.rate, warmup, s.duration_s, None)
+                   for s in profile.stages if s.rate is not None)
+    return PlannedLoad(
+        peak_rate=max(rates, key=lambda d: d.value, default=None),
+        peak_concurrency=max(busy, key=lambda d: d.value),
+        seconds=Demand(sum(warmup + s.duration_s for s in profile.stages), ("stages",),
+                       f"{stages} stages x warmup_s + their duration_s"),
+        requests=Demand(requests, ("stages",), "rate x (warmup_s + duration_s) of the "
+                        "rate stages") if rates else None)
+
+
+def _n(value: float) -> str:
+    """A figure for a message: 86,400 or 0.5."""
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:,.6g}"
+
+
+def limit_violations(load: PlannedLoad, limits: LoadLimits) -> list[tuple[Path, str]]:
+    """Each figure of `load` beyond `limits`: (field, message), in the order rate, users,
+    seconds, requests."""
+    found: list[tuple[Path, str]] = []
+    if load.peak_rate is not None and load.peak_rate.value > limits.max_rate:
+        found.append((load.peak_rate.field,
+                      f"{_n(load.peak_rate.value)} requests/s; at most {_n(limits.max_rate)} "
+                      "(SUSTAIN_MAX_RATE)"))
+    busy = load.peak_concurrency
+    if busy.value > limits.max_concurrency:
+        found.append((busy.field, f"{busy.how} is {_n(busy.value)}; at most "
+                                  f"{_n(limits.max_concurrency)} (SUSTAIN_MAX_CONCURRENCY)"))
+    if load.seconds is not None and load.seconds.value > limits.max_run_seconds:
+        found.append((load.seconds.field,
+                      f"{load.seconds.how} = {_n(load.seconds.value)} s; at most "
+                      f"{_n(limits.max_run_seconds)} s per run (SUSTAIN_MAX_RUN_SECONDS)"))
+    if load.requests is not None and load.requests.value > limits.max_run_requests:
+        found.append((load.requests.field,
+                      f"{load.requests.how} = {_n(load.requests.value)} requests; at most "
+                      f"{_n(limits.max_run_requests)} per run (SUSTAIN_MAX_RUN_REQUESTS)"))
+    return found
+
+
+class BeyondLimitsError(ValueError):
+    """A stored profile that the limits no longer allow (they were lowered after it was
+    written): its runs fail with this message, naming each field."""
+
+
+def check_limits(profile: LoadProfile, limits: LoadLimits) -> None:
+    """BeyondLimitsError naming every field of `profile` beyond `limits`."""
+    found = limit_violations(planned_load(profile), limits)
+    if found:
+        raise BeyondLimitsError("the profile is beyond this service's limits: " + "; ".join(
+            f"{dotted('profile', path)}: {message}" for path, message in found))
+
+
+def dotted(prefix: str, path: Path) -> str:
+    """`("stages", 2, "rate")` under `profile` -> `profile.stages.2.rate` (as REST names
+    fields)."""
+    return ".".join([prefix, *(str(p) for p in path)])
