@@ -295,7 +295,7 @@ def probe(
         flags = ProbeFlags.parse(given)
         shot = oneshot.build(flags)
         if shot.endpoint.auth_secret_ref is not None:
-            resolve_secret(shot.endpoint.auth_secret_ref)
+            resolve_secret(shot.endpoint.auth_secret_ref, shot.secrets)
     except (FlagError, SecretUnavailableError) as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from None

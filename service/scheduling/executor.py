@@ -16,11 +16,13 @@ from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.secrets import SecretUnavailableError
 from sustain.probes.load.profiles import parse_profile
 from sustain.probes.runner import execute
+from sustain.probes.workload.dataset import DatasetError
 from sustain.probes.workload.spec import Workload
 from sustain.service.db import probes as probe_queries
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Endpoint, Probe
 from sustain.service.domain.finals import RunFinal, completed
+from sustain.service.domain.reach import Reach
 from sustain.service.domain.schedule import Schedule, tick_for_firing
 from sustain.service.domain.targets import slo_of, target_of
 from sustain.service.ingest.buffer import RunSink, SampleBuffer
@@ -36,9 +38,12 @@ class RunExecutor:
 
     def __init__(self, sessions: async_sessionmaker[AsyncSession], clients: HttpClients,
                  metrics: Metrics, replica_id: str, buffer: SampleBuffer,
-                 peers: PeerLoads | None = None) -> None:
+                 peers: PeerLoads | None = None, *, reach: Reach | None = None) -> None:
         self.sessions = sessions
         self.clients = clients
+        self.reach = reach or Reach()
+        """Where runs' secret references and datasets may be read from (egress is the
+        clients')."""
         self.buffer = buffer
         self.metrics = metrics
         self.replica_id = replica_id
@@ -175,13 +180,15 @@ class RunExecutor:
                 parse_profile(probe.profile),
                 slo_of(probe),
                 on_sample=sink.put,
+                secrets=self.reach.secrets,
+                datasets=self.reach.datasets,
             )
             final = await asyncio.to_thread(completed, base, result)
         except asyncio.CancelledError:
             self._end(sink, probe, replace(base, status="abandoned",
                                            error="service stopped during the run"))
             raise
-        except SecretUnavailableError as exc:
+        except (SecretUnavailableError, DatasetError) as exc:
             self._end(sink, probe, replace(base, error=str(exc)))
         except Exception as exc:
             logger.exception("run %s of probe %s crashed", run_id, probe.name)
