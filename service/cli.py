@@ -107,13 +107,14 @@ ConfigOpt = Annotated[Path | None, typer.Option(
     "--config", help="YAML config file synced to the database (env SUSTAIN_CONFIG).")]
 
 
-def _check_config(path: Path) -> bool:
-    """Print every problem of the file (file:line: field: message); whether it is valid."""
+def _check_config(path: Path, settings: Settings) -> bool:
+    """Print every problem of the file (file:line: field: message), what the settings'
+    secret, dataset and egress policies refuse included; whether it is valid."""
     from sustain.service.config_file.load import read
     from sustain.service.config_file.yaml_lines import ConfigError
 
     try:
-        config, _ = read(path)
+        config, _ = read(path, reach=settings.reach())
     except ConfigError as exc:
         for line in exc.lines():
             console.print(line, markup=False, highlight=False)
@@ -134,7 +135,7 @@ def serve(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None
                              data_dir=data_dir, log_level=log_level, log_format=log_format,
                              config=config)
     configure_logging(settings.log_level, settings.log_format)
-    if settings.config is not None and not _check_config(settings.config):
+    if settings.config is not None and not _check_config(settings.config, settings):
         raise typer.Exit(2)
     with database(settings) as url:
         _serve(settings, url)
@@ -184,8 +185,10 @@ def rules(config: ConfigOpt = None, database_url: DbOpt = None,
 
 @app.command()
 def validate(path: Annotated[Path, typer.Argument(help="The YAML config file.")]) -> None:
-    """Check a config file: every problem with its line; exit 1 if there is any."""
-    if not _check_config(path):
+    """Check a config file: every problem with its line; exit 1 if there is any. Secret
+    references, datasets and URLs are checked against this environment's SUSTAIN_* settings
+    (SUSTAIN_SECRET_ENV, ...), so run it with the service's."""
+    if not _check_config(path, load_settings()):
         raise typer.Exit(1)
 
 

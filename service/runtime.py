@@ -94,7 +94,7 @@ class Replica:
                                       self.scheduler.reconcile)
         self.reloader = None if settings.config is None else ConfigReloader(
             settings.config, self.sessions, self.scheduler, self.metrics,
-            settings.config_reload_seconds, settings.sample_retention_days)
+            settings.config_reload_seconds, settings.sample_retention_days, reach=self.reach)
         self.notify_client = egress_client(self.reach.egress, trust_env=True)
         self.delivery = DeliveryWorker(
             self.sessions, self.notify_client, self.replica_id, external_url(settings),

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from sustain.service.config_file.model import ConfigFile
 from sustain.service.config_file.yaml_lines import ConfigError, Located, Problem, dotted, load
+from sustain.service.domain.reach import Reach, dataset_problems, target_problems
 
 
 def _data_path(data: Any, loc: tuple[int | str, ...], missing: bool
@@ -71,10 +72,33 @@ def _references(config: ConfigFile) -> list[tuple[tuple[str | int, ...], str]]:
     return found
 
 
-def parse(text: str, file: str, environ: Mapping[str, str] | None = None
-          ) -> tuple[ConfigFile, Located]:
-    """The validated config and where each value came from; ConfigError otherwise."""
-    located = load(text, file, os.environ if environ is None else environ)
+def _reach_problems(config: ConfigFile, reach: Reach, environ: Mapping[str, str]
+                    ) -> list[tuple[tuple[str | int, ...], str]]:
+    """What the operator's policies refuse: endpoint and notifier URLs and secret references,
+    datasets of named and inline workloads (each at its path in the file)."""
+    found: list[tuple[tuple[str | int, ...], str]] = []
+    for kind, specs in (("endpoints", config.endpoints), ("notifiers", config.notifiers)):
+        for i, spec in enumerate(specs):
+            values = spec.model_dump(mode="json")
+            found.extend(((kind, i, name), message)
+                         for name, message in target_problems(values, reach, environ))
+    for i, workload in enumerate(config.workloads):
+        found.extend((("workloads", i, "dataset"), message)
+                     for _, message in dataset_problems(workload.dataset, reach))
+    for i, probe in enumerate(config.probes):
+        if not isinstance(probe.workload, str):
+            found.extend((("probes", i, "workload", "dataset"), message)
+                         for _, message in dataset_problems(probe.workload.dataset, reach))
+    return found
+
+
+def parse(text: str, file: str, environ: Mapping[str, str] | None = None,
+          reach: Reach | None = None) -> tuple[ConfigFile, Located]:
+    """The validated config and where each value came from; ConfigError otherwise. With
+    `reach`, what its policies refuse is a problem too (the service and `sustain validate`
+    pass the settings' policies)."""
+    environ = os.environ if environ is None else environ
+    located = load(text, file, environ)
     if not isinstance(located.data, dict):
         raise ConfigError(file, [*located.problems, Problem(
             1, "", "the file must be a mapping with endpoints, workloads and probes")])
@@ -83,8 +107,10 @@ def parse(text: str, file: str, environ: Mapping[str, str] | None = None
     except ValidationError as exc:
         raise ConfigError(file, _together(located.problems,
                                           _validation_problems(located, exc))) from None
-    problems = [Problem(located.line_of(path), dotted(path), message)
-                for path, message in _references(config)]
+    found = _references(config)
+    if reach is not None:
+        found += _reach_problems(config, reach, environ)
+    problems = [Problem(located.line_of(path), dotted(path), message) for path, message in found]
     if located.problems or problems:
         raise ConfigError(file, _together(located.problems, problems))
     return config, located
@@ -101,7 +127,8 @@ MAX_FILE_BYTES = 4 * 1024 * 1024
 """A config file larger than this is refused unread."""
 
 
-def read(path: Path, environ: Mapping[str, str] | None = None) -> tuple[ConfigFile, Located]:
+def read(path: Path, environ: Mapping[str, str] | None = None, reach: Reach | None = None
+         ) -> tuple[ConfigFile, Located]:
     try:
         with path.open("rb") as handle:
             raw = handle.read(MAX_FILE_BYTES + 1)
@@ -114,4 +141,4 @@ def read(path: Path, environ: Mapping[str, str] | None = None) -> tuple[ConfigFi
             from None
     except UnicodeDecodeError:
         raise ConfigError(str(path), [Problem(None, "", "not UTF-8 text")]) from None
-    return parse(text, str(path), environ)
+    return parse(text, str(path), environ, reach)

@@ -9,6 +9,7 @@ from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from sustain.service.api.deps import ExecutorDep, SchedulerDep, SessionDep, StateDep
+from sustain.service.api.reach import refuse_dataset
 from sustain.service.db import crud
 from sustain.service.db import probes as probe_queries
 from sustain.service.db import runs as run_queries
@@ -37,7 +38,8 @@ async def _check_endpoint(session: AsyncSession, endpoint_id: int) -> None:
 
 @router.post("", status_code=status.HTTP_201_CREATED)
 async def create_probe(body: ProbeCreate, session: SessionDep,
-                       scheduler: SchedulerDep) -> ProbeRead:
+                       scheduler: SchedulerDep, state: StateDep) -> ProbeRead:
+    refuse_dataset(body.workload, state.reach)
     await _check_endpoint(session, body.endpoint_id)
     probe = await crud.create(session, Probe, probe_queries.columns(body), "probe")
     await probe_queries.notify_changed(session, probe.id)
@@ -58,9 +60,10 @@ async def get_probe(probe_id: ProbeId, session: SessionDep) -> ProbeRead:
 
 @router.patch("/{probe_id}")
 async def update_probe(probe_id: ProbeId, body: ProbeUpdate, session: SessionDep,
-                       scheduler: SchedulerDep) -> ProbeRead:
+                       scheduler: SchedulerDep, state: StateDep) -> ProbeRead:
     probe = await crud.get(session, Probe, probe_id, "probe")
     crud.check_unmanaged(probe, "probe")
+    refuse_dataset(body.workload, state.reach)
     if body.endpoint_id is not None:
         await _check_endpoint(session, body.endpoint_id)
     changes = probe_queries.columns(body)

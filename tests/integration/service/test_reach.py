@@ -1,7 +1,8 @@
-"""What endpoints, notifiers and workloads may read and reach (issue 14): what the settings
-refuse fails the run or the delivery with a clear error naming the reference (never a value or
-a secret URL); and a name that resolves to a denied address is refused when the connection is
-opened."""
+"""What endpoints, notifiers and workloads may read and reach (issue 14): cloud metadata and
+link-local targets in every spelling, secret references the operator did not allow, and
+datasets outside SUSTAIN_DATASET_DIR are refused at create and update with a 422 naming the
+field; what settings refuse later fails the run or the delivery with a clear error; and a name
+that resolves to a denied address is refused when the connection is opened."""
 
 from __future__ import annotations
 
@@ -74,6 +75,65 @@ async def run_now(api: httpx.AsyncClient, probe_id: int) -> dict[str, Any]:
 # --- egress at create and update ---------------------------------------------------------
 
 
+@pytest.mark.parametrize("url", METADATA_URLS)
+async def test_an_endpoint_at_a_metadata_address_is_refused_naming_base_url(
+        api: httpx.AsyncClient, url: str) -> None:
+    message = refused(await api.post("/api/v1/endpoints", json={
+        "name": "meta", "base_url": url, "model": "m"}), "base_url")
+    assert "always denied" in message
+    assert (await api.get("/api/v1/endpoints")).json() == []
+
+
+@pytest.mark.parametrize("url", ["http://169.254.169.254", "http://[::ffff:a9fe:a9fe]",
+                                 "http://metadata.google.internal"])
+async def test_an_http_check_cannot_become_an_oracle_of_a_metadata_address(
+        api: httpx.AsyncClient, url: str) -> None:
+    refused(await api.post("/api/v1/endpoints", json={
+        "name": "oracle", "base_url": url, "model": "n/a", "api_kind": "http",
+        "http_check": {"path": "/latest/meta-data/iam/security-credentials/",
+                       "body_contains": "AccessKeyId"}}), "base_url")
+
+
+async def test_an_endpoint_cannot_be_moved_to_a_metadata_address(
+        api: httpx.AsyncClient) -> None:
+    endpoint = await create_endpoint(api, "http://127.0.0.1:9/v1")
+    refused(await api.patch(f"/api/v1/endpoints/{endpoint['id']}",
+                            json={"base_url": "http://0xa9fea9fe/v1"}), "base_url")
+    stored = (await api.get(f"/api/v1/endpoints/{endpoint['id']}")).json()
+    assert stored["base_url"] == "http://127.0.0.1:9/v1"
+
+
+@pytest.mark.parametrize("url", METADATA_URLS[:8])
+async def test_a_notifier_at_a_metadata_address_is_refused_naming_url(
+        api: httpx.AsyncClient, url: str) -> None:
+    refused(await api.post("/api/v1/notifiers", json={
+        "name": "hook", "kind": "webhook", "url": url}), "url")
+    hook = await api.post("/api/v1/notifiers", json={
+        "name": "hook", "kind": "alertmanager", "url": "http://127.0.0.1:9093"})
+    assert hook.status_code == 201, hook.text
+    refused(await api.patch(f"/api/v1/notifiers/{hook.json()['id']}", json={"url": url}),
+            "url")
+
+
+async def test_operator_lists_narrow_and_extend_what_may_be_reached(
+        database_url: str) -> None:
+    async with app_with(database_url, allowed_targets="10.0.0.0/8,*.inference.svc",
+                        denied_targets="10.66.0.0/16") as api:
+        for url in ("http://10.1.2.3:8000/v1", "http://vllm.inference.svc/v1"):
+            r = await api.post("/api/v1/endpoints", json={
+                "name": url.split("/")[2].replace(":", "-"), "base_url": url, "model": "m"})
+            assert r.status_code == 201, r.text
+        assert "not among the allowed targets" in refused(await api.post(
+            "/api/v1/endpoints", json={"name": "x", "base_url": "http://192.168.1.1/v1",
+                                       "model": "m"}), "base_url")
+        assert "10.66.0.0/16" in refused(await api.post(
+            "/api/v1/endpoints", json={"name": "x", "base_url": "http://10.66.1.1/v1",
+                                       "model": "m"}), "base_url")
+        assert "not among the allowed targets" in refused(await api.post(
+            "/api/v1/notifiers", json={"name": "n", "kind": "webhook",
+                                       "url": "http://192.168.1.1/h"}), "url")
+
+
 # --- egress at connect time --------------------------------------------------------------
 
 
@@ -83,6 +143,8 @@ async def test_a_name_resolving_to_a_denied_address_fails_the_run_at_connect_tim
     denied 127.0.0.0/8, so every request of the run is refused when connecting."""
     port = simulator.base_url.split(":")[2].split("/")[0]
     async with app_with(database_url, denied_targets="127.0.0.0/8,::1/128") as api:
+        refused(await api.post("/api/v1/endpoints", json={
+            "name": "x", "base_url": simulator.base_url, "model": "m"}), "base_url")
         chat = await create_endpoint(api, f"http://localhost:{port}/v1", name="chat")
         check = await create_endpoint(api, f"http://localhost:{port}", name="check",
                                       api_kind="http", model="n/a",
@@ -142,6 +204,42 @@ async def test_a_secret_notifier_url_the_policy_refuses_fails_without_naming_it(
 # --- secret references -------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(("ref", "why"), [
+    ("env:SUSTAIN_DATABASE_URL", "never readable"),
+    ("env:SUSTAIN_ADMIN_KEY", "never readable"),
+    ("env:DATABASE_URL", "never readable"),
+    ("env:PGPASSWORD", "never readable"),
+    ("env:HOME", "not in SUSTAIN_SECRET_ENV"),
+    ("file:/proc/self/environ", "never readable"),
+    ("file:/etc/passwd", "not under SUSTAIN_SECRET_DIR"),
+])
+async def test_a_secret_reference_the_policy_refuses_is_a_422_naming_the_field(
+        api: httpx.AsyncClient, ref: str, why: str) -> None:
+    message = refused(await api.post("/api/v1/endpoints", json={
+        "name": "e", "base_url": "http://127.0.0.1:9/v1", "model": "m",
+        "auth_secret_ref": ref}), "auth_secret_ref")
+    assert ref in message
+    assert why in message
+    for field in ("signing_secret_ref", "url_secret_ref"):
+        body = {"name": "n", "kind": "webhook", field: ref}
+        if field == "signing_secret_ref":
+            body["url"] = "http://127.0.0.1:9/h"
+        assert why in refused(await api.post("/api/v1/notifiers", json=body), field)
+    endpoint = await create_endpoint(api, "http://127.0.0.1:9/v1")
+    refused(await api.patch(f"/api/v1/endpoints/{endpoint['id']}",
+                            json={"auth_secret_ref": ref}), "auth_secret_ref")
+
+
+async def test_an_allowed_name_holding_the_database_url_is_refused(
+        api: httpx.AsyncClient, database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TEST_INNOCENT", database_url)
+    message = refused(await api.post("/api/v1/endpoints", json={
+        "name": "e", "base_url": "http://127.0.0.1:9/v1", "model": "m",
+        "auth_secret_ref": "env:TEST_INNOCENT"}), "auth_secret_ref")
+    assert "own credentials" in message
+    assert database_url not in message
+
+
 async def test_file_references_resolve_under_the_secret_dir(
         database_url: str, simulator: SimulatorHandle, tmp_path: Path) -> None:
     (tmp_path / "sim-key").write_text("sk-file-key\n")
@@ -150,6 +248,9 @@ async def test_file_references_resolve_under_the_secret_dir(
                                          auth_secret_ref=f"file:{tmp_path}/sim-key")
         probe = await create_probe(api, endpoint["id"], enabled=False)
         assert (await run_now(api, probe["id"]))["status"] == "succeeded"
+        refused(await api.post("/api/v1/endpoints", json={
+            "name": "e2", "base_url": simulator.base_url, "model": "m",
+            "auth_secret_ref": f"file:{tmp_path}/../elsewhere"}), "auth_secret_ref")
 
 
 async def test_a_reference_the_settings_no_longer_allow_fails_the_run_naming_it(
@@ -176,6 +277,17 @@ def write_dataset(path: Path, lines: int = 3) -> Path:
     return path
 
 
+async def test_without_a_dataset_dir_no_dataset_may_be_named(
+        api: httpx.AsyncClient, tmp_path: Path) -> None:
+    endpoint = await create_endpoint(api, "http://127.0.0.1:9/v1")
+    for dataset in (str(write_dataset(tmp_path / "d.jsonl")), "/dev/zero",
+                    "/proc/self/environ"):
+        refused(await api.post("/api/v1/probes", json={
+            "name": "p", "endpoint_id": endpoint["id"], "interval_seconds": 60,
+            "workload": {"dataset": dataset}}), "workload.dataset")
+    assert (await api.get("/api/v1/probes")).json() == []
+
+
 async def test_datasets_are_read_from_the_dataset_dir_only_and_up_to_the_cap(
         database_url: str, simulator: SimulatorHandle, tmp_path: Path) -> None:
     allowed = tmp_path / "datasets"
@@ -189,6 +301,11 @@ async def test_datasets_are_read_from_the_dataset_dir_only_and_up_to_the_cap(
         probe = await create_probe(api, endpoint["id"], enabled=False,
                                    workload={"dataset": str(good)})
         assert (await run_now(api, probe["id"]))["status"] == "succeeded"
+        for dataset in (str(outside), str(allowed / "escape.jsonl"), "/dev/zero",
+                        f"{allowed}/../outside.jsonl"):
+            refused(await api.patch(f"/api/v1/probes/{probe['id']}",
+                                    json={"workload": {"dataset": dataset}}),
+                    "workload.dataset")
         oversized = await create_probe(api, endpoint["id"], name="big", enabled=False,
                                        workload={"dataset": str(big)})
         run = await run_now(api, oversized["id"])
