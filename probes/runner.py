@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.registry import sender_for
+from sustain.probes.client.secret_policy import SecretPolicy
 from sustain.probes.client.secrets import resolve_secret
 from sustain.probes.client.target import Target
 from sustain.probes.load.clock import RunClock
@@ -31,6 +32,7 @@ from sustain.probes.load.quiet_gc import quiet_gc
 from sustain.probes.measure.sample import Sample
 from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.measure.summary import RunSummary, combined_health, summarise
+from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.probes.workload.spec import Workload
 
 
@@ -122,11 +124,12 @@ async def unless_stopped(work: Coroutine[Any, Any, T], stop: RunStop) -> T | Non
     return None if task.cancelled() else task.result()
 
 
-def request_headers(target: Target) -> dict[str, str]:
-    """Extra headers plus the bearer token from the secret reference (resolved now)."""
+def request_headers(target: Target, secrets: SecretPolicy) -> dict[str, str]:
+    """Extra headers plus the bearer token from the secret reference (resolved now, where
+    `secrets` allows)."""
     headers = dict(target.headers)
     if target.auth_secret_ref is not None:
-        headers["Authorization"] = f"Bearer {resolve_secret(target.auth_secret_ref)}"
+        headers["Authorization"] = f"Bearer {resolve_secret(target.auth_secret_ref, secrets)}"
     return headers
 
 
@@ -160,15 +163,19 @@ async def execute(
     clients: HttpClients, target: Target, workload: Workload, profile: LoadProfile,
     slo: SloThresholds | None = None, live: LiveStats | None = None,
     on_sample: Callable[[Sample], None] | None = None, stop: RunStop | None = None,
-    budget: RunBudget | None = None,
+    budget: RunBudget | None = None, *,
+    secrets: SecretPolicy | None = None, datasets: DatasetPolicy | None = None,
 ) -> RunResult:
     """Run the profile against the target, stage by stage. Raises before sending anything when
-    the auth reference cannot be resolved (SecretUnavailableError) or the dataset or tokenizer
-    cannot be loaded (DatasetError, ValueError); endpoint failures become classified samples.
+    the auth reference cannot be resolved or is not allowed by `secrets`
+    (SecretUnavailableError) or the dataset or tokenizer cannot be loaded or is not allowed by
+    `datasets` (DatasetError, ValueError); both policies allow nothing by default. Endpoint
+    failures, egress refusals included (see HttpClients), become classified samples.
     `on_sample` sees each measured sample as it completes (the service buffers them). Setting
     `stop`, or reaching `budget`, ends the run early with what was measured so far."""
-    headers = request_headers(target)
-    prepare = sender_for(target)(clients, target, workload, headers)
+    headers = request_headers(target, secrets or SecretPolicy())
+    prepare = sender_for(target)(clients, target, workload, headers,
+                                 datasets or DatasetPolicy())
     stop = stop if stop is not None else RunStop()
     timer = None
     if budget is not None:

@@ -109,12 +109,13 @@ ConfigOpt = Annotated[Path | None, typer.Option(
 
 def _check_config(path: Path, settings: Settings) -> bool:
     """Print every problem of the file (file:line: field: message), probe profiles beyond the
-    load limits of `settings` included; whether it is valid."""
+    load limits of `settings` and what its secret, dataset and egress policies refuse
+    included; whether it is valid."""
     from sustain.service.config_file.load import read
     from sustain.service.config_file.yaml_lines import ConfigError
 
     try:
-        config, _ = read(path, limits=settings.load_limits())
+        config, _ = read(path, limits=settings.load_limits(), reach=settings.reach())
     except ConfigError as exc:
         for line in exc.lines():
             console.print(line, markup=False, highlight=False)
@@ -186,7 +187,9 @@ def rules(config: ConfigOpt = None, database_url: DbOpt = None,
 @app.command()
 def validate(path: Annotated[Path, typer.Argument(help="The YAML config file.")]) -> None:
     """Check a config file: every problem with its line; exit 1 if there is any. Probe
-    profiles are held to the load limits of the environment (SUSTAIN_MAX_RATE, ...)."""
+    profiles, secret references, datasets and URLs are checked against this environment's
+    SUSTAIN_* settings (SUSTAIN_MAX_RATE, SUSTAIN_SECRET_ENV, ...), so run it with the
+    service's."""
     if not _check_config(path, load_settings()):
         raise typer.Exit(1)
 
@@ -324,7 +327,7 @@ def probe(
         flags = ProbeFlags.parse(given)
         shot = oneshot.build(flags, limits)
         if shot.endpoint.auth_secret_ref is not None:
-            resolve_secret(shot.endpoint.auth_secret_ref)
+            resolve_secret(shot.endpoint.auth_secret_ref, shot.secrets)
     except (FlagError, SecretUnavailableError) as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from None

@@ -9,7 +9,11 @@ import platformdirs
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from sustain.probes.client.egress import EgressPolicy, parse_targets
+from sustain.probes.client.secret_policy import SecretPolicy, own_credentials, parse_env_globs
+from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.service.domain.limits import LoadLimits
+from sustain.service.domain.reach import Reach
 
 
 def default_data_dir() -> Path:
@@ -161,18 +165,20 @@ class Settings(BaseSettings):
     # --- what probes may read and reach (issue 14) ---
     secret_env: str = Field(
         default="",
-        description="Comma-separated environment variable names or globs that `env:` secret "
-        "references may read. SUSTAIN_* and the database URL's variable are never readable.",
+        description="Comma-separated environment variable names or globs (fnmatch, "
+        "case-sensitive) that `env:` secret references may read. SUSTAIN_*, *DATABASE_URL*, "
+        "PG*, POSTGRES_* and any variable holding the database URL, its password or the "
+        "admin key are never readable.",
     )
     secret_dir: Path = Field(
         default=Path("/var/run/secrets/sustain"),
         description="`file:` secret references resolve only to files under this directory "
-        "(after resolving links).",
+        "(after resolving links; never /proc, /sys or /dev), of at most 64 KiB.",
     )
     dataset_dir: Path | None = Field(
         default=None,
-        description="Workload datasets may only be read from under this directory (unset: "
-        "none may be named through the API or a config file).",
+        description="Workload datasets may only be read from under this directory, after "
+        "resolving links (unset: none may be named through the API or a config file).",
     )
     dataset_max_bytes: int = Field(
         default=64 * 1024 * 1024, ge=1024, le=4 * 1024**3,
@@ -180,8 +186,8 @@ class Settings(BaseSettings):
     )
     allowed_targets: str = Field(
         default="",
-        description="Comma-separated CIDRs and host globs that endpoints and notifiers may "
-        "reach (empty: any address not denied).",
+        description="Comma-separated CIDRs (10.0.0.0/8) and host globs (*.internal) that "
+        "endpoints and notifiers may reach (empty: any address not denied).",
     )
     denied_targets: str = Field(
         default="",
@@ -247,6 +253,30 @@ class Settings(BaseSettings):
         if value is not None and not value.startswith(("http://", "https://")):
             raise ValueError("must be an http:// or https:// URL")
         return value or None
+
+    @field_validator("secret_env")
+    @classmethod
+    def _secret_env(cls, value: str) -> str:
+        parse_env_globs(value)
+        return value
+
+    @field_validator("allowed_targets", "denied_targets")
+    @classmethod
+    def _targets(cls, value: str) -> str:
+        parse_targets(value)
+        return value
+
+    def reach(self, database_url: str | None = None) -> Reach:
+        """What this replica's probes and notifiers may read and reach. `database_url` is the
+        one in use (the embedded server's, when none is configured): a secret reference
+        holding it, its password or the admin key is refused whatever its name."""
+        admin = None if self.admin_key is None else self.admin_key.get_secret_value()
+        return Reach(
+            secrets=SecretPolicy(
+                env_globs=parse_env_globs(self.secret_env), secret_dir=self.secret_dir,
+                forbidden_values=own_credentials(database_url or self.database_url, admin)),
+            egress=EgressPolicy.parse(self.allowed_targets, self.denied_targets),
+            datasets=DatasetPolicy(directory=self.dataset_dir, max_bytes=self.dataset_max_bytes))
 
     @field_validator("admin_key")
     @classmethod

@@ -19,6 +19,8 @@ from rich.live import Live
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from sustain.probes.client.clients import HttpClients
+from sustain.probes.client.egress import EgressPolicy
+from sustain.probes.client.secret_policy import SecretPolicy
 from sustain.probes.client.target import Target
 from sustain.probes.load.live import LiveStats
 from sustain.probes.load.profiles import ConstantProfile, LoadProfile, parse_profile
@@ -26,6 +28,7 @@ from sustain.probes.measure.sample import ErrorClass
 from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.report_tables import progress_table
 from sustain.probes.runner import RunBudget, RunResult, execute
+from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.probes.workload.spec import Workload
 from sustain.service.db import crud, partitions
 from sustain.service.db import runs as run_queries
@@ -39,9 +42,15 @@ from sustain.service.probe_flags import FLAG_OF, FlagError, ProbeFlags, flag_err
 from sustain.service.schemas.endpoints import EndpointCreate
 
 UNREACHABLE = frozenset({ErrorClass.CONNECT, ErrorClass.DNS, ErrorClass.TLS,
-                         ErrorClass.TIMEOUT_CONNECT})
+                         ErrorClass.TIMEOUT_CONNECT, ErrorClass.EGRESS_DENIED})
 DEFAULT_DURATION_S = 10.0
 DEFAULT_IN_FLIGHT = int(ConstantProfile.model_fields["max_in_flight"].default)
+EGRESS = EgressPolicy()
+"""A one-shot run reaches what the service reaches by default: anything but link-local and
+cloud metadata addresses, judged on the URL and again on the resolved addresses."""
+DATASETS = DatasetPolicy.unrestricted()
+"""A one-shot run reads its user's own files, from anywhere but /proc, /sys and /dev, up to
+the default size cap."""
 
 
 def endpoint_name(base_url: str) -> str:
@@ -64,6 +73,13 @@ class OneShot:
     def target(self) -> Target:
         return target_of(self.endpoint)
 
+    @property
+    def secrets(self) -> SecretPolicy:
+        """The one variable its user named with --api-key-env may be read (never sustain's
+        own, SUSTAIN_* and database variables: the secret policy's fixed refusals hold)."""
+        ref = self.endpoint.auth_secret_ref
+        return SecretPolicy(env_globs=() if ref is None else (ref.partition(":")[2],))
+
 
 def build(flags: ProbeFlags, limits: LoadLimits | None = None) -> OneShot:
     """The run the flags describe, validated as the REST API validates it (within `limits`,
@@ -76,6 +92,9 @@ def build(flags: ProbeFlags, limits: LoadLimits | None = None) -> OneShot:
                             e2e_ms=flags.slo_e2e_ms)
     except ValidationError as exc:
         raise flag_error(exc) from None
+    denied = EGRESS.check_url(str(endpoint.base_url))
+    if denied is not None:
+        raise FlagError(f"BASE_URL: egress denied: {denied}")
     profile = load_profile(flags, limits)
     if limits is not None and (found := limit_violations(planned_load(profile), limits)):
         raise FlagError("; ".join(f"{flag_of_path(path)}: {message}"
@@ -149,9 +168,10 @@ async def run_with_display(shot: OneShot, show: Live | None, max_connections: in
     goes."""
     live = LiveStats()
     started = time.monotonic()
-    async with HttpClients(max_connections) as clients:
+    async with HttpClients(max_connections, egress=EGRESS) as clients:
         run = asyncio.create_task(execute(clients, shot.target, shot.workload, shot.profile,
-                                          shot.slo, live=live, budget=budget))
+                                          shot.slo, live=live, budget=budget,
+                                          secrets=shot.secrets, datasets=DATASETS))
         while not run.done():
             if show is not None:
                 show.update(progress_table(live, time.monotonic() - started))

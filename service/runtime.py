@@ -17,10 +17,10 @@ import os
 import socket
 from datetime import timedelta
 
-import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from sustain.probes.client.clients import HttpClients
+from sustain.probes.client.egress_connect import egress_client
 from sustain.service.alerting.delivery import DeliveryPolicy, DeliveryWorker
 from sustain.service.alerting.evaluator import AlertEvaluator, DriftWatch
 from sustain.service.config import Settings
@@ -75,7 +75,9 @@ class Replica:
         self.replica_id = settings.replica_id or default_replica_id()
         self.engine: AsyncEngine = create_engine(database_url)
         self.sessions: async_sessionmaker[AsyncSession] = session_factory(self.engine)
-        self.clients = HttpClients(settings.http_max_connections)
+        self.reach = settings.reach(database_url)
+        """What probes and notifiers may read and reach (checked at create and again at use)."""
+        self.clients = HttpClients(settings.http_max_connections, egress=self.reach.egress)
         self.metrics = Metrics()
         self.buffer = SampleBuffer(settings.buffer_samples)
         self.writer = SampleWriter(self.engine, self.buffer,
@@ -83,7 +85,8 @@ class Replica:
         self.metrics.watch_writes(self.buffer, self.writer)
         self.peers = PeerLoads()
         self.executor = RunExecutor(self.sessions, self.clients, self.metrics, self.replica_id,
-                                    self.buffer, self.peers, settings.load_limits())
+                                    self.buffer, self.peers, settings.load_limits(),
+                                    reach=self.reach)
         self.liveness = Liveness(self.engine, self.replica_id, settings.heartbeat_seconds,
                                  lambda: self.executor.in_flight, self.executor.run_ids,
                                  self.peers)
@@ -93,15 +96,15 @@ class Replica:
         self.reloader = None if settings.config is None else ConfigReloader(
             settings.config, self.sessions, self.scheduler, self.metrics,
             settings.config_reload_seconds, settings.sample_retention_days,
-            settings.load_limits())
-        self.notify_client = httpx.AsyncClient(follow_redirects=False)
+            settings.load_limits(), reach=self.reach)
+        self.notify_client = egress_client(self.reach.egress, trust_env=True)
         self.delivery = DeliveryWorker(
             self.sessions, self.notify_client, self.replica_id, external_url(settings),
             DeliveryPolicy(poll_s=settings.notify_poll_seconds,
                            max_attempts=settings.notify_max_attempts,
                            retry_max_s=settings.notify_retry_max_seconds,
                            resend_s=settings.alertmanager_resend_seconds),
-            observe=self.metrics.observe_notification)
+            observe=self.metrics.observe_notification, reach=self.reach)
         self.alerts = AlertEvaluator(
             self.sessions, self.replica_id, settings.alert_evaluation_seconds,
             settings.alert_repeat_seconds, settings.endpoint_down_runs, drift_watch(settings),

@@ -1,16 +1,20 @@
 """The connections runs share: the lean HTTP/1.1 pool for OpenAI requests, and httpx clients
-for HTTP/2 endpoints and plain `http` checks. Created and closed by their owner (the service
-lifespan, the CLI); one per event loop."""
+for HTTP/2 endpoints and plain `http` checks, all connecting only where the egress policy
+allows (by default: anywhere but link-local and cloud metadata addresses). Created and closed
+by their owner (the service lifespan, the CLI); one per event loop."""
 
 from __future__ import annotations
 
 import httpx
 
+from sustain.probes.client.egress import EgressPolicy
+from sustain.probes.client.egress_connect import egress_client
 from sustain.probes.client.http1_pool import ConnectionPool
 
 
 class HttpClients:
-    def __init__(self, max_connections: int = 1000) -> None:
+    def __init__(self, max_connections: int = 1000, egress: EgressPolicy | None = None) -> None:
+        self.egress = egress or EgressPolicy()
         self._limits = httpx.Limits(max_connections=max_connections,
                                     max_keepalive_connections=max_connections)
         self._pools: dict[bool, ConnectionPool] = {}
@@ -19,15 +23,16 @@ class HttpClients:
     def pool(self, *, tls_verify: bool = True) -> ConnectionPool:
         pool = self._pools.get(tls_verify)
         if pool is None:
-            pool = self._pools[tls_verify] = ConnectionPool(tls_verify=tls_verify)
+            pool = self._pools[tls_verify] = ConnectionPool(tls_verify=tls_verify,
+                                                            egress=self.egress)
         return pool
 
     def httpx(self, *, tls_verify: bool = True, http2: bool = False) -> httpx.AsyncClient:
         key = (tls_verify, http2)
         client = self._httpx.get(key)
         if client is None:
-            client = httpx.AsyncClient(limits=self._limits, verify=tls_verify, http2=http2,
-                                       follow_redirects=False, trust_env=False)
+            client = egress_client(self.egress, verify=tls_verify, http2=http2,
+                                   limits=self._limits)
             self._httpx[key] = client
         return client
 

@@ -36,7 +36,8 @@ WHOLE_BODY_LIMIT = 64 * 1024 * 1024
 JSON body no longer parses and counts as a protocol error."""
 TRANSPORT_ERRORS = {"connect": ErrorClass.CONNECT, "dns": ErrorClass.DNS,
                     "tls": ErrorClass.TLS, "timeout_connect": ErrorClass.TIMEOUT_CONNECT,
-                    "protocol": ErrorClass.PROTOCOL}
+                    "protocol": ErrorClass.PROTOCOL,
+                    "egress_denied": ErrorClass.EGRESS_DENIED}
 
 
 def classify_transport_error(exc: TransportError, *, response_started: bool) -> ErrorClass:

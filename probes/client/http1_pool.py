@@ -22,6 +22,9 @@ from urllib.parse import urlsplit
 
 import httptools
 
+from sustain.probes.client.egress import EgressPolicy
+from sustain.probes.client.egress_connect import EgressDeniedError, permitted_addresses
+
 RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
 """Set by the transport itself; the same names among a caller's headers are dropped."""
 
@@ -31,7 +34,8 @@ BodyCallback = Callable[[bytes, int], None]
 
 class TransportError(Exception):
     """A failure below HTTP; `kind` is one of connect, dns, tls, timeout_connect, protocol,
-    closed (the peer closed the connection before the response ended)."""
+    egress_denied (the egress policy refused every address), closed (the peer closed the
+    connection before the response ended)."""
 
     def __init__(self, kind: str, detail: str) -> None:
         super().__init__(f"{kind}: {detail}")
@@ -165,9 +169,11 @@ class _Connection(asyncio.Protocol):
 
 class ConnectionPool:
     """Keep-alive connections per origin, most recently used first. Not thread-safe; one per
-    event loop."""
+    event loop. New connections go only where `egress` allows, judged on the addresses the
+    host resolved to (egress_connect.py)."""
 
-    def __init__(self, *, tls_verify: bool = True) -> None:
+    def __init__(self, *, tls_verify: bool = True, egress: EgressPolicy | None = None) -> None:
+        self._egress = egress or EgressPolicy()
         self._idle: dict[Origin, list[_Connection]] = {}
         self._open: set[_Connection] = set()
         self._ssl = ssl.create_default_context()
@@ -184,11 +190,12 @@ class ConnectionPool:
         tls = self._ssl if origin.scheme == "https" else None
         try:
             async with asyncio.timeout(timeout_s):
-                _, protocol = await loop.create_connection(
-                    lambda: _Connection(self, origin), origin.host, origin.port, ssl=tls,
-                    server_hostname=origin.host if tls else None)
+                addresses = await permitted_addresses(self._egress, origin.host, origin.port)
+                protocol = await self._open_first(loop, origin, addresses, tls)
         except TimeoutError:
             raise TransportError("timeout_connect", "connect timed out") from None
+        except EgressDeniedError as exc:
+            raise TransportError("egress_denied", str(exc)) from None
         except socket.gaierror as exc:
             raise TransportError("dns", str(exc)) from None
         except ssl.SSLError as exc:
@@ -197,6 +204,22 @@ class ConnectionPool:
             raise TransportError("connect", exc.strerror or type(exc).__name__) from None
         self._open.add(protocol)
         return protocol
+
+    async def _open_first(self, loop: asyncio.AbstractEventLoop, origin: Origin,
+                          addresses: list[str], tls: ssl.SSLContext | None) -> _Connection:
+        """A connection to the first of `addresses` that accepts one (TLS names the host)."""
+        failure: OSError = OSError(f"{origin.host} resolved to no address")
+        for address in addresses:
+            try:
+                _, protocol = await loop.create_connection(
+                    lambda: _Connection(self, origin), address, origin.port, ssl=tls,
+                    server_hostname=origin.host if tls else None)
+                return protocol
+            except ssl.SSLError:
+                raise
+            except OSError as exc:
+                failure = exc
+        raise failure
 
     def release(self, connection: _Connection) -> None:
         idle = self._idle.setdefault(connection.origin, [])

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import httpx
 
-from sustain.probes.client.httpx_transport import classify_transport_error
+from sustain.probes.client.httpx_transport import classify_transport_error, failure_detail
 from sustain.probes.client.status import error_class_for_status
 from sustain.probes.client.target import HttpCheck, Target
 from sustain.probes.measure.sample import NS_PER_MS, ErrorClass, Measurement
@@ -48,7 +48,7 @@ async def send_http(client: httpx.AsyncClient, target: Target, check: HttpCheck,
         return _result(t_send_ns, status, ErrorClass.TIMEOUT_TOTAL, "deadline exceeded")
     except httpx.HTTPError as exc:
         error = classify_transport_error(exc, response_started=started)
-        return _result(t_send_ns, status, error, type(exc).__name__)
+        return _result(t_send_ns, status, error, failure_detail(exc))
     if status != check.expected_status:
         error = error_class_for_status(status) or ErrorClass.PROTOCOL
         return _result(t_send_ns, status, error, f"HTTP {status}, expected "

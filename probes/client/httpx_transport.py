@@ -12,6 +12,7 @@ import time
 
 import httpx
 
+from sustain.probes.client.egress_connect import egress_denial
 from sustain.probes.client.openai_protocol import (
     DEADLINE_EXCEEDED,
     ERROR_BODY_LIMIT,
@@ -43,7 +44,10 @@ def _causes(exc: BaseException) -> list[BaseException]:
 
 
 def classify_transport_error(exc: httpx.HTTPError, *, response_started: bool) -> ErrorClass:
-    """Error class of an httpx failure; after the response began, a broken stream is truncated."""
+    """Error class of an httpx failure; after the response began, a broken stream is truncated.
+    A connection the egress policy refused is egress_denied."""
+    if egress_denial(exc) is not None:
+        return ErrorClass.EGRESS_DENIED
     if isinstance(exc, httpx.ConnectTimeout):
         return ErrorClass.TIMEOUT_CONNECT
     if isinstance(exc, httpx.TimeoutException):
@@ -65,6 +69,13 @@ def classify_transport_error(exc: httpx.HTTPError, *, response_started: bool) ->
     if isinstance(exc, (httpx.RemoteProtocolError, httpx.DecodingError)):
         return ErrorClass.PROTOCOL
     return ErrorClass.CONNECT
+
+
+def failure_detail(exc: httpx.HTTPError) -> str:
+    """A short, secret-free detail of an httpx failure: the egress refusal's reason (host or
+    address and rule), else the exception's type."""
+    denied = egress_denial(exc)
+    return str(denied) if denied is not None else type(exc).__name__
 
 
 class _Phase:
@@ -143,7 +154,7 @@ async def send_openai_httpx(
     except httpx.HTTPError as exc:
         if not (state.complete and state.failure is None):
             error = classify_transport_error(exc, response_started=phase.response_started)
-            return partial_result(state, t_send_ns, status, error, type(exc).__name__)
+            return partial_result(state, t_send_ns, status, error, failure_detail(exc))
         end_ns = end_ns or time.perf_counter_ns()
     error_class, detail = state.outcome()
     return from_state(state, t_send_ns, end_ns or time.perf_counter_ns(), status, error_class,

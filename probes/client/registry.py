@@ -7,7 +7,8 @@ The one dispatch from a target's ApiKind (and, for OpenAI, its transport) to a s
 - `http`: a plain check through httpx (http_check.py).
 
 A sender builds what it needs up front (the workload's request builder, which may raise
-DatasetError or ValueError before anything is sent) and returns `prepare(seq)`, the shape the
+DatasetError or ValueError before anything is sent; its dataset is read only where the
+DatasetPolicy allows) and returns `prepare(seq)`, the shape the
 load drivers take: each call builds request `seq` (its body encoded before t_send) and returns
 a SendFn, called with t_send in ns (perf_counter_ns), that sends it once and measures it.
 """
@@ -25,6 +26,7 @@ from sustain.probes.client.httpx_transport import send_openai_httpx
 from sustain.probes.client.openai_protocol import encode_request
 from sustain.probes.client.target import ApiKind, HttpCheck, Target
 from sustain.probes.measure.sample import Measurement
+from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.probes.workload.requests import RequestBuilder
 from sustain.probes.workload.spec import Workload
 
@@ -33,13 +35,14 @@ SendFn = Callable[[int], Awaitable[Measurement]]
 exactly once; never raises for endpoint misbehaviour (load.drivers.Request)."""
 PrepareFn = Callable[[int], SendFn]
 """prepare(seq) builds request `seq` before its send time is taken (load.drivers.Prepare)."""
-Sender = Callable[[HttpClients, Target, Workload, Mapping[str, str]], PrepareFn]
-"""sender(clients, target, workload, headers) -> prepare; `headers` already carry the auth."""
+Sender = Callable[[HttpClients, Target, Workload, Mapping[str, str], DatasetPolicy], PrepareFn]
+"""sender(clients, target, workload, headers, datasets) -> prepare; `headers` already carry the
+auth; `datasets` says where the workload's dataset may be read from."""
 
 
 def openai_over_http1(clients: HttpClients, target: Target, workload: Workload,
-                      headers: Mapping[str, str]) -> PrepareFn:
-    builder = RequestBuilder(workload, target.api_kind, target.model)
+                      headers: Mapping[str, str], datasets: DatasetPolicy) -> PrepareFn:
+    builder = RequestBuilder(workload, target.api_kind, target.model, datasets)
     pool = clients.pool(tls_verify=target.tls_verify)
 
     def prepare(seq: int) -> SendFn:
@@ -49,8 +52,8 @@ def openai_over_http1(clients: HttpClients, target: Target, workload: Workload,
 
 
 def openai_over_httpx(clients: HttpClients, target: Target, workload: Workload,
-                      headers: Mapping[str, str]) -> PrepareFn:
-    builder = RequestBuilder(workload, target.api_kind, target.model)
+                      headers: Mapping[str, str], datasets: DatasetPolicy) -> PrepareFn:
+    builder = RequestBuilder(workload, target.api_kind, target.model, datasets)
     client = clients.httpx(tls_verify=target.tls_verify, http2=True)
 
     def prepare(seq: int) -> SendFn:
@@ -60,7 +63,7 @@ def openai_over_httpx(clients: HttpClients, target: Target, workload: Workload,
 
 
 def http_check_over_httpx(clients: HttpClients, target: Target, _workload: Workload,
-                          headers: Mapping[str, str]) -> PrepareFn:
+                          headers: Mapping[str, str], _datasets: DatasetPolicy) -> PrepareFn:
     """Every request is the same check; the workload does not apply."""
     client = clients.httpx(tls_verify=target.tls_verify, http2=target.http2)
     check = target.http_check or HttpCheck()

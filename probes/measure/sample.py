@@ -25,6 +25,9 @@ class ErrorClass(enum.StrEnum):
     PROTOCOL = "protocol"
     TRUNCATED = "truncated"
     EMPTY = "empty"
+    EGRESS_DENIED = "egress_denied"
+    """The egress policy refused the connection (SUSTAIN_ALLOWED_TARGETS /
+    SUSTAIN_DENIED_TARGETS, link-local and metadata addresses): nothing was sent."""
 
 
 class Outcome(enum.StrEnum):

@@ -1,5 +1,6 @@
 """JSONL prompt datasets: one request per line, `{"prompt": "..."}` or `{"messages": [...]}`,
-optionally with its own `max_tokens`. Read once before a run; errors name the line."""
+optionally with its own `max_tokens`. Read once before a run, only from where the DatasetPolicy
+allows and up to its size cap; errors name the file and line."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sustain.probes.local_files import FileRefusedError, in_system_dir, read_capped, within
+
 MAX_LINES = 1_000_000
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+"""The size cap when none is configured (SUSTAIN_DATASET_MAX_BYTES)."""
 
 
 class DatasetError(ValueError):
@@ -49,11 +54,17 @@ def _entry(record: Any, where: str) -> DatasetEntry:
                         max_tokens=max_tokens)
 
 
-def load_jsonl(path: str | Path) -> list[DatasetEntry]:
+def load_jsonl(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> list[DatasetEntry]:
+    """The entries of a JSONL file of at most `max_bytes`; DatasetError for anything else (a
+    larger file, a device or FIFO, bad JSON or records), naming the file and line."""
     file = Path(path)
     try:
-        lines = file.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
+        lines = read_capped(file, max_bytes).decode("utf-8").splitlines()
+    except FileRefusedError as exc:
+        raise DatasetError(f"{file}: {exc}") from None
+    except OSError as exc:
+        raise DatasetError(f"{file}: cannot read ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
         raise DatasetError(f"{file}: cannot read ({exc})") from None
     entries: list[DatasetEntry] = []
     for number, line in enumerate(lines, start=1):
@@ -69,3 +80,40 @@ def load_jsonl(path: str | Path) -> list[DatasetEntry]:
     if not entries:
         raise DatasetError(f"{file}: no prompts")
     return entries
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetPolicy:
+    """Where datasets may be read from, and how large they may be. The default allows none:
+    the service builds its policy from SUSTAIN_DATASET_DIR; a one-shot CLI run, reading its
+    user's own file, uses `anywhere`."""
+
+    directory: Path | None = None
+    """Datasets must resolve (links followed) under this directory; None: none may be named."""
+    anywhere: bool = False
+    """Any path outside /proc, /sys and /dev (the CLI)."""
+    max_bytes: int = DEFAULT_MAX_BYTES
+
+    @classmethod
+    def unrestricted(cls, max_bytes: int = DEFAULT_MAX_BYTES) -> DatasetPolicy:
+        return cls(anywhere=True, max_bytes=max_bytes)
+
+    def check(self, path: str) -> str | None:
+        """Why `path` may not be named as a dataset, or None."""
+        if in_system_dir(path):
+            return "files under /proc, /sys and /dev are never read"
+        if self.anywhere:
+            return None
+        if self.directory is None:
+            return "datasets are not allowed (SUSTAIN_DATASET_DIR is unset)"
+        if not within(path, self.directory):
+            return f"not under SUSTAIN_DATASET_DIR ({self.directory})"
+        return None
+
+    def load(self, path: str) -> list[DatasetEntry]:
+        """The dataset at `path`, checked again now (the settings or links may have changed
+        since it was named) and read up to the cap; DatasetError otherwise."""
+        reason = self.check(path)
+        if reason is not None:
+            raise DatasetError(f"{path}: {reason}")
+        return load_jsonl(path, self.max_bytes)

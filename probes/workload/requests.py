@@ -6,17 +6,19 @@ import random
 from typing import Any
 
 from sustain.probes.client.target import ApiKind
-from sustain.probes.workload.dataset import DatasetEntry, load_jsonl
+from sustain.probes.workload.dataset import DatasetEntry, DatasetPolicy
 from sustain.probes.workload.lengths import sample_length
 from sustain.probes.workload.spec import Workload
 from sustain.probes.workload.tokenizer import HFTokenizer, PromptTokenizer, WhitespaceTokenizer
 
 
 class RequestBuilder:
-    """Loads the dataset and tokenizer once (raising DatasetError or ValueError before any
-    request is sent), then builds bodies without I/O."""
+    """Loads the dataset (where `datasets` allows; by default nowhere) and tokenizer once
+    (raising DatasetError or ValueError before any request is sent), then builds bodies
+    without I/O."""
 
-    def __init__(self, workload: Workload, api_kind: ApiKind, model: str) -> None:
+    def __init__(self, workload: Workload, api_kind: ApiKind, model: str,
+                 datasets: DatasetPolicy | None = None) -> None:
         self.workload = workload
         self.api_kind = api_kind
         self.model = model
@@ -25,7 +27,7 @@ class RequestBuilder:
         self.dataset: list[DatasetEntry] | None = None
         self._order: list[int] = []
         if workload.dataset is not None:
-            self.dataset = load_jsonl(workload.dataset)
+            self.dataset = (datasets or DatasetPolicy()).load(workload.dataset)
             self._order = list(range(len(self.dataset)))
             random.Random(workload.seed).shuffle(self._order)
 

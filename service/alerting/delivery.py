@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sustain.service.alerting import notifiers
 from sustain.service.db import deliveries as queries
 from sustain.service.db.models import Notifier
+from sustain.service.domain.reach import Reach
 from sustain.service.evaluation.matchers import SilenceWindow, silenced
 
 logger = logging.getLogger(__name__)
@@ -46,18 +47,21 @@ class DeliveryPolicy:
     per_notifier: int = 8
 
 
-def _target(notifier: Notifier) -> notifiers.Target | notifiers.Outcome:
+def _target(notifier: Notifier, reach: Reach) -> notifiers.Target | notifiers.Outcome:
     return notifiers.resolve(notifier.name, notifier.kind, notifier.url,
                              notifier.url_secret_ref, notifier.signing_secret_ref,
-                             notifier.timeout_s)
+                             notifier.timeout_s, reach)
 
 
 class DeliveryWorker:
     def __init__(self, sessions: async_sessionmaker[AsyncSession], client: httpx.AsyncClient,
                  replica_id: str, external_url: str, policy: DeliveryPolicy | None = None,
-                 observe: Observe | None = None) -> None:
+                 observe: Observe | None = None, reach: Reach | None = None) -> None:
         self.sessions = sessions
         self.client = client
+        """Sends through the egress check (egress_connect.egress_client) in the service."""
+        self.reach = reach or Reach()
+        """Where secret references may point, and which URLs may be reached."""
         self.replica_id = replica_id
         self.external_url = external_url
         self.policy = policy or DeliveryPolicy()
@@ -118,7 +122,7 @@ class DeliveryWorker:
         if item.transition == "resolved" and not item.earlier_delivered:
             await self._finish(item, "skipped", error="its firing was never delivered here")
             return
-        target = _target(item.notifier)
+        target = _target(item.notifier, self.reach)
         if isinstance(target, notifiers.Outcome):
             outcome = target
         elif item.attempts > self.policy.max_attempts:
@@ -185,7 +189,7 @@ class DeliveryWorker:
             still = await queries.firing_fingerprints(session)
         chosen = [p for p in firing if p["fingerprint"] in still
                   and queries.routes_to(notifier, p["labels"], "firing")]
-        target = _target(notifier)
+        target = _target(notifier, self.reach)
         if not chosen or isinstance(target, notifiers.Outcome):
             return
         url, body, headers = notifiers.request_for(target, chosen, 0, self.external_url,

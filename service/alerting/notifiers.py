@@ -1,6 +1,12 @@
 """Sending one notification to one notifier over HTTP: the request each kind expects, a few
 quick retries with backoff for transient failures (tenacity), and the outcome as a value.
-Error texts name the failure, never the URL (a Slack URL is a secret) or a secret."""
+Error texts name the failure, never the URL (a Slack URL is a secret) or a secret.
+
+Secret references resolve only where the secret policy allows, and the URL is checked against
+the egress policy before sending (a URL held behind url_secret_ref could not be checked when
+the notifier was created); the client itself refuses denied addresses at connect time. Such
+refusals fail the delivery at once: retrying cannot help until the operator's settings
+change."""
 
 from __future__ import annotations
 
@@ -19,8 +25,14 @@ from tenacity import (
     wait_exponential,
 )
 
-from sustain.probes.client.secrets import SecretUnavailableError, resolve_secret
+from sustain.probes.client.egress_connect import egress_denial
+from sustain.probes.client.secrets import (
+    SecretRefusedError,
+    SecretUnavailableError,
+    resolve_secret,
+)
 from sustain.service.alerting import messages
+from sustain.service.domain.reach import EGRESS_SETTINGS, Reach
 
 RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 QUICK_TRIES = 3
@@ -47,13 +59,24 @@ class Outcome:
 
 
 def resolve(name: str, kind: str, url: str | None, url_secret_ref: str | None,
-            signing_secret_ref: str | None, timeout_s: float) -> Target | Outcome:
-    """The target to send to, or a retryable outcome naming the secret that is missing."""
+            signing_secret_ref: str | None, timeout_s: float, reach: Reach
+            ) -> Target | Outcome:
+    """The target to send to, or an outcome naming the secret that is missing (retryable) or
+    that the policy refuses, or saying the URL may not be reached (final). An error about a
+    URL held behind url_secret_ref names the reference, never the URL or its host."""
     try:
-        real_url = url if url is not None else resolve_secret(url_secret_ref or "")
-        secret = None if signing_secret_ref is None else resolve_secret(signing_secret_ref)
+        real_url = url if url is not None else resolve_secret(url_secret_ref or "",
+                                                              reach.secrets)
+        secret = None if signing_secret_ref is None \
+            else resolve_secret(signing_secret_ref, reach.secrets)
+    except SecretRefusedError as exc:
+        return Outcome(False, error=str(exc))
     except SecretUnavailableError as exc:
         return Outcome(False, error=str(exc), retryable=True)
+    reason = reach.egress.check_url(real_url)
+    if reason is not None:
+        where = reason if url is not None else f"the URL of {url_secret_ref} is not allowed"
+        return Outcome(False, error=f"egress denied: {where} ({EGRESS_SETTINGS})")
     return Target(name, kind, real_url, secret, timeout_s)
 
 
@@ -87,6 +110,9 @@ async def _post_once(client: httpx.AsyncClient, url: str, body: bytes,
     except httpx.TimeoutException:
         return Outcome(False, error="timed out", retryable=True)
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        if egress_denial(exc) is not None:
+            return Outcome(False, error="egress denied: the URL's host resolves to an address "
+                           f"the egress policy refuses ({EGRESS_SETTINGS})")
         return Outcome(False, error=f"request failed ({type(exc).__name__})",
                        retryable=not isinstance(exc, httpx.InvalidURL | httpx.UnsupportedProtocol))
     if response.is_success:

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from sustain.service.config_file.model import ConfigFile
 from sustain.service.config_file.yaml_lines import ConfigError, Located, Problem, dotted, load
 from sustain.service.domain.limits import LoadLimits, limit_violations, planned_load
+from sustain.service.domain.reach import Reach, dataset_problems, target_problems
 
 
 def _data_path(data: Any, loc: tuple[int | str, ...], missing: bool
@@ -87,11 +88,35 @@ def _beyond_limits(config: ConfigFile, limits: LoadLimits | None
             for path, message in limit_violations(planned_load(probe.profile), limits)]
 
 
+def _reach_problems(config: ConfigFile, reach: Reach, environ: Mapping[str, str]
+                    ) -> list[tuple[tuple[str | int, ...], str]]:
+    """What the operator's policies refuse: endpoint and notifier URLs and secret references,
+    datasets of named and inline workloads (each at its path in the file)."""
+    found: list[tuple[tuple[str | int, ...], str]] = []
+    for kind, specs in (("endpoints", config.endpoints), ("notifiers", config.notifiers)):
+        for i, spec in enumerate(specs):
+            values = spec.model_dump(mode="json")
+            found.extend(((kind, i, name), message)
+                         for name, message in target_problems(values, reach, environ))
+    for i, workload in enumerate(config.workloads):
+        found.extend((("workloads", i, "dataset"), message)
+                     for _, message in dataset_problems(workload.dataset, reach))
+    for i, probe in enumerate(config.probes):
+        if not isinstance(probe.workload, str):
+            found.extend((("probes", i, "workload", "dataset"), message)
+                         for _, message in dataset_problems(probe.workload.dataset, reach))
+    return found
+
+
 def parse(text: str, file: str, environ: Mapping[str, str] | None = None,
-          limits: LoadLimits | None = None) -> tuple[ConfigFile, Located]:
+          limits: LoadLimits | None = None, reach: Reach | None = None
+          ) -> tuple[ConfigFile, Located]:
     """The validated config and where each value came from; ConfigError otherwise. With
-    `limits`, every probe's profile must stay within them (as over REST)."""
-    located = load(text, file, os.environ if environ is None else environ)
+    `limits`, every probe's profile must stay within them (as over REST); with `reach`, what
+    its policies refuse is a problem too (the service and `sustain validate` pass the
+    settings' limits and policies)."""
+    environ = os.environ if environ is None else environ
+    located = load(text, file, environ)
     if not isinstance(located.data, dict):
         raise ConfigError(file, [*located.problems, Problem(
             1, "", "the file must be a mapping with endpoints, workloads and probes")])
@@ -100,8 +125,10 @@ def parse(text: str, file: str, environ: Mapping[str, str] | None = None,
     except ValidationError as exc:
         raise ConfigError(file, _together(located.problems,
                                           _validation_problems(located, exc))) from None
-    problems = [Problem(located.line_of(path), dotted(path), message)
-                for path, message in [*_references(config), *_beyond_limits(config, limits)]]
+    found = [*_references(config), *_beyond_limits(config, limits)]
+    if reach is not None:
+        found += _reach_problems(config, reach, environ)
+    problems = [Problem(located.line_of(path), dotted(path), message) for path, message in found]
     if located.problems or problems:
         raise ConfigError(file, _together(located.problems, problems))
     return config, located
@@ -119,7 +146,8 @@ MAX_FILE_BYTES = 4 * 1024 * 1024
 
 
 def read(path: Path, environ: Mapping[str, str] | None = None,
-         limits: LoadLimits | None = None) -> tuple[ConfigFile, Located]:
+         limits: LoadLimits | None = None, reach: Reach | None = None
+         ) -> tuple[ConfigFile, Located]:
     try:
         with path.open("rb") as handle:
             raw = handle.read(MAX_FILE_BYTES + 1)
@@ -132,4 +160,4 @@ def read(path: Path, environ: Mapping[str, str] | None = None,
             from None
     except UnicodeDecodeError:
         raise ConfigError(str(path), [Problem(None, "", "not UTF-8 text")]) from None
-    return parse(text, str(path), environ, limits)
+    return parse(text, str(path), environ, limits, reach)

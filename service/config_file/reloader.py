@@ -19,6 +19,7 @@ from sustain.service.config_file.load import read
 from sustain.service.config_file.sync import SyncResult, sync
 from sustain.service.config_file.yaml_lines import ConfigError
 from sustain.service.domain.limits import LoadLimits
+from sustain.service.domain.reach import Reach
 from sustain.service.metrics import Metrics
 from sustain.service.scheduling.scheduler import ProbeScheduler
 
@@ -30,7 +31,8 @@ RETRY_S = 5.0
 class ConfigReloader:
     def __init__(self, path: Path, sessions: async_sessionmaker[AsyncSession],
                  scheduler: ProbeScheduler, metrics: Metrics, interval_s: float,
-                 sample_retention_days: int = 14, limits: LoadLimits | None = None) -> None:
+                 sample_retention_days: int = 14, limits: LoadLimits | None = None,
+                 reach: Reach | None = None) -> None:
         self.path = path
         self.source = str(path.resolve())
         """How managed_by names this file: the same on every replica that mounts it alike."""
@@ -41,6 +43,8 @@ class ConfigReloader:
         self.sample_retention_days = sample_retention_days
         self.limits = limits
         """Probe profiles of the file must stay within these (as over REST)."""
+        self.reach = reach or Reach()
+        """What the file's endpoints, notifiers and workloads may read and reach."""
         self._lock = asyncio.Lock()
         self.pending = False
         """The last sync could not reach the database: retried every RETRY_S."""
@@ -52,7 +56,8 @@ class ConfigReloader:
         cannot be reached is never fatal: the sync is retried every RETRY_S."""
         async with self._lock:
             try:
-                config, located = await asyncio.to_thread(read, self.path, None, self.limits)
+                config, located = await asyncio.to_thread(read, self.path, None, self.limits,
+                                                          self.reach)
                 async with self.sessions.begin() as session:
                     result = await sync(session, config, located, self.source,
                                         self.sample_retention_days)

@@ -16,12 +16,14 @@ from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.secrets import SecretUnavailableError
 from sustain.probes.load.profiles import parse_profile
 from sustain.probes.runner import RunStop, execute
+from sustain.probes.workload.dataset import DatasetError
 from sustain.probes.workload.spec import Workload
 from sustain.service.db import probes as probe_queries
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Endpoint, Probe
 from sustain.service.domain.finals import RunFinal, completed
 from sustain.service.domain.limits import BeyondLimitsError, LoadLimits, check_limits
+from sustain.service.domain.reach import Reach
 from sustain.service.domain.schedule import Schedule, tick_for_firing
 from sustain.service.domain.targets import slo_of, target_of
 from sustain.service.ingest.buffer import RunSink, SampleBuffer
@@ -42,9 +44,13 @@ class RunExecutor:
 
     def __init__(self, sessions: async_sessionmaker[AsyncSession], clients: HttpClients,
                  metrics: Metrics, replica_id: str, buffer: SampleBuffer,
-                 peers: PeerLoads | None = None, limits: LoadLimits | None = None) -> None:
+                 peers: PeerLoads | None = None, limits: LoadLimits | None = None, *,
+                 reach: Reach | None = None) -> None:
         self.sessions = sessions
         self.clients = clients
+        self.reach = reach or Reach()
+        """Where runs' secret references and datasets may be read from (egress is the
+        clients')."""
         self.buffer = buffer
         self.metrics = metrics
         self.replica_id = replica_id
@@ -233,6 +239,8 @@ class RunExecutor:
                 on_sample=sink.put,
                 stop=stop,
                 budget=None if self.limits is None else self.limits.budget(),
+                secrets=self.reach.secrets,
+                datasets=self.reach.datasets,
             )
             final = await asyncio.to_thread(completed, base, result)
             if result.stopped == CANCELLED:
@@ -241,7 +249,7 @@ class RunExecutor:
             self._end(sink, probe, replace(base, status="abandoned",
                                            error="service stopped during the run"))
             raise
-        except (SecretUnavailableError, BeyondLimitsError) as exc:
+        except (SecretUnavailableError, BeyondLimitsError, DatasetError) as exc:
             self._end(sink, probe, replace(base, error=str(exc)))
         except Exception as exc:
             logger.exception("run %s of probe %s crashed", run_id, probe.name)

@@ -117,6 +117,25 @@ def test_secrets_only_by_reference_never_inlined() -> None:
                                                                       "key": "openai"}
 
 
+def test_secret_env_entries_fill_the_secret_allow_list_by_themselves() -> None:
+    """`env:NAME` references resolve only for variables in SUSTAIN_SECRET_ENV: the names of
+    secretEnv are listed there, in the pods and the migration job alike."""
+    two = {**BASE, "secretEnv": [{"name": "OPENAI_API_KEY", "secretName": "llm", "key": "o"},
+                                 {"name": "HOOK_KEY", "secretName": "hooks", "key": "k"}]}
+    for kind in ("Deployment", "Job"):
+        spec = by_kind(render(two))[kind]["spec"]["template"]["spec"]
+        env = [e for e in spec["containers"][0]["env"] if e["name"] == "SUSTAIN_SECRET_ENV"]
+        assert env == [{"name": "SUSTAIN_SECRET_ENV", "value": "OPENAI_API_KEY,HOOK_KEY"}]
+    own = by_kind(render({**two, "env": {"SUSTAIN_SECRET_ENV": "OPENAI_*,HOOK_KEY"}}))
+    env = own["Deployment"]["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert [e["value"] for e in env if e["name"] == "SUSTAIN_SECRET_ENV"] == ["OPENAI_*,HOOK_KEY"]
+    none = by_kind(render(BASE))["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+    assert "SUSTAIN_SECRET_ENV" not in {e["name"] for e in none["env"]}
+    with pytest.raises(helm.HelmValuesError):
+        helm.Chart.load(CHART).validate_schema({**BASE, "secretEnv": [
+            {"name": "SUSTAIN_DATABASE_URL", "secretName": "db", "key": "url"}]})
+
+
 def test_values_that_would_inline_a_secret_or_omit_the_database_are_refused() -> None:
     chart = helm.Chart.load(CHART)
     with pytest.raises(helm.HelmValuesError):

@@ -87,6 +87,7 @@ def test_page_alert_reaches_alertmanager_and_webhook_once_then_resolves_and_is_s
         env = {"SUSTAIN_DATABASE_URL": database_url, "SUSTAIN_ALERT_EVALUATION_SECONDS": "1",
                "SUSTAIN_NOTIFY_POLL_SECONDS": "0.5", "SUSTAIN_HEARTBEAT_SECONDS": "1",
                "SUSTAIN_ALERTMANAGER_RESEND_SECONDS": "5", "E2E_HOOK_KEY": SECRET,
+               "SUSTAIN_SECRET_ENV": "E2E_*",
                "SUSTAIN_LOG_LEVEL": "info"}
         replicas = [SustainProcess(["serve", "--port", str(port)], tmp_path / f"r{i}.log",
                                    env={**env, "SUSTAIN_REPLICA_ID": f"r{i}"})

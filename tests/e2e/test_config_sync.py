@@ -6,6 +6,7 @@ one of them; objects created over REST are left alone; REST writes to the file's
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import subprocess
 import time
@@ -149,14 +150,19 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 
 
 def test_validate_accepts_the_example_and_refuses_a_broken_copy(tmp_path: Path) -> None:
-    ok = run_cli("validate", str(EXAMPLE))
+    allowed = {**os.environ, "SUSTAIN_SECRET_ENV": "VLLM_API_KEY,WEBHOOK_SECRET,SLACK_*"}
+    ok = run_cli("validate", str(EXAMPLE), env=allowed)
     assert ok.returncode == 0, ok.stderr
+    unlisted = run_cli("validate", str(EXAMPLE),
+                       env={k: v for k, v in allowed.items() if k != "SUSTAIN_SECRET_ENV"})
+    assert unlisted.returncode == 1
+    assert "auth_secret_ref: env:VLLM_API_KEY: not in SUSTAIN_SECRET_ENV" in unlisted.stderr
     broken = tmp_path / "broken.yaml"
     text = EXAMPLE.read_text()
     text = text.replace("schedule: {every: 30s, jitter: 5s}", "schedule: {every: 30s, jitter: 5}")
     text = text.replace("    max_tokens: 64\n", "    max_tokens: 64\n    temprature: 0.2\n")
     broken.write_text(text + "probes: []\n")
-    bad = run_cli("validate", str(broken))
+    bad = run_cli("validate", str(broken), env=allowed)
     assert bad.returncode == 1
     lines = bad.stderr.strip().splitlines()
     assert lines, bad.stderr
@@ -164,7 +170,7 @@ def test_validate_accepts_the_example_and_refuses_a_broken_copy(tmp_path: Path) 
     assert any("duplicate key" in line for line in lines), lines
 
     broken.write_text(text)
-    bad = run_cli("validate", str(broken))
+    bad = run_cli("validate", str(broken), env=allowed)
     assert bad.returncode == 1
     (line,) = bad.stderr.strip().splitlines()
     number = text.splitlines().index("    temprature: 0.2") + 1

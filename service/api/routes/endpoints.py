@@ -6,7 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, status
 
-from sustain.service.api.deps import SessionDep
+from sustain.service.api.deps import SessionDep, StateDep
+from sustain.service.api.reach import refuse_unreachable
 from sustain.service.db import crud
 from sustain.service.db import endpoints as endpoint_queries
 from sustain.service.db.models import Endpoint
@@ -19,8 +20,13 @@ EndpointId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
 
 
 @router.post("", status_code=status.HTTP_201_CREATED)
-async def create_endpoint(body: EndpointCreate, session: SessionDep) -> EndpointRead:
-    endpoint = await crud.create(session, Endpoint, endpoint_queries.columns(body), "endpoint")
+async def create_endpoint(body: EndpointCreate, session: SessionDep,
+                          state: StateDep) -> EndpointRead:
+    """422 naming `base_url` when the egress policy refuses its host, or `auth_secret_ref`
+    when the secret policy refuses the reference."""
+    values = endpoint_queries.columns(body)
+    refuse_unreachable(values, state.reach)
+    endpoint = await crud.create(session, Endpoint, values, "endpoint")
     await session.commit()
     return endpoint_queries.read(endpoint)
 
@@ -38,10 +44,11 @@ async def get_endpoint(endpoint_id: EndpointId, session: SessionDep) -> Endpoint
 
 @router.patch("/{endpoint_id}")
 async def update_endpoint(endpoint_id: EndpointId, body: EndpointUpdate,
-                          session: SessionDep) -> EndpointRead:
+                          session: SessionDep, state: StateDep) -> EndpointRead:
     endpoint = await crud.get(session, Endpoint, endpoint_id, "endpoint")
     crud.check_unmanaged(endpoint, "endpoint")
     changes = endpoint_queries.columns(body, partial=True)
+    refuse_unreachable(changes, state.reach)
     endpoint = await crud.update(session, endpoint, changes, "endpoint")
     await session.commit()
     return endpoint_queries.read(endpoint)

@@ -6,7 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, status
 
-from sustain.service.api.deps import SessionDep
+from sustain.service.api.deps import SessionDep, StateDep
+from sustain.service.api.reach import refuse_unreachable
 from sustain.service.db import crud
 from sustain.service.db import notifiers as notifier_queries
 from sustain.service.db.models import Notifier
@@ -19,8 +20,13 @@ NotifierId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
 
 
 @router.post("", status_code=status.HTTP_201_CREATED)
-async def create_notifier(body: NotifierCreate, session: SessionDep) -> NotifierRead:
-    notifier = await crud.create(session, Notifier, notifier_queries.columns(body), "notifier")
+async def create_notifier(body: NotifierCreate, session: SessionDep,
+                          state: StateDep) -> NotifierRead:
+    """422 naming `url` when the egress policy refuses its host, or the `*_secret_ref` the
+    secret policy refuses (a URL behind url_secret_ref is judged at delivery)."""
+    values = notifier_queries.columns(body)
+    refuse_unreachable(values, state.reach)
+    notifier = await crud.create(session, Notifier, values, "notifier")
     await session.commit()
     return notifier_queries.read(notifier)
 
@@ -37,10 +43,11 @@ async def get_notifier(notifier_id: NotifierId, session: SessionDep) -> Notifier
 
 @router.patch("/{notifier_id}")
 async def update_notifier(notifier_id: NotifierId, body: NotifierUpdate,
-                          session: SessionDep) -> NotifierRead:
+                          session: SessionDep, state: StateDep) -> NotifierRead:
     notifier = await crud.get(session, Notifier, notifier_id, "notifier")
     crud.check_unmanaged(notifier, "notifier")
     changes = notifier_queries.columns(body, partial=True)
+    refuse_unreachable(changes, state.reach)
     notifier_queries.check_merged(notifier.kind,
                                   {**notifier_queries.url_columns(notifier), **changes})
     notifier = await crud.update(session, notifier, changes, "notifier")

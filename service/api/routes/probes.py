@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from sustain.probes.load.profiles import LoadProfile
 from sustain.service.api.deps import ExecutorDep, SchedulerDep, SessionDep, StateDep
+from sustain.service.api.reach import refuse_dataset
 from sustain.service.db import crud
 from sustain.service.db import probes as probe_queries
 from sustain.service.db import runs as run_queries
@@ -47,8 +48,10 @@ async def _check_endpoint(session: AsyncSession, endpoint_id: int) -> None:
 async def create_probe(body: ProbeCreate, session: SessionDep, scheduler: SchedulerDep,
                        state: StateDep) -> ProbeRead:
     """Create a probe. Its profile must stay within the load limits (SUSTAIN_MAX_RATE,
-    SUSTAIN_MAX_CONCURRENCY, SUSTAIN_MAX_RUN_SECONDS, SUSTAIN_MAX_RUN_REQUESTS)."""
+    SUSTAIN_MAX_CONCURRENCY, SUSTAIN_MAX_RUN_SECONDS, SUSTAIN_MAX_RUN_REQUESTS), and a dataset
+    must lie under SUSTAIN_DATASET_DIR."""
     _check_limits(body.profile, state.settings.load_limits())
+    refuse_dataset(body.workload, state.reach)
     await _check_endpoint(session, body.endpoint_id)
     probe = await crud.create(session, Probe, probe_queries.columns(body), "probe")
     await probe_queries.notify_changed(session, probe.id)
@@ -75,6 +78,7 @@ async def update_probe(probe_id: ProbeId, body: ProbeUpdate, session: SessionDep
     probe = await crud.get(session, Probe, probe_id, "probe")
     crud.check_unmanaged(probe, "probe")
     _check_limits(body.profile, state.settings.load_limits())
+    refuse_dataset(body.workload, state.reach)
     if body.endpoint_id is not None:
         await _check_endpoint(session, body.endpoint_id)
     changes = probe_queries.columns(body)

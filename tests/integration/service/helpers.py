@@ -65,6 +65,13 @@ def samples_of(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
     return found
 
 
+TEST_SECRET_ENV = "TEST_*"
+"""The variables `env:` references of in-process test apps may read (unless a test sets its own
+SUSTAIN_SECRET_ENV): tests name their secrets TEST_..., never SUSTAIN_..."""
+
+
 def app_settings(database_url: str, **fields: Any) -> Settings:
-    """Settings of an in-process test app: its database and the test admin key."""
-    return Settings(admin_key=SecretStr(TEST_ADMIN_KEY), database_url=database_url, **fields)
+    """Settings of an in-process test app: its database, the test admin key, and secrets read
+    from TEST_* variables."""
+    return Settings(**{"admin_key": SecretStr(TEST_ADMIN_KEY), "database_url": database_url,
+                       "secret_env": TEST_SECRET_ENV, **fields})

@@ -12,9 +12,9 @@ PROBLEM = "application/problem+json"
 
 async def test_endpoint_crud_round_trip(api: httpx.AsyncClient) -> None:
     created = await create_endpoint(api, "http://127.0.0.1:9/v1", labels={"team": "ml"},
-                                    auth_secret_ref="env:OPENAI_API_KEY")
+                                    auth_secret_ref="env:TEST_OPENAI_API_KEY")
     assert created["api_kind"] == "openai-chat"
-    assert created["auth_secret_ref"] == "env:OPENAI_API_KEY"
+    assert created["auth_secret_ref"] == "env:TEST_OPENAI_API_KEY"
     listed = (await api.get("/api/v1/endpoints")).json()
     assert [e["name"] for e in listed] == ["sim"]
     r = await api.patch(f"/api/v1/endpoints/{created['id']}",

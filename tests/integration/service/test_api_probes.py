@@ -118,14 +118,14 @@ async def test_run_of_unreachable_endpoint_fails_with_classified_samples(
 async def test_run_with_missing_secret_fails_naming_the_reference(
         api: httpx.AsyncClient, simulator: SimulatorHandle,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("SUSTAIN_TEST_ABSENT_KEY", raising=False)
+    monkeypatch.delenv("TEST_ABSENT_KEY", raising=False)
     endpoint = await create_endpoint(api, simulator.base_url,
-                                     auth_secret_ref="env:SUSTAIN_TEST_ABSENT_KEY")
+                                     auth_secret_ref="env:TEST_ABSENT_KEY")
     probe = await create_probe(api, endpoint["id"], enabled=False)
     run_id = (await api.post(f"/api/v1/probes/{probe['id']}/runs")).json()["id"]
     run = await wait_for_run(api, run_id)
     assert run["status"] == "failed"
-    assert "env:SUSTAIN_TEST_ABSENT_KEY" in run["error"]
+    assert "env:TEST_ABSENT_KEY" in run["error"]
 
 
 async def test_runs_query_parameters_are_validated(api: httpx.AsyncClient) -> None:

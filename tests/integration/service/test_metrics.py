@@ -48,9 +48,9 @@ async def test_metrics_expose_counters_histograms_and_last_run_gauges(
 async def test_failed_requests_are_counted_by_error_class(
         api: httpx.AsyncClient, simulator: SimulatorHandle,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SUSTAIN_TEST_TOKEN", "sk-top-secret-token")
+    monkeypatch.setenv("TEST_TOKEN", "sk-top-secret-token")
     endpoint = await create_endpoint(api, simulator.base_url,
-                                     auth_secret_ref="env:SUSTAIN_TEST_TOKEN",
+                                     auth_secret_ref="env:TEST_TOKEN",
                                      headers={"x-sim-fault": "http_500"})
     probe = await create_probe(api, endpoint["id"], enabled=False)
     run_id = (await api.post(f"/api/v1/probes/{probe['id']}/runs")).json()["id"]

@@ -55,7 +55,7 @@ async def worker(app: FastAPI, api: httpx.AsyncClient  # noqa: ARG001 - api: the
     state = runtime_of(app)
     async with httpx.AsyncClient() as client:
         yield DeliveryWorker(state.sessions, client, "w1", "https://sustain.example", FAST,
-                             observe=state.metrics.observe_notification)
+                             observe=state.metrics.observe_notification, reach=state.reach)
 
 
 async def move(app: FastAPI, condition: bool, at: datetime,
@@ -77,10 +77,10 @@ async def add_notifier(api: httpx.AsyncClient, **body: object) -> dict[str, Any]
 async def test_webhook_is_signed_and_carries_the_alert(
         api: httpx.AsyncClient, app: FastAPI, worker: DeliveryWorker, receiver: Receiver,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HOOK_KEY", "s3cret-key")
+    monkeypatch.setenv("TEST_HOOK_KEY", "s3cret-key")
     created = await add_notifier(api, name="hook", kind="webhook", url=f"{receiver.url}/h",
-                                 signing_secret_ref="env:HOOK_KEY")
-    assert created["signing_secret_ref"] == "env:HOOK_KEY"
+                                 signing_secret_ref="env:TEST_HOOK_KEY")
+    assert created["signing_secret_ref"] == "env:TEST_HOOK_KEY"
     now = datetime.now(UTC)
     assert await move(app, True, now) == "firing"
     await worker.drain()
@@ -275,8 +275,9 @@ async def test_three_workers_deliver_each_transition_once(
 async def test_slack_and_alertmanager_shapes_and_alertmanager_resend(
         api: httpx.AsyncClient, app: FastAPI, worker: DeliveryWorker, receiver: Receiver,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SLACK_URL", f"{receiver.url}/services/T0/B0/xyz")
-    slack = await add_notifier(api, name="slack", kind="slack", url_secret_ref="env:SLACK_URL")
+    monkeypatch.setenv("TEST_SLACK_URL", f"{receiver.url}/services/T0/B0/xyz")
+    slack = await add_notifier(api, name="slack", kind="slack",
+                               url_secret_ref="env:TEST_SLACK_URL")
     assert slack["url"] is None
     await add_notifier(api, name="am", kind="alertmanager", url=f"{receiver.url}/am")
     now = datetime.now(UTC)

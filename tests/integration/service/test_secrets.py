@@ -22,13 +22,13 @@ async def test_api_key_reaches_the_endpoint_and_nothing_else(
         api: httpx.AsyncClient, app: FastAPI, monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
-    monkeypatch.setenv("SUSTAIN_TEST_API_KEY", SECRET)
-    monkeypatch.setenv("SUSTAIN_TEST_WRONG_KEY", "sk-wrong")
+    monkeypatch.setenv("TEST_API_KEY", SECRET)
+    monkeypatch.setenv("TEST_WRONG_KEY", "sk-wrong")
     with BackgroundSimulator(SimulatorConfig(ttft_ms=5, itl_ms=1, api_key=SECRET)) as sim:
         good = await create_endpoint(api, sim.base_url, name="good",
-                                     auth_secret_ref="env:SUSTAIN_TEST_API_KEY")
+                                     auth_secret_ref="env:TEST_API_KEY")
         bad = await create_endpoint(api, sim.base_url, name="bad",
-                                    auth_secret_ref="env:SUSTAIN_TEST_WRONG_KEY")
+                                    auth_secret_ref="env:TEST_WRONG_KEY")
         runs = {}
         for endpoint in (good, bad):
             probe = await create_probe(api, endpoint["id"], name=f"p-{endpoint['name']}",

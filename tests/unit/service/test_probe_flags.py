@@ -203,6 +203,22 @@ def test_api_key_env_becomes_a_secret_reference() -> None:
     assert shot().endpoint.auth_secret_ref is None
 
 
+def test_the_one_variable_named_may_be_read_but_never_sustains_own() -> None:
+    policy = shot(api_key_env="MY_KEY").secrets
+    assert policy.check("env:MY_KEY") is None
+    assert policy.check("env:OTHER_KEY") is not None
+    assert shot(api_key_env="SUSTAIN_DATABASE_URL").secrets.check(
+        "env:SUSTAIN_DATABASE_URL") is not None
+
+
+@pytest.mark.parametrize("url", ["http://169.254.169.254/v1", "http://2852039166/v1",
+                                 "http://[::ffff:a9fe:a9fe]/v1",
+                                 "http://metadata.google.internal/v1"])
+def test_a_metadata_address_is_refused_naming_base_url(url: str) -> None:
+    with pytest.raises(FlagError, match=r"^BASE_URL: egress denied: .*always denied"):
+        shot(base_url=url)
+
+
 def test_workload_from_token_flags_and_no_stream() -> None:
     workload = shot(input_tokens=100, output_tokens=7, no_stream=True).workload
     assert (workload.input_tokens, workload.max_tokens, workload.stream) == (100, 7, False)

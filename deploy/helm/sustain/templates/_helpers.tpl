@@ -48,7 +48,8 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
 {{/* Environment shared by the server and the migration job: the database URL and the
-     secrets config refers to, all from existing Secrets. */}}
+     secrets config refers to, all from existing Secrets; and SUSTAIN_SECRET_ENV listing the
+     secretEnv names, so `env:NAME` references to them resolve (unless `env` sets it). */}}
 {{- define "sustain.secretEnv" -}}
 - name: SUSTAIN_DATABASE_URL
   valueFrom:
@@ -62,12 +63,18 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
       name: {{ .Values.apiKeys.existingSecret }}
       key: {{ .Values.apiKeys.key }}
 {{- end }}
+{{- $names := list }}
 {{- range .Values.secretEnv }}
+{{- $names = append $names .name }}
 - name: {{ .name }}
   valueFrom:
     secretKeyRef:
       name: {{ .secretName }}
       key: {{ .key }}
+{{- end }}
+{{- if and $names (not (hasKey .Values.env "SUSTAIN_SECRET_ENV")) }}
+- name: SUSTAIN_SECRET_ENV
+  value: {{ join "," $names | quote }}
 {{- end }}
 {{- end -}}
 

@@ -11,13 +11,16 @@ import pytest
 from pydantic import ValidationError
 
 from sustain.probes.client.target import ApiKind
-from sustain.probes.workload.dataset import DatasetError
+from sustain.probes.workload.dataset import DatasetError, DatasetPolicy
 from sustain.probes.workload.requests import RequestBuilder
 from sustain.probes.workload.spec import MAX_EXTRA_BODY_BYTES, Workload
 
 
 def builder(api: ApiKind = ApiKind.OPENAI_CHAT, **fields: object) -> RequestBuilder:
-    return RequestBuilder(Workload.model_validate(fields), api, "llama")
+    """A builder that may read datasets anywhere (where they may be read from is
+    test_dataset_policy.py's subject)."""
+    return RequestBuilder(Workload.model_validate(fields), api, "llama",
+                          DatasetPolicy.unrestricted())
 
 
 def prompt_of(body: dict[str, object]) -> str:

@@ -7,8 +7,15 @@ import hmac
 import json
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
+from sustain.probes.client.egress import EgressPolicy
+from sustain.probes.client.secret_policy import SecretPolicy
 from sustain.service.alerting import messages
 from sustain.service.alerting.notifiers import Outcome, Target, request_for, resolve
+from sustain.service.domain.reach import Reach
+
+REACH = Reach(secrets=SecretPolicy(env_globs=("TEST_*",)))
 
 NOW = datetime(2026, 12, 3, 12, tzinfo=UTC)
 FIRING = {"status": "firing", "transition": "firing", "fingerprint": "ab12",
@@ -67,9 +74,50 @@ def test_alertmanager_alert_ends_ahead_while_firing_and_at_resolution_after() ->
     assert len(json.loads(body)) == 2
 
 
-def test_a_missing_secret_is_a_retryable_outcome_that_names_only_the_reference() -> None:
-    outcome = resolve("slack", "slack", None, "env:SUSTAIN_TEST_UNSET_URL", None, 5.0)
+def test_a_missing_secret_is_a_retryable_outcome_that_names_only_the_reference(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TEST_UNSET_URL", raising=False)
+    outcome = resolve("slack", "slack", None, "env:TEST_UNSET_URL", None, 5.0, REACH)
     assert isinstance(outcome, Outcome)
     assert outcome.retryable
     assert outcome.error is not None
-    assert "SUSTAIN_TEST_UNSET_URL" in outcome.error
+    assert "TEST_UNSET_URL" in outcome.error
+
+
+def test_a_reference_the_policy_refuses_fails_the_delivery_at_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOOK_KEY", "k-0123456789")
+    monkeypatch.setenv("SUSTAIN_TEST_URL", "http://127.0.0.1:9/h")
+    for url, url_ref, signing_ref in ((None, "env:SUSTAIN_TEST_URL", None),
+                                      ("http://127.0.0.1:9/h", None, "env:HOOK_KEY")):
+        outcome = resolve("hook", "webhook", url, url_ref, signing_ref, 5.0, REACH)
+        assert isinstance(outcome, Outcome)
+        assert not outcome.delivered
+        assert not outcome.retryable
+        assert outcome.error is not None
+        assert (url_ref or signing_ref or "") in outcome.error
+        assert "k-0123456789" not in outcome.error
+        assert "127.0.0.1" not in outcome.error
+
+
+@pytest.mark.parametrize("secret_url", ["http://169.254.169.254/latest/meta-data/",
+                                        "http://metadata.google.internal/x",
+                                        "http://10.9.9.9/hooks/T0123/secret-path"])
+def test_a_secret_url_the_egress_policy_refuses_fails_without_naming_the_url(
+        monkeypatch: pytest.MonkeyPatch, secret_url: str) -> None:
+    monkeypatch.setenv("TEST_SLACK_URL", secret_url)
+    reach = Reach(secrets=REACH.secrets, egress=EgressPolicy.parse(denied="10.0.0.0/8"))
+    outcome = resolve("slack", "slack", None, "env:TEST_SLACK_URL", None, 5.0, reach)
+    assert isinstance(outcome, Outcome)
+    assert not outcome.retryable
+    assert outcome.error == "egress denied: the URL of env:TEST_SLACK_URL is not allowed " \
+        "(SUSTAIN_ALLOWED_TARGETS / SUSTAIN_DENIED_TARGETS)"
+
+
+def test_a_plain_url_the_egress_policy_refuses_fails_naming_its_host() -> None:
+    outcome = resolve("am", "alertmanager", "http://[::ffff:a9fe:a9fe]/", None, None, 5.0,
+                      REACH)
+    assert isinstance(outcome, Outcome)
+    assert outcome.error is not None
+    assert outcome.error.startswith("egress denied: ::ffff:a9fe:a9fe (169.254.169.254) is "
+                                    "link-local")

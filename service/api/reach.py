@@ -1,0 +1,25 @@
+"""Refusing, at create and update, what the operator's policies would refuse at run or
+delivery time (service/domain/reach.py): a 422 naming the field, before anything is stored."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from sustain.probes.workload.spec import Workload
+from sustain.service.domain.reach import Reach, dataset_problems, target_problems
+from sustain.service.errors import FieldError
+
+
+def refuse_unreachable(values: Mapping[str, object], reach: Reach) -> None:
+    """FieldError naming the first URL or secret reference among `values` (an endpoint's or
+    notifier's columns, or the ones a PATCH sets) that the policies refuse."""
+    for field, message in target_problems(values, reach, os.environ):
+        raise FieldError(field, message)
+
+
+def refuse_dataset(workload: Workload | None, reach: Reach) -> None:
+    """FieldError (`workload.dataset`) when the workload names a dataset the policy refuses."""
+    for field, message in dataset_problems(None if workload is None else workload.dataset,
+                                           reach):
+        raise FieldError(field, message)

@@ -1,0 +1,71 @@
+"""What probes and notifiers may read and reach (issue 14): the operator's three policies, and
+the check every endpoint, notifier and workload passes when it is created or changed, the same
+for the REST API and the config file.
+
+A check returns problems as (field, message) pairs, field named as the API names it
+(`base_url`, `url`, `auth_secret_ref`, `workload.dataset`): the API answers the first as a 422,
+the config file reports them all with their lines. The same policies hold again at run and
+delivery time (the settings may have changed since), where a refusal is a run error, a
+failed delivery or an `egress_denied` sample. Messages name references and hosts, which are
+not secret, never a secret's value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from sustain.probes.client.egress import EgressPolicy
+from sustain.probes.client.secret_policy import SecretPolicy
+from sustain.probes.workload.dataset import DatasetPolicy
+
+URL_FIELDS = frozenset({"base_url", "url"})
+"""Fields holding a URL sustain connects to (an endpoint's API root, a notifier's URL)."""
+EGRESS_SETTINGS = "SUSTAIN_ALLOWED_TARGETS / SUSTAIN_DENIED_TARGETS"
+
+Problem = tuple[str, str]
+"""(field, message)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reach:
+    """The policies of one replica, built from its settings (Settings.reach). The default
+    reaches anywhere but link-local and metadata addresses, and reads no secret or dataset."""
+
+    secrets: SecretPolicy = field(default_factory=SecretPolicy)
+    egress: EgressPolicy = field(default_factory=EgressPolicy)
+    datasets: DatasetPolicy = field(default_factory=DatasetPolicy)
+
+
+def egress_message(reason: str) -> str:
+    return f"not reachable under the egress policy ({EGRESS_SETTINGS}): {reason}"
+
+
+def target_problems(values: Mapping[str, object], reach: Reach,
+                    environ: Mapping[str, str] | None = None) -> list[Problem]:
+    """Problems of an endpoint's or notifier's fields (all of them, or only those a PATCH
+    sets): every URL field against the egress policy, every `*_secret_ref` against the secret
+    policy (with `environ`, a variable holding one of sustain's own credentials too). A URL
+    held behind a secret reference is judged when it is resolved, at delivery."""
+    problems: list[Problem] = []
+    for name, value in values.items():
+        if value is None:
+            continue
+        if name in URL_FIELDS:
+            reason = reach.egress.check_url(str(value))
+            if reason is not None:
+                problems.append((name, egress_message(reason)))
+        elif name.endswith("_secret_ref"):
+            reason = reach.secrets.check(str(value), environ)
+            if reason is not None:
+                problems.append((name, f"{value}: {reason}"))
+    return problems
+
+
+def dataset_problems(dataset: str | None, reach: Reach, field_name: str = "workload.dataset"
+                     ) -> list[Problem]:
+    """Problems of a workload's dataset path (None: no dataset, no problem)."""
+    if dataset is None:
+        return []
+    reason = reach.datasets.check(dataset)
+    return [] if reason is None else [(field_name, reason)]
