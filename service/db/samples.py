@@ -38,9 +38,17 @@ async def insert(connection: AsyncConnection, rows: Sequence[SampleTuple]) -> No
 
 async def live_runs(connection: AsyncConnection, run_ids: set[int]) -> set[int]:
     """Which of the runs still exist, locked against deletion until the transaction ends
-    (a probe deleted mid-run takes its runs with it; their samples have nowhere to go)."""
+    (a probe deleted mid-run takes its runs with it; their samples have nowhere to go).
+
+    Their probes are locked first, in id order, as deleting a probe locks it before its runs:
+    the rollups written later in this transaction reference the probe, and taking that lock
+    after the runs' would deadlock with a concurrent delete."""
     if not run_ids:
         return set()
+    await connection.execute(
+        text("SELECT id FROM probes WHERE id IN (SELECT probe_id FROM runs WHERE id = ANY(:ids)) "
+             "ORDER BY id FOR KEY SHARE"),
+        {"ids": sorted(run_ids)})
     rows = await connection.execute(
         text("SELECT id FROM runs WHERE id = ANY(:ids) FOR KEY SHARE"),
         {"ids": sorted(run_ids)})

@@ -153,8 +153,19 @@ def test_optional_objects_follow_their_switches() -> None:
     assert "replicas" not in kinds["Deployment"]["spec"], "the HPA owns the replica count"
     monitor = kinds["ServiceMonitor"]["spec"]["endpoints"][0]
     assert (monitor["port"], monitor["path"]) == ("http", "/metrics")
+    assert "authorization" not in monitor
+
     config = yaml.safe_load(kinds["ConfigMap"]["data"]["sustain.yaml"])
     assert config == COMPOSE_CONFIG
+
+
+def test_service_monitor_scrapes_with_a_key_when_metrics_need_one() -> None:
+    values = {**BASE, "serviceMonitor": {"enabled": True, "authorization": {
+        "existingSecret": "prometheus-key", "key": "token"}},
+        "env": {"SUSTAIN_METRICS_AUTH": "true"}}
+    monitor = by_kind(render(values))["ServiceMonitor"]["spec"]["endpoints"][0]
+    assert monitor["authorization"] == {"type": "Bearer", "credentials": {
+        "name": "prometheus-key", "key": "token"}}
 
 
 def test_prometheus_rule_is_what_sustain_rules_prints(tmp_path: Path) -> None:
