@@ -43,8 +43,10 @@ class SimulatorConfig:
     """When > 0, every Nth generation request answers HTTP 500."""
     retry_after_s: int = 1
     """Retry-After of `http_429` answers."""
-    huge_chunk_bytes: int = 1_048_576
-    """Content size of the one oversized delta of a `huge_chunk` fault."""
+    huge_chunk_bytes: int = 524_288
+    """Content size of the one oversized delta of a `huge_chunk` fault: far larger than one
+    read, still within the client's 1 MiB cap on an event (probes/client/sse.py), so the
+    stream stays valid."""
     trickle_bytes: int = 5
     trickle_ms: float = 1.0
     """A `trickle` fault writes each event in pieces of trickle_bytes, trickle_ms apart."""

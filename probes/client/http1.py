@@ -11,11 +11,13 @@ from typing import cast
 
 from sustain.probes.client.http1_pool import ConnectionPool, Exchange, TransportError
 from sustain.probes.client.openai_protocol import (
+    BODY_TOO_LARGE,
     DEADLINE_EXCEEDED,
     DRAIN_S,
     ERROR_BODY_LIMIT,
     INVALID_UTF8,
     NOT_EVENT_STREAM,
+    WHOLE_BODY_LIMIT,
     Deadlines,
     EncodedRequest,
     StreamState,
@@ -26,14 +28,11 @@ from sustain.probes.client.openai_protocol import (
     request_url,
     whole_response,
 )
-from sustain.probes.client.sse import SSEDecoder
+from sustain.probes.client.sse import EventTooLarge, SSEDecoder
 from sustain.probes.client.status import error_class_for_status
 from sustain.probes.client.target import Target
 from sustain.probes.measure.sample import ErrorClass, Measurement
 
-WHOLE_BODY_LIMIT = 64 * 1024 * 1024
-"""Bytes of a non-streamed (or error) body kept; the rest is read and dropped, so a longer
-JSON body no longer parses and counts as a protocol error."""
 TRANSPORT_ERRORS = {"connect": ErrorClass.CONNECT, "dns": ErrorClass.DNS,
                     "tls": ErrorClass.TLS, "timeout_connect": ErrorClass.TIMEOUT_CONNECT,
                     "protocol": ErrorClass.PROTOCOL,
@@ -50,33 +49,41 @@ def classify_transport_error(exc: TransportError, *, response_started: bool) -> 
 
 
 class _Reader:
-    """Consumes the body as it arrives: SSE events for a 2xx stream, else raw bytes."""
+    """Consumes the body as it arrives: SSE events for a 2xx stream, else raw bytes. The work
+    per chunk is proportional to that chunk alone (never to what was read before), and a body
+    past its cap fails the reader at once, so one endpoint cannot stall the loop."""
 
-    def __init__(self, stream: bool, loop: asyncio.AbstractEventLoop, deadlines: Deadlines
-                 ) -> None:
+    def __init__(self, stream: bool, loop: asyncio.AbstractEventLoop, deadlines: Deadlines,
+                 max_event_bytes: int) -> None:
         self.stream = stream
         self.loop = loop
         self.deadlines = deadlines
         self.exchange: Exchange | None = None
         self.deadline: asyncio.Timeout | None = None
         self.state = StreamState()
-        self.decoder = SSEDecoder()
+        self.decoder = SSEDecoder(max_event_bytes)
         self.raw = bytearray()
+        """A 2xx non-streamed body, up to WHOLE_BODY_LIMIT (error bodies are only counted)."""
+        self.body_bytes = 0
         self.end_ns: int | None = None
         self.first_token_seen = False
         self.failed: asyncio.Future[None] = loop.create_future()
-        """Set when the stream turned out bad: no need to wait for the rest of it."""
+        """Set when the response turned out bad: no need to wait for the rest of it."""
 
-    def _sse(self) -> bool:
+    def _status(self) -> int:
         exchange = self.exchange
-        status = 0 if exchange is None or not exchange.head.done() or exchange.head.cancelled() \
+        return 0 if exchange is None or not exchange.head.done() or exchange.head.cancelled() \
             else exchange.head.result()[0]
-        return self.stream and 200 <= status < 300
+
+    def _fail(self, error: ErrorClass, detail: str) -> None:
+        self.state.failure, self.state.detail = error, detail
+        if not self.failed.done():
+            self.failed.set_result(None)
 
     def on_body(self, chunk: bytes, now: int) -> None:
-        if not self._sse():
-            if len(self.raw) <= WHOLE_BODY_LIMIT:
-                self.raw += chunk
+        status = self._status()
+        if not (self.stream and 200 <= status < 300):
+            self._on_whole(chunk, error=error_class_for_status(status) is not None)
             return
         state = self.state
         if state.done or state.failure is not None:
@@ -84,9 +91,10 @@ class _Reader:
         try:
             events = self.decoder.feed(chunk)
         except UnicodeDecodeError:
-            state.failure, state.detail = ErrorClass.PROTOCOL, INVALID_UTF8
-            if not self.failed.done():
-                self.failed.set_result(None)
+            self._fail(ErrorClass.PROTOCOL, INVALID_UTF8)
+            return
+        except EventTooLarge as exc:
+            self._fail(ErrorClass.PROTOCOL, str(exc))
             return
         for event in events:
             state.on_event(event, now)
@@ -103,6 +111,28 @@ class _Reader:
             if self.deadline is not None:
                 self.deadline.reschedule(self.deadlines.drain(self.loop.time()))
 
+    def _on_whole(self, chunk: bytes, *, error: bool) -> None:
+        """A whole body. A response's (non-streamed, or not an event stream) is kept up to
+        WHOLE_BODY_LIMIT, past which the reader fails as `protocol` without reading the rest;
+        an error response's is only counted, and past ERROR_BODY_LIMIT no longer waited for."""
+        if self.failed.done():
+            return
+        self.body_bytes += len(chunk)
+        if error:
+            if self.body_bytes > ERROR_BODY_LIMIT:
+                self.failed.set_result(None)
+        elif self.body_bytes > WHOLE_BODY_LIMIT:
+            self.raw = bytearray()
+            self._fail(ErrorClass.PROTOCOL, BODY_TOO_LARGE)
+        else:
+            self.raw += chunk
+
+    def ends(self) -> set[asyncio.Future[object]]:
+        """What ends the wait for a response: its end, or the reader's failure."""
+        assert self.exchange is not None
+        return {cast("asyncio.Future[object]", self.exchange.done),
+                cast("asyncio.Future[object]", self.failed)}
+
     def finish_stream(self, end_ns: int) -> None:
         """The response ended: a trailing event without a blank line is processed."""
         if self.end_ns is None and self.state.failure is None and not self.state.done:
@@ -112,6 +142,9 @@ class _Reader:
             except UnicodeDecodeError:
                 self.state.failure = ErrorClass.PROTOCOL
                 self.state.detail = INVALID_UTF8
+            except EventTooLarge as exc:
+                self.state.failure = ErrorClass.PROTOCOL
+                self.state.detail = str(exc)
             self.end_ns = end_ns
 
 
@@ -123,7 +156,7 @@ async def send_openai_http1(pool: ConnectionPool, target: Target, encoded: Encod
     payload, headers = encoded
     loop = asyncio.get_running_loop()
     deadlines = Deadlines.from_t_send(target, t_send_ns, loop)
-    reader = _Reader(stream, loop, deadlines)
+    reader = _Reader(stream, loop, deadlines, target.max_event_bytes)
     try:
         return await _exchange(pool, target, payload, headers, stream, t_send_ns, reader,
                                deadlines, loop)
@@ -149,20 +182,23 @@ async def _exchange(pool: ConnectionPool, target: Target, payload: bytes,
             failed = error_class_for_status(status)
             if failed is not None:
                 result = failure(t_send_ns, status, failed, f"HTTP {status}")
-                await asyncio.wait({reader.exchange.done}, timeout=DRAIN_S)
-                if not reader.exchange.done.done() or len(reader.raw) > ERROR_BODY_LIMIT:
+                await asyncio.wait(reader.ends(), timeout=DRAIN_S,
+                                   return_when=asyncio.FIRST_COMPLETED)
+                if not reader.exchange.done.done() or reader.body_bytes > ERROR_BODY_LIMIT:
                     pool.abandon(reader.exchange)
                 return result
             if not stream:
+                await asyncio.wait(reader.ends(), return_when=asyncio.FIRST_COMPLETED)
+                if reader.state.failure is not None:
+                    pool.abandon(reader.exchange)
+                    return failure(t_send_ns, status, reader.state.failure,
+                                   reader.state.detail or "bad response")
                 end = await reader.exchange.done
                 return whole_response(bytes(reader.raw), t_send_ns, end, status)
             if not is_event_stream(response_headers.get("content-type", "")):
                 pool.abandon(reader.exchange)
                 return failure(t_send_ns, status, ErrorClass.PROTOCOL, NOT_EVENT_STREAM)
-            pending: set[asyncio.Future[object]] = {
-                cast("asyncio.Future[object]", reader.exchange.done),
-                cast("asyncio.Future[object]", reader.failed)}
-            await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(reader.ends(), return_when=asyncio.FIRST_COMPLETED)
             if reader.state.failure is not None:
                 pool.abandon(reader.exchange)
                 return partial_result(reader.state, t_send_ns, status, reader.state.failure,

@@ -28,6 +28,13 @@ from sustain.probes.client.egress_connect import EgressDeniedError, permitted_ad
 RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
 """Set by the transport itself; the same names among a caller's headers are dropped."""
 
+FRAMING_LIMIT = 64 * 1024
+"""Bytes a response may send in a row without any body: its head (and any 1xx interim heads),
+chunk-size lines, trailers. Past it the response fails as `protocol`. Heads are a few KiB;
+the cap exists because the parser (httptools) grows a header line by copying it on every read,
+so a never-ending header or trailer line would cost quadratic time on the event loop."""
+FRAMING_TOO_LARGE = "response head or chunk framing over 64 KiB"
+
 BodyCallback = Callable[[bytes, int], None]
 """on_body(chunk, arrival_ns): called for each piece of the response body as it arrives."""
 
@@ -93,6 +100,9 @@ class _Connection(asyncio.Protocol):
         self.arrival_ns = 0
         self.interim = False
         """The message being parsed is a 1xx interim response, to be skipped."""
+        self.framing_run = 0
+        """Bytes read in a row, for the current exchange, that carried no body."""
+        self.body_in_read = False
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -103,13 +113,24 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.arrival_ns = time.perf_counter_ns()
-        if self.exchange is None:  # bytes nobody asked for: the connection cannot be trusted
+        exchange = self.exchange
+        if exchange is None:  # bytes nobody asked for: the connection cannot be trusted
             self.close()
             return
+        self.body_in_read = False
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError as exc:
             self._abort(TransportError("protocol", f"invalid HTTP response ({exc})"))
+            return
+        if self.exchange is not exchange:  # complete (or given up) within this read
+            return
+        if self.body_in_read:
+            self.framing_run = 0
+        else:
+            self.framing_run += len(data)
+            if self.framing_run > FRAMING_LIMIT:
+                self._abort(TransportError("protocol", FRAMING_TOO_LARGE))
 
     def eof_received(self) -> bool | None:
         self._abort(TransportError("closed", "server closed the connection"))
@@ -139,6 +160,7 @@ class _Connection(asyncio.Protocol):
             exchange.head.set_result((status, exchange.headers))
 
     def on_body(self, body: bytes) -> None:
+        self.body_in_read = True
         if self.exchange is not None:
             self.exchange.on_body(body, self.arrival_ns)
 
@@ -259,6 +281,7 @@ class ConnectionPool:
         exchange = Exchange(on_body=on_body, head=loop.create_future(),
                             done=loop.create_future(), connection=connection)
         connection.exchange = exchange
+        connection.framing_run = 0
         assert connection.transport is not None
         connection.transport.write(head + body)
         return exchange

@@ -30,7 +30,8 @@ async def send_http(client: httpx.AsyncClient, target: Target, check: HttpCheck,
                             write=target.timeout_total_s, pool=None)
     status: int | None = None
     started = False
-    body = b""
+    body = bytearray()  # kept only for a body check, appended in place (linear, not quadratic)
+    seen = 0
     try:
         async with asyncio.timeout(target.timeout_total_s - (time.perf_counter_ns() - t_send_ns)
                                    / 1e9):
@@ -40,10 +41,12 @@ async def send_http(client: httpx.AsyncClient, target: Target, check: HttpCheck,
                 started = True
                 status = response.status_code
                 async for chunk in response.aiter_bytes():
-                    body += chunk
-                    if len(body) > MAX_BODY:
+                    seen += len(chunk)
+                    if seen > MAX_BODY:
                         return _result(t_send_ns, status, ErrorClass.PROTOCOL,
                                        "response body too large to check")
+                    if check.body_contains is not None:
+                        body += chunk
     except TimeoutError:
         return _result(t_send_ns, status, ErrorClass.TIMEOUT_TOTAL, "deadline exceeded")
     except httpx.HTTPError as exc:

@@ -14,10 +14,12 @@ import httpx
 
 from sustain.probes.client.egress_connect import egress_denial
 from sustain.probes.client.openai_protocol import (
+    BODY_TOO_LARGE,
     DEADLINE_EXCEEDED,
     ERROR_BODY_LIMIT,
     INVALID_UTF8,
     NOT_EVENT_STREAM,
+    WHOLE_BODY_LIMIT,
     Deadlines,
     EncodedRequest,
     StreamState,
@@ -28,7 +30,7 @@ from sustain.probes.client.openai_protocol import (
     request_url,
     whole_response,
 )
-from sustain.probes.client.sse import SSEDecoder
+from sustain.probes.client.sse import EventTooLarge, SSEDecoder
 from sustain.probes.client.status import error_class_for_status
 from sustain.probes.client.target import Target
 from sustain.probes.measure.sample import ErrorClass, Measurement
@@ -125,7 +127,7 @@ async def send_openai_httpx(
                     return await _read_whole(response, t_send_ns, status)
                 if not is_event_stream(response.headers.get("content-type", "")):
                     return failure(t_send_ns, status, ErrorClass.PROTOCOL, NOT_EVENT_STREAM)
-                decoder = SSEDecoder()
+                decoder = SSEDecoder(target.max_event_bytes)
                 async for chunk in response.aiter_bytes():
                     now = time.perf_counter_ns()
                     if state.done:
@@ -151,6 +153,8 @@ async def send_openai_httpx(
             return partial_result(state, t_send_ns, status, late, DEADLINE_EXCEEDED)
     except UnicodeDecodeError:
         return partial_result(state, t_send_ns, status, ErrorClass.PROTOCOL, INVALID_UTF8)
+    except EventTooLarge as exc:
+        return partial_result(state, t_send_ns, status, ErrorClass.PROTOCOL, str(exc))
     except httpx.HTTPError as exc:
         if not (state.complete and state.failure is None):
             error = classify_transport_error(exc, response_started=phase.response_started)
@@ -171,5 +175,13 @@ async def _drain(response: httpx.Response, limit: int) -> None:
 
 
 async def _read_whole(response: httpx.Response, t_send_ns: int, status: int) -> Measurement:
-    raw = await response.aread()
-    return whole_response(raw, t_send_ns, time.perf_counter_ns(), status)
+    """A non-streamed body, up to WHOLE_BODY_LIMIT: past it the request ends as `protocol`
+    without reading the rest (leaving the `client.stream` block closes the connection)."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > WHOLE_BODY_LIMIT:
+            return failure(t_send_ns, status, ErrorClass.PROTOCOL, BODY_TOO_LARGE)
+        chunks.append(chunk)
+    return whole_response(b"".join(chunks), t_send_ns, time.perf_counter_ns(), status)

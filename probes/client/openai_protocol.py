@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sustain.probes.client.sse import SSEEvent
+from sustain.probes.client.sse import SSEEvent, size_text
 from sustain.probes.client.status import error_class_for_status
 from sustain.probes.client.target import ApiKind, Target
 from sustain.probes.measure.sample import NS_PER_MS, ErrorClass, Measurement
@@ -48,6 +48,12 @@ DRAIN_S = 1.0
 """After [DONE], how long to wait for the end of the body before giving up the connection."""
 ERROR_BODY_LIMIT = 65_536
 """Bytes of an error response read before giving up the connection."""
+WHOLE_BODY_LIMIT = 16 * 1024 * 1024
+"""Bytes of a non-streamed response body: past them the request ends at once as `protocol`
+(BODY_TOO_LARGE), without reading the rest. The body is parsed as JSON on the event loop that
+times every other request, so its size must be bounded; a chat or completion response is
+rarely over a few hundred KiB."""
+BODY_TOO_LARGE = f"response body over {size_text(WHOLE_BODY_LIMIT)}"
 DEADLINE_EXCEEDED = "deadline exceeded"
 
 

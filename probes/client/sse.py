@@ -2,6 +2,12 @@
 
 Bytes arrive in arbitrary chunks: a chunk may end inside a line, inside a CRLF pair or inside a
 multi-byte UTF-8 character, so the decoder keeps state across `feed` calls.
+
+It runs on the event loop that times every other request, so its cost must not depend on what
+an endpoint sent before: each `feed` scans only the new bytes (a line still open is kept as a
+list of pieces, joined when it ends), and a line or an event larger than
+`max_event_bytes` raises EventTooLarge at once instead of being buffered. Without the cap one
+endpoint streaming a 100 MB (or never-ending) line would hold memory and, with it, the loop.
 """
 
 from __future__ import annotations
@@ -11,6 +17,35 @@ import re
 from dataclasses import dataclass
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
+_MAX_PIECES = 256
+"""Pieces of an open line kept apart before they are joined into one: bounds the memory of a
+line trickled a few bytes a read (a list entry per read) at a copy of at most 1/256 of the cap
+per read."""
+KIB = 1024
+MIB = 1024 * KIB
+MAX_EVENT_BYTES = MIB
+"""The default cap on one line, and on one event's data (its `data` lines joined), in UTF-8
+bytes. Chat and completion chunks are a few hundred bytes; 1 MiB leaves room for large tool-call
+arguments or logprobs while a stray 100 MB line ends after about 1 MiB has been read."""
+
+
+def size_text(size: int) -> str:
+    """A byte count for a message: `1 MiB`, `64 KiB`, else `1000 bytes`."""
+    if size >= MIB and size % MIB == 0:
+        return f"{size // MIB} MiB"
+    if size >= KIB and size % KIB == 0:
+        return f"{size // KIB} KiB"
+    return f"{size} bytes"
+
+
+def utf8_size(text: str) -> int:
+    """Bytes of `text` in UTF-8: O(1) for ASCII (CPython knows a str is ASCII), else encoded."""
+    return len(text) if text.isascii() else len(text.encode())
+
+
+class EventTooLarge(ValueError):
+    """A line or an event went over the decoder's cap: the stream is a protocol error. The
+    message says which and the cap, e.g. `server-sent event line over 1 MiB`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,58 +55,89 @@ class SSEEvent:
 
 
 class SSEDecoder:
-    """Feed bytes, get complete events. Invalid UTF-8 raises UnicodeDecodeError."""
+    """Feed bytes, get complete events. Invalid UTF-8 raises UnicodeDecodeError; a line or an
+    event's data over `max_event_bytes` (UTF-8 bytes) raises EventTooLarge as soon as the bytes
+    that cross the cap arrive. After either, the decoder is not to be fed again.
 
-    def __init__(self) -> None:
+    Cost: linear in the bytes fed, whatever the chunking; memory: at most about
+    `max_event_bytes` plus one chunk."""
+
+    def __init__(self, max_event_bytes: int = MAX_EVENT_BYTES) -> None:
+        if max_event_bytes < 1:
+            raise ValueError("max_event_bytes must be at least 1")
+        self._max = max_event_bytes
+        self._always_fits = max_event_bytes // 4
+        """A line of at most this many characters is within the cap whatever they are (UTF-8
+        takes at most 4 bytes a character), so most lines are never measured in bytes."""
         self._utf8 = codecs.getincrementaldecoder("utf-8")("strict")
-        self._buffer = ""
+        self._pieces: list[str] = []
+        """The line still open: the text after the last line end, one piece per feed."""
+        self._pending = 0
+        """UTF-8 bytes in `_pieces`."""
+        self._after_cr = False
+        """The text fed so far ended with CR: an LF first in the next text completes a CRLF."""
         self._data: list[str] = []
+        self._data_bytes = 0
+        """UTF-8 bytes of the event's data so far, `\\n` separators included."""
         self._event = ""
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
-        self._buffer += self._utf8.decode(chunk)
-        return self._drain(final=False)
+        text = self._utf8.decode(chunk)
+        return self._scan(text) if text else []
 
     def close(self) -> list[SSEEvent]:
         """End of stream. Unlike a browser, which drops an event not followed by a blank line,
         a trailing line and a pending event are delivered: some servers end with
         `data: [DONE]` and no blank line, and the data did arrive."""
-        self._buffer += self._utf8.decode(b"", final=True)
-        events = self._drain(final=True)
-        if self._buffer:
-            self._line(self._buffer)
-            self._buffer = ""
+        text = self._utf8.decode(b"", final=True)
+        events = self._scan(text) if text else []
+        if self._pieces:
+            line = "".join(self._pieces)
+            self._pieces, self._pending = [], 0
+            self._line(line)
         if (last := self._line("")) is not None:
             events.append(last)
         return events
 
-    def _drain(self, *, final: bool) -> list[SSEEvent]:
-        if "\r" not in self._buffer:  # the common case, split in C
-            lines = self._buffer.split("\n")
-            self._buffer = lines.pop()
-            return [event for line in lines if (event := self._line(line)) is not None]
+    def _scan(self, text: str) -> list[SSEEvent]:
+        """Split newly decoded, non-empty `text` at its line ends: a CR is a line end at once
+        (whether an LF follows is only known later, and then that LF is skipped)."""
+        lines = text.split("\n") if "\r" not in text else _LINE_END.split(text)
+        after_cr, self._after_cr = self._after_cr, text[-1] == "\r"
+        tail = lines.pop()
+        if after_cr and text[0] == "\n":
+            del lines[0]  # the LF of a CRLF split across feeds: that line already ended
         events: list[SSEEvent] = []
-        pos = 0
-        while (match := _LINE_END.search(self._buffer, pos)) is not None:
-            if match.group() == "\r" and match.end() == len(self._buffer) and not final:
-                break  # may be the first half of a CRLF split across chunks
-            event = self._line(self._buffer[pos : match.start()])
-            if event is not None:
-                events.append(event)
-            pos = match.end()
-        self._buffer = self._buffer[pos:]
+        if lines:
+            if self._pieces:
+                self._pieces.append(lines[0])
+                lines[0] = "".join(self._pieces)
+                self._pieces, self._pending = [], 0
+            for line in lines:
+                if len(line) > self._always_fits and utf8_size(line) > self._max:
+                    raise EventTooLarge(f"server-sent event line over {size_text(self._max)}")
+                event = self._line(line)
+                if event is not None:
+                    events.append(event)
+        if tail:
+            self._pieces.append(tail)
+            self._pending += utf8_size(tail)
+            if self._pending > self._max:
+                raise EventTooLarge(f"server-sent event line over {size_text(self._max)}")
+            if len(self._pieces) > _MAX_PIECES:
+                self._pieces = ["".join(self._pieces)]
         return events
 
     def _line(self, line: str) -> SSEEvent | None:
         if line.startswith("data: "):
-            self._data.append(line[6:])
+            self._add_data(line[6:])
             return None
         if not line:
             if not self._data:
                 self._event = ""
                 return None
             event = SSEEvent(event=self._event or "message", data="\n".join(self._data))
-            self._data, self._event = [], ""
+            self._data, self._data_bytes, self._event = [], 0, ""
             return event
         if line.startswith(":"):
             return None
@@ -79,7 +145,13 @@ class SSEDecoder:
         if value.startswith(" "):
             value = value[1:]
         if name == "data":
-            self._data.append(value)
+            self._add_data(value)
         elif name == "event":
             self._event = value
         return None
+
+    def _add_data(self, value: str) -> None:
+        self._data_bytes += utf8_size(value) + (1 if self._data else 0)
+        if self._data_bytes > self._max:
+            raise EventTooLarge(f"server-sent event over {size_text(self._max)}")
+        self._data.append(value)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from pydantic import Field
 
+from sustain.probes.client.sse import MAX_EVENT_BYTES
 from sustain.probes.inputs import InputModel
 
 
@@ -47,3 +48,7 @@ class Target:
     """Offer HTTP/2 (ALPN on https; plain http stays HTTP/1.1)."""
     http_check: HttpCheck | None = None
     """For api_kind http: the request and its expectations."""
+    max_event_bytes: int = MAX_EVENT_BYTES
+    """Cap on one server-sent event line, and on one event's data, in bytes: a stream that
+    sends more ends at once as `protocol` (see sse.py). Not an endpoint setting: the default
+    fits every OpenAI-compatible server; a library user or a test may lower or raise it."""

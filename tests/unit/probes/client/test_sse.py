@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable, Iterator
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from sustain.probes.client.openai_protocol import StreamState
-from sustain.probes.client.sse import SSEDecoder, SSEEvent
+from sustain.probes.client.sse import MIB, EventTooLarge, SSEDecoder, SSEEvent, size_text
 
 VALID_STREAM = (
     ": keep-alive comment\r\n\r\n"
@@ -20,8 +22,8 @@ VALID_STREAM = (
 ).encode()
 
 
-def decode_all(chunks: list[bytes]) -> list[SSEEvent]:
-    decoder = SSEDecoder()
+def decode_all(chunks: list[bytes], decoder: SSEDecoder | None = None) -> list[SSEEvent]:
+    decoder = decoder or SSEDecoder()
     events = [event for chunk in chunks for event in decoder.feed(chunk)]
     return events + decoder.close()
 
@@ -96,3 +98,141 @@ def test_invalid_utf8_raises() -> None:
     except UnicodeDecodeError:
         return
     raise AssertionError("invalid UTF-8 was accepted")
+
+
+# --- linear cost and the cap on a line or an event ---------------------------------------------
+
+KIB_64 = 64 * 1024
+
+
+def bytes_fed_until_too_large(decoder: SSEDecoder, chunks: Iterable[bytes]) -> tuple[int, str]:
+    """Feed `chunks` until the decoder gives up: the bytes fed by then, and its message."""
+    fed = 0
+    for piece in chunks:
+        fed += len(piece)
+        try:
+            decoder.feed(piece)
+        except EventTooLarge as exc:
+            return fed, str(exc)
+    raise AssertionError(f"{fed} bytes fed and the decoder never gave up")
+
+
+def a_100_mb_line() -> Iterator[bytes]:
+    yield b"data: "
+    filler = b"x" * KIB_64
+    for _ in range(100 * MIB // KIB_64):
+        yield filler
+
+
+def test_a_100_mb_line_ends_at_the_cap_after_about_1_mib_read() -> None:
+    fed, message = bytes_fed_until_too_large(SSEDecoder(), a_100_mb_line())
+    assert MIB < fed <= MIB + KIB_64 + 6
+    assert message == "server-sent event line over 1 MiB"
+
+
+def test_a_never_ending_line_of_carriage_return_free_text_ends_at_a_configured_cap() -> None:
+    fed, message = bytes_fed_until_too_large(SSEDecoder(max_event_bytes=64 * 1024),
+                                             itertools.repeat(b"data: " + b"y" * 1000))
+    assert 64 * 1024 < fed <= 64 * 1024 + 1006
+    assert message == "server-sent event line over 64 KiB"
+
+
+def test_a_line_over_the_cap_is_refused_even_when_it_arrives_in_one_chunk() -> None:
+    with pytest.raises(EventTooLarge, match="line over 1000 bytes"):
+        SSEDecoder(max_event_bytes=1000).feed(b"data: " + b"z" * 995 + b"\n\n")
+
+
+def test_the_cap_is_in_utf8_bytes_and_a_line_exactly_at_it_passes() -> None:
+    line = "data: ééé".encode()  # 12 bytes, 9 characters
+    assert SSEDecoder(max_event_bytes=12).feed(line + b"\n\n") == [SSEEvent("message", "ééé")]
+    with pytest.raises(EventTooLarge, match="line over 11 bytes"):
+        SSEDecoder(max_event_bytes=11).feed(line + b"\n\n")
+    # a line still open is measured in bytes too: the byte that completes the last é crosses
+    fed, message = bytes_fed_until_too_large(SSEDecoder(max_event_bytes=11),
+                                             (bytes([byte]) for byte in line))
+    assert (fed, message) == (12, "server-sent event line over 11 bytes")
+
+
+def test_an_event_whose_data_lines_add_up_to_more_than_the_cap_is_refused() -> None:
+    decoder = SSEDecoder(max_event_bytes=1024)
+    line = b"data: " + b"d" * 100 + b"\n"
+    # ten lines and their nine separators are 1009 bytes of data: within the cap
+    assert decoder.feed(line * 10 + b"\n") == [SSEEvent("message", "\n".join(["d" * 100] * 10))]
+    with pytest.raises(EventTooLarge, match=r"^server-sent event over 1 KiB$"):
+        decoder.feed(line * 11)
+
+
+def test_data_of_earlier_events_does_not_count_against_the_next_one() -> None:
+    decoder = SSEDecoder(max_event_bytes=1024)
+    event = b"data: " + b"e" * 1000 + b"\n\n"
+    assert len([e for _ in range(1000) for e in decoder.feed(event)]) == 1000
+
+
+def test_a_long_line_under_a_raised_cap_is_joined_exactly_from_its_pieces() -> None:
+    body = bytes(range(32, 127)) * (8 * MIB // 95)
+    stream = b"data: " + body + b"\r\n\r\n" + b"data: [DONE]\r\n\r\n"
+    chunks = [stream[i:i + KIB_64] for i in range(0, len(stream), KIB_64)]
+    events = decode_all(chunks, SSEDecoder(max_event_bytes=16 * MIB))
+    assert events == [SSEEvent("message", body.decode()), SSEEvent("message", "[DONE]")]
+
+
+def test_a_long_line_trickled_one_byte_a_read_is_joined_exactly() -> None:
+    text = "".join(chr(0x20 + n % 0x3000) for n in range(30_000))  # 1-3 byte characters
+    stream = f"data: {text}\n\n".encode()
+    decoder = SSEDecoder()
+    events = [event for i in range(len(stream)) for event in decoder.feed(stream[i:i + 1])]
+    assert events == [SSEEvent("message", text)]
+
+
+def many_events(count: int) -> tuple[bytes, list[SSEEvent]]:
+    """`count` small events with every line ending, comments, event names and multi-byte
+    characters, and the events they decode to."""
+    ends = ("\n", "\r", "\r\n")
+    parts: list[str] = []
+    expected: list[SSEEvent] = []
+    for n in range(count):
+        end = ends[n % 3]
+        name = "message" if n % 5 else "delta"
+        text = f'{{"n":{n},"t":"héllo → 世界 {"🙂" * (n % 4)}"}}'
+        if n % 7 == 0:
+            parts.append(f": keep-alive {n}{end}")
+        if name != "message":
+            parts.append(f"event: {name}{end}")
+        parts.append(f"data: {text}{end}")
+        if n % 2:
+            parts.append(f"data:second line{end}")
+            text += "\nsecond line"
+        parts.append(end)
+        expected.append(SSEEvent(name, text))
+    return "".join(parts).encode(), expected
+
+
+def test_ten_thousand_small_events_fed_one_byte_at_a_time_decode_exactly() -> None:
+    """Every split position at once: each CRLF and each multi-byte character is cut."""
+    stream, expected = many_events(10_000)
+    decoder = SSEDecoder()
+    events = [event for i in range(len(stream)) for event in decoder.feed(stream[i:i + 1])]
+    assert events + decoder.close() == expected
+
+
+def test_a_thousand_small_events_decode_exactly_in_chunks_of_every_size_up_to_64() -> None:
+    stream, expected = many_events(1000)
+    for size in range(2, 65):
+        chunks = [stream[i:i + size] for i in range(0, len(stream), size)]
+        assert decode_all(chunks) == expected, f"chunks of {size} bytes"
+
+
+def test_a_carriage_return_ends_a_line_at_once_without_waiting_for_the_next_chunk() -> None:
+    decoder = SSEDecoder()
+    assert decoder.feed(b"data: now\r\r") == [SSEEvent("message", "now")]
+    assert decoder.feed(b"\ndata: next\r\n\r\n") == [SSEEvent("message", "next")]
+
+
+def test_a_cap_below_one_byte_is_refused() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        SSEDecoder(max_event_bytes=0)
+
+
+def test_sizes_are_written_in_the_largest_whole_unit() -> None:
+    assert [size_text(n) for n in (MIB, 3 * MIB, 64 * 1024, 1000, MIB + 1)] == [
+        "1 MiB", "3 MiB", "64 KiB", "1000 bytes", "1048577 bytes"]
