@@ -47,9 +47,15 @@ def egress_denial(exc: BaseException) -> EgressDeniedError | None:
 async def permitted_addresses(policy: EgressPolicy, host: str, port: int) -> list[str]:
     """The addresses `host` resolves to (resolver order, without repeats) when the policy lets
     every one of them be reached; EgressDeniedError otherwise. socket.gaierror when the name
-    does not resolve."""
-    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
+    does not resolve. An address literal in its standard form is checked as it is, without a
+    trip through the resolver's thread pool on every new connection; other spellings
+    (`2852039166`, `0xa9fea9fe`) go through the resolver, which says what they mean."""
+    try:
+        addresses = [str(ipaddress.ip_address(host.strip("[]")))]
+    except ValueError:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, port,
+                                                             type=socket.SOCK_STREAM)
+        addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
     reason = policy.check_connection(
         host, [ipaddress.ip_address(address.partition("%")[0]) for address in addresses])
     if reason is not None:

@@ -45,11 +45,6 @@ def key_hash(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def same_key(presented: str, expected: str) -> bool:
-    """Constant-time comparison of two keys (through their hashes, so lengths leak nothing)."""
-    return hmac.compare_digest(key_hash(presented), key_hash(expected))
-
-
 def same_hash(a: str, b: str) -> bool:
     """Constant-time comparison of two key hashes."""
     return hmac.compare_digest(a, b)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
@@ -14,37 +13,10 @@ from sustain.probes.client.http1_pool import ConnectionPool
 from sustain.probes.client.openai_protocol import encode_request
 from sustain.probes.client.target import ApiKind, Target
 from sustain.probes.measure.sample import ErrorClass, Measurement
+from tests.integration.probes.client.raw_http import SSE_HEAD, chunk, read_request
 
-Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 BODY = encode_request({"model": "m", "messages": [], "stream": True}, {})
 
-SSE_HEAD = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-            b"transfer-encoding: chunked\r\n\r\n")
-
-
-def chunk(data: bytes) -> bytes:
-    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
-
-
-async def read_request(reader: asyncio.StreamReader) -> None:
-    head = await reader.readuntil(b"\r\n\r\n")
-    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                  if line.lower().startswith(b"content-length"))
-    await reader.readexactly(length)
-
-
-@pytest.fixture
-async def serve() -> AsyncIterator[Callable[[Handler], Awaitable[str]]]:
-    servers: list[asyncio.Server] = []
-
-    async def start(handler: Handler) -> str:
-        server = await asyncio.start_server(handler, "127.0.0.1", 0)
-        servers.append(server)
-        return f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
-
-    yield start
-    for server in servers:
-        server.close()
 
 
 async def measure(pool: ConnectionPool, base_url: str, **kw: float) -> Measurement:

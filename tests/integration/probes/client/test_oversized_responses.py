@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import pytest
@@ -20,45 +20,17 @@ from sustain.probes.client.openai_protocol import BODY_TOO_LARGE, encode_request
 from sustain.probes.client.sse import MIB
 from sustain.probes.client.target import ApiKind, Target
 from sustain.probes.measure.sample import ErrorClass, Measurement
+from tests.integration.probes.client.raw_http import SSE_HEAD, Handler, Serve, chunk, read_request
 
-Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
-Serve = Callable[[Handler], Awaitable[str]]
 STREAMED = encode_request({"model": "m", "messages": [], "stream": True}, {})
 WHOLE = encode_request({"model": "m", "messages": []}, {})
 KIB_64 = 64 * 1024
 FILLER = b"x" * KIB_64
 
-SSE_HEAD = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-            b"transfer-encoding: chunked\r\n\r\n")
 JSON_HEAD = (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
              b"transfer-encoding: chunked\r\n\r\n")
 FINISH = (b'data: {"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"stop"}]}\n\n'
           b"data: [DONE]\n\n")
-
-
-def chunk(data: bytes) -> bytes:
-    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
-
-
-async def read_request(reader: asyncio.StreamReader) -> None:
-    head = await reader.readuntil(b"\r\n\r\n")
-    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                  if line.lower().startswith(b"content-length"))
-    await reader.readexactly(length)
-
-
-@pytest.fixture
-async def serve() -> AsyncIterator[Serve]:
-    servers: list[asyncio.Server] = []
-
-    async def start(handler: Handler) -> str:
-        server = await asyncio.start_server(handler, "127.0.0.1", 0)
-        servers.append(server)
-        return f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
-
-    yield start
-    for server in servers:
-        server.close()
 
 
 @pytest.fixture
