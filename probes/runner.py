@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -133,6 +133,14 @@ def request_headers(target: Target, secrets: SecretPolicy) -> dict[str, str]:
     return headers
 
 
+def prepare_requests(clients: HttpClients, target: Target, workload: Workload,
+                     secrets: SecretPolicy, datasets: DatasetPolicy) -> Prepare:
+    """What builds each request of a run: the bearer token resolved (SecretUnavailableError),
+    the dataset and tokenizer loaded (DatasetError, ValueError)."""
+    return sender_for(target)(clients, target, workload, request_headers(target, secrets),
+                              datasets)
+
+
 def sweep_stop_reason(profile: SweepProfile, summary: RunSummary) -> str | None:
     """Why a sweep must not escalate past a stage with this summary, if it must not."""
     floor, ceiling = profile.min_availability, profile.max_ttft_p99_ms
@@ -144,15 +152,20 @@ def sweep_stop_reason(profile: SweepProfile, summary: RunSummary) -> str | None:
     return None
 
 
-async def _run_stage(stage: Stage, prepare: Prepare, ctx: StageContext
-                     ) -> tuple[list[Sample], float]:
+async def run_stage(stage: Stage, prepare: Prepare, ctx: StageContext, *,
+                    offsets: Iterable[float] | None = None, origin_ns: int | None = None
+                    ) -> tuple[list[Sample], float]:
+    """Drive one stage: its measured samples and measured seconds. A worker running a shard
+    of an open-loop stage passes its share of the `offsets` and the stage's common
+    `origin_ns` (perf_counter_ns); a closed-loop stage starts when this is called."""
     if ctx.live is not None:
         ctx.live.stage = stage.label
     if isinstance(stage, SingleStage):
-        return await run_open_loop([0.0], prepare, ctx, max_in_flight=1)
+        return await run_open_loop([0.0], prepare, ctx, max_in_flight=1, origin_ns=origin_ns)
     if isinstance(stage, OpenStage):
-        return await run_open_loop(stage.offsets(), prepare, ctx,
-                                   max_in_flight=stage.max_in_flight, warmup_s=stage.warmup_s)
+        return await run_open_loop(stage.offsets() if offsets is None else offsets, prepare,
+                                   ctx, max_in_flight=stage.max_in_flight,
+                                   warmup_s=stage.warmup_s, origin_ns=origin_ns)
     assert isinstance(stage, ClosedStage)
     return await run_closed_loop(stage.users, prepare, ctx, duration_s=stage.duration_s,
                                  max_requests=stage.max_requests,
@@ -173,9 +186,8 @@ async def execute(
     failures, egress refusals included (see HttpClients), become classified samples.
     `on_sample` sees each measured sample as it completes (the service buffers them). Setting
     `stop`, or reaching `budget`, ends the run early with what was measured so far."""
-    headers = request_headers(target, secrets or SecretPolicy())
-    prepare = sender_for(target)(clients, target, workload, headers,
-                                 datasets or DatasetPolicy())
+    prepare = prepare_requests(clients, target, workload, secrets or SecretPolicy(),
+                               datasets or DatasetPolicy())
     stop = stop if stop is not None else RunStop()
     timer = None
     if budget is not None:
@@ -218,7 +230,7 @@ async def _execute(prepare: Prepare, profile: LoadProfile, slo: SloThresholds | 
                 on_sample(sample)
 
         ctx = StageContext(clock=clock, seqs=seqs, stage=index, live=live, on_sample=measured)
-        outcome = await unless_stopped(_run_stage(stage, prepare, ctx), stop)
+        outcome = await unless_stopped(run_stage(stage, prepare, ctx), stop)
         stage_samples, stage_s = stopped_stage(so_far) if outcome is None else outcome
         summary = summarise(stage_samples, stage_s, slo)
         results.append(StageResult(index=index, label=stage.label, summary=summary))
@@ -234,3 +246,51 @@ async def _execute(prepare: Prepare, profile: LoadProfile, slo: SloThresholds | 
     overall = summarise(samples, measured_s, slo,
                         combined_health([r.summary.generator for r in results]))
     return RunResult(samples=samples, summary=overall, stages=results, stopped=stopped)
+
+
+class TooManyWorkersError(ValueError):
+    """A run asks for more measurement worker processes than there are."""
+
+
+class Measurer(Protocol):
+    """Where runs are measured: in worker processes (workers.pool.WorkerPool) or on the
+    caller's own event loop (InProcess). Both take what `execute` takes."""
+
+    @property
+    def capacity(self) -> int:
+        """The most worker processes one run may use."""
+        ...
+
+    async def measure(self, target: Target, workload: Workload, profile: LoadProfile,
+                      slo: SloThresholds | None = None, live: LiveStats | None = None,
+                      on_sample: Callable[[Sample], None] | None = None,
+                      stop: RunStop | None = None, budget: RunBudget | None = None, *,
+                      secrets: SecretPolicy | None = None,
+                      datasets: DatasetPolicy | None = None) -> RunResult: ...
+
+    async def aclose(self) -> None: ...
+
+
+class InProcess:
+    """Measures on the caller's event loop, with its clients: what the caller's loop does
+    besides (serving an API) can delay requests. For tools and debugging."""
+
+    capacity = 1
+
+    def __init__(self, clients: HttpClients) -> None:
+        self.clients = clients
+
+    async def measure(self, target: Target, workload: Workload, profile: LoadProfile,
+                      slo: SloThresholds | None = None, live: LiveStats | None = None,
+                      on_sample: Callable[[Sample], None] | None = None,
+                      stop: RunStop | None = None, budget: RunBudget | None = None, *,
+                      secrets: SecretPolicy | None = None,
+                      datasets: DatasetPolicy | None = None) -> RunResult:
+        if profile.workers > 1:
+            raise TooManyWorkersError(f"the run asks for {profile.workers} worker processes; "
+                                      "runs measure in-process here (SUSTAIN_MEASURE_WORKERS=0)")
+        return await execute(self.clients, target, workload, profile, slo, live, on_sample,
+                             stop, budget, secrets=secrets, datasets=datasets)
+
+    async def aclose(self) -> None:
+        """The clients are the caller's to close."""

@@ -9,6 +9,7 @@ import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
@@ -289,6 +290,9 @@ def probe(
     = None,
     warmup: Annotated[float, typer.Option(help="Seconds of unmeasured warmup per stage.")]
     = 0.0,
+    workers: Annotated[int, typer.Option(
+        help="Worker processes to spread the load over, each sending its share (about one "
+        "per free core; 1 measures in this process).")] = 1,
     input_tokens: Annotated[int, typer.Option(help="Synthetic prompt length (words).")] = 32,
     output_tokens: Annotated[int, typer.Option(help="max_tokens per request.")] = 64,
     no_stream: Annotated[bool, typer.Option("--no-stream", help="Ask for whole responses.")]
@@ -322,7 +326,7 @@ def probe(
     from sustain.service import oneshot
     from sustain.service.probe_flags import FlagError, ProbeFlags
 
-    limits = load_settings().load_limits()
+    limits = replace(load_settings().load_limits(), max_workers=None)  # --workers is yours
     try:
         flags = ProbeFlags.parse(given)
         shot = oneshot.build(flags, limits)

@@ -11,6 +11,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from sustain.probes.client.egress import EgressPolicy, parse_targets
 from sustain.probes.client.secret_policy import SecretPolicy, own_credentials, parse_env_globs
+from sustain.probes.workers.pool import available_cpus
 from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.service.domain.limits import LoadLimits
 from sustain.service.domain.reach import Reach
@@ -48,7 +49,14 @@ class Settings(BaseSettings):
     )
     http_max_connections: int = Field(
         default=1000, ge=1, le=100_000,
-        description="Connection pool size of the probe HTTP client.",
+        description="Connection pool size of the probe HTTP client (per measurement worker).",
+    )
+    measure_workers: int | None = Field(
+        default=None, ge=0, le=256,
+        description="Measurement worker processes: runs send and time their requests there, "
+        "never in the process that serves the API. Default: the CPUs available to the "
+        "process. 0 measures in the service process itself (for debugging; an API reader "
+        "can then delay requests).",
     )
 
     sample_retention_days: int = Field(
@@ -216,7 +224,12 @@ class Settings(BaseSettings):
         """The limits every load profile is held to (see sustain.service.domain.limits)."""
         return LoadLimits(max_rate=self.max_rate, max_concurrency=self.max_concurrency,
                           max_run_seconds=self.max_run_seconds,
-                          max_run_requests=self.max_run_requests)
+                          max_run_requests=self.max_run_requests,
+                          max_workers=max(1, self.worker_processes()))
+
+    def worker_processes(self) -> int:
+        """Measurement worker processes of a replica (0: it measures in-process)."""
+        return available_cpus() if self.measure_workers is None else self.measure_workers
 
     @field_validator("log_level", mode="before")
     @classmethod

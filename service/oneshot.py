@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -27,7 +28,8 @@ from sustain.probes.load.profiles import ConstantProfile, LoadProfile, parse_pro
 from sustain.probes.measure.sample import ErrorClass
 from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.report_tables import progress_table
-from sustain.probes.runner import RunBudget, RunResult, execute
+from sustain.probes.runner import InProcess, Measurer, RunBudget, RunResult
+from sustain.probes.workers.pool import WorkerPool
 from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.probes.workload.spec import Workload
 from sustain.service.db import crud, partitions
@@ -136,7 +138,7 @@ def load_profile(flags: ProbeFlags, limits: LoadLimits | None = None) -> LoadPro
     length = flags.duration if flags.duration is not None else (
         None if flags.max_requests is not None and kind == "concurrency" else DEFAULT_DURATION_S)
     levels = flags.levels or []
-    raw: dict[str, Any] = {"kind": kind, "warmup_s": flags.warmup}
+    raw: dict[str, Any] = {"kind": kind, "warmup_s": flags.warmup, "workers": flags.workers}
     if limits is not None and kind in ("constant", "poisson", "steps"):
         raw["max_in_flight"] = min(DEFAULT_IN_FLIGHT, limits.max_concurrency)
     if kind in ("constant", "poisson"):
@@ -165,18 +167,37 @@ def unreachable(result: RunResult) -> bool:
 async def run_with_display(shot: OneShot, show: Live | None, max_connections: int = 1000,
                            budget: RunBudget | None = None) -> RunResult:
     """Run the one-shot (held to `budget`); refresh `show` four times a second while it
-    goes."""
+    goes. With --workers N above 1 it measures in N worker processes, each on its share of
+    the load; otherwise on this process's loop, which does nothing else meanwhile."""
     live = LiveStats()
     started = time.monotonic()
     async with HttpClients(max_connections, egress=EGRESS) as clients:
-        run = asyncio.create_task(execute(clients, shot.target, shot.workload, shot.profile,
-                                          shot.slo, live=live, budget=budget,
-                                          secrets=shot.secrets, datasets=DATASETS))
+        measurer: Measurer = InProcess(clients)
+        if shot.profile.workers > 1:
+            measurer = WorkerPool(shot.profile.workers, max_connections=max_connections,
+                                  egress=EGRESS)
+        try:
+            return await _shown(measurer.measure(
+                shot.target, shot.workload, shot.profile, shot.slo, live=live, budget=budget,
+                secrets=shot.secrets, datasets=DATASETS), live, show, started)
+        finally:
+            await measurer.aclose()
+
+
+async def _shown(work: Coroutine[Any, Any, RunResult], live: LiveStats, show: Live | None,
+                 started: float) -> RunResult:
+    """`work`'s result, with `show` refreshed four times a second meanwhile."""
+    run = asyncio.create_task(work)
+    try:
         while not run.done():
             if show is not None:
                 show.update(progress_table(live, time.monotonic() - started))
             await asyncio.wait({run}, timeout=0.25)
-        return run.result()
+    finally:
+        if not run.done():
+            run.cancel()
+            await asyncio.gather(run, return_exceptions=True)
+    return run.result()
 
 
 async def save(session: AsyncSession, shot: OneShot, result: RunResult) -> int:

@@ -34,7 +34,7 @@ FLAG_OF = {
     "api_kind": "--api", "headers": "--header", "auth_secret_ref": "--api-key-env",
     "kind": "--profile", "ttft_ms": "--slo-ttft-ms", "tpot_ms": "--slo-tpot-ms",
     "e2e_ms": "--slo-e2e-ms", "method": "--method", "expected_status": "--expect-status",
-    "body_contains": "--expect-body", "path": "BASE_URL",
+    "body_contains": "--expect-body", "path": "BASE_URL", "workers": "--workers",
 }
 """The flag behind each field of EndpointCreate, Workload, SloThresholds and LoadProfile."""
 
@@ -117,6 +117,7 @@ class ProbeFlags(BaseModel):
     duration: float | None = None
     max_requests: int | None = None
     warmup: float = 0.0
+    workers: int = 1
     input_tokens: int = 32
     output_tokens: int = 64
     no_stream: bool = False

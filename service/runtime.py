@@ -21,6 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.egress_connect import egress_client
+from sustain.probes.runner import InProcess, Measurer
+from sustain.probes.workers.pool import WorkerPool
 from sustain.service.alerting.delivery import DeliveryPolicy, DeliveryWorker
 from sustain.service.alerting.evaluator import AlertEvaluator, DriftWatch
 from sustain.service.config import Settings
@@ -78,13 +80,18 @@ class Replica:
         self.reach = settings.reach(database_url)
         """What probes and notifiers may read and reach (checked at create and again at use)."""
         self.clients = HttpClients(settings.http_max_connections, egress=self.reach.egress)
+        workers = settings.worker_processes()
+        self.measurer: Measurer = InProcess(self.clients) if workers == 0 else WorkerPool(
+            workers, max_connections=settings.http_max_connections, egress=self.reach.egress)
+        """Where runs measure: worker processes (started on first use), never this process's
+        loop unless SUSTAIN_MEASURE_WORKERS=0."""
         self.metrics = Metrics()
         self.buffer = SampleBuffer(settings.buffer_samples)
         self.writer = SampleWriter(self.engine, self.buffer,
                                    on_batch=self.metrics.db_write.observe)
         self.metrics.watch_writes(self.buffer, self.writer)
         self.peers = PeerLoads()
-        self.executor = RunExecutor(self.sessions, self.clients, self.metrics, self.replica_id,
+        self.executor = RunExecutor(self.sessions, self.measurer, self.metrics, self.replica_id,
                                     self.buffer, self.peers, settings.load_limits(),
                                     reach=self.reach)
         self.liveness = Liveness(self.engine, self.replica_id, settings.heartbeat_seconds,
@@ -156,5 +163,6 @@ class Replica:
         await self.executor.close()
         await self.writer.close(FLUSH_TIMEOUT_S)
         await self.liveness.close()
+        await self.measurer.aclose()
         await self.clients.aclose()
         await self.engine.dispose()

@@ -71,16 +71,19 @@ def measured_seconds(samples: list[Sample], start_ms: float) -> float:
 
 async def run_open_loop(
     offsets_s: Iterable[float], prepare: Prepare, ctx: StageContext, *,
-    max_in_flight: int, warmup_s: float = 0.0,
+    max_in_flight: int, warmup_s: float = 0.0, origin_ns: int | None = None,
 ) -> tuple[list[Sample], float]:
-    """Issue one request per offset (seconds from now) and never wait for responses.
+    """Issue one request per offset (seconds from `origin_ns`, a perf_counter_ns() time;
+    default now) and never wait for responses. Processes that share one stage share its
+    origin: perf_counter_ns() is the system-wide monotonic clock.
 
     Each request is scheduled against origin + offset, so sleep error never accumulates. A
     request that finds `max_in_flight` requests outstanding waits for a slot, and that wait is
     recorded as lag (t_send - t_sched), never hidden. Cancelling the driver cancels its
     requests in flight.
     """
-    origin_ns = time.perf_counter_ns()
+    if origin_ns is None:
+        origin_ns = time.perf_counter_ns()
     stage_origin_ms = ctx.clock.ms(origin_ns)
     slots = asyncio.Semaphore(max_in_flight)
     measured: list[asyncio.Task[Sample]] = []

@@ -19,6 +19,7 @@ MAX_DURATION_S = 86_400.0
 MAX_RATE = 10_000.0
 MAX_USERS = 10_000
 MAX_REQUESTS = 10_000_000
+MAX_WORKERS = 64
 
 
 class _Profile(InputModel):
@@ -31,6 +32,20 @@ class _Profile(InputModel):
         description="Open loop: cap on requests in flight; a request that must wait for a slot "
         "shows up as lag and in corrected latency.",
     )
+    workers: int = Field(
+        default=1, ge=1, le=MAX_WORKERS,
+        description="Measurement worker processes the run is spread over (each sends its "
+        "share of the arrivals or users); at most the service's SUSTAIN_MEASURE_WORKERS, and "
+        "at most max_in_flight.",
+    )
+
+    @model_validator(mode="after")
+    def _slots_per_worker(self) -> _Profile:
+        if self.workers > self.max_in_flight:
+            raise PydanticCustomError(
+                "workers", "workers must be at most max_in_flight (each needs a slot)",
+                {"field": "workers"})
+        return self
 
 
 class SingleProfile(_Profile):

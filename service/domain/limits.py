@@ -13,7 +13,7 @@ by a RunBudget of the same limits (sustain.probes.runner).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sustain.probes.load.profiles import (
     ConcurrencyProfile,
@@ -44,6 +44,8 @@ class LoadLimits:
     """Planned length of a run: every stage with its warmup, in seconds."""
     max_run_requests: int
     """Requests a run may plan to send, warmups included."""
+    max_workers: int | None = None
+    """Measurement worker processes one run may use (the service's pool); None: unchecked."""
 
     def budget(self) -> RunBudget:
         """The bounds a run is held to while it goes."""
@@ -74,6 +76,8 @@ class PlannedLoad:
     requests: Demand | None
     """Requests planned (at least; closed-loop stages without a cap add what the endpoint
     allows); None when nothing can be planned."""
+    workers: int = 1
+    """Measurement worker processes the run is spread over."""
 
 
 def _open_requests(rate: float, warmup_s: float, duration_s: float,
@@ -86,6 +90,10 @@ def _open_requests(rate: float, warmup_s: float, duration_s: float,
 
 def planned_load(profile: LoadProfile) -> PlannedLoad:
     """What a run of `profile` plans to do."""
+    return replace(_planned(profile), workers=profile.workers)
+
+
+def _planned(profile: LoadProfile) -> PlannedLoad:
     warmup = profile.warmup_s
     if isinstance(profile, SingleProfile):
         one = Demand(1, ("kind",), "one request")
@@ -153,7 +161,7 @@ def _n(value: float) -> str:
 
 def limit_violations(load: PlannedLoad, limits: LoadLimits) -> list[tuple[Path, str]]:
     """Each figure of `load` beyond `limits`: (field, message), in the order rate, users,
-    seconds, requests."""
+    seconds, requests, workers."""
     found: list[tuple[Path, str]] = []
     if load.peak_rate is not None and load.peak_rate.value > limits.max_rate:
         found.append((load.peak_rate.field,
@@ -171,6 +179,9 @@ def limit_violations(load: PlannedLoad, limits: LoadLimits) -> list[tuple[Path, 
         found.append((load.requests.field,
                       f"{load.requests.how} = {_n(load.requests.value)} requests; at most "
                       f"{_n(limits.max_run_requests)} per run (SUSTAIN_MAX_RUN_REQUESTS)"))
+    if limits.max_workers is not None and load.workers > limits.max_workers:
+        found.append((("workers",), f"{load.workers} worker processes; at most "
+                                    f"{limits.max_workers} (SUSTAIN_MEASURE_WORKERS)"))
     return found
 
 

@@ -12,10 +12,10 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.exc import TimeoutError as SATimeoutError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.secrets import SecretUnavailableError
 from sustain.probes.load.profiles import parse_profile
-from sustain.probes.runner import RunStop, execute
+from sustain.probes.runner import Measurer, RunStop, TooManyWorkersError
+from sustain.probes.workers.pool import WorkerDiedError
 from sustain.probes.workload.dataset import DatasetError
 from sustain.probes.workload.spec import Workload
 from sustain.service.db import probes as probe_queries
@@ -42,12 +42,14 @@ CANCELLED = "cancelled on request"
 class RunExecutor:
     """Runs probes and owns the tasks of runs in flight."""
 
-    def __init__(self, sessions: async_sessionmaker[AsyncSession], clients: HttpClients,
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], measurer: Measurer,
                  metrics: Metrics, replica_id: str, buffer: SampleBuffer,
                  peers: PeerLoads | None = None, limits: LoadLimits | None = None, *,
                  reach: Reach | None = None) -> None:
         self.sessions = sessions
-        self.clients = clients
+        self.measurer = measurer
+        """Where runs send and time their requests: worker processes (the default) or this
+        process's own loop."""
         self.reach = reach or Reach()
         """Where runs' secret references and datasets may be read from (egress is the
         clients')."""
@@ -230,8 +232,7 @@ class RunExecutor:
             profile = parse_profile(probe.profile)
             if self.limits is not None:
                 check_limits(profile, self.limits)
-            result = await execute(
-                self.clients,
+            result = await self.measurer.measure(
                 target_of(endpoint),
                 Workload.model_validate(probe.workload),
                 profile,
@@ -249,7 +250,8 @@ class RunExecutor:
             self._end(sink, probe, replace(base, status="abandoned",
                                            error="service stopped during the run"))
             raise
-        except (SecretUnavailableError, BeyondLimitsError, DatasetError) as exc:
+        except (SecretUnavailableError, BeyondLimitsError, DatasetError, TooManyWorkersError,
+                WorkerDiedError) as exc:
             self._end(sink, probe, replace(base, error=str(exc)))
         except Exception as exc:
             logger.exception("run %s of probe %s crashed", run_id, probe.name)

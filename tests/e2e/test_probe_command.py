@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 
+from sustain.probes.measure.percentiles import distribution
 from tests.conftest import SimulatorHandle
 from tests.e2e.test_serve import stored_samples
 from tests.processes import free_port, sustain_command
@@ -109,3 +110,21 @@ def test_http_probe_of_a_health_endpoint(simulator: SimulatorHandle) -> None:
     missing_model = probe(simulator.base_url)
     assert missing_model.returncode == 2
     assert "--model is required" in missing_model.stderr
+
+
+def test_two_workers_send_what_one_sends_with_percentiles_over_all_samples(
+        simulator: SimulatorHandle, database_url: str) -> None:
+    env = {**os.environ, "SUSTAIN_DATABASE_URL": database_url}
+    flags = ["--model", "m", "--profile", "poisson", "--rate", "40", "--duration", "2",
+             "--json", "--save"]
+    one = json.loads(probe(simulator.base_url, *flags, env=env).stdout)
+    done = probe(simulator.base_url, *flags, "--workers", "2", env=env)
+    assert done.returncode == 0, done.stderr
+    two = json.loads(done.stdout)
+    assert two["requests"] == one["requests"] > 0
+    samples = asyncio.run(stored_samples(database_url, int(two["run_id"])))
+    assert len(samples) == two["requests"]
+    ttft = distribution([float(s["ttft_ms"]) for s in samples if s["ttft_ms"] is not None])
+    for quantile in ("p50", "p90", "p99"):
+        assert two["ttft_ms"][quantile] == pytest.approx(getattr(ttft, quantile), abs=1e-9)
+    assert two["lag_ms"]["p99"] <= 5.0

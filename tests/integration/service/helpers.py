@@ -71,7 +71,7 @@ SUSTAIN_SECRET_ENV): tests name their secrets TEST_..., never SUSTAIN_..."""
 
 
 def app_settings(database_url: str, **fields: Any) -> Settings:
-    """Settings of an in-process test app: its database, the test admin key, and secrets read
-    from TEST_* variables."""
+    """Settings of an in-process test app: its database, the test admin key, secrets read
+    from TEST_* variables, and two measurement workers whatever the machine's CPUs."""
     return Settings(**{"admin_key": SecretStr(TEST_ADMIN_KEY), "database_url": database_url,
-                       "secret_env": TEST_SECRET_ENV, **fields})
+                       "secret_env": TEST_SECRET_ENV, "measure_workers": 2, **fields})

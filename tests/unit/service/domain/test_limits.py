@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from sustain.probes.load.profiles import parse_profile
+from sustain.probes.workers.pool import available_cpus
 from sustain.service.config import Settings
 from sustain.service.domain.limits import (
     BUDGET_GRACE_S,
@@ -30,7 +31,7 @@ def violations(**profile: Any) -> list[tuple[str, str]]:
 def test_the_settings_defaults_are_the_documented_limits() -> None:
     limits = Settings().load_limits()
     assert limits == LoadLimits(max_rate=1000, max_concurrency=2000, max_run_seconds=3600,
-                                max_run_requests=1_000_000)
+                                max_run_requests=1_000_000, max_workers=available_cpus())
     assert (limits.budget().seconds, limits.budget().requests) == (3600 + BUDGET_GRACE_S,
                                                                    1_000_000)
 

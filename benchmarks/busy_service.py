@@ -1,0 +1,66 @@
+"""Does an operator reading dashboards make a probe's numbers wrong? A 100 req/s probe
+(constant rate, 32-token streams, the simulator at 50 ms TTFT with its truth log on) runs in
+`sustain serve` with and without four API readers (status page, summary, drift, series,
+samples CSV, /metrics in a loop), measured in worker processes (the default) and, side by
+side in the same run, in the service process itself (SUSTAIN_MEASURE_WORKERS=0: how every
+run measured before issue 15). Target: lag p99 <= 5 ms and reported TTFT p99 within 3 ms of
+the simulator's, readers or not.
+
+    python benchmarks/busy_service.py [--seconds 20] [--readers 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import SERVER_URL, drop_database, fresh_database, record
+from tests.busy_service import BusyFigures, busy_probe
+
+DATABASE = "sustain_bench_busy"
+MODES = {"workers": {}, "in-process": {"SUSTAIN_MEASURE_WORKERS": "0"}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--server-url", default=SERVER_URL)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--readers", type=int, default=4)
+    parser.add_argument("--no-record", action="store_true")
+    args = parser.parse_args()
+    rows = []
+    for mode, env in MODES.items():
+        for readers in (0, args.readers):
+            url = fresh_database(args.server_url, DATABASE)
+            try:
+                with tempfile.TemporaryDirectory() as tmp:
+                    figures: BusyFigures = busy_probe(Path(tmp), url, readers, args.seconds,
+                                                      env)
+            finally:
+                drop_database(args.server_url, DATABASE)
+            error = figures.ttft_p99_ms - figures.truth_ttft_p99_ms
+            ok = figures.lag_p99_ms <= 5.0 and abs(error) <= 3.0
+            rows.append(f"| {mode} | {readers} | {figures.reads} | {figures.requests} | "
+                        f"{figures.lag_p99_ms:.2f} | {figures.ttft_p99_ms:.2f} | "
+                        f"{figures.truth_ttft_p99_ms:.2f} | {error:+.2f} | "
+                        f"{'pass' if ok else 'fail'} |")
+            print(rows[-1], flush=True)
+    body = ("| measured in | readers | reads done | requests | lag p99 ms | TTFT p99 ms "
+            "(sustain) | TTFT p99 ms (simulator) | error ms | |\n"
+            "|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) +
+            "\n\nTarget: lag p99 <= 5 ms and TTFT p99 within 3 ms of the simulator's.")
+    command = f"python benchmarks/busy_service.py --seconds {args.seconds:g} " \
+              f"--readers {args.readers}"
+    if args.no_record:
+        print(body)
+    else:
+        record("busy service: a 100 req/s probe while API readers keep sustain busy",
+               command, body)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,247 @@
+"""A measurement worker process: `python -m sustain.probes.workers.child`, started by
+WorkerPool with its stdin and stdout as the pipe to its parent (see wire.py).
+
+It does nothing but measure: its own uvloop event loop, its own connections, no database and
+no HTTP server; the cyclic garbage collector frozen after start-up and paused while a stage
+runs. What could hold its loop is kept off it: a run's secret, dataset and tokenizer are
+loaded in a thread when the run opens; samples leave as rows in batches (at most every
+BATCH_S, or BATCH_SAMPLES at once); summaries are the parent's work. It ends when its stdin
+closes (the parent stopped or died); Ctrl-C is for the parent to handle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import os
+import pickle
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvloop
+
+from sustain.probes.client.clients import HttpClients
+from sustain.probes.client.secrets import SecretUnavailableError
+from sustain.probes.client.target import ApiKind, Target
+from sustain.probes.load.clock import RunClock
+from sustain.probes.load.drivers import Prepare, Request, StageContext, sleep_until_ns
+from sustain.probes.load.plan import OpenStage
+from sustain.probes.load.quiet_gc import quiet_gc
+from sustain.probes.measure.sample import Sample
+from sustain.probes.runner import RunStop, prepare_requests, run_stage, unless_stopped
+from sustain.probes.workers import wire
+from sustain.probes.workers.shards import Shard
+from sustain.probes.workload.dataset import DatasetError
+
+logger = logging.getLogger("sustain.worker")
+
+BATCH_SAMPLES = 256
+BATCH_S = 0.05
+"""Samples reach the parent at most this many seconds after they were measured."""
+
+
+@dataclass(slots=True)
+class OpenRun:
+    prepare: Prepare
+    stop: RunStop | None = None
+    """Ends the stage in progress."""
+    task: asyncio.Task[None] | None = None
+
+
+@dataclass(slots=True)
+class Worker:
+    """The worker's state: its connections, the runs open on it and the samples not yet sent."""
+
+    write: Any
+    """Sends bytes to the parent (the stdout pipe's transport.write)."""
+    clients: HttpClients | None = None
+    runs: dict[int, OpenRun] = field(default_factory=dict)
+    outbox: dict[int, list[wire.Row]] = field(default_factory=dict)
+    queued: int = 0
+    flush_at: asyncio.TimerHandle | None = None
+    tasks: set[asyncio.Task[None]] = field(default_factory=set)
+
+    def send(self, message: wire.Message) -> None:
+        self.write(wire.pack(message))
+
+    def handle(self, message: wire.Message) -> None:
+        op, key = message.get("op"), message.get("run")
+        if op == "config":
+            self.clients = HttpClients(int(message["max_connections"]),
+                                       egress=pickle.loads(message["egress"]))
+            self.send({"op": "ready", "pid": os.getpid()})
+        elif op == "open" and isinstance(key, int):
+            self._spawn(self.open(key, message))
+        elif op == "stage" and isinstance(key, int) and key in self.runs:
+            run = self.runs[key]
+            run.stop = RunStop()
+            run.task = self._spawn(self.stage(key, run, run.stop, message))
+        elif op == "stop" and isinstance(key, int) and key in self.runs:
+            stop = self.runs[key].stop
+            if stop is not None:
+                stop.set(str(message.get("reason", "stopped")))
+        elif op == "close" and isinstance(key, int):
+            closed = self.runs.pop(key, None)
+            if closed is not None and closed.task is not None:
+                closed.task.cancel()
+        else:
+            logger.warning("unknown message %r from the parent", op)
+
+    def _spawn(self, work: Any) -> asyncio.Task[None]:
+        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(work)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return task
+
+    async def open(self, key: int, message: wire.Message) -> None:
+        """Prepare a run (in a thread: reading a secret, a dataset, a tokenizer)."""
+        assert self.clients is not None
+        target: Target = pickle.loads(message["target"])
+        warm_clients(self.clients, target)
+        try:
+            prepare = await asyncio.to_thread(
+                prepare_requests, self.clients, target, pickle.loads(message["workload"]),
+                pickle.loads(message["secrets"]), pickle.loads(message["datasets"]))
+        except SecretUnavailableError as exc:
+            self.send({"op": "failed", "run": key, "kind": "secret", "error": str(exc)})
+        except DatasetError as exc:
+            self.send({"op": "failed", "run": key, "kind": "dataset", "error": str(exc)})
+        except ValueError as exc:
+            self.send({"op": "failed", "run": key, "kind": "value", "error": str(exc)})
+        except Exception as exc:
+            logger.exception("preparing run %s failed", key)
+            self.send({"op": "failed", "run": key, "kind": "internal",
+                       "error": type(exc).__name__})
+        else:
+            self.runs[key] = OpenRun(prepare)
+            self.send({"op": "opened", "run": key})
+
+    async def stage(self, key: int, run: OpenRun, stop: RunStop,
+                    message: wire.Message) -> None:
+        """Run one shard of one stage from the common start; then flush its samples and say
+        how many requests it sent and why it stopped early, if it did."""
+        shard: Shard = pickle.loads(message["shard"])
+        assert shard.stage is not None
+        clock = RunClock(int(message["clock_ns"]), pickle.loads(message["clock_wall"]))
+        start_ns = int(message["start_ns"])
+        limit = message.get("max_sends")
+        limit_reason = str(message.get("limit_reason", "stopped at the run's request limit"))
+        sends = 0
+
+        def prepare(seq: int) -> Request:
+            nonlocal sends
+            sends += 1
+            if limit is not None and sends >= limit:
+                stop.set(limit_reason)
+            return run.prepare(seq)
+
+        def measured(sample: Sample) -> None:
+            self.queue(key, sample)
+
+        ctx = StageContext(clock=clock, seqs=shard.seqs(int(message["seq"])),
+                           stage=int(message["index"]), on_sample=measured)
+        offsets = shard.offsets() if isinstance(shard.stage, OpenStage) else None
+
+        async def drive() -> tuple[list[Sample], float]:
+            await sleep_until_ns(start_ns)
+            return await run_stage(shard.stage, prepare, ctx,  # type: ignore[arg-type]
+                                   offsets=offsets, origin_ns=start_ns)
+
+        try:
+            with quiet_gc():
+                outcome = await unless_stopped(drive(), stop)
+        except Exception as exc:
+            logger.exception("stage %s of run %s failed", message.get("index"), key)
+            self.flush()
+            self.send({"op": "stage_done", "run": key, "sends": sends,
+                       "stopped": f"internal error in the measurement worker: "
+                                  f"{type(exc).__name__}"})
+            return
+        self.flush()
+        self.send({"op": "stage_done", "run": key, "sends": sends,
+                   "stopped": stop.reason if outcome is None else None})
+
+    def queue(self, key: int, sample: Sample) -> None:
+        self.outbox.setdefault(key, []).append(wire.sample_row(sample))
+        self.queued += 1
+        if self.queued >= BATCH_SAMPLES:
+            self.flush()
+        elif self.flush_at is None:
+            self.flush_at = asyncio.get_running_loop().call_later(BATCH_S, self.flush)
+
+    def flush(self) -> None:
+        if self.flush_at is not None:
+            self.flush_at.cancel()
+            self.flush_at = None
+        for key, rows in self.outbox.items():
+            self.send({"op": "samples", "run": key, "rows": rows})
+        self.outbox = {}
+        self.queued = 0
+
+
+def warm_clients(clients: HttpClients, target: Target) -> None:
+    """Create, on the event loop, the connection pool or httpx client the run will use, so
+    the thread that prepares the run only looks it up."""
+    if target.api_kind is ApiKind.HTTP:
+        clients.httpx(tls_verify=target.tls_verify, http2=target.http2)
+    elif target.http2:
+        clients.httpx(tls_verify=target.tls_verify, http2=True)
+    else:
+        clients.pool(tls_verify=target.tls_verify)
+
+
+class ParentPipe(asyncio.Protocol):
+    """Messages from the parent, decoded as bytes arrive; `closed` when the pipe ends."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self.decoder = wire.unpacker()
+        self.closed = asyncio.get_running_loop().create_future()
+
+    def data_received(self, data: bytes) -> None:
+        self.decoder.feed(data)
+        for message in self.decoder:
+            if isinstance(message, dict):
+                self.worker.handle(message)
+
+    def connection_lost(self, exc: Exception | None) -> None:  # noqa: ARG002
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+
+async def serve(in_fd: int, out_fd: int) -> None:
+    loop = asyncio.get_running_loop()
+    out, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(out_fd, "wb", 0))
+    worker = Worker(write=out.write)
+    pipe = ParentPipe(worker)
+    await loop.connect_read_pipe(lambda: pipe, os.fdopen(in_fd, "rb", 0))
+    gc.freeze()
+    await pipe.closed
+    for task in list(worker.tasks):
+        task.cancel()
+    await asyncio.gather(*worker.tasks, return_exceptions=True)
+    if worker.clients is not None:
+        await worker.clients.aclose()
+    out.close()
+
+
+def main() -> None:
+    """Keep the pipe to the parent on private descriptors; stray prints go to stderr."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format=f"sustain-worker[{os.getpid()}] %(levelname)s %(name)s: "
+                               "%(message)s")
+    in_fd, out_fd = os.dup(0), os.dup(1)
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    os.dup2(2, 1)
+    started = time.monotonic()
+    uvloop.run(serve(in_fd, out_fd))
+    logger.debug("worker ran %.0f s", time.monotonic() - started)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,349 @@
+"""Worker processes, started when first needed and replaced when one dies, and each run's
+conversation with one of them.
+
+A pool of `size` workers serves every run of a program (the service, `sustain probe`): a run
+of `workers: N` gets N distinct workers, the least busy first, and any number of runs may
+share one. A worker that exits fails the runs it was measuring at once, with its exit status
+in the error (the samples it had sent stay theirs), and a new one takes its place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import pickle
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sustain.probes.client.egress import EgressPolicy
+from sustain.probes.client.secret_policy import SecretPolicy
+from sustain.probes.client.secrets import SecretUnavailableError
+from sustain.probes.client.target import Target
+from sustain.probes.load.clock import RunClock
+from sustain.probes.load.live import LiveStats
+from sustain.probes.load.profiles import LoadProfile
+from sustain.probes.measure.sample import Sample
+from sustain.probes.measure.slo import SloThresholds
+from sustain.probes.runner import RunBudget, RunResult, RunStop, TooManyWorkersError
+from sustain.probes.workers import wire
+from sustain.probes.workers.shards import Shard
+from sustain.probes.workload.dataset import DatasetError, DatasetPolicy
+from sustain.probes.workload.spec import Workload
+
+logger = logging.getLogger(__name__)
+
+START_TIMEOUT_S = 60.0
+"""A worker that has not said it is ready by then is killed (the run fails)."""
+STOP_TIMEOUT_S = 5.0
+"""At close, how long a worker may take to exit after its stdin closes."""
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on (its affinity mask, so a container's cpuset counts)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+class WorkerDiedError(Exception):
+    """The worker measuring (part of) a run exited; the message says how."""
+
+
+def exit_reason(pid: int, code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"measurement worker (pid {pid}) was killed by {name}"
+    return f"measurement worker (pid {pid}) exited with code {code}"
+
+
+@dataclass(frozen=True, slots=True)
+class StageDone:
+    sends: int
+    """Requests the shard sent (its sequence numbers used), warmup included."""
+    stopped: str | None
+    """Why the shard ended its stage early, if it did (the run's request limit, a stop)."""
+
+
+class RunChannel:
+    """One run's conversation with one worker: open the run there, run shards of its stages
+    one at a time, stop the one in progress, close. Samples decode on the run's clock and go
+    to `on_sample` as their batches arrive."""
+
+    def __init__(self, worker: WorkerProcess, key: int) -> None:
+        self.worker = worker
+        self.key = key
+        self.clock: RunClock | None = None
+        self.on_sample: Callable[[Sample], None] = lambda _sample: None
+        self._opened: asyncio.Future[None] | None = None
+        self._stage: asyncio.Future[StageDone] | None = None
+        self.closed = False
+
+    async def open(self, target: Target, workload: Workload, secrets: SecretPolicy,
+                   datasets: DatasetPolicy) -> None:
+        """Prepare the run on the worker; raises what preparing raises in-process
+        (SecretUnavailableError, DatasetError, ValueError) or WorkerDiedError."""
+        self._opened = asyncio.get_running_loop().create_future()
+        self.worker.send({"op": "open", "run": self.key, "target": pickle.dumps(target),
+                          "workload": pickle.dumps(workload),
+                          "secrets": pickle.dumps(secrets), "datasets": pickle.dumps(datasets)})
+        await self._opened
+
+    async def stage(self, index: int, shard: Shard, seq: int, start_ns: int,
+                    max_sends: int | None, limit_reason: str) -> StageDone:
+        """Run `shard` of stage `index` from `start_ns` (perf_counter_ns), its sequence
+        numbers from `seq`, sending at most `max_sends` requests."""
+        assert self.clock is not None
+        self._stage = asyncio.get_running_loop().create_future()
+        self.worker.send({"op": "stage", "run": self.key, "index": index,
+                          "shard": pickle.dumps(shard), "seq": seq, "start_ns": start_ns,
+                          "clock_ns": self.clock.origin_ns,
+                          "clock_wall": pickle.dumps(self.clock.origin_wall),
+                          "max_sends": max_sends, "limit_reason": limit_reason})
+        return await self._stage
+
+    def stop(self, reason: str) -> None:
+        """End the stage in progress (its samples so far are kept)."""
+        if self._stage is not None and not self._stage.done():
+            self.worker.send({"op": "stop", "run": self.key, "reason": reason})
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.worker.send({"op": "close", "run": self.key})
+            self.worker.channels.pop(self.key, None)
+
+    def receive(self, message: wire.Message) -> None:
+        op = message["op"]
+        if op == "samples":
+            assert self.clock is not None
+            for row in message["rows"]:
+                self.on_sample(wire.row_sample(row, self.clock))
+        elif op == "stage_done" and self._stage is not None and not self._stage.done():
+            stopped = message.get("stopped")
+            self._stage.set_result(StageDone(int(message["sends"]),
+                                             None if stopped is None else str(stopped)))
+        elif op == "opened" and self._opened is not None and not self._opened.done():
+            self._opened.set_result(None)
+        elif op == "failed" and self._opened is not None and not self._opened.done():
+            self._opened.set_exception(setup_error(str(message["kind"]),
+                                                   str(message["error"])))
+
+    def fail(self, error: Exception) -> None:
+        for future in (self._opened, self._stage):
+            if future is not None and not future.done():
+                future.set_exception(error)
+
+
+def setup_error(kind: str, text: str) -> Exception:
+    """The exception preparing a run raised in the worker, raised again in the parent."""
+    if kind == "secret":
+        return SecretUnavailableError(text)
+    if kind == "dataset":
+        return DatasetError(text)
+    if kind == "value":
+        return ValueError(text)
+    return RuntimeError(f"internal error in the measurement worker: {text}")
+
+
+class WorkerProcess:
+    """One worker process and the reader of its pipe."""
+
+    def __init__(self, process: asyncio.subprocess.Process,
+                 on_exit: Callable[[WorkerProcess], None]) -> None:
+        self.process = process
+        self.pid = process.pid
+        self.channels: dict[int, RunChannel] = {}
+        self.dead: WorkerDiedError | None = None
+        self._on_exit = on_exit
+        self._ready = asyncio.get_running_loop().create_future()
+        self._reader = asyncio.create_task(self._read(), name=f"worker-{self.pid}")
+
+    @property
+    def load(self) -> int:
+        """Runs open on this worker."""
+        return len(self.channels)
+
+    @classmethod
+    async def start(cls, config: wire.Message, on_exit: Callable[[WorkerProcess], None]
+                    ) -> WorkerProcess:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "sustain.probes.workers.child",
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+        worker = cls(process, on_exit)
+        worker.send({"op": "config", **config})
+        try:
+            async with asyncio.timeout(START_TIMEOUT_S):
+                await asyncio.shield(worker._ready)
+        except BaseException:
+            worker.kill()
+            raise
+        return worker
+
+    def channel(self, key: int) -> RunChannel:
+        channel = self.channels[key] = RunChannel(self, key)
+        return channel
+
+    def send(self, message: wire.Message) -> None:
+        stdin = self.process.stdin
+        if self.dead is None and stdin is not None and not stdin.is_closing():
+            stdin.write(wire.pack(message))
+
+    async def _read(self) -> None:
+        stdout = self.process.stdout
+        assert stdout is not None
+        decoder = wire.unpacker()
+        try:
+            while data := await stdout.read(1 << 16):
+                decoder.feed(data)
+                for message in decoder:
+                    self._dispatch(message)
+        except Exception:  # a malformed message: this worker cannot be trusted to go on
+            logger.exception("measurement worker %s sent what it cannot have; stopping it",
+                             self.pid)
+            self.kill()
+        code = await self.process.wait()
+        self.dead = WorkerDiedError(exit_reason(self.pid, code))
+        for channel in list(self.channels.values()):
+            channel.fail(self.dead)
+        if not self._ready.done():
+            self._ready.set_exception(self.dead)
+        self._on_exit(self)
+
+    def _dispatch(self, message: Any) -> None:
+        if message.get("op") == "ready":
+            if not self._ready.done():
+                self._ready.set_result(None)
+            return
+        channel = self.channels.get(message.get("run"))
+        if channel is not None:
+            channel.receive(message)
+
+    def kill(self) -> None:
+        if self.process.returncode is None:
+            self.process.kill()
+
+    async def close(self) -> None:
+        """Close its stdin (it stops its runs and exits); kill it if it lingers."""
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            async with asyncio.timeout(STOP_TIMEOUT_S):
+                await asyncio.shield(self._reader)
+        except TimeoutError:
+            self.kill()
+            await self._reader
+
+
+class WorkerPool:
+    """Up to `size` worker processes, started on first use; runs measure in them."""
+
+    def __init__(self, size: int, *, max_connections: int = 1000,
+                 egress: EgressPolicy | None = None) -> None:
+        if size < 1:
+            raise ValueError("a worker pool needs at least one worker")
+        self.size = size
+        self._config = {"max_connections": max_connections,
+                        "egress": pickle.dumps(egress or EgressPolicy())}
+        self._workers: list[WorkerProcess] = []
+        self._starting = 0
+        self._lock = asyncio.Lock()
+        self._keys = itertools.count(1)
+        self._closing = False
+        self.replaced = 0
+        """Workers started in place of one that died."""
+
+    @property
+    def capacity(self) -> int:
+        """The most workers one run may use."""
+        return self.size
+
+    @property
+    def pids(self) -> list[int]:
+        return [worker.pid for worker in self._workers]
+
+    def _exited(self, worker: WorkerProcess) -> None:
+        if worker in self._workers:
+            self._workers.remove(worker)
+            if not self._closing:
+                logger.error("%s; its runs failed, a new worker will take its place",
+                             worker.dead)
+                self.replaced += 1
+                asyncio.get_running_loop().create_task(self._replace())
+
+    async def _replace(self) -> None:
+        try:
+            async with self._lock:
+                if not self._closing and len(self._workers) < self.size:
+                    self._workers.append(await WorkerProcess.start(self._config,
+                                                                   self._exited))
+        except Exception:
+            logger.exception("cannot start a measurement worker")
+
+    async def lease(self, count: int) -> list[WorkerProcess]:
+        """`count` distinct workers for a run: idle ones first, then new ones while the pool
+        is not full, then the least busy."""
+        if count > self.size:
+            raise TooManyWorkersError(
+                f"the run asks for {count} workers; at most {self.size} "
+                "(SUSTAIN_MEASURE_WORKERS)")
+        async with self._lock:
+            chosen = sorted((w for w in self._workers if w.load == 0), key=lambda w: w.pid)
+            chosen = chosen[:count]
+            wanted = min(count - len(chosen), self.size - len(self._workers))
+            if wanted > 0:
+                started = await asyncio.gather(
+                    *(WorkerProcess.start(self._config, self._exited) for _ in range(wanted)))
+                self._workers.extend(started)
+                chosen.extend(started)
+            if len(chosen) < count:
+                busy = sorted((w for w in self._workers if w not in chosen),
+                              key=lambda w: w.load)
+                chosen.extend(busy[:count - len(chosen)])
+            return chosen
+
+    async def measure(self, target: Target, workload: Workload, profile: LoadProfile,
+                      slo: SloThresholds | None = None, live: LiveStats | None = None,
+                      on_sample: Callable[[Sample], None] | None = None,
+                      stop: RunStop | None = None, budget: RunBudget | None = None, *,
+                      secrets: SecretPolicy | None = None,
+                      datasets: DatasetPolicy | None = None) -> RunResult:
+        """What runner.execute does, measured in `profile.workers` worker processes."""
+        from sustain.probes.workers.conductor import conduct
+
+        workers = await self.lease(profile.workers)
+        channels = [worker.channel(next(self._keys)) for worker in workers]
+        try:
+            opened = await asyncio.gather(
+                *(channel.open(target, workload, secrets or SecretPolicy(),
+                               datasets or DatasetPolicy()) for channel in channels),
+                return_exceptions=True)
+            for outcome in opened:
+                if isinstance(outcome, BaseException):
+                    raise outcome
+            return await conduct(channels, profile, slo, live, on_sample,
+                                 stop if stop is not None else RunStop(), budget)
+        finally:
+            for channel in channels:
+                channel.stop("the run ended")
+                channel.close()
+
+    async def aclose(self) -> None:
+        self._closing = True
+        async with self._lock:
+            workers, self._workers = list(self._workers), []
+        await asyncio.gather(*(worker.close() for worker in workers))
+
+    async def __aenter__(self) -> WorkerPool:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

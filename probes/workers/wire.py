@@ -1,0 +1,65 @@
+"""What crosses the pipe between a worker process and its parent.
+
+Every message is a msgpack map with an `op`. From the worker only plain data comes back
+(samples as rows of numbers and short strings), so a worker that talks to a hostile endpoint
+can hand its parent nothing but values. What the parent sends down (the target, workload and
+policies of a run) is pickled: the parent started the worker and is trusted by it.
+
+Parent to worker: `config` (once), `open` (a run's target and workload), `stage` (one shard
+of one stage, from a common start), `stop` (end the stage in progress), `close` (forget a run).
+Worker to parent: `ready`, `opened` or `failed` (a run could not be prepared: its secret,
+dataset or tokenizer), `samples` (a batch of measured requests), `stage_done` (with how many
+requests it sent and why it stopped early, if it did).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgpack
+
+from sustain.probes.load.clock import RunClock
+from sustain.probes.measure.sample import ErrorClass, Measurement, Sample
+
+Message = dict[str, Any]
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+"""No one message is larger (a batch of samples is far smaller); a parent refuses more."""
+
+Row = tuple[Any, ...]
+
+
+def pack(message: Message) -> bytes:
+    return msgpack.packb(message, use_bin_type=True)
+
+
+def unpacker() -> msgpack.Unpacker:
+    """A streaming decoder: feed it bytes as they arrive, iterate the whole messages."""
+    return msgpack.Unpacker(raw=False, max_buffer_size=MAX_MESSAGE_BYTES,
+                            strict_map_key=False)
+
+
+def sample_row(sample: Sample) -> Row:
+    """A sample as plain values (its wall-clock time is re-derived from the run's clock)."""
+    m = sample.measurement
+    return (sample.seq, sample.stage, sample.t_sched_ms, sample.t_send_ms, m.ttft_ms,
+            m.itl_ms, m.e2e_ms, m.output_tokens, m.tokens_server_counted, m.input_tokens,
+            m.http_status, None if m.error_class is None else m.error_class.value,
+            m.error_detail)
+
+
+def row_sample(row: list[Any], clock: RunClock) -> Sample:
+    """The sample a worker measured, on the run's time line. ValueError/TypeError for a row
+    that is not one (a worker can only send what sample_row makes)."""
+    (seq, stage, t_sched, t_send, ttft, itl, e2e, tokens, counted, input_tokens, status,
+     error, detail) = row
+    measurement = Measurement(
+        ttft_ms=None if ttft is None else float(ttft), itl_ms=tuple(float(g) for g in itl),
+        e2e_ms=float(e2e), output_tokens=int(tokens), tokens_server_counted=bool(counted),
+        input_tokens=None if input_tokens is None else int(input_tokens),
+        http_status=None if status is None else int(status),
+        error_class=None if error is None else ErrorClass(error),
+        error_detail=None if detail is None else str(detail))
+    t_send_ms = float(t_send)
+    return Sample(seq=int(seq), stage=int(stage),
+                  t_sched_ms=None if t_sched is None else float(t_sched), t_send_ms=t_send_ms,
+                  sent_at=clock.wall(t_send_ms), measurement=measurement)

@@ -1,0 +1,161 @@
+"""Runs measured in worker processes: the same requests as one process sends, exact merged
+percentiles, samples that stream back while a run goes, stops that reach the workers, and
+a worker that dies failing only its runs before a new one takes its place."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from sustain.probes.client.clients import HttpClients
+from sustain.probes.client.secret_policy import SecretPolicy
+from sustain.probes.client.secrets import SecretUnavailableError
+from sustain.probes.client.target import ApiKind, Target
+from sustain.probes.load.profiles import parse_profile
+from sustain.probes.measure.percentiles import distribution
+from sustain.probes.measure.sample import Sample
+from sustain.probes.runner import RunBudget, RunStop, TooManyWorkersError, execute
+from sustain.probes.workers.pool import WorkerDiedError, WorkerPool
+from sustain.probes.workload.spec import Workload
+from tests.conftest import SimulatorHandle
+
+SHORT = Workload(max_tokens=4)
+
+
+@pytest.fixture
+async def pool() -> AsyncIterator[WorkerPool]:
+    async with WorkerPool(2) as workers:
+        yield workers
+
+
+def target(sim: SimulatorHandle, **fields: Any) -> Target:
+    return Target(base_url=sim.base_url, api_kind=ApiKind.OPENAI_CHAT, model="m", **fields)
+
+
+async def test_two_workers_send_the_requests_one_process_sends(
+        pool: WorkerPool, simulator: SimulatorHandle) -> None:
+    raw = {"kind": "poisson", "rate": 40, "duration_s": 1.5, "warmup_s": 0.25, "seed": 11}
+    async with HttpClients() as clients:
+        alone = await execute(clients, target(simulator), SHORT, parse_profile(raw))
+    split = await pool.measure(target(simulator), SHORT, parse_profile({**raw, "workers": 2}))
+    assert split.summary.attempts == alone.summary.attempts > 0
+    assert split.summary.failures == 0
+
+    def intended(samples: list[Sample]) -> list[tuple[int, float]]:
+        assert all(s.t_sched_ms is not None for s in samples)
+        first = min(s.t_sched_ms or 0.0 for s in samples)
+        return sorted((s.seq, round((s.t_sched_ms or 0.0) - first, 6)) for s in samples)
+
+    assert intended(split.samples) == intended(alone.samples)
+    assert split.summary.generator.lag_p99_ms is not None
+    assert split.summary.generator.lag_p99_ms <= 5.0
+
+
+async def test_merged_percentiles_are_the_percentiles_of_all_samples(
+        pool: WorkerPool, simulator: SimulatorHandle) -> None:
+    profile = parse_profile({"kind": "concurrency", "users": 6, "max_requests": 61,
+                             "workers": 2})
+    result = await pool.measure(target(simulator), SHORT, profile)
+    assert result.summary.attempts == 61
+    assert len({s.seq for s in result.samples}) == 61
+    ttft = [s.ttft_ms for s in result.samples if s.ttft_ms is not None]
+    assert result.summary.ttft_ms == distribution(ttft)
+    assert result.summary.e2e_ms == distribution([s.e2e_ms for s in result.samples])
+    assert result.stages[0].summary.ttft_ms == distribution(ttft)
+
+
+async def test_samples_stream_back_while_the_run_goes(pool: WorkerPool,
+                                                      simulator: SimulatorHandle) -> None:
+    arrivals: list[float] = []
+    started = time.monotonic()
+    result = await pool.measure(
+        target(simulator), SHORT,
+        parse_profile({"kind": "constant", "rate": 20, "duration_s": 2}),
+        on_sample=lambda _s: arrivals.append(time.monotonic() - started))
+    assert len(arrivals) == result.summary.attempts == 40
+    assert min(arrivals) < 1.0  # the first ones long before the run's 2 s are over
+
+
+async def test_a_stop_reaches_the_workers_at_once(pool: WorkerPool,
+                                                  simulator: SimulatorHandle) -> None:
+    stop = RunStop()
+    seen: list[Sample] = []
+    ten = asyncio.Event()
+
+    def measured(sample: Sample) -> None:
+        seen.append(sample)
+        if len(seen) >= 10:
+            ten.set()
+
+    run = asyncio.create_task(pool.measure(
+        target(simulator), SHORT,
+        parse_profile({"kind": "constant", "rate": 20, "duration_s": 30, "workers": 2}),
+        stop=stop, on_sample=measured))
+    await asyncio.wait_for(ten.wait(), 30)
+    asked = time.monotonic()
+    stop.set("cancelled on request")
+    result = await run
+    assert time.monotonic() - asked < 2.0
+    assert result.stopped == "cancelled on request"
+    assert 10 <= result.summary.attempts <= 60
+
+
+async def test_the_request_budget_holds_across_workers(pool: WorkerPool,
+                                                       simulator: SimulatorHandle) -> None:
+    result = await pool.measure(
+        target(simulator), SHORT,
+        parse_profile({"kind": "concurrency", "users": 4, "duration_s": 30, "workers": 2}),
+        budget=RunBudget(seconds=60, requests=30))
+    assert result.stopped == "stopped at the limit of 30 requests per run"
+    assert result.summary.attempts <= 30
+
+
+async def test_a_secret_is_resolved_in_the_worker_and_refused_there(
+        pool: WorkerPool, simulator: SimulatorHandle, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reference crosses the pipe, never the value: the worker reads its own environment
+    (inherited), under the policy the run was given."""
+    monkeypatch.setenv("TEST_WORKER_TOKEN", "tok")
+    ok = await pool.measure(target(simulator, auth_secret_ref="env:TEST_WORKER_TOKEN"), SHORT,
+                            parse_profile({"kind": "single"}),
+                            secrets=SecretPolicy(env_globs=("TEST_*",)))
+    assert ok.summary.successes == 1
+    with pytest.raises(SecretUnavailableError, match="TEST_WORKER_TOKEN"):
+        await pool.measure(target(simulator, auth_secret_ref="env:TEST_WORKER_TOKEN"), SHORT,
+                           parse_profile({"kind": "single"}), secrets=SecretPolicy())
+
+
+async def test_a_run_cannot_ask_for_more_workers_than_the_pool_has(
+        pool: WorkerPool, simulator: SimulatorHandle) -> None:
+    with pytest.raises(TooManyWorkersError, match="at most 2"):
+        await pool.measure(target(simulator), SHORT,
+                           parse_profile({"kind": "single", "workers": 3}))
+
+
+async def test_a_worker_that_dies_fails_its_run_and_is_replaced(
+        simulator: SimulatorHandle) -> None:
+    async with WorkerPool(1) as pool:
+        first = asyncio.Event()
+        run = asyncio.create_task(pool.measure(
+            target(simulator), SHORT,
+            parse_profile({"kind": "constant", "rate": 20, "duration_s": 30}),
+            on_sample=lambda _sample: first.set()))
+        await asyncio.wait_for(first.wait(), 30)
+        (victim,) = pool.pids
+        os.kill(victim, signal.SIGKILL)
+        with pytest.raises(WorkerDiedError, match=rf"pid {victim}\) was killed by SIGKILL"):
+            await asyncio.wait_for(run, 5)
+        for _ in range(100):
+            if pool.pids:
+                break
+            await asyncio.sleep(0.05)
+        assert pool.pids
+        assert pool.pids != [victim]
+        assert pool.replaced == 1
+        again = await pool.measure(target(simulator), SHORT, parse_profile({"kind": "single"}))
+        assert again.summary.successes == 1

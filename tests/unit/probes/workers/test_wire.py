@@ -1,0 +1,31 @@
+"""A sample crosses the pipe unchanged."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sustain.probes.load.clock import RunClock
+from sustain.probes.measure.sample import ErrorClass, Measurement, Sample
+from sustain.probes.workers import wire
+
+
+def test_a_sample_survives_the_pipe_bit_for_bit() -> None:
+    clock = RunClock(123_456_789, datetime(2026, 12, 3, 12, 0, tzinfo=UTC))
+    samples = [
+        Sample(seq=7, stage=1, t_sched_ms=10.25, t_send_ms=10.5, sent_at=clock.wall(10.5),
+               measurement=Measurement(ttft_ms=50.123456789, itl_ms=(1.5, 0.1 + 0.2),
+                                       e2e_ms=70.0, output_tokens=3, tokens_server_counted=True,
+                                       input_tokens=12, http_status=200, error_class=None)),
+        Sample(seq=8, stage=0, t_sched_ms=None, t_send_ms=1e-9, sent_at=clock.wall(1e-9),
+               measurement=Measurement(ttft_ms=None, itl_ms=(), e2e_ms=5000.0,
+                                       output_tokens=0, tokens_server_counted=False,
+                                       input_tokens=None, http_status=None,
+                                       error_class=ErrorClass.TIMEOUT_FIRST_TOKEN,
+                                       error_detail="no first token within 5 s")),
+    ]
+    decoder = wire.unpacker()
+    packed = wire.pack({"op": "samples", "run": 1, "rows": [wire.sample_row(s) for s in samples]})
+    for at in range(0, len(packed), 7):  # as a pipe may deliver it: in pieces
+        decoder.feed(packed[at:at + 7])
+    (message,) = list(decoder)
+    assert [wire.row_sample(row, clock) for row in message["rows"]] == samples
