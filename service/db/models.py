@@ -28,7 +28,9 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 RUN_STATUSES = ("pending", "running", "succeeded", "failed", "abandoned", "invalid", "missed",
                 "skipped", "cancelled")
 FINAL_RUN_STATUSES = frozenset(RUN_STATUSES) - {"pending", "running"}
-RUN_TRIGGERS = ("schedule", "manual")
+RUN_TRIGGERS = ("schedule", "manual", "partition")
+"""`partition`: a tick measured during a database outage by a replica that was not the one
+whose measurement got stored (a sample-free `skipped` record; see migration 0010)."""
 
 
 class Base(DeclarativeBase):

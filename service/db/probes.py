@@ -80,6 +80,14 @@ async def list_all(session: AsyncSession, *, enabled_only: bool = False) -> Sequ
     return (await session.execute(query)).scalars().all()
 
 
+async def enabled_with_endpoints(session: AsyncSession) -> Sequence[tuple[Probe, Endpoint]]:
+    """Every enabled probe with its endpoint (what a replica keeps to run ticks offline)."""
+    rows = await session.execute(
+        select(Probe, Endpoint).join(Endpoint, Probe.endpoint_id == Endpoint.id)
+        .where(Probe.enabled.is_(True)).order_by(Probe.id))
+    return [(row[0], row[1]) for row in rows]
+
+
 async def notify_changed(session: AsyncSession, probe_id: int) -> None:
     """Tell every replica's listener (on commit) that the probe changed."""
     await session.execute(text("SELECT pg_notify(:channel, :payload)"),

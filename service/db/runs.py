@@ -86,6 +86,42 @@ async def claim_scheduled(
     return None if row is None else Claim(int(row[0]), row[1] == "skipped")
 
 
+CLAIM_MEASURED = text("""
+    INSERT INTO runs (probe_id, trigger, scheduled_for, status, claimed_by, started_at)
+    VALUES (:probe_id, 'schedule', :tick, 'running', :replica, :started_at)
+    ON CONFLICT (probe_id, scheduled_for) WHERE trigger = 'schedule' DO UPDATE
+        SET status = 'running', claimed_by = EXCLUDED.claimed_by,
+            started_at = EXCLUDED.started_at, finished_at = NULL, error = NULL
+        WHERE runs.status = 'missed'
+    RETURNING id
+""")
+
+
+async def claim_measured(session: AsyncSession, probe_id: int, tick: datetime, replica: str,
+                         started_at: datetime) -> int | None:
+    """Store a tick this replica measured while the database was unreachable: a new
+    `running` run to receive its samples and final record, or the tick's `missed` record
+    taken over (no replica could start it: this one did, offline); None when the tick
+    already has a run of its own (another replica measured it too)."""
+    await lock_probe(session, probe_id)
+    row = (await session.execute(CLAIM_MEASURED, {
+        "probe_id": probe_id, "tick": tick, "replica": replica,
+        "started_at": started_at})).first()
+    return None if row is None else int(row[0])
+
+
+async def record_partition_duplicate(session: AsyncSession, probe_id: int, tick: datetime,
+                                     replica: str, started_at: datetime, error: str) -> int:
+    """Keep a second measurement of a tick as a sample-free `skipped` record (trigger
+    `partition`, outside the unique claim), so that nothing measured goes unaccounted for
+    and nothing is counted twice."""
+    run = Run(probe_id=probe_id, trigger="partition", scheduled_for=tick, status="skipped",
+              claimed_by=replica, started_at=started_at, finished_at=_now(), error=error)
+    session.add(run)
+    await session.flush()
+    return int(run.id)
+
+
 RECORD_MISSED = text("""
     INSERT INTO runs (probe_id, trigger, scheduled_for, status, finished_at, error)
     SELECT :probe_id, 'schedule', tick, 'missed', now(),

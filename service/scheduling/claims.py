@@ -8,7 +8,7 @@ replica costs a tick at most a few tens of milliseconds."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 
 RANK_STEP_S = 0.02
@@ -32,3 +32,12 @@ def claim_delay(probe_id: int, tick: datetime, me: str, in_flight: int,
     excess = in_flight - min(others.values())
     load = min(MAX_LOAD_DELAY_S, LOAD_STEP_S * excess) if excess > 0 else 0.0
     return order.index(me) * RANK_STEP_S + load
+
+
+def tick_owner(probe_id: int, tick: datetime, me: str, known: Iterable[str]) -> bool:
+    """Whether this replica runs the tick while the database cannot decide: the first of it
+    and the replicas last seen alive (`known`) in the tick's rendezvous order. Every replica
+    with the same view picks the same one, so each tick runs once; replicas whose views
+    differ (one joined or died during the outage) may both run it, and the claim decides
+    when the database is back."""
+    return min({me, *known}, key=lambda r: _score(probe_id, tick, r)) == me

@@ -4,7 +4,9 @@ write buffer, record metrics."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -28,8 +30,9 @@ from sustain.service.domain.schedule import Schedule, tick_for_firing
 from sustain.service.domain.targets import slo_of, target_of
 from sustain.service.ingest.buffer import RunSink, SampleBuffer
 from sustain.service.metrics import Metrics
-from sustain.service.scheduling.claims import claim_delay
+from sustain.service.scheduling.claims import claim_delay, tick_owner
 from sustain.service.scheduling.liveness import PeerLoads
+from sustain.service.scheduling.offline import OfflineRuns, OfflineSink
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +40,9 @@ CANCEL_POLL_S = 0.5
 """How often a replica with runs in flight asks the database whether any was cancelled (or
 its probe deleted), wherever the cancel was asked: a cancel takes effect within about this."""
 CANCELLED = "cancelled on request"
+CLAIM_TIMEOUT_S = 3.0
+"""A claim the database has not answered by then is taken as an outage: the tick is run
+offline by its owner (see offline.py)."""
 
 
 class RunExecutor:
@@ -70,6 +76,11 @@ class RunExecutor:
         self.limits = limits
         """Each run's profile is checked against these when it starts, and the run is held to
         their budget while it goes (None: unlimited)."""
+        self.offline = OfflineRuns(buffer.capacity, replica_id)
+        """Ticks measured during a database outage, until it is back."""
+        self._known: dict[int, tuple[Probe, Endpoint]] = {}
+        """The enabled probes and their endpoints as last read: what an offline tick runs."""
+        self._offline_keys = itertools.count(-1, -1)
 
     @property
     def in_flight(self) -> int:
@@ -77,20 +88,29 @@ class RunExecutor:
         return len(self._running)
 
     def start(self) -> None:
-        """Start watching for cancels of the runs executing here."""
+        """Start watching for cancels of the runs executing here (and storing the ticks
+        measured during an outage, once the database is back)."""
         self._watcher = asyncio.create_task(self._watch_cancels(), name="cancel-watcher")
+
+    def remember(self, pairs: Iterable[tuple[Probe, Endpoint]]) -> None:
+        """The enabled probes with their endpoints, as just read (kept for offline ticks)."""
+        self._known = {probe.id: (probe, endpoint) for probe, endpoint in pairs}
 
     async def _watch_cancels(self) -> None:
         """Every CANCEL_POLL_S while runs execute here: stop those cancelled (on any replica)
-        or whose probe was deleted. A database that cannot answer is asked again next time."""
+        or whose probe was deleted; and store finished offline runs. A database that cannot
+        answer is asked again next time."""
         while True:
             await asyncio.sleep(CANCEL_POLL_S)
-            if not self._stops:
+            if self.offline.pending:
+                await self.offline.store(self.sessions, self.buffer)
+            watched = sorted(run_id for run_id in self._stops if run_id > 0)
+            if not watched:
                 continue
             try:
                 async with self.sessions() as session:
                     wanted = await run_queries.cancel_wanted(await session.connection(),
-                                                             sorted(self._stops))
+                                                             watched)
             except (OSError, DBAPIError, TimeoutError, SATimeoutError) as exc:
                 logger.debug("cannot look for cancelled runs (%s)", type(exc).__name__)
                 continue
@@ -124,14 +144,18 @@ class RunExecutor:
         if tick is None:
             return
         started = await self.claim(probe_id, probe_name, tick)
-        if started is not None:
-            self._track(asyncio.create_task(self._execute(*started),
-                                            name=f"run-{started[0]}"))
+        if started is None:
+            return
+        run_id, _, probe, _ = started
+        sink = None if run_id > 0 else self.offline.open(probe.id, tick, datetime.now(UTC))
+        self._track(asyncio.create_task(self._execute(*started, sink=sink),
+                                        name=f"run-{run_id}"))
 
     async def claim(self, probe_id: int, probe_name: str, tick: datetime
                     ) -> tuple[int, datetime, Probe, Endpoint] | None:
         """Claim a tick; the run to execute, or None (taken elsewhere, skipped, or not ours
-        to take)."""
+        to take). When the database cannot answer, the tick's owner among the replicas last
+        seen alive runs it offline (a negative run id: not stored yet)."""
         if not self.claiming:
             return None
         if not self.buffer.accepting:
@@ -146,21 +170,20 @@ class RunExecutor:
             if not self.claiming:
                 return None
         try:
-            async with self.sessions.begin() as session:
+            async with asyncio.timeout(CLAIM_TIMEOUT_S), self.sessions.begin() as session:
                 claim = await run_queries.claim_scheduled(session, probe_id, tick,
                                                           self.replica_id)
                 if claim is None or claim.skipped:
                     probe = endpoint = None
                 else:
                     probe, endpoint = await probe_queries.get_with_endpoint(session, probe_id)
+                    self._known[probe_id] = (probe, endpoint)
                     self._starting.add(claim.run_id)
         except IntegrityError:
             logger.info("probe %s was deleted before its tick %s", probe_id, tick)
             return None
         except (OSError, DBAPIError, TimeoutError, SATimeoutError) as exc:
-            logger.warning("cannot claim tick %s of probe %s (%s)", tick, probe_name,
-                           type(exc).__name__)
-            return None
+            return self._claim_offline(probe_id, probe_name, tick, type(exc).__name__)
         if claim is None:
             logger.debug("tick %s of probe %s taken by another replica", tick, probe_name)
             return None
@@ -172,6 +195,30 @@ class RunExecutor:
         assert probe is not None
         assert endpoint is not None
         return claim.run_id, tick, probe, endpoint
+
+    def _claim_offline(self, probe_id: int, probe_name: str, tick: datetime, why: str
+                       ) -> tuple[int, datetime, Probe, Endpoint] | None:
+        """The database cannot answer (`why`): run the tick anyway when this replica owns it
+        among those last seen alive, from the probe as last read, unless its previous run
+        is still going here."""
+        known = self._known.get(probe_id)
+        if known is None:
+            logger.warning("cannot claim tick %s of probe %s (%s), and it was never read "
+                           "here: not run", tick, probe_name, why)
+            return None
+        if not tick_owner(probe_id, tick, self.replica_id, self.peers.known):
+            logger.info("cannot claim tick %s of probe %s (%s); another replica owns it",
+                        tick, probe_name, why)
+            return None
+        if probe_id in self._running:
+            logger.warning("tick %s of probe %s skipped: its previous run is still going",
+                           tick, probe_name)
+            self.metrics.ticks_skipped.labels(probe_name, "overlap").inc()
+            return None
+        logger.warning("cannot claim tick %s of probe %s (%s): running it offline, to be "
+                       "stored when the database is back", tick, probe_name, why)
+        probe, endpoint = known
+        return next(self._offline_keys), tick, probe, endpoint
 
     def run_ids(self) -> set[int]:
         """Runs this replica is responsible for: started and not yet handed to the write
@@ -219,10 +266,12 @@ class RunExecutor:
         await self._execute(run_id, run.scheduled_for, probe, endpoint)
 
     async def _execute(self, run_id: int, scheduled_for: datetime, probe: Probe,
-                       endpoint: Endpoint) -> None:
+                       endpoint: Endpoint, sink: RunSink | OfflineSink | None = None) -> None:
         """Run to completion; whatever happens, the run's final record goes to the buffer
-        after its samples, and the writer makes both durable."""
-        sink = self.buffer.open(run_id, probe.id)
+        after its samples (or, for a tick measured during an outage, to `sink`), and the
+        writer makes both durable."""
+        if sink is None:
+            sink = self.buffer.open(run_id, probe.id)
         base = RunFinal(run_id=run_id, probe_id=probe.id, scheduled_for=scheduled_for,
                         status="failed")
         stop = RunStop()
@@ -267,7 +316,7 @@ class RunExecutor:
             self._running.discard(probe.id)
             self._stops.pop(run_id, None)
 
-    def _end(self, sink: RunSink, probe: Probe, final: RunFinal) -> None:
+    def _end(self, sink: RunSink | OfflineSink, probe: Probe, final: RunFinal) -> None:
         sink.finish(final)
         self._starting.discard(final.run_id)
         self.metrics.observe_run(probe.name, final.status)

@@ -34,6 +34,9 @@ class PeerLoads:
     Liveness, read by the executor's claim spreading (both are handed the same instance)."""
 
     others: dict[str, int] = field(default_factory=dict)
+    known: frozenset[str] = frozenset()
+    """The other replicas alive at the last heartbeat that reached the database, kept
+    through an outage: who may run which tick while the database cannot decide."""
 
 
 class Liveness:
@@ -81,6 +84,7 @@ class Liveness:
                                              self.stopping)
                     self.peers.others = await replicas.other_loads(
                         connection, self.replica_id, self.stale_s)
+                    self.peers.known = frozenset(self.peers.others)
         except DATABASE_ERRORS as exc:
             if self._healthy_since is not None:
                 logger.warning("heartbeat failed (%s)", type(exc).__name__)

@@ -117,11 +117,13 @@ class ProbeScheduler:
         started = time.monotonic()
         try:
             async with self.sessions() as session:
-                probes = await probe_queries.list_all(session, enabled_only=True)
+                pairs = await probe_queries.enabled_with_endpoints(session)
         except (OSError, DBAPIError, TimeoutError, SATimeoutError) as exc:
             logger.warning("cannot read probes (%s); retrying every %ss",
                            type(exc).__name__, self.settings.reconcile_seconds)
             return False
+        probes = [probe for probe, _ in pairs]
+        self.executor.remember(pairs)
         wanted = {probe.id for probe in probes}
         fresher = {p for p, at in self._refreshed_at.items() if at >= started}
         for probe_id in set(self._specs) - wanted - fresher:

@@ -19,7 +19,7 @@ class RunRead(BaseModel):
 
     id: DbId
     probe_id: DbId
-    trigger: Literal["schedule", "manual"]
+    trigger: Literal["schedule", "manual", "partition"]
     status: RunStatus
     scheduled_for: datetime
     claimed_by: str | None

@@ -1,6 +1,9 @@
-"""The database goes away for 20 s in the middle of a run: samples wait in the buffer, /readyz
+"""The database goes away for 30 s in the middle of a run: samples wait in the buffer, /readyz
 says so, and when the database is back every sample the client produced is stored exactly once
-and the run finishes, without anyone restarting sustain."""
+and the run finishes, without anyone restarting sustain. A probe scheduled every 2 s keeps
+running through the outage (issue 15: its ticks used to be recorded `missed`): each tick due
+meanwhile succeeds and is stored once, and the requests the simulator received equal the
+samples stored."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import asyncpg
@@ -19,7 +23,8 @@ from sustain.service.db.migrate import upgrade_to_head
 from tests.conftest import asyncpg_dsn
 from tests.processes import SustainProcess, admin_client, free_port
 
-OUTAGE_S = 20.0
+OUTAGE_S = 30.0
+TICK_S = 2
 RATE = 10
 DURATION_S = 40
 
@@ -53,15 +58,41 @@ async def stored(url: str, run_id: int) -> tuple[int, int, int, list[int]]:
         await connection.close()
 
 
+async def ticks(url: str, probe_id: int, start: datetime, end: datetime
+                ) -> list[tuple[datetime, str, str, int | None]]:
+    connection = await asyncpg.connect(asyncpg_dsn(url))
+    try:
+        rows = await connection.fetch(
+            "SELECT scheduled_for, trigger, status, attempts FROM runs WHERE probe_id = $1 "
+            "AND scheduled_for >= $2 AND scheduled_for < $3 ORDER BY scheduled_for",
+            probe_id, start, end)
+        return [(r[0], r[1], r[2], r[3]) for r in rows]
+    finally:
+        await connection.close()
+
+
+async def all_samples(url: str) -> tuple[int, int]:
+    """Samples stored, and runs not final yet."""
+    connection = await asyncpg.connect(asyncpg_dsn(url))
+    try:
+        samples = await connection.fetchval("SELECT count(*) FROM samples")
+        open_runs = await connection.fetchval(
+            "SELECT count(*) FROM runs WHERE status IN ('pending', 'running')")
+        return int(samples), int(open_runs)
+    finally:
+        await connection.close()
+
+
 def test_samples_survive_a_database_outage_exactly_once(
         tmp_path: Path, second_cluster: EmbeddedPostgres) -> None:
     assert second_cluster.url is not None
     url = second_cluster.url.render_as_string(hide_password=False)
     upgrade_to_head(url)
     sim_port, port = free_port(), free_port()
+    truth = tmp_path / "truth.jsonl"
     simulator = SustainProcess(
         ["simulate", "--port", str(sim_port), "--ttft-ms", "20", "--itl-ms", "5",
-         "--output-tokens", "8"], tmp_path / "simulator.log")
+         "--output-tokens", "8", "--truth-log", str(truth)], tmp_path / "simulator.log")
     service = SustainProcess(["serve", "--port", str(port)], tmp_path / "serve.log",
                              env={"SUSTAIN_DATABASE_URL": url})
     with simulator, service, admin_client(f"http://127.0.0.1:{port}",
@@ -78,9 +109,14 @@ def test_samples_survive_a_database_outage_exactly_once(
             "workload": {"max_tokens": 8}}).json()
         run = api.post(f"/api/v1/probes/{probe['id']}/runs").json()
         assert "id" in run, run
+        ticking = api.post("/api/v1/probes", json={
+            "name": "ticking", "endpoint_id": endpoint["id"], "interval_seconds": TICK_S,
+            "profile": {"kind": "constant", "rate": 5, "duration_s": 1},
+            "workload": {"max_tokens": 8}}).json()
         time.sleep(5)
 
         second_cluster.stop()
+        outage_began = datetime.now(UTC)
         outage_ends = time.monotonic() + OUTAGE_S
         answers: list[int] = []
         while time.monotonic() < outage_ends:
@@ -89,6 +125,7 @@ def test_samples_survive_a_database_outage_exactly_once(
         assert 503 in answers, answers
         assert answers[-1] == 503
         second_cluster.start()
+        outage_ended = datetime.now(UTC)
         back = time.monotonic()
 
         deadline = back + 60
@@ -105,6 +142,22 @@ def test_samples_survive_a_database_outage_exactly_once(
             time.sleep(0.25)
         assert ready_after is not None, api.get("/readyz").text
         assert body.get("status") == "succeeded", (body, service.output()[-3000:])
+        api.patch(f"/api/v1/probes/{ticking['id']}", json={"enabled": False})
+        for _ in range(120):
+            stored_total, still_open = asyncio.run(all_samples(url))
+            if not still_open:
+                break
+            time.sleep(0.25)
+        assert not still_open
+
+    during = asyncio.run(ticks(url, int(ticking["id"]), outage_began, outage_ended))
+    assert len(during) >= OUTAGE_S / TICK_S - 2, (during, service.output()[-3000:])
+    assert {(trigger, status) for _, trigger, status, _ in during} == {
+        ("schedule", "succeeded")}, during
+    assert len({tick for tick, *_ in during}) == len(during)
+    assert all(attempts == 5 for *_, attempts in during), during
+    sent = sum(1 for line in truth.read_text().splitlines() if line.strip())
+    assert sent == stored_total, (sent, stored_total)
 
     summary = body["summary"]
     assert isinstance(summary, dict)
@@ -115,4 +168,5 @@ def test_samples_survive_a_database_outage_exactly_once(
     assert seqs == sorted(seqs), "samples of a run are written in order"
     assert sketches > 0
     print(f"outage {OUTAGE_S:.0f} s: {total} samples stored once; ready again "
-          f"{ready_after:.1f} s after the database came back")
+          f"{ready_after:.1f} s after the database came back; {len(during)} ticks due "
+          f"meanwhile ran and were stored once; {sent} requests sent, {stored_total} stored")

@@ -40,8 +40,9 @@ async def _database_checks(state: StateDep) -> dict[str, Any]:
 
 @router.get("/readyz")
 async def readyz(state: StateDep) -> JSONResponse:
-    """200 when the database answers, the schema is at head, the scheduler runs and buffered
-    samples are being written with room to spare; else 503 with the reason."""
+    """200 when the database answers, the schema is at head, the scheduler runs, buffered
+    samples are being written with room to spare and no tick measured during an outage waits
+    to be stored; else 503 with the reason."""
     try:
         checks = await asyncio.wait_for(_database_checks(state), READY_TIMEOUT_S)
     except Exception as exc:  # noqa: BLE001 - any failure makes the replica unready
@@ -54,6 +55,10 @@ async def readyz(state: StateDep) -> JSONResponse:
         f"nearly full ({buffer.samples} of {buffer.capacity} samples): new runs paused")
     checks["writer"] = "ok" if state.writer.last_error is None else (
         f"retrying ({state.writer.last_error}); {buffer.samples} samples waiting")
+    offline = state.executor.offline
+    if offline.pending:
+        checks["offline_runs"] = (f"{offline.pending} ticks measured while the database was "
+                                  f"unreachable wait to be stored ({offline.samples} samples)")
     ready = all(value == "ok" or value.startswith("ok (") for value in checks.values())
     return JSONResponse({"status": "ready" if ready else "not ready", "checks": checks},
                         status_code=200 if ready else 503)

@@ -1,0 +1,135 @@
+"""Ticks measured while the database is unreachable, held until it is back.
+
+When a claim cannot reach the database, the replica that owns the tick by rendezvous hashing
+over the replicas last seen alive (claims.tick_owner) runs it anyway, from the probe and
+endpoint it last read. Its samples and final record wait here, bounded like the write buffer
+(past the capacity further samples are dropped, counted and recorded on the run). When the
+database answers again, each held run is stored through the same unique claim as any tick
+(runs.claim_measured): the first measurement of a tick becomes its run, samples and final
+record going through the write buffer as usual; one that finds the tick already run elsewhere
+is kept as a sample-free `skipped` record (trigger `partition`), never as a second run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import TimeoutError as SATimeoutError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from sustain.probes.measure.sample import Sample
+from sustain.service.db import runs as run_queries
+from sustain.service.domain.finals import RunFinal
+from sustain.service.ingest.buffer import SampleBuffer
+
+logger = logging.getLogger(__name__)
+
+DATABASE_ERRORS = (OSError, DBAPIError, TimeoutError, SATimeoutError)
+
+
+@dataclass(slots=True)
+class HeldRun:
+    """One tick measured offline: what it measured and how it ended."""
+
+    probe_id: int
+    tick: datetime
+    started_at: datetime
+    samples: list[Sample] = field(default_factory=list)
+    dropped: int = 0
+    final: RunFinal | None = None
+
+
+@dataclass(slots=True)
+class OfflineSink:
+    """What an offline run puts its samples into (RunSink's interface)."""
+
+    store: OfflineRuns
+    run: HeldRun
+
+    def put(self, sample: Sample) -> None:
+        if self.store.samples >= self.store.capacity:
+            self.run.dropped += 1
+            return
+        self.run.samples.append(sample)
+        self.store.samples += 1
+
+    def finish(self, final: RunFinal) -> None:
+        self.run.final = final
+        self.store.finished.append(self.run)
+
+
+class OfflineRuns:
+    """The runs this replica measured during a database outage, until they are stored."""
+
+    def __init__(self, capacity: int, replica_id: str) -> None:
+        self.capacity = capacity
+        self.replica_id = replica_id
+        self.samples = 0
+        """Samples held, over all offline runs."""
+        self.finished: deque[HeldRun] = deque()
+        self.stored = 0
+        self.duplicates = 0
+
+    def open(self, probe_id: int, tick: datetime, started_at: datetime) -> OfflineSink:
+        return OfflineSink(self, HeldRun(probe_id, tick, started_at))
+
+    @property
+    def pending(self) -> int:
+        """Finished offline runs not yet stored."""
+        return len(self.finished)
+
+    async def store(self, sessions: async_sessionmaker[AsyncSession],
+                    buffer: SampleBuffer) -> int:
+        """Store the finished offline runs, oldest first, while the database answers; how
+        many were stored (as runs or as duplicates)."""
+        done = 0
+        while self.finished:
+            held = self.finished[0]
+            assert held.final is not None
+            try:
+                async with sessions.begin() as session:
+                    run_id = await run_queries.claim_measured(
+                        session, held.probe_id, held.tick, self.replica_id, held.started_at)
+                    if run_id is None:
+                        duplicate = await run_queries.record_partition_duplicate(
+                            session, held.probe_id, held.tick, self.replica_id,
+                            held.started_at, duplicate_error(self.replica_id,
+                                                             len(held.samples) + held.dropped))
+            except IntegrityError:
+                logger.info("probe %s was deleted during the outage; its tick %s measured "
+                            "offline is dropped", held.probe_id, held.tick)
+                self._forget(held)
+                continue
+            except DATABASE_ERRORS as exc:
+                logger.debug("offline runs wait for the database (%s)", type(exc).__name__)
+                return done
+            self._forget(held)
+            done += 1
+            if run_id is None:
+                self.duplicates += 1
+                logger.warning("tick %s of probe %s was measured elsewhere too during the "
+                               "outage; kept as skipped run %s", held.tick, held.probe_id,
+                               duplicate)
+                continue
+            self.stored += 1
+            sink = buffer.open(run_id, held.probe_id)
+            for sample in held.samples:
+                sink.put(sample)
+            sink.dropped += held.dropped
+            sink.finish(replace(held.final, run_id=run_id))
+            logger.info("tick %s of probe %s, measured during the outage, stored as run %s "
+                        "(%d samples)", held.tick, held.probe_id, run_id, len(held.samples))
+        return done
+
+    def _forget(self, held: HeldRun) -> None:
+        self.finished.popleft()
+        self.samples -= len(held.samples)
+
+
+def duplicate_error(replica: str, samples: int) -> str:
+    return (f"measured during a database outage by replica {replica} as well; the tick's "
+            f"run is another replica's, so these {samples} samples were not kept")
