@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from sustain.probes.client.sse import SSEEvent, size_text
 from sustain.probes.client.status import error_class_for_status
 from sustain.probes.client.target import ApiKind, Target
@@ -148,7 +150,7 @@ class StreamState:
             self.done = True
             return
         try:
-            payload = json.loads(event.data)
+            payload = orjson.loads(event.data)
         except (ValueError, RecursionError):
             self._fail(ErrorClass.PROTOCOL, "malformed JSON in SSE data")
             return
@@ -245,7 +247,7 @@ def _ms(delta_ns: int) -> float:
 def whole_response(raw: bytes, t_send_ns: int, end: int, status: int) -> Measurement:
     """Measure a non-streamed response body that ended at `end` (ns)."""
     try:
-        payload = json.loads(raw)
+        payload = orjson.loads(raw)
     except (ValueError, RecursionError):
         return failure(t_send_ns, status, ErrorClass.PROTOCOL, "malformed JSON response")
     if not isinstance(payload, dict):

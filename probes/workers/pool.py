@@ -12,12 +12,14 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import math
 import os
 import pickle
 import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from sustain.probes.client.egress import EgressPolicy
@@ -43,12 +45,25 @@ STOP_TIMEOUT_S = 5.0
 """At close, how long a worker may take to exit after its stdin closes."""
 
 
-def available_cpus() -> int:
-    """CPUs this process may run on (its affinity mask, so a container's cpuset counts)."""
+CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
+"""cgroup v2: the CPU quota of this process's group (a Kubernetes CPU limit), `max` or
+`QUOTA PERIOD` in microseconds."""
+
+
+def available_cpus(cpu_max: Path = CPU_MAX) -> int:
+    """CPUs this process may use: its affinity mask (a container's cpuset counts), lowered
+    to its cgroup's CPU quota rounded up (a pod limited to 1.5 CPUs gets 2)."""
     try:
-        return len(os.sched_getaffinity(0))
+        cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+        cpus = os.cpu_count() or 1
+    try:
+        quota, period = cpu_max.read_text().split()[:2]
+    except (OSError, ValueError):
+        return cpus
+    if quota == "max" or not quota.isdigit() or not period.isdigit() or int(period) == 0:
+        return cpus
+    return max(1, min(cpus, math.ceil(int(quota) / int(period))))
 
 
 class WorkerDiedError(Exception):
