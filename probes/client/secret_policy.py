@@ -13,10 +13,11 @@ resolved, is under the secret directory (SUSTAIN_SECRET_DIR), and never under /p
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -50,6 +51,14 @@ class SecretPolicy:
     forbidden_values: frozenset[str] = field(default=frozenset(), repr=False)
     """sustain's own credentials (the database URL, its password, the admin key): a variable
     or file holding one of them is refused, whatever its name."""
+    forbidden_digests: frozenset[str] = field(default=frozenset(), repr=False)
+    """The same, as SHA-256 hex digests: what a measurement worker is given, so that the
+    credentials themselves never reach the process that talks to endpoints."""
+
+    def without_values(self) -> SecretPolicy:
+        """This policy with its forbidden values kept only as digests (for a worker)."""
+        return replace(self, forbidden_values=frozenset(), forbidden_digests=frozenset(
+            {*self.forbidden_digests, *(_digest(v) for v in self.forbidden_values)}))
 
     def check(self, ref: str, environ: Mapping[str, str] | None = None) -> str | None:
         """Why `ref` may not be resolved, or None. With `environ`, a variable holding one of
@@ -84,7 +93,15 @@ class SecretPolicy:
 
     def holds_forbidden(self, value: str | None) -> bool:
         """Whether a resolved value is one of sustain's own credentials."""
-        return value is not None and value.strip() in self.forbidden_values
+        if value is None:
+            return False
+        stripped = value.strip()
+        return stripped in self.forbidden_values or (
+            bool(self.forbidden_digests) and _digest(stripped) in self.forbidden_digests)
+
+
+def _digest(value: str) -> str:
+    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def own_credentials(*values: str | None) -> frozenset[str]:

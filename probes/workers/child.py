@@ -40,6 +40,9 @@ from sustain.probes.workload.dataset import DatasetError
 logger = logging.getLogger("sustain.worker")
 
 BATCH_SAMPLES = 256
+BATCH_BYTES = 1 << 20
+"""A batch is sent once it holds this many samples or about this many bytes (a sample with
+thousands of inter-token gaps is large), far below wire.MAX_MESSAGE_BYTES."""
 BATCH_S = 0.05
 """Samples reach the parent at most this many seconds after they were measured."""
 
@@ -62,8 +65,11 @@ class Worker:
     runs: dict[int, OpenRun] = field(default_factory=dict)
     outbox: dict[int, list[wire.Row]] = field(default_factory=dict)
     queued: int = 0
+    queued_bytes: int = 0
     flush_at: asyncio.TimerHandle | None = None
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    closed: set[int] = field(default_factory=set)
+    """Runs closed while they were still being opened."""
 
     def send(self, message: wire.Message) -> None:
         self.write(wire.pack(message))
@@ -86,7 +92,9 @@ class Worker:
                 stop.set(str(message.get("reason", "stopped")))
         elif op == "close" and isinstance(key, int):
             closed = self.runs.pop(key, None)
-            if closed is not None and closed.task is not None:
+            if closed is None:
+                self.closed.add(key)
+            elif closed.task is not None:
                 closed.task.cancel()
         else:
             logger.warning("unknown message %r from the parent", op)
@@ -100,9 +108,9 @@ class Worker:
     async def open(self, key: int, message: wire.Message) -> None:
         """Prepare a run (in a thread: reading a secret, a dataset, a tokenizer)."""
         assert self.clients is not None
-        target: Target = pickle.loads(message["target"])
-        warm_clients(self.clients, target)
         try:
+            target: Target = pickle.loads(message["target"])
+            warm_clients(self.clients, target)
             prepare = await asyncio.to_thread(
                 prepare_requests, self.clients, target, pickle.loads(message["workload"]),
                 pickle.loads(message["secrets"]), pickle.loads(message["datasets"]))
@@ -117,49 +125,53 @@ class Worker:
             self.send({"op": "failed", "run": key, "kind": "internal",
                        "error": type(exc).__name__})
         else:
+            if key in self.closed:
+                self.closed.discard(key)
+                return
             self.runs[key] = OpenRun(prepare)
             self.send({"op": "opened", "run": key})
 
     async def stage(self, key: int, run: OpenRun, stop: RunStop,
                     message: wire.Message) -> None:
         """Run one shard of one stage from the common start; then flush its samples and say
-        how many requests it sent and why it stopped early, if it did."""
-        shard: Shard = pickle.loads(message["shard"])
-        assert shard.stage is not None
-        clock = RunClock(int(message["clock_ns"]), pickle.loads(message["clock_wall"]))
-        start_ns = int(message["start_ns"])
-        limit = message.get("max_sends")
-        limit_reason = str(message.get("limit_reason", "stopped at the run's request limit"))
+        how many requests it sent and why it stopped early, if it did; or, if the worker
+        failed, why (the parent fails the run, as an exception fails it in-process)."""
         sends = 0
-
-        def prepare(seq: int) -> Request:
-            nonlocal sends
-            sends += 1
-            if limit is not None and sends >= limit:
-                stop.set(limit_reason)
-            return run.prepare(seq)
-
-        def measured(sample: Sample) -> None:
-            self.queue(key, sample)
-
-        ctx = StageContext(clock=clock, seqs=shard.seqs(int(message["seq"])),
-                           stage=int(message["index"]), on_sample=measured)
-        offsets = shard.offsets() if isinstance(shard.stage, OpenStage) else None
-
-        async def drive() -> tuple[list[Sample], float]:
-            await sleep_until_ns(start_ns)
-            return await run_stage(shard.stage, prepare, ctx,  # type: ignore[arg-type]
-                                   offsets=offsets, origin_ns=start_ns)
-
         try:
+            shard: Shard = pickle.loads(message["shard"])
+            assert shard.stage is not None
+            clock = RunClock(int(message["clock_ns"]), pickle.loads(message["clock_wall"]))
+            start_ns = int(message["start_ns"])
+            limit = message.get("max_sends")
+            limit_reason = str(message.get("limit_reason", "stopped at the run's request limit"))
+
+            def prepare(seq: int) -> Request:
+                nonlocal sends
+                sends += 1
+                if limit is not None and sends >= limit:
+                    stop.set(limit_reason)
+                return run.prepare(seq)
+
+            def measured(sample: Sample) -> None:
+                self.queue(key, sample)
+
+            ctx = StageContext(clock=clock, seqs=shard.seqs(int(message["seq"])),
+                               stage=int(message["index"]), on_sample=measured)
+            offsets = shard.offsets() if isinstance(shard.stage, OpenStage) else None
+            stage = shard.stage
+
+            async def drive() -> tuple[list[Sample], float]:
+                await sleep_until_ns(start_ns)
+                return await run_stage(stage, prepare, ctx, offsets=offsets,
+                                       origin_ns=start_ns)
+
             with quiet_gc():
                 outcome = await unless_stopped(drive(), stop)
         except Exception as exc:
             logger.exception("stage %s of run %s failed", message.get("index"), key)
             self.flush()
             self.send({"op": "stage_done", "run": key, "sends": sends,
-                       "stopped": f"internal error in the measurement worker: "
-                                  f"{type(exc).__name__}"})
+                       "error": type(exc).__name__})
             return
         self.flush()
         self.send({"op": "stage_done", "run": key, "sends": sends,
@@ -168,7 +180,8 @@ class Worker:
     def queue(self, key: int, sample: Sample) -> None:
         self.outbox.setdefault(key, []).append(wire.sample_row(sample))
         self.queued += 1
-        if self.queued >= BATCH_SAMPLES:
+        self.queued_bytes += 128 + 9 * len(sample.measurement.itl_ms)
+        if self.queued >= BATCH_SAMPLES or self.queued_bytes >= BATCH_BYTES:
             self.flush()
         elif self.flush_at is None:
             self.flush_at = asyncio.get_running_loop().call_later(BATCH_S, self.flush)
@@ -180,7 +193,7 @@ class Worker:
         for key, rows in self.outbox.items():
             self.send({"op": "samples", "run": key, "rows": rows})
         self.outbox = {}
-        self.queued = 0
+        self.queued = self.queued_bytes = 0
 
 
 def warm_clients(clients: HttpClients, target: Target) -> None:
@@ -205,8 +218,12 @@ class ParentPipe(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.decoder.feed(data)
         for message in self.decoder:
-            if isinstance(message, dict):
+            if not isinstance(message, dict):
+                continue
+            try:
                 self.worker.handle(message)
+            except Exception:  # a message this worker cannot act on: say so, keep serving
+                logger.exception("cannot handle %r from the parent", message.get("op"))
 
     def connection_lost(self, exc: Exception | None) -> None:  # noqa: ARG002
         if not self.closed.done():

@@ -50,11 +50,18 @@ def stage_start_ms(stage: Stage, samples: list[Sample], start_ms: float) -> floa
     return start_ms + getattr(stage, "warmup_s", 0.0) * 1000.0
 
 
-def request_shares(budget: RunBudget | None, sent: int, shards: int) -> list[int | None]:
-    """How many requests each shard may still send under the run's request budget."""
+def request_shares(budget: RunBudget | None, sent: int, shards: list[Shard]
+                   ) -> list[int | None]:
+    """How many requests each shard may still send under the run's request budget: the rest
+    of it divided among the shards that send in this stage (the others get none)."""
     if budget is None:
-        return [None] * shards
-    return list(split_count(max(0, budget.requests - sent), shards))
+        return [None] * len(shards)
+    active = [index for index, shard in enumerate(shards) if shard.stage is not None]
+    shares: list[int | None] = [0] * len(shards)
+    for index, share in zip(active, split_count(max(0, budget.requests - sent),
+                                                max(1, len(active))), strict=False):
+        shares[index] = share
+    return shares
 
 
 async def conduct(channels: list[RunChannel], profile: LoadProfile, slo: SloThresholds | None,
@@ -91,9 +98,9 @@ async def conduct(channels: list[RunChannel], profile: LoadProfile, slo: SloThre
                 channel.clock = clock
                 channel.on_sample = measured
             start_ns = time.perf_counter_ns() + START_LEAD_NS
-            done = await run_shards(channels, shard_stage(stage, len(channels)), index, seq,
-                                    start_ns, request_shares(budget, sent, len(channels)),
-                                    limit_reason, stop)
+            shards = shard_stage(stage, len(channels))
+            done = await run_shards(channels, shards, index, seq, start_ns,
+                                    request_shares(budget, sent, shards), limit_reason, stop)
             seq = next_base(seq, len(channels), [d.sends for d in done])
             sent += sum(d.sends for d in done)
             interrupted = stop.is_set

@@ -10,6 +10,7 @@ in the error (the samples it had sent stay theirs), and a new one takes its plac
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import itertools
 import logging
 import math
@@ -17,13 +18,13 @@ import os
 import pickle
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sustain.probes.client.egress import EgressPolicy
-from sustain.probes.client.secret_policy import SecretPolicy
+from sustain.probes.client.secret_policy import FORBIDDEN_ENV, SecretPolicy
 from sustain.probes.client.secrets import SecretUnavailableError
 from sustain.probes.client.target import Target
 from sustain.probes.load.clock import RunClock
@@ -66,6 +67,14 @@ def available_cpus(cpu_max: Path = CPU_MAX) -> int:
     return max(1, min(cpus, math.ceil(int(quota) / int(period))))
 
 
+def worker_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment a worker starts with: the service's, without sustain's own settings
+    (its database URL and admin key among them) and the variables database clients read
+    credentials from (secret_policy.FORBIDDEN_ENV, which no secret reference may name)."""
+    return {name: value for name, value in environ.items()
+            if not any(fnmatch.fnmatchcase(name, glob) for glob in FORBIDDEN_ENV)}
+
+
 class WorkerDiedError(Exception):
     """The worker measuring (part of) a run exited; the message says how."""
 
@@ -101,15 +110,27 @@ class RunChannel:
         self._opened: asyncio.Future[None] | None = None
         self._stage: asyncio.Future[StageDone] | None = None
         self.closed = False
+        self.failed: Exception | None = None
+        """Why this conversation cannot go on (its worker died); raised by every call."""
+
+    def _future(self) -> asyncio.Future[Any]:
+        """A future for the next answer; raises at once when the worker is already gone
+        (a message to a dead worker would never be answered)."""
+        if self.failed is None and self.worker.dead is not None:
+            self.failed = self.worker.dead
+        if self.failed is not None:
+            raise self.failed
+        return asyncio.get_running_loop().create_future()
 
     async def open(self, target: Target, workload: Workload, secrets: SecretPolicy,
                    datasets: DatasetPolicy) -> None:
         """Prepare the run on the worker; raises what preparing raises in-process
         (SecretUnavailableError, DatasetError, ValueError) or WorkerDiedError."""
-        self._opened = asyncio.get_running_loop().create_future()
+        self._opened = self._future()
         self.worker.send({"op": "open", "run": self.key, "target": pickle.dumps(target),
                           "workload": pickle.dumps(workload),
-                          "secrets": pickle.dumps(secrets), "datasets": pickle.dumps(datasets)})
+                          "secrets": pickle.dumps(secrets.without_values()),
+                          "datasets": pickle.dumps(datasets)})
         await self._opened
 
     async def stage(self, index: int, shard: Shard, seq: int, start_ns: int,
@@ -117,7 +138,7 @@ class RunChannel:
         """Run `shard` of stage `index` from `start_ns` (perf_counter_ns), its sequence
         numbers from `seq`, sending at most `max_sends` requests."""
         assert self.clock is not None
-        self._stage = asyncio.get_running_loop().create_future()
+        self._stage = self._future()
         self.worker.send({"op": "stage", "run": self.key, "index": index,
                           "shard": pickle.dumps(shard), "seq": seq, "start_ns": start_ns,
                           "clock_ns": self.clock.origin_ns,
@@ -143,6 +164,10 @@ class RunChannel:
             for row in message["rows"]:
                 self.on_sample(wire.row_sample(row, self.clock))
         elif op == "stage_done" and self._stage is not None and not self._stage.done():
+            if message.get("error") is not None:
+                self._stage.set_exception(RuntimeError(
+                    f"internal error in the measurement worker: {message['error']}"))
+                return
             stopped = message.get("stopped")
             self._stage.set_result(StageDone(int(message["sends"]),
                                              None if stopped is None else str(stopped)))
@@ -153,6 +178,7 @@ class RunChannel:
                                                    str(message["error"])))
 
     def fail(self, error: Exception) -> None:
+        self.failed = error
         for future in (self._opened, self._stage):
             if future is not None and not future.done():
                 future.set_exception(error)
@@ -192,7 +218,8 @@ class WorkerProcess:
                     ) -> WorkerProcess:
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "sustain.probes.workers.child",
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            env=worker_environment(os.environ))
         worker = cls(process, on_exit)
         worker.send({"op": "config", **config})
         try:
@@ -311,18 +338,25 @@ class WorkerPool:
                 f"the run asks for {count} workers; at most {self.size} "
                 "(SUSTAIN_MEASURE_WORKERS)")
         async with self._lock:
-            chosen = sorted((w for w in self._workers if w.load == 0), key=lambda w: w.pid)
-            chosen = chosen[:count]
-            wanted = min(count - len(chosen), self.size - len(self._workers))
+            alive = [w for w in self._workers if w.dead is None]
+            chosen = sorted((w for w in alive if w.load == 0), key=lambda w: w.pid)[:count]
+            wanted = min(count - len(chosen), self.size - len(alive))
             if wanted > 0:
-                started = await asyncio.gather(
-                    *(WorkerProcess.start(self._config, self._exited) for _ in range(wanted)))
+                outcomes = await asyncio.gather(
+                    *(WorkerProcess.start(self._config, self._exited) for _ in range(wanted)),
+                    return_exceptions=True)
+                started = [o for o in outcomes if isinstance(o, WorkerProcess)]
                 self._workers.extend(started)
                 chosen.extend(started)
+                for outcome in outcomes:
+                    if isinstance(outcome, BaseException):
+                        raise outcome
             if len(chosen) < count:
-                busy = sorted((w for w in self._workers if w not in chosen),
+                busy = sorted((w for w in self._workers if w not in chosen and w.dead is None),
                               key=lambda w: w.load)
                 chosen.extend(busy[:count - len(chosen)])
+            if len(chosen) < count:
+                raise WorkerDiedError("measurement workers exited while the run was starting")
             return chosen
 
     async def measure(self, target: Target, workload: Workload, profile: LoadProfile,

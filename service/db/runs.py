@@ -93,6 +93,8 @@ CLAIM_MEASURED = text("""
         SET status = 'running', claimed_by = EXCLUDED.claimed_by,
             started_at = EXCLUDED.started_at, finished_at = NULL, error = NULL
         WHERE runs.status = 'missed'
+           OR (runs.status = 'running' AND runs.claimed_by = EXCLUDED.claimed_by
+               AND runs.started_at = EXCLUDED.started_at)
     RETURNING id
 """)
 
@@ -100,9 +102,10 @@ CLAIM_MEASURED = text("""
 async def claim_measured(session: AsyncSession, probe_id: int, tick: datetime, replica: str,
                          started_at: datetime) -> int | None:
     """Store a tick this replica measured while the database was unreachable: a new
-    `running` run to receive its samples and final record, or the tick's `missed` record
-    taken over (no replica could start it: this one did, offline); None when the tick
-    already has a run of its own (another replica measured it too)."""
+    `running` run to receive its samples and final record, the tick's `missed` record taken
+    over (no replica could start it: this one did, offline), or this very run again (an
+    earlier try committed but its answer was lost); None when the tick already has a run of
+    its own (another replica measured it too)."""
     await lock_probe(session, probe_id)
     row = (await session.execute(CLAIM_MEASURED, {
         "probe_id": probe_id, "tick": tick, "replica": replica,

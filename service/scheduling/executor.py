@@ -36,13 +36,15 @@ from sustain.service.scheduling.offline import OfflineRuns, OfflineSink
 
 logger = logging.getLogger(__name__)
 
+OFFLINE_STORE_AT_CLOSE_S = 5.0
 CANCEL_POLL_S = 0.5
 """How often a replica with runs in flight asks the database whether any was cancelled (or
 its probe deleted), wherever the cancel was asked: a cancel takes effect within about this."""
 CANCELLED = "cancelled on request"
 CLAIM_TIMEOUT_S = 3.0
-"""A claim the database has not answered by then is taken as an outage: the tick is run
-offline by its owner (see offline.py)."""
+"""A claim that cannot get a database connection by then is taken as an outage: the tick is
+run offline by its owner (see offline.py). Only the connection is timed: a claim cut short
+after its insert was sent could be committed without this replica knowing."""
 
 
 class RunExecutor:
@@ -169,8 +171,15 @@ class RunExecutor:
             await asyncio.sleep(delay)
             if not self.claiming:
                 return None
+        if probe_id in self._running:  # a run measured offline is still going here
+            logger.warning("tick %s of probe %s skipped: its previous run is still going",
+                           tick, probe_name)
+            self.metrics.ticks_skipped.labels(probe_name, "overlap").inc()
+            return None
         try:
-            async with asyncio.timeout(CLAIM_TIMEOUT_S), self.sessions.begin() as session:
+            async with self.sessions.begin() as session:
+                async with asyncio.timeout(CLAIM_TIMEOUT_S):  # nothing is written yet
+                    await session.connection()
                 claim = await run_queries.claim_scheduled(session, probe_id, tick,
                                                           self.replica_id)
                 if claim is None or claim.skipped:
@@ -325,7 +334,8 @@ class RunExecutor:
                            final.error)
 
     async def close(self) -> None:
-        """Cancel runs in flight; each marks itself abandoned."""
+        """Cancel runs in flight; each marks itself abandoned. Ticks measured during an
+        outage get one last try at being stored (before the writer's final flush)."""
         if self._watcher is not None:
             self._watcher.cancel()
             await asyncio.gather(self._watcher, return_exceptions=True)
@@ -333,3 +343,13 @@ class RunExecutor:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if self.offline.pending:
+            try:
+                async with asyncio.timeout(OFFLINE_STORE_AT_CLOSE_S):
+                    await self.offline.store(self.sessions, self.buffer)
+            except TimeoutError:
+                pass
+            if self.offline.pending:
+                logger.error("%d ticks measured while the database was unreachable are lost "
+                             "at shutdown (%d samples)", self.offline.pending,
+                             self.offline.samples)

@@ -59,6 +59,7 @@ class OfflineSink:
 
     def finish(self, final: RunFinal) -> None:
         self.run.final = final
+        self.store.measuring -= 1
         self.store.finished.append(self.run)
 
 
@@ -71,25 +72,31 @@ class OfflineRuns:
         self.samples = 0
         """Samples held, over all offline runs."""
         self.finished: deque[HeldRun] = deque()
+        self.measuring = 0
+        """Offline runs still measuring."""
         self.stored = 0
         self.duplicates = 0
 
     def open(self, probe_id: int, tick: datetime, started_at: datetime) -> OfflineSink:
+        self.measuring += 1
         return OfflineSink(self, HeldRun(probe_id, tick, started_at))
 
     @property
     def pending(self) -> int:
-        """Finished offline runs not yet stored."""
-        return len(self.finished)
+        """Offline runs not yet stored: finished, or still measuring."""
+        return len(self.finished) + self.measuring
 
     async def store(self, sessions: async_sessionmaker[AsyncSession],
                     buffer: SampleBuffer) -> int:
-        """Store the finished offline runs, oldest first, while the database answers; how
-        many were stored (as runs or as duplicates)."""
+        """Store the finished offline runs, oldest first, while the database answers and the
+        write buffer has room for each one's samples; how many were stored (as runs or as
+        duplicates)."""
         done = 0
         while self.finished:
             held = self.finished[0]
             assert held.final is not None
+            if buffer.samples + len(held.samples) > buffer.capacity and buffer.samples:
+                return done  # the buffer drains first, so no held sample is dropped
             try:
                 async with sessions.begin() as session:
                     run_id = await run_queries.claim_measured(

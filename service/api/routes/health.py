@@ -57,8 +57,9 @@ async def readyz(state: StateDep) -> JSONResponse:
         f"retrying ({state.writer.last_error}); {buffer.samples} samples waiting")
     offline = state.executor.offline
     if offline.pending:
-        checks["offline_runs"] = (f"{offline.pending} ticks measured while the database was "
-                                  f"unreachable wait to be stored ({offline.samples} samples)")
+        checks["offline_runs"] = (f"{offline.pending} ticks measured (or still measuring) "
+                                  "while the database was unreachable wait to be stored "
+                                  f"({offline.samples} samples)")
     ready = all(value == "ok" or value.startswith("ok (") for value in checks.values())
     return JSONResponse({"status": "ready" if ready else "not ready", "checks": checks},
                         status_code=200 if ready else 503)

@@ -102,3 +102,23 @@ async def test_a_tick_run_elsewhere_too_is_kept_as_a_sample_free_skipped_record(
                             "ON r.id = s.run_id WHERE r.probe_id = :p", p=probe_id))[0]
     assert count == 0
     assert runtime.executor.offline.duplicates == 1
+
+
+@pytest.mark.usefixtures("api")
+async def test_storing_a_held_run_again_after_a_lost_answer_keeps_one_run(
+        app: FastAPI) -> None:
+    """The insert committed but the answer never came: the retry finds its own run, not a
+    duplicate."""
+    runtime = runtime_of(app)
+    probe_id = await create_probe_rows(runtime.engine, "retry")
+    started = TICK + timedelta(seconds=1)
+    async with runtime.engine.begin() as connection:
+        await connection.execute(text(
+            "INSERT INTO runs (probe_id, trigger, scheduled_for, status, claimed_by, started_at)"
+            " VALUES (:p, 'schedule', :t, 'running', :r, :s)"),
+            {"p": probe_id, "t": TICK, "r": runtime.replica_id, "s": started})
+    await hold(runtime.executor.offline, probe_id, TICK, 9, seed=4)
+    await stored_when_written(runtime)
+    rows = await fetch(runtime.engine, "SELECT trigger, status, attempts FROM runs "
+                       "WHERE probe_id = :p", p=probe_id)
+    assert rows == [("schedule", "succeeded", 9)]

@@ -9,6 +9,7 @@ import os
 import signal
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from sustain.probes.measure.percentiles import distribution
 from sustain.probes.measure.sample import Sample
 from sustain.probes.runner import RunBudget, RunStop, TooManyWorkersError, execute
 from sustain.probes.workers.pool import WorkerDiedError, WorkerPool
+from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.probes.workload.spec import Workload
 from tests.conftest import SimulatorHandle
 
@@ -159,3 +161,35 @@ async def test_a_worker_that_dies_fails_its_run_and_is_replaced(
         assert pool.replaced == 1
         again = await pool.measure(target(simulator), SHORT, parse_profile({"kind": "single"}))
         assert again.summary.successes == 1
+
+
+async def test_a_worker_holds_none_of_sustain_s_credentials(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The process that talks to endpoints never has the database URL or the admin key:
+    not in its environment, and a secret policy reaches it with their digests only."""
+    monkeypatch.setenv("SUSTAIN_ADMIN_KEY", "sk_sustain_" + "k" * 43)
+    monkeypatch.setenv("SUSTAIN_DATABASE_URL", "postgresql://u:hunter2@db/sustain")
+    monkeypatch.setenv("PGPASSWORD", "hunter2")
+    monkeypatch.setenv("TEST_ALLOWED", "fine")
+    async with WorkerPool(1) as pool:
+        (worker,) = await pool.lease(1)
+        environ = await asyncio.to_thread(Path(f"/proc/{worker.pid}/environ").read_bytes)
+    assert b"hunter2" not in environ
+    assert b"sk_sustain_" not in environ
+    assert b"TEST_ALLOWED=fine" in environ
+
+
+async def test_a_run_on_a_worker_that_just_died_fails_at_once(
+        simulator: SimulatorHandle) -> None:
+    async with WorkerPool(1) as pool:
+        (worker,) = await pool.lease(1)
+        channel = worker.channel(99)
+        os.kill(worker.pid, signal.SIGKILL)
+        await worker.process.wait()
+        for _ in range(100):
+            if worker.dead is not None:
+                break
+            await asyncio.sleep(0.02)
+        with pytest.raises(WorkerDiedError, match="SIGKILL"):
+            await asyncio.wait_for(channel.open(target(simulator), SHORT, SecretPolicy(),
+                                                DatasetPolicy()), 5)
