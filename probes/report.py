@@ -34,6 +34,8 @@ def summary_report(summary: RunSummary) -> dict[str, Any]:
         "duration_s": summary.duration_s,
         "output_tokens": summary.output_tokens,
         "output_tokens_estimated": summary.output_tokens_estimated,
+        "cached_tokens": summary.cached_tokens,
+        "cache_hit_ratio": summary.cache_hit_ratio,
     }
     for key in LATENCY_KEYS:
         report[key] = latency_stats(getattr(summary, key))

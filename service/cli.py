@@ -297,6 +297,13 @@ def probe(
     output_tokens: Annotated[int, typer.Option(help="max_tokens per request.")] = 64,
     no_stream: Annotated[bool, typer.Option("--no-stream", help="Ask for whole responses.")]
     = False,
+    allow_cache: Annotated[bool, typer.Option(
+        "--allow-cache", help="Send the same prompts every run, so a prefix-caching server "
+        "may serve them from its cache (default: a fresh salt per request keeps every "
+        "prefill cold).")] = False,
+    shared_prefix_tokens: Annotated[int, typer.Option(
+        help="A stable shared prefix of this many tokens before the salt (a system prompt "
+        "the cache may serve).")] = 0,
     header: Annotated[list[str] | None, typer.Option(
         help="Extra request header NAME:VALUE (repeatable).")] = None,
     api_key_env: Annotated[str | None, typer.Option(
@@ -383,6 +390,11 @@ def simulate(
     = "none",
     fault_rate: Annotated[float, typer.Option(help="Fraction of requests with --fault.")] = 0.0,
     seed: Annotated[int, typer.Option(help="Seed for jitter and fault selection.")] = 0,
+    prefill_ms_per_token: Annotated[float, typer.Option(
+        help="Added to TTFT per prompt token not served from the prefix cache, ms.")] = 0.0,
+    no_prefix_cache: Annotated[bool, typer.Option(
+        "--no-prefix-cache", help="Do not emulate prefix caching (nor report cached_tokens).")]
+    = False,
     ttft_sigma: Annotated[float, typer.Option(help="Lognormal jitter of TTFT (sigma).")] = 0.0,
     itl_sigma: Annotated[float, typer.Option(help="Lognormal jitter of ITL (sigma).")] = 0.0,
     max_batch: Annotated[int | None, typer.Option(
@@ -407,8 +419,8 @@ def simulate(
         raise typer.Exit(2) from None
     problems = [
         "--fault-rate must be in [0, 1]" if not 0.0 <= fault_rate <= 1.0 else "",
-        "--ttft-ms, --itl-ms and --output-tokens must be >= 0"
-        if min(ttft_ms, itl_ms, output_tokens) < 0 else "",
+        "--ttft-ms, --itl-ms, --output-tokens and --prefill-ms-per-token must be >= 0"
+        if min(ttft_ms, itl_ms, output_tokens, prefill_ms_per_token) < 0 else "",
         "--ttft-sigma and --itl-sigma must be >= 0" if min(ttft_sigma, itl_sigma) < 0 else "",
         "--max-batch must be >= 1" if max_batch is not None and max_batch < 1 else "",
         "--error-every must be >= 0" if error_every < 0 else "",
@@ -426,6 +438,8 @@ def simulate(
                              model=model, fault=chosen, fault_rate=fault_rate, seed=seed,
                              api_key=api_key, ttft_sigma=ttft_sigma, itl_sigma=itl_sigma,
                              max_batch=max_batch, error_every=error_every,
+                             prefill_ms_per_token=prefill_ms_per_token,
+                             prefix_cache=not no_prefix_cache,
                              truth_log=None if truth_log is None else str(truth_log))
     console.print(f"simulator on http://{host}:{port}/v1 (ttft {ttft_ms} ms, itl {itl_ms} ms)")
     serve_simulator(config, host, port)

@@ -205,6 +205,14 @@ class Metrics:
         self.output_tokens = Counter(
             "sustain_output_tokens", "Output tokens of successful probe requests.",
             labels, registry=self.registry)
+        self.prompt_tokens = Counter(
+            "sustain_prompt_tokens", "Prompt tokens of successful probe requests, as the "
+            "server counted them.", labels, registry=self.registry)
+        self.cached_tokens = Counter(
+            "sustain_cached_tokens", "Prompt tokens of successful probe requests that the "
+            "server served from its prefix cache (where it reports them): divided by "
+            "sustain_prompt_tokens_total, the cache hit ratio.", labels,
+            registry=self.registry)
         self.runs = Counter(
             "sustain_runs", "Finished runs by status.", ["probe", "status"],
             registry=self.registry)
@@ -260,6 +268,10 @@ class Metrics:
             if sample.outcome is not Outcome.SUCCESS:
                 continue
             self.output_tokens.labels(*series).inc(m.output_tokens)
+            if m.input_tokens is not None:
+                self.prompt_tokens.labels(*series).inc(m.input_tokens)
+                if m.cached_tokens is not None:
+                    self.cached_tokens.labels(*series).inc(m.cached_tokens)
             self.e2e.labels(*series).observe(m.e2e_ms / 1000.0)
             if m.ttft_ms is not None:
                 self.ttft.labels(*series).observe(m.ttft_ms / 1000.0)

@@ -89,7 +89,8 @@ def build(flags: ProbeFlags, limits: LoadLimits | None = None) -> OneShot:
     try:
         endpoint = EndpointCreate.model_validate(endpoint_fields(flags))
         workload = Workload(input_tokens=flags.input_tokens, max_tokens=flags.output_tokens,
-                            stream=flags.stream)
+                            stream=flags.stream, cache="allow" if flags.allow_cache else "defeat",
+                            shared_prefix_tokens=flags.shared_prefix_tokens)
         slo = SloThresholds(ttft_ms=flags.slo_ttft_ms, tpot_ms=flags.slo_tpot_ms,
                             e2e_ms=flags.slo_e2e_ms)
     except ValidationError as exc:

@@ -35,6 +35,7 @@ FLAG_OF = {
     "kind": "--profile", "ttft_ms": "--slo-ttft-ms", "tpot_ms": "--slo-tpot-ms",
     "e2e_ms": "--slo-e2e-ms", "method": "--method", "expected_status": "--expect-status",
     "body_contains": "--expect-body", "path": "BASE_URL", "workers": "--workers",
+    "cache": "--allow-cache", "shared_prefix_tokens": "--shared-prefix-tokens",
 }
 """The flag behind each field of EndpointCreate, Workload, SloThresholds and LoadProfile."""
 
@@ -121,6 +122,8 @@ class ProbeFlags(BaseModel):
     input_tokens: int = 32
     output_tokens: int = 64
     no_stream: bool = False
+    allow_cache: bool = False
+    shared_prefix_tokens: int = 0
     api_key_env: str | None = None
     slo_ttft_ms: float | None = None
     slo_tpot_ms: float | None = None

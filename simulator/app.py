@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from sustain.simulator.config import FAULT_HEADER, Fault, SimulatorConfig
+from sustain.simulator.prefix_cache import PrefixCache
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -44,11 +45,13 @@ async def _sleep_until(deadline: float) -> None:
 class _Completion:
     """One simulated generation, chat or text completion, shaped like vLLM's responses."""
 
-    def __init__(self, chat: bool, model: str, tokens: int, prompt_tokens: int) -> None:
+    def __init__(self, chat: bool, model: str, tokens: int, prompt_tokens: int,
+                 cached_tokens: int | None = None) -> None:
         self.chat = chat
         self.model = model
         self.tokens = tokens
         self.prompt_tokens = prompt_tokens
+        self.cached_tokens = cached_tokens
         self.id = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex[:16]
         self.created = int(time.time())
 
@@ -71,12 +74,15 @@ class _Completion:
             return self.chunk({"delta": delta, "finish_reason": finish})
         return self.chunk({"text": text or "", "finish_reason": finish})
 
-    def usage(self) -> dict[str, int]:
-        return {
+    def usage(self) -> dict[str, Any]:
+        usage: dict[str, Any] = {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.tokens,
             "total_tokens": self.prompt_tokens + self.tokens,
         }
+        if self.cached_tokens is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens}
+        return usage
 
     def whole(self, finish: str) -> dict[str, Any]:
         text = "".join(self.token(k) for k in range(self.tokens))
@@ -95,13 +101,14 @@ class _Completion:
         }
 
 
-def _prompt_tokens(body: dict[str, Any]) -> int:
+def _prompt_words(body: dict[str, Any]) -> list[str]:
+    """The prompt's tokens: one per whitespace-separated word, over every message."""
     messages = body.get("messages")
     if isinstance(messages, list):
         text = " ".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
     else:
         text = str(body.get("prompt", ""))
-    return len(text.split())
+    return text.split()
 
 
 async def _read_body(receive: Receive) -> bytes | None:
@@ -137,6 +144,7 @@ class SimulatorApp:
         self._rng = random.Random(config.seed)
         self._generations = 0
         self._slots = None if config.max_batch is None else asyncio.Semaphore(config.max_batch)
+        self._cache = PrefixCache() if config.prefix_cache else None
         self._truth = None if config.truth_log is None else open(  # noqa: SIM115
             config.truth_log, "a", encoding="utf-8", buffering=1)
 
@@ -239,8 +247,10 @@ class SimulatorApp:
         limit = max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else None
         tokens = config.output_tokens if limit is None else min(limit, config.output_tokens)
         finish = "length" if limit is not None and limit <= config.output_tokens else "stop"
+        words = _prompt_words(body)
+        cached = None if self._cache is None else self._cache.admit(words)
         completion = _Completion(chat, str(body.get("model", config.model)),
-                                 0 if fault is Fault.EMPTY else tokens, _prompt_tokens(body))
+                                 0 if fault is Fault.EMPTY else tokens, len(words), cached)
         if self._slots is None:
             await self._respond(scope, send, body, completion, arrival, fault, finish)
             return
@@ -252,7 +262,9 @@ class SimulatorApp:
                        finish: str) -> None:
         config = self.config
         start = time.perf_counter()
-        first = start + self._jitter(config.ttft_ms, config.ttft_sigma)
+        prefill = completion.prompt_tokens - (completion.cached_tokens or 0)
+        first = start + self._jitter(config.ttft_ms, config.ttft_sigma) + \
+            config.prefill_ms_per_token * prefill / 1000.0
         token_times = [first]
         for _ in range(max(completion.tokens - 1, 0)):
             token_times.append(token_times[-1] + self._jitter(config.itl_ms, config.itl_sigma))

@@ -32,6 +32,12 @@ class SimulatorConfig:
     """Delay from the start of generation to the first content token (median when jittered)."""
     itl_ms: float = 10.0
     """Delay between successive tokens (median when jittered)."""
+    prefill_ms_per_token: float = 0.0
+    """Added to TTFT per prompt token not served from the prefix cache (a cold prefill costs
+    more than a cached one, as on a real server)."""
+    prefix_cache: bool = True
+    """Emulate prefix caching (see prefix_cache.py) and report
+    `usage.prompt_tokens_details.cached_tokens`."""
     ttft_sigma: float = 0.0
     """Lognormal jitter of TTFT: each request's TTFT is ttft_ms * exp(N(0, sigma))."""
     itl_sigma: float = 0.0

@@ -114,6 +114,18 @@ def token_count(value: Any) -> int | None:
     return value if 0 <= value <= MAX_TOKEN_COUNT else None
 
 
+def cached_token_count(usage: dict[str, Any]) -> int | None:
+    """Prompt tokens served from the server's prefix cache
+    (`usage.prompt_tokens_details.cached_tokens`, as OpenAI, vLLM and SGLang report them), or
+    None when absent or implausible (more than the prompt)."""
+    details = usage.get("prompt_tokens_details")
+    cached = token_count(details.get("cached_tokens")) if isinstance(details, dict) else None
+    prompt = token_count(usage.get("prompt_tokens"))
+    if cached is None or (prompt is not None and cached > prompt):
+        return None
+    return cached
+
+
 def choice_has_output(choice: Any) -> bool:
     """Content, reasoning or tool-call deltas (chat), text (completions); role-only is not."""
     if type(choice) is not dict:
@@ -140,6 +152,7 @@ class StreamState:
     done: bool = False
     completion_tokens: int | None = None
     prompt_tokens: int | None = None
+    cached_tokens: int | None = None
     failure: ErrorClass | None = None
     detail: str | None = None
 
@@ -189,10 +202,13 @@ class StreamState:
         if isinstance(usage, dict):
             completion = token_count(usage.get("completion_tokens"))
             prompt = token_count(usage.get("prompt_tokens"))
+            cached = cached_token_count(usage)
             if completion is not None:
                 self.completion_tokens = completion
             if prompt is not None:
                 self.prompt_tokens = prompt
+            if cached is not None:
+                self.cached_tokens = cached
 
     def _on_error(self, error: Any) -> None:
         code = error.get("code") if isinstance(error, dict) else None
@@ -255,6 +271,7 @@ def whole_response(raw: bytes, t_send_ns: int, end: int, status: int) -> Measure
     usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
     completion = token_count(usage.get("completion_tokens")) if usage else None
     prompt = token_count(usage.get("prompt_tokens")) if usage else None
+    cached = cached_token_count(usage) if usage else None
     text = message_text(payload)
     counted = completion is not None
     tokens = completion if completion is not None else len(text.split())
@@ -269,6 +286,7 @@ def whole_response(raw: bytes, t_send_ns: int, end: int, status: int) -> Measure
         http_status=status,
         error_class=error,
         error_detail=None if error is None else "no output tokens",
+        cached_tokens=cached,
     )
 
 
@@ -303,4 +321,5 @@ def from_state(
         http_status=status,
         error_class=error,
         error_detail=detail,
+        cached_tokens=state.cached_tokens,
     )

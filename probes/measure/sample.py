@@ -53,6 +53,9 @@ class Measurement:
     error_class: ErrorClass | None
     error_detail: str | None = None
     """A short, secret-free description for logs; never used as a metric label."""
+    cached_tokens: int | None = None
+    """Prompt tokens the server served from its prefix cache, as it reported them
+    (`usage.prompt_tokens_details.cached_tokens`); None when it did not say."""
 
 
 @dataclass(frozen=True, slots=True)

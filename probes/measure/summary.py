@@ -52,6 +52,12 @@ class RunSummary(BaseModel):
     corrected_e2e_ms: Distribution
     lag_ms: Distribution
     generator: GeneratorHealth
+    cached_tokens: int | None = None
+    """Prompt tokens the server served from its prefix cache, over the successful requests
+    whose usage said; None when none did."""
+    cache_hit_ratio: float | None = None
+    """cached_tokens / their prompt tokens: near 0 means every prefill was cold (the default
+    workload's salt), near 1 that the cache served the prompts."""
 
 
 def combined_health(stages: Sequence[GeneratorHealth]) -> GeneratorHealth:
@@ -94,6 +100,7 @@ def summarise(samples: Sequence[Sample], duration_s: float, slo: SloThresholds |
         str(s.measurement.error_class) for s in samples if s.measurement.error_class is not None
     )
     tokens = sum(s.measurement.output_tokens for s in ok)
+    cached, prompt = cache_counts(ok)
     return RunSummary(
         attempts=len(samples),
         successes=len(ok),
@@ -114,4 +121,20 @@ def summarise(samples: Sequence[Sample], duration_s: float, slo: SloThresholds |
         corrected_e2e_ms=distribution([v for s in ok if (v := s.corrected_e2e_ms) is not None]),
         lag_ms=distribution([v for s in samples if (v := s.lag_ms) is not None]),
         generator=generator or generator_health(samples),
+        cached_tokens=cached,
+        cache_hit_ratio=None if cached is None or not prompt else cached / prompt,
     )
+
+
+def cache_counts(samples: Sequence[Sample]) -> tuple[int | None, int]:
+    """Cached prompt tokens and the prompt tokens they belong to, over the samples whose
+    server reported both; (None, 0) when none did."""
+    cached = prompt = 0
+    reported = False
+    for sample in samples:
+        m = sample.measurement
+        if m.cached_tokens is not None and m.input_tokens is not None:
+            reported = True
+            cached += m.cached_tokens
+            prompt += m.input_tokens
+    return (cached if reported else None), prompt

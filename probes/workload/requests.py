@@ -1,8 +1,14 @@
-"""Building request `seq` of a run, deterministically from the workload's seed."""
+"""Building request `seq` of a run: its words deterministically from the workload's seed, and
+(by default) a fresh random salt in front of them, so that no request reuses another's cached
+prompt prefix. A fixed seed alone made every run of a probe send the same prompts: against a
+prefix-caching server (llama.cpp, vLLM, SGLang) every run after the first measured the
+cached prefill, ~90x faster than a new user's (issue 16)."""
 
 from __future__ import annotations
 
 import random
+import secrets
+from collections.abc import Sequence
 from typing import Any
 
 from sustain.probes.client.target import ApiKind
@@ -26,6 +32,9 @@ class RequestBuilder:
             HFTokenizer(workload.tokenizer) if workload.tokenizer else WhitespaceTokenizer())
         self.dataset: list[DatasetEntry] | None = None
         self._order: list[int] = []
+        self.prefix = "" if not workload.shared_prefix_tokens else self.tokenizer.prompt(
+            workload.shared_prefix_tokens, random.Random(f"shared-prefix:{workload.seed}"))
+        """The stable shared prefix: the same in every request and every run."""
         if workload.dataset is not None:
             self.dataset = (datasets or DatasetPolicy()).load(workload.dataset)
             self._order = list(range(len(self.dataset)))
@@ -41,24 +50,34 @@ class RequestBuilder:
             return w.input_tokens
         return sample_length(w.input_length, self._rng(seq))
 
+    def salt(self) -> str:
+        """A fresh 64-bit salt (one word: one token of the default tokenizer); empty when
+        the workload allows the cache."""
+        return "" if self.workload.cache == "allow" else f"s{secrets.token_hex(8)}"
+
+    def _lead(self, salt: str) -> str:
+        """What goes in front of a request's own text: the shared prefix, then the salt."""
+        return " ".join(part for part in (self.prefix, salt) if part)
+
     def body(self, seq: int) -> dict[str, Any]:
         """The JSON body of request `seq`; streaming asks for usage so tokens are
         server-counted."""
         w = self.workload
         body: dict[str, Any] = dict(w.extra_body)
         max_tokens = w.max_tokens
+        salt = self.salt()
+        lead = self._lead(salt)
         if self.dataset is not None:
             entry = self.dataset[self._order[seq % len(self._order)]]
             max_tokens = entry.max_tokens or max_tokens
             if self.api_kind is ApiKind.OPENAI_CHAT and entry.messages is not None:
-                body["messages"] = list(entry.messages)
+                body["messages"] = led_messages(entry.messages, lead)
             else:
-                self._set_prompt(body, entry.text())
+                self._set_prompt(body, joined(lead, entry.text()))
         elif w.prompt is not None:
-            self._set_prompt(body, w.prompt)
+            self._set_prompt(body, joined(lead, w.prompt))
         else:
-            rng = self._rng(seq)
-            self._set_prompt(body, self.tokenizer.prompt(self.prompt_tokens(seq), rng))
+            self._set_prompt(body, self._synthetic(seq, lead, salt))
         body.update(model=self.model, max_tokens=max_tokens, stream=w.stream)
         if w.stream:
             body["stream_options"] = {"include_usage": True}
@@ -68,8 +87,52 @@ class RequestBuilder:
             body["top_p"] = w.top_p
         return body
 
+    def _synthetic(self, seq: int, lead: str, salt: str) -> str:
+        """Request `seq`'s synthetic prompt after `lead`, the whole of it `prompt_tokens(seq)`
+        long. A subword tokenizer may count the request's words differently once they follow
+        the lead (a word after a space is another token), so the length is checked on the
+        whole text and the words' share corrected, a few times at most."""
+        target = self.prompt_tokens(seq)
+        own = target - self.workload.shared_prefix_tokens - (
+            self.tokenizer.count(salt) if salt else 0)
+        text = joined(lead, self.tokenizer.prompt(max(1, own), self._rng(seq)))
+        if isinstance(self.tokenizer, WhitespaceTokenizer) or not lead:
+            return text
+        for _ in range(4):
+            got = self.tokenizer.count(text)
+            if got == target or own + target - got < 1:
+                break
+            own += target - got
+            text = joined(lead, self.tokenizer.prompt(own, self._rng(seq)))
+        return text
+
     def _set_prompt(self, body: dict[str, Any], text: str) -> None:
         if self.api_kind is ApiKind.OPENAI_CHAT:
             body["messages"] = [{"role": "user", "content": text}]
         else:
             body["prompt"] = text
+
+
+def joined(lead: str, text: str) -> str:
+    return f"{lead} {text}" if lead else text
+
+
+def led_messages(messages: Sequence[dict[str, Any]], lead: str) -> list[dict[str, Any]]:
+    """A dataset's chat messages with `lead` (shared prefix and salt) at the start of the
+    first message that is not the system prompt: a system prompt stays a stable prefix, as
+    MLPerf allows, and everything after it is the request's own."""
+    out = [dict(message) for message in messages]
+    if not lead:
+        return out
+    for message in out:
+        if message.get("role") == "system":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            message["content"] = joined(lead, content)
+        elif isinstance(content, list):
+            message["content"] = [{"type": "text", "text": lead}, *content]
+        else:
+            continue
+        break
+    return out

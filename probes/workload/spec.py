@@ -4,7 +4,7 @@ distribution, or a JSONL dataset), output length, sampling and vendor parameters
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -34,6 +34,18 @@ class Workload(InputModel):
         default=None, min_length=1, max_length=4096,
         description="Path of a local Hugging Face tokenizer.json used to count synthetic "
         "input tokens; unset: one whitespace-separated word per token.")
+    cache: Literal["defeat", "allow"] = Field(
+        default="defeat",
+        description="defeat: every request's prompt starts with a fresh random salt (64 bits, "
+        "new per run and per request, counted in the input length), so no request reuses "
+        "another's cached prefix and every prefill is cold, as a new user's is; allow: the "
+        "same prompts every run (a prefix-caching server then serves them from its cache).",
+    )
+    shared_prefix_tokens: int = Field(
+        default=0, ge=0, le=200_000,
+        description="A stable prefix of this many tokens before the salt, the same in every "
+        "request and run (a shared system prompt): the part a prefix cache may serve.",
+    )
     max_tokens: int = Field(default=64, ge=1, le=1_000_000)
     stream: bool = True
     temperature: float | None = Field(default=None, ge=0, le=2)
@@ -62,4 +74,9 @@ class Workload(InputModel):
         if self.prompt is not None and self.dataset is not None:
             raise PydanticCustomError("prompt_source", "set prompt or dataset, not both",
                                       {"field": "dataset"})
+        synthetic = self.prompt is None and self.dataset is None and self.input_length is None
+        if synthetic and self.shared_prefix_tokens >= self.input_tokens:
+            raise PydanticCustomError(
+                "prefix_too_long", "shared_prefix_tokens must be below input_tokens (the salt "
+                "and the request's own words follow it)", {"field": "shared_prefix_tokens"})
         return self

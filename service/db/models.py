@@ -206,6 +206,8 @@ class SampleRow(Base):
     outcome: Mapped[str] = mapped_column(String(16))
     error_class: Mapped[str | None] = mapped_column(String(32))
     http_status: Mapped[int | None] = mapped_column(SmallInteger)
+    cached_tokens: Mapped[int | None] = mapped_column(Integer)
+    """Prompt tokens the server served from its prefix cache (its usage report)."""
 
     __table_args__ = (
         Index("ix_samples_probe_id_sent_at", "probe_id", "sent_at"),

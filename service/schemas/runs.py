@@ -68,6 +68,8 @@ class SampleRead(BaseModel):
     outcome: Literal["success", "failure"]
     error_class: str | None
     http_status: int | None
+    cached_tokens: int | None
+    """Prompt tokens the server served from its prefix cache, as it reported them."""
 
 
 class SamplePage(BaseModel):

@@ -17,7 +17,8 @@ from tests.processes import free_port, sustain_command
 
 TOP_KEYS = {"requests", "successes", "availability", "errors", "request_throughput",
             "output_token_throughput", "goodput", "generator_saturated", "lag_ms", "ttft_ms",
-            "itl_ms", "tpot_ms", "e2e_ms", "corrected_e2e_ms", "stages"}
+            "itl_ms", "tpot_ms", "e2e_ms", "corrected_e2e_ms", "stages", "cached_tokens",
+            "cache_hit_ratio"}
 LATENCY_KEYS = ("lag_ms", "ttft_ms", "itl_ms", "tpot_ms", "e2e_ms", "corrected_e2e_ms")
 STAT_KEYS = {"p50", "p90", "p95", "p99", "p999", "max", "mean", "count"}
 
@@ -128,3 +129,15 @@ def test_two_workers_send_what_one_sends_with_percentiles_over_all_samples(
     for quantile in ("p50", "p90", "p99"):
         assert two["ttft_ms"][quantile] == pytest.approx(getattr(ttft, quantile), abs=1e-9)
     assert two["lag_ms"]["p99"] <= 5.0
+
+
+def test_prompts_are_salted_unless_the_cache_is_allowed(simulator: SimulatorHandle) -> None:
+    """The simulator caches prompt prefixes: the same one-shot run twice reuses nothing by
+    default, and (almost) the whole prompt with --allow-cache."""
+    flags = ["--model", "m", "--profile", "concurrency", "--concurrency", "1",
+             "--max-requests", "3", "--input-tokens", "64", "--json"]
+    for extra, expected in (([], 0.0), (["--allow-cache"], 1.0)):
+        reports = [json.loads(probe(simulator.base_url, *flags, *extra).stdout)
+                   for _ in range(2)]
+        assert reports[1]["cache_hit_ratio"] == expected, reports[1]
+        assert reports[1]["cached_tokens"] == (0 if expected == 0.0 else 3 * 64)

@@ -46,6 +46,10 @@ async def test_two_workers_count_what_one_counts_with_percentiles_over_all_sampl
     for quantile in ("p50", "p90", "p99"):
         assert summary["ttft_ms"][quantile] == getattr(ttft, quantile)
         assert summary["e2e_ms"][quantile] == getattr(e2e, quantile)
+    # cache-honest by default (issue 16): the simulator caches prefixes, the salt defeats it,
+    # and what it reported crossed the worker pipe into storage
+    assert {s["cached_tokens"] for s in samples} == {0}
+    assert summary["cache_hit_ratio"] == 0.0
     measurer = runtime_of(app).measurer
     assert isinstance(measurer, WorkerPool)
     assert len(measurer.pids) == 2

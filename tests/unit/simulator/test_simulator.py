@@ -43,7 +43,8 @@ def test_max_tokens_and_include_usage_are_honoured() -> None:
     assert [c for c in contents if c] == [f"tok{k} " for k in range(5)]
     assert payloads[-1]["choices"] == []
     assert payloads[-1]["usage"] == {"prompt_tokens": 3, "completion_tokens": 5,
-                                     "total_tokens": 8}
+                                     "total_tokens": 8,
+                                     "prompt_tokens_details": {"cached_tokens": 0}}
     assert events[-1][1] == "[DONE]"
     assert all("usage" not in json.loads(d) for _, d in without_usage if d != "[DONE]")
 

@@ -32,7 +32,9 @@ def prompt_of(body: dict[str, object]) -> str:
 def test_synthetic_prompts_have_the_input_length_and_are_seeded() -> None:
     b = builder(input_tokens=40, seed=3)
     assert len(prompt_of(b.body(0)).split()) == 40
-    assert prompt_of(b.body(5)) == prompt_of(builder(input_tokens=40, seed=3).body(5))
+    allowed = builder(input_tokens=40, seed=3, cache="allow")
+    assert prompt_of(allowed.body(5)) == prompt_of(
+        builder(input_tokens=40, seed=3, cache="allow").body(5))
     assert prompt_of(b.body(5)) != prompt_of(b.body(6))
 
 
@@ -67,7 +69,8 @@ def test_streaming_chat_body_asks_for_usage_and_passes_extra_body_through() -> N
 
 
 def test_completions_body_uses_prompt_and_non_streaming_omits_stream_options() -> None:
-    body = builder(ApiKind.OPENAI_COMPLETIONS, stream=False, prompt="Hello").body(0)
+    body = builder(ApiKind.OPENAI_COMPLETIONS, stream=False, prompt="Hello",
+                   cache="allow").body(0)
     assert body["prompt"] == "Hello"
     assert "messages" not in body
     assert "stream_options" not in body
@@ -80,7 +83,7 @@ def test_jsonl_dataset_of_prompts_and_chats_is_cycled_in_a_seeded_order(tmp_path
                            {"role": "user", "content": "second"}], "max_tokens": 5},
              {"prompt": "third"}]
     path.write_text("\n".join(json.dumps(line) for line in lines) + "\n\n")
-    b = builder(dataset=str(path), seed=2)
+    b = builder(dataset=str(path), seed=2, cache="allow")
     bodies = [b.body(seq) for seq in range(6)]
     texts = [json.dumps(body.get("messages") or body.get("prompt")) for body in bodies]
     assert texts[:3] == texts[3:]
