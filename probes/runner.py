@@ -27,13 +27,14 @@ from sustain.probes.load.drivers import (
 )
 from sustain.probes.load.live import LiveStats
 from sustain.probes.load.plan import ClosedStage, OpenStage, SingleStage, Stage, stages
-from sustain.probes.load.profiles import LoadProfile, SweepProfile
+from sustain.probes.load.profiles import LoadProfile, SweepProfile, TraceProfile
 from sustain.probes.load.quiet_gc import quiet_gc
 from sustain.probes.measure.sample import Sample
 from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.measure.summary import RunSummary, combined_health, summarise
 from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.probes.workload.spec import Workload
+from sustain.probes.workload.traces import Replay, load_replay
 
 
 class StageResult(BaseModel):
@@ -134,11 +135,21 @@ def request_headers(target: Target, secrets: SecretPolicy) -> dict[str, str]:
 
 
 def prepare_requests(clients: HttpClients, target: Target, workload: Workload,
-                     secrets: SecretPolicy, datasets: DatasetPolicy) -> Prepare:
+                     secrets: SecretPolicy, datasets: DatasetPolicy,
+                     replay: Replay | None = None) -> Prepare:
     """What builds each request of a run: the bearer token resolved (SecretUnavailableError),
     the dataset and tokenizer loaded (DatasetError, ValueError)."""
     return sender_for(target)(clients, target, workload, request_headers(target, secrets),
-                              datasets)
+                              datasets, replay)
+
+
+def replay_of(profile: LoadProfile, workload: Workload, datasets: DatasetPolicy
+              ) -> Replay | None:
+    """A trace profile's trace, loaded where `datasets` allows (DatasetError otherwise), with
+    the run's salt; None for other profiles."""
+    if not isinstance(profile, TraceProfile):
+        return None
+    return load_replay(profile.path, profile.format, datasets, workload.cache)
 
 
 def sweep_stop_reason(profile: SweepProfile, summary: RunSummary) -> str | None:
@@ -186,8 +197,10 @@ async def execute(
     failures, egress refusals included (see HttpClients), become classified samples.
     `on_sample` sees each measured sample as it completes (the service buffers them). Setting
     `stop`, or reaching `budget`, ends the run early with what was measured so far."""
+    datasets = datasets or DatasetPolicy()
+    replay = await asyncio.to_thread(replay_of, profile, workload, datasets)
     prepare = prepare_requests(clients, target, workload, secrets or SecretPolicy(),
-                               datasets or DatasetPolicy())
+                               datasets, replay)
     stop = stop if stop is not None else RunStop()
     timer = None
     if budget is not None:
@@ -196,7 +209,7 @@ async def execute(
             budget.seconds, stop.set, f"stopped at the limit of {budget.seconds:g} s per run")
     try:
         with quiet_gc():
-            return await _execute(prepare, profile, slo, live, on_sample, stop)
+            return await _execute(prepare, profile, slo, live, on_sample, stop, replay)
     finally:
         if timer is not None:
             timer.cancel()
@@ -214,14 +227,14 @@ def stopped_stage(samples: list[Sample]) -> tuple[list[Sample], float]:
 
 async def _execute(prepare: Prepare, profile: LoadProfile, slo: SloThresholds | None,
                    live: LiveStats | None, on_sample: Callable[[Sample], None] | None,
-                   stop: RunStop) -> RunResult:
+                   stop: RunStop, replay: Replay | None = None) -> RunResult:
     clock = RunClock.start()
     seqs = itertools.count()
     samples: list[Sample] = []
     results: list[StageResult] = []
     measured_s = 0.0
     stopped = None
-    for index, stage in enumerate(stages(profile)):
+    for index, stage in enumerate(stages(profile, replay)):
         so_far: list[Sample] = []
 
         def measured(sample: Sample, so_far: list[Sample] = so_far) -> None:

@@ -290,6 +290,13 @@ def probe(
     = None,
     warmup: Annotated[float, typer.Option(help="Seconds of unmeasured warmup per stage.")]
     = 0.0,
+    trace: Annotated[str | None, typer.Option(
+        help="Replay this request trace at its own arrival times (implies --profile trace).")]
+    = None,
+    trace_format: Annotated[str, typer.Option(help="mooncake (JSONL) | azure (CSV).")]
+    = "mooncake",
+    speedup: Annotated[float, typer.Option(help="Replay the trace this many times faster.")]
+    = 1.0,
     workers: Annotated[int, typer.Option(
         help="Worker processes to spread the load over, each sending its share (about one "
         "per free core; 1 measures in this process).")] = 1,

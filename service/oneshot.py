@@ -150,6 +150,9 @@ def load_profile(flags: ProbeFlags, limits: LoadLimits | None = None) -> LoadPro
         raw.update(users=flags.concurrency, duration_s=length, max_requests=flags.max_requests)
     elif kind == "steps":
         raw["stages"] = [{"rate": level, "duration_s": length} for level in levels]
+    elif kind == "trace":
+        raw.update(path=flags.trace, format=flags.trace_format, speedup=flags.speedup,
+                   max_requests=flags.max_requests)
     elif kind == "sweep":
         raw.update(levels=[int(level) for level in levels], duration_s=length,
                    max_requests=flags.max_requests)

@@ -36,11 +36,12 @@ FLAG_OF = {
     "e2e_ms": "--slo-e2e-ms", "method": "--method", "expected_status": "--expect-status",
     "body_contains": "--expect-body", "path": "BASE_URL", "workers": "--workers",
     "cache": "--allow-cache", "shared_prefix_tokens": "--shared-prefix-tokens",
+    "format": "--trace-format", "speedup": "--speedup",
 }
 """The flag behind each field of EndpointCreate, Workload, SloThresholds and LoadProfile."""
 
 REQUIRED_BY_PROFILE = {"constant": "rate", "poisson": "rate", "concurrency": "concurrency",
-                       "steps": "levels", "sweep": "levels"}
+                       "steps": "levels", "sweep": "levels", "trace": "trace"}
 """The flag (a ProbeFlags field) each profile cannot do without."""
 
 
@@ -119,6 +120,9 @@ class ProbeFlags(BaseModel):
     max_requests: int | None = None
     warmup: float = 0.0
     workers: int = 1
+    trace: str | None = None
+    trace_format: str = "mooncake"
+    speedup: float = 1.0
     input_tokens: int = 32
     output_tokens: int = 64
     no_stream: bool = False
@@ -158,6 +162,13 @@ class ProbeFlags(BaseModel):
         if kind not in PROFILE_KINDS:
             raise FlagError(f"--profile: unknown profile {kind!r}")
         return kind
+
+    @model_validator(mode="before")
+    @classmethod
+    def _trace_implies_its_profile(cls, values: Any) -> Any:
+        if isinstance(values, dict) and values.get("trace") is not None:
+            return {**values, "profile": "trace"}
+        return values
 
     @model_validator(mode="after")
     def _profile_needs(self) -> Self:

@@ -29,20 +29,24 @@ from sustain.probes.measure.sample import Measurement
 from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.probes.workload.requests import RequestBuilder
 from sustain.probes.workload.spec import Workload
+from sustain.probes.workload.traces import Replay
 
 SendFn = Callable[[int], Awaitable[Measurement]]
 """send(t_send_ns) -> Measurement: one request, bound to its connection and payload, sent
 exactly once; never raises for endpoint misbehaviour (load.drivers.Request)."""
 PrepareFn = Callable[[int], SendFn]
 """prepare(seq) builds request `seq` before its send time is taken (load.drivers.Prepare)."""
-Sender = Callable[[HttpClients, Target, Workload, Mapping[str, str], DatasetPolicy], PrepareFn]
-"""sender(clients, target, workload, headers, datasets) -> prepare; `headers` already carry the
-auth; `datasets` says where the workload's dataset may be read from."""
+Sender = Callable[[HttpClients, Target, Workload, Mapping[str, str], DatasetPolicy,
+                   Replay | None], PrepareFn]
+"""sender(clients, target, workload, headers, datasets, replay) -> prepare; `headers` already
+carry the auth; `datasets` says where the workload's dataset may be read from; `replay` is a
+trace profile's loaded trace (each request's lengths), else None."""
 
 
 def openai_over_http1(clients: HttpClients, target: Target, workload: Workload,
-                      headers: Mapping[str, str], datasets: DatasetPolicy) -> PrepareFn:
-    builder = RequestBuilder(workload, target.api_kind, target.model, datasets)
+                      headers: Mapping[str, str], datasets: DatasetPolicy,
+                      replay: Replay | None = None) -> PrepareFn:
+    builder = RequestBuilder(workload, target.api_kind, target.model, datasets, replay)
     pool = clients.pool(tls_verify=target.tls_verify)
 
     def prepare(seq: int) -> SendFn:
@@ -52,8 +56,9 @@ def openai_over_http1(clients: HttpClients, target: Target, workload: Workload,
 
 
 def openai_over_httpx(clients: HttpClients, target: Target, workload: Workload,
-                      headers: Mapping[str, str], datasets: DatasetPolicy) -> PrepareFn:
-    builder = RequestBuilder(workload, target.api_kind, target.model, datasets)
+                      headers: Mapping[str, str], datasets: DatasetPolicy,
+                      replay: Replay | None = None) -> PrepareFn:
+    builder = RequestBuilder(workload, target.api_kind, target.model, datasets, replay)
     client = clients.httpx(tls_verify=target.tls_verify, http2=True)
 
     def prepare(seq: int) -> SendFn:
@@ -63,7 +68,8 @@ def openai_over_httpx(clients: HttpClients, target: Target, workload: Workload,
 
 
 def http_check_over_httpx(clients: HttpClients, target: Target, _workload: Workload,
-                          headers: Mapping[str, str], _datasets: DatasetPolicy) -> PrepareFn:
+                          headers: Mapping[str, str], _datasets: DatasetPolicy,
+                          _replay: Replay | None = None) -> PrepareFn:
     """Every request is the same check; the workload does not apply."""
     client = clients.httpx(tls_verify=target.tls_verify, http2=target.http2)
     check = target.http_check or HttpCheck()

@@ -13,8 +13,10 @@ from sustain.probes.load.profiles import (
     SingleProfile,
     StepsProfile,
     SweepProfile,
+    TraceProfile,
 )
 from sustain.probes.load.schedule import constant_offsets, gamma_offsets, measured_cap
+from sustain.probes.workload.traces import Replay
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,8 +32,12 @@ class OpenStage:
     burstiness: float | None = None
     """None for a constant rate; else gamma-distributed gaps."""
     seed: int = 0
+    arrivals: tuple[float, ...] | None = None
+    """A trace's arrival offsets (already sped up); they replace the rate's."""
 
     def offsets(self) -> Iterator[float]:
+        if self.arrivals is not None:
+            return measured_cap(iter(self.arrivals), self.warmup_s, self.max_requests)
         end = self.warmup_s + self.duration_s
         if self.burstiness is None:
             arrivals = constant_offsets(self.rate, end)
@@ -60,8 +66,9 @@ class SingleStage:
 Stage = OpenStage | ClosedStage | SingleStage
 
 
-def stages(profile: LoadProfile) -> list[Stage]:
-    """The stages of a profile, in the order they run."""
+def stages(profile: LoadProfile, replay: Replay | None = None) -> list[Stage]:
+    """The stages of a profile, in the order they run (a trace profile's need its loaded
+    `replay`)."""
     warmup, cap = profile.warmup_s, profile.max_in_flight
     if isinstance(profile, SingleProfile):
         return [SingleStage()]
@@ -89,4 +96,12 @@ def stages(profile: LoadProfile) -> list[Stage]:
         return [ClosedStage(f"concurrency {level}", level, profile.duration_s, warmup,
                             profile.max_requests, profile.think_time_s)
                 for level in profile.levels]
+    if isinstance(profile, TraceProfile):
+        if replay is None:
+            raise ValueError("a trace profile needs its trace loaded")
+        arrivals = tuple(r.offset_s / profile.speedup for r in replay.requests)
+        span = arrivals[-1] if arrivals else 0.0
+        rate = len(arrivals) / span if span > 0 else float(len(arrivals))
+        return [OpenStage(f"trace {len(arrivals)} requests x{profile.speedup:g}", rate,
+                          span, warmup, cap, profile.max_requests, arrivals=arrivals)]
     raise TypeError(f"unknown profile {profile!r}")

@@ -142,13 +142,27 @@ class SweepProfile(_Profile):
         return self
 
 
+class TraceProfile(_Profile):
+    """Open loop at a trace's own arrival times (Mooncake JSONL or Azure CSV), each request
+    with the trace's prompt and output lengths; the run ends after the trace's last request."""
+
+    kind: Literal["trace"] = "trace"
+    path: str = Field(min_length=1, max_length=4096,
+                      description="The trace file (under SUSTAIN_DATASET_DIR in the service).")
+    format: Literal["mooncake", "azure"] = "mooncake"
+    speedup: float = Field(default=1.0, gt=0, le=1000,
+                           description="Replay this many times faster than recorded.")
+    max_requests: int | None = Field(default=None, ge=1, le=MAX_REQUESTS)
+
+
 LoadProfile = Annotated[
     SingleProfile | ConstantProfile | PoissonProfile | ConcurrencyProfile | StepsProfile
-    | SweepProfile,
+    | SweepProfile | TraceProfile,
     Field(discriminator="kind"),
 ]
 
-PROFILE_KINDS = frozenset({"single", "constant", "poisson", "concurrency", "steps", "sweep"})
+PROFILE_KINDS = frozenset({"single", "constant", "poisson", "concurrency", "steps", "sweep",
+                           "trace"})
 """The `kind` tags of LoadProfile."""
 
 PROFILE_ADAPTER = TypeAdapter[LoadProfile](LoadProfile)

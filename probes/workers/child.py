@@ -113,7 +113,8 @@ class Worker:
             warm_clients(self.clients, target)
             prepare = await asyncio.to_thread(
                 prepare_requests, self.clients, target, pickle.loads(message["workload"]),
-                pickle.loads(message["secrets"]), pickle.loads(message["datasets"]))
+                pickle.loads(message["secrets"]), pickle.loads(message["datasets"]),
+                pickle.loads(message["replay"]))
         except SecretUnavailableError as exc:
             self.send({"op": "failed", "run": key, "kind": "secret", "error": str(exc)})
         except DatasetError as exc:

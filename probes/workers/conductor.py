@@ -35,6 +35,7 @@ from sustain.probes.runner import (
 )
 from sustain.probes.workers.pool import RunChannel, StageDone
 from sustain.probes.workers.shards import Shard, next_base, shard_stage, split_count
+from sustain.probes.workload.traces import Replay
 
 START_LEAD_NS = 20_000_000
 """Each stage starts this long after its shards are sent, so every worker holds its shard
@@ -66,8 +67,10 @@ def request_shares(budget: RunBudget | None, sent: int, shards: list[Shard]
 
 async def conduct(channels: list[RunChannel], profile: LoadProfile, slo: SloThresholds | None,
                   live: LiveStats | None, on_sample: Callable[[Sample], None] | None,
-                  stop: RunStop, budget: RunBudget | None) -> RunResult:
-    """Run `profile` over the opened `channels` (one per worker)."""
+                  stop: RunStop, budget: RunBudget | None, replay: Replay | None = None
+                  ) -> RunResult:
+    """Run `profile` over the opened `channels` (one per worker); a trace profile's arrivals
+    come from its loaded `replay`."""
     clock = RunClock.start()
     timer = None
     if budget is not None:
@@ -81,7 +84,7 @@ async def conduct(channels: list[RunChannel], profile: LoadProfile, slo: SloThre
     stopped = None
     seq, sent = 0, 0
     try:
-        for index, stage in enumerate(stages(profile)):
+        for index, stage in enumerate(stages(profile, replay)):
             if live is not None:
                 live.stage = stage.label
             collected: list[Sample] = []

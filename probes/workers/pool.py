@@ -32,11 +32,18 @@ from sustain.probes.load.live import LiveStats
 from sustain.probes.load.profiles import LoadProfile
 from sustain.probes.measure.sample import Sample
 from sustain.probes.measure.slo import SloThresholds
-from sustain.probes.runner import RunBudget, RunResult, RunStop, TooManyWorkersError
+from sustain.probes.runner import (
+    RunBudget,
+    RunResult,
+    RunStop,
+    TooManyWorkersError,
+    replay_of,
+)
 from sustain.probes.workers import wire
 from sustain.probes.workers.shards import Shard
 from sustain.probes.workload.dataset import DatasetError, DatasetPolicy
 from sustain.probes.workload.spec import Workload
+from sustain.probes.workload.traces import Replay
 
 logger = logging.getLogger(__name__)
 
@@ -123,14 +130,14 @@ class RunChannel:
         return asyncio.get_running_loop().create_future()
 
     async def open(self, target: Target, workload: Workload, secrets: SecretPolicy,
-                   datasets: DatasetPolicy) -> None:
+                   datasets: DatasetPolicy, replay: Replay | None = None) -> None:
         """Prepare the run on the worker; raises what preparing raises in-process
         (SecretUnavailableError, DatasetError, ValueError) or WorkerDiedError."""
         self._opened = self._future()
         self.worker.send({"op": "open", "run": self.key, "target": pickle.dumps(target),
                           "workload": pickle.dumps(workload),
                           "secrets": pickle.dumps(secrets.without_values()),
-                          "datasets": pickle.dumps(datasets)})
+                          "datasets": pickle.dumps(datasets), "replay": pickle.dumps(replay)})
         await self._opened
 
     async def stage(self, index: int, shard: Shard, seq: int, start_ns: int,
@@ -368,18 +375,20 @@ class WorkerPool:
         """What runner.execute does, measured in `profile.workers` worker processes."""
         from sustain.probes.workers.conductor import conduct
 
+        datasets = datasets or DatasetPolicy()
+        replay = await asyncio.to_thread(replay_of, profile, workload, datasets)
         workers = await self.lease(profile.workers)
         channels = [worker.channel(next(self._keys)) for worker in workers]
         try:
             opened = await asyncio.gather(
-                *(channel.open(target, workload, secrets or SecretPolicy(),
-                               datasets or DatasetPolicy()) for channel in channels),
+                *(channel.open(target, workload, secrets or SecretPolicy(), datasets, replay)
+                  for channel in channels),
                 return_exceptions=True)
             for outcome in opened:
                 if isinstance(outcome, BaseException):
                     raise outcome
             return await conduct(channels, profile, slo, live, on_sample,
-                                 stop if stop is not None else RunStop(), budget)
+                                 stop if stop is not None else RunStop(), budget, replay)
         finally:
             for channel in channels:
                 channel.stop("the run ended")

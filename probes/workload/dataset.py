@@ -54,18 +54,25 @@ def _entry(record: Any, where: str) -> DatasetEntry:
                         max_tokens=max_tokens)
 
 
-def load_jsonl(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> list[DatasetEntry]:
-    """The entries of a JSONL file of at most `max_bytes`; DatasetError for anything else (a
-    larger file, a device or FIFO, bad JSON or records), naming the file and line."""
+def read_lines(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> list[str]:
+    """The lines of a UTF-8 text file of at most `max_bytes`; DatasetError for anything else
+    (a larger file, a device or FIFO, bad UTF-8), naming the file."""
     file = Path(path)
     try:
-        lines = read_capped(file, max_bytes).decode("utf-8").splitlines()
+        return read_capped(file, max_bytes).decode("utf-8").splitlines()
     except FileRefusedError as exc:
         raise DatasetError(f"{file}: {exc}") from None
     except OSError as exc:
         raise DatasetError(f"{file}: cannot read ({exc.strerror})") from None
     except UnicodeDecodeError as exc:
         raise DatasetError(f"{file}: cannot read ({exc})") from None
+
+
+def load_jsonl(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> list[DatasetEntry]:
+    """The entries of a JSONL file of at most `max_bytes`; DatasetError for anything else (a
+    larger file, a device or FIFO, bad JSON or records), naming the file and line."""
+    file = Path(path)
+    lines = read_lines(file, max_bytes)
     entries: list[DatasetEntry] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -109,6 +116,14 @@ class DatasetPolicy:
         if not within(path, self.directory):
             return f"not under SUSTAIN_DATASET_DIR ({self.directory})"
         return None
+
+    def lines(self, path: str) -> list[str]:
+        """The lines of a text file at `path` (a trace), checked now and read up to the cap;
+        DatasetError otherwise."""
+        reason = self.check(path)
+        if reason is not None:
+            raise DatasetError(f"{path}: {reason}")
+        return read_lines(path, self.max_bytes)
 
     def load(self, path: str) -> list[DatasetEntry]:
         """The dataset at `path`, checked again now (the settings or links may have changed

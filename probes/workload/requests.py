@@ -16,6 +16,10 @@ from sustain.probes.workload.dataset import DatasetEntry, DatasetPolicy
 from sustain.probes.workload.lengths import sample_length
 from sustain.probes.workload.spec import Workload
 from sustain.probes.workload.tokenizer import HFTokenizer, PromptTokenizer, WhitespaceTokenizer
+from sustain.probes.workload.traces import MOONCAKE_BLOCK_TOKENS, Replay, TraceRequest
+
+MAX_CACHED_BLOCKS = 4096
+"""Trace prefix blocks kept built (a block is built again once more are in use)."""
 
 
 class RequestBuilder:
@@ -24,8 +28,12 @@ class RequestBuilder:
     without I/O."""
 
     def __init__(self, workload: Workload, api_kind: ApiKind, model: str,
-                 datasets: DatasetPolicy | None = None) -> None:
+                 datasets: DatasetPolicy | None = None, replay: Replay | None = None) -> None:
         self.workload = workload
+        self.replay = replay
+        """A trace to replay: request `seq` has the prompt and output lengths of its
+        `seq`-th request, and its prefix blocks (hash ids) as the trace shares them."""
+        self._blocks: dict[tuple[int, int], str] = {}
         self.api_kind = api_kind
         self.model = model
         self.tokenizer: PromptTokenizer = (
@@ -65,9 +73,13 @@ class RequestBuilder:
         w = self.workload
         body: dict[str, Any] = dict(w.extra_body)
         max_tokens = w.max_tokens
-        salt = self.salt()
-        lead = self._lead(salt)
-        if self.dataset is not None:
+        if self.replay is not None:
+            request = self.replay.requests[seq % len(self.replay.requests)]
+            max_tokens = request.output_tokens
+            self._set_prompt(body, self._traced(seq, request))
+        elif self.dataset is not None:
+            salt = self.salt()
+            lead = self._lead(salt)
             entry = self.dataset[self._order[seq % len(self._order)]]
             max_tokens = entry.max_tokens or max_tokens
             if self.api_kind is ApiKind.OPENAI_CHAT and entry.messages is not None:
@@ -75,9 +87,10 @@ class RequestBuilder:
             else:
                 self._set_prompt(body, joined(lead, entry.text()))
         elif w.prompt is not None:
-            self._set_prompt(body, joined(lead, w.prompt))
+            self._set_prompt(body, joined(self._lead(self.salt()), w.prompt))
         else:
-            self._set_prompt(body, self._synthetic(seq, lead, salt))
+            salt = self.salt()
+            self._set_prompt(body, self._synthetic(seq, self._lead(salt), salt))
         body.update(model=self.model, max_tokens=max_tokens, stream=w.stream)
         if w.stream:
             body["stream_options"] = {"include_usage": True}
@@ -86,6 +99,30 @@ class RequestBuilder:
         if w.top_p is not None:
             body["top_p"] = w.top_p
         return body
+
+    def _traced(self, seq: int, request: TraceRequest) -> str:
+        """A trace request's prompt: the run's salt, then its prefix blocks by hash id (the
+        same text for the same id, so requests share exactly the blocks the trace says they
+        share), or, without hash ids, words of its own; `input_tokens` long."""
+        assert self.replay is not None
+        parts = [self.replay.salt] if self.replay.salt else []
+        left = request.input_tokens - (self.tokenizer.count(self.replay.salt)
+                                       if self.replay.salt else 0)
+        for hash_id in request.hash_ids:
+            if left <= 0:
+                break
+            size = min(MOONCAKE_BLOCK_TOKENS, left)
+            block = self._blocks.get((hash_id, size))
+            if block is None:
+                block = self.tokenizer.prompt(size, random.Random(
+                    f"block:{self.workload.seed}:{hash_id}"))
+                if len(self._blocks) < MAX_CACHED_BLOCKS:
+                    self._blocks[(hash_id, size)] = block
+            parts.append(block)
+            left -= size
+        if left > 0:
+            parts.append(self.tokenizer.prompt(left, self._rng(seq)))
+        return " ".join(parts)
 
     def _synthetic(self, seq: int, lead: str, salt: str) -> str:
         """Request `seq`'s synthetic prompt after `lead`, the whole of it `prompt_tokens(seq)`

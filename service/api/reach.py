@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from sustain.probes.load.profiles import LoadProfile, TraceProfile
 from sustain.probes.workload.spec import Workload
 from sustain.service.domain.reach import Reach, dataset_problems, target_problems
 from sustain.service.errors import FieldError
@@ -18,8 +19,13 @@ def refuse_unreachable(values: Mapping[str, object], reach: Reach) -> None:
         raise FieldError(field, message)
 
 
-def refuse_dataset(workload: Workload | None, reach: Reach) -> None:
-    """FieldError (`workload.dataset`) when the workload names a dataset the policy refuses."""
+def refuse_dataset(workload: Workload | None, reach: Reach,
+                   profile: LoadProfile | None = None) -> None:
+    """FieldError (`workload.dataset`, `profile.path`) when the workload names a dataset, or
+    a trace profile a trace file, that the dataset policy refuses."""
     for field, message in dataset_problems(None if workload is None else workload.dataset,
                                            reach):
         raise FieldError(field, message)
+    if isinstance(profile, TraceProfile):
+        for field, message in dataset_problems(profile.path, reach, "profile.path"):
+            raise FieldError(field, message)

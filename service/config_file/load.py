@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from sustain.probes.load.profiles import TraceProfile
 from sustain.service.config_file.model import ConfigFile
 from sustain.service.config_file.yaml_lines import ConfigError, Located, Problem, dotted, load
 from sustain.service.domain.limits import LoadLimits, limit_violations, planned_load
@@ -105,6 +106,10 @@ def _reach_problems(config: ConfigFile, reach: Reach, environ: Mapping[str, str]
         if not isinstance(probe.workload, str):
             found.extend((("probes", i, "workload", "dataset"), message)
                          for _, message in dataset_problems(probe.workload.dataset, reach))
+        profile = getattr(probe, "profile", None)
+        if isinstance(profile, TraceProfile):
+            found.extend((("probes", i, "profile", "path"), message)
+                         for _, message in dataset_problems(profile.path, reach))
     return found
 
 

@@ -23,6 +23,7 @@ from sustain.probes.load.profiles import (
     SingleProfile,
     StepsProfile,
     SweepProfile,
+    TraceProfile,
 )
 from sustain.probes.runner import RunBudget
 
@@ -130,6 +131,14 @@ def _planned(profile: LoadProfile) -> PlannedLoad:
             requests=None if profile.max_requests is None else Demand(
                 levels * profile.max_requests, ("max_requests",),
                 f"{levels} levels x max_requests"))
+    if isinstance(profile, TraceProfile):  # its file is read when the run starts
+        return PlannedLoad(
+            peak_rate=None,
+            peak_concurrency=Demand(profile.max_in_flight, ("max_in_flight",),
+                                    "max_in_flight (requests in flight)"),
+            seconds=None,
+            requests=None if profile.max_requests is None else Demand(
+                profile.max_requests, ("max_requests",), "max_requests"))
     raise TypeError(f"unknown profile {profile!r}")
 
 

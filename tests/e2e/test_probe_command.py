@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -141,3 +142,17 @@ def test_prompts_are_salted_unless_the_cache_is_allowed(simulator: SimulatorHand
                    for _ in range(2)]
         assert reports[1]["cache_hit_ratio"] == expected, reports[1]
         assert reports[1]["cached_tokens"] == (0 if expected == 0.0 else 3 * 64)
+
+
+def test_a_trace_is_replayed_from_the_command_line(simulator: SimulatorHandle,
+                                                   tmp_path: Path) -> None:
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("\n".join(json.dumps({"timestamp": 200 * i, "input_length": 10,
+                                           "output_length": 1 + i}) for i in range(6)) + "\n")
+    done = probe(simulator.base_url, "--model", "m", "--trace", str(trace), "--speedup", "4",
+                 "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["requests"] == 6
+    assert report["output_tokens"] == sum(range(1, 7))
+    assert report["stages"][0]["label"] == "trace 6 requests x4"

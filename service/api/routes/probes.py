@@ -51,7 +51,7 @@ async def create_probe(body: ProbeCreate, session: SessionDep, scheduler: Schedu
     SUSTAIN_MAX_CONCURRENCY, SUSTAIN_MAX_RUN_SECONDS, SUSTAIN_MAX_RUN_REQUESTS), and a dataset
     must lie under SUSTAIN_DATASET_DIR."""
     _check_limits(body.profile, state.settings.load_limits())
-    refuse_dataset(body.workload, state.reach)
+    refuse_dataset(body.workload, state.reach, body.profile)
     await _check_endpoint(session, body.endpoint_id)
     probe = await crud.create(session, Probe, probe_queries.columns(body), "probe")
     await probe_queries.notify_changed(session, probe.id)
@@ -78,7 +78,7 @@ async def update_probe(probe_id: ProbeId, body: ProbeUpdate, session: SessionDep
     probe = await crud.get(session, Probe, probe_id, "probe")
     crud.check_unmanaged(probe, "probe")
     _check_limits(body.profile, state.settings.load_limits())
-    refuse_dataset(body.workload, state.reach)
+    refuse_dataset(body.workload, state.reach, body.profile)
     if body.endpoint_id is not None:
         await _check_endpoint(session, body.endpoint_id)
     changes = probe_queries.columns(body)

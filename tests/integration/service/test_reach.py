@@ -315,3 +315,24 @@ async def test_datasets_are_read_from_the_dataset_dir_only_and_up_to_the_cap(
         run = await run_now(api, probe["id"])
     assert run["status"] == "failed"
     assert run["error"] == f"{good}: datasets are not allowed (SUSTAIN_DATASET_DIR is unset)"
+
+
+async def test_a_trace_is_read_from_the_dataset_dir_only_and_replayed_from_there(
+        database_url: str, simulator: SimulatorHandle, tmp_path: Path) -> None:
+    allowed = tmp_path / "traces"
+    allowed.mkdir()
+    rows = [{"timestamp": 100 * i, "input_length": 16, "output_length": 4} for i in range(5)]
+    for where in (allowed / "t.jsonl", tmp_path / "outside.jsonl"):
+        where.write_text("\n".join(json.dumps(row) for row in rows) + "\n")
+    async with app_with(database_url, dataset_dir=allowed) as api:
+        endpoint = await create_endpoint(api, simulator.base_url)
+        refused(await api.post("/api/v1/probes", json={
+            "name": "t", "endpoint_id": endpoint["id"], "interval_seconds": 60,
+            "profile": {"kind": "trace", "path": str(tmp_path / "outside.jsonl")}}),
+            "profile.path")
+        probe = await create_probe(api, endpoint["id"], enabled=False, profile={
+            "kind": "trace", "path": str(allowed / "t.jsonl"), "speedup": 2})
+        run = await run_now(api, probe["id"])
+        assert run["status"] == "succeeded", run
+        assert run["summary"]["attempts"] == 5
+        assert run["summary"]["stages"][0]["label"] == "trace 5 requests x2"

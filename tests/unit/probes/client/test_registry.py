@@ -34,7 +34,7 @@ async def test_a_bound_sender_builds_one_request_per_seq() -> None:
     openai = Target(base_url="http://h/v1", api_kind=ApiKind.OPENAI_CHAT, model="m")
     check = Target(base_url="http://h", api_kind=ApiKind.HTTP, model="n/a")
     async with HttpClients() as clients:
-        prepare = sender_for(openai)(clients, openai, Workload(), {}, DatasetPolicy())
+        prepare = sender_for(openai)(clients, openai, Workload(), {}, DatasetPolicy(), None)
         assert prepare(0) is not prepare(1)
-        same = sender_for(check)(clients, check, Workload(), {}, DatasetPolicy())
+        same = sender_for(check)(clients, check, Workload(), {}, DatasetPolicy(), None)
         assert same(0) is same(1)
