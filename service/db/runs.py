@@ -43,6 +43,7 @@ CLAIM_TICK = text("""
            CASE WHEN busy THEN 'the previous run of the probe was still going' END
     FROM (SELECT EXISTS (
         SELECT 1 FROM runs WHERE probe_id = :probe_id AND status IN ('pending', 'running')
+        AND id <> ALL(CAST(:ended AS bigint[]))
     ) AS busy) AS previous
     ON CONFLICT (probe_id, scheduled_for) WHERE trigger = 'schedule' DO NOTHING
     RETURNING id, status
@@ -73,16 +74,20 @@ class Claim:
 
 
 async def claim_scheduled(
-    session: AsyncSession, probe_id: int, scheduled_for: datetime, replica: str
+    session: AsyncSession, probe_id: int, scheduled_for: datetime, replica: str,
+    ended: Sequence[int] = (),
 ) -> Claim | None:
     """Atomically take one tick (a per-probe advisory lock makes the busy check and the
     insert one step against other claims and run-now): a run already `running` on this
     replica, or a `skipped` record when a
     run of the probe is still in flight anywhere (runs of a probe never overlap); None when
-    another replica took the tick first."""
+    another replica took the tick first. `ended`: runs the claimer knows have ended though
+    their final record is not written yet (it waits in the claimer's write buffer, say after
+    a database outage): they do not make the probe busy."""
     await lock_probe(session, probe_id)
     row = (await session.execute(CLAIM_TICK, {
-        "probe_id": probe_id, "tick": scheduled_for, "replica": replica})).first()
+        "probe_id": probe_id, "tick": scheduled_for, "replica": replica,
+        "ended": list(ended)})).first()
     return None if row is None else Claim(int(row[0]), row[1] == "skipped")
 
 

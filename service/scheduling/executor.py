@@ -105,7 +105,7 @@ class RunExecutor:
         while True:
             await asyncio.sleep(CANCEL_POLL_S)
             if self.offline.pending:
-                await self.offline.store(self.sessions, self.buffer)
+                await self.offline.store(self.sessions)
             watched = sorted(run_id for run_id in self._stops if run_id > 0)
             if not watched:
                 continue
@@ -180,8 +180,9 @@ class RunExecutor:
             async with self.sessions.begin() as session:
                 async with asyncio.timeout(CLAIM_TIMEOUT_S):  # nothing is written yet
                     await session.connection()
-                claim = await run_queries.claim_scheduled(session, probe_id, tick,
-                                                          self.replica_id)
+                claim = await run_queries.claim_scheduled(
+                    session, probe_id, tick, self.replica_id,
+                    sorted(self.buffer.unwritten_finals))
                 if claim is None or claim.skipped:
                     probe = endpoint = None
                 else:
@@ -346,7 +347,7 @@ class RunExecutor:
         if self.offline.pending:
             try:
                 async with asyncio.timeout(OFFLINE_STORE_AT_CLOSE_S):
-                    await self.offline.store(self.sessions, self.buffer)
+                    await self.offline.store(self.sessions)
             except TimeoutError:
                 pass
             if self.offline.pending:

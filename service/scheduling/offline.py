@@ -5,8 +5,8 @@ over the replicas last seen alive (claims.tick_owner) runs it anyway, from the p
 endpoint it last read. Its samples and final record wait here, bounded like the write buffer
 (past the capacity further samples are dropped, counted and recorded on the run). When the
 database answers again, each held run is stored through the same unique claim as any tick
-(runs.claim_measured): the first measurement of a tick becomes its run, samples and final
-record going through the write buffer as usual; one that finds the tick already run elsewhere
+(runs.claim_measured): the first measurement of a tick becomes its run, its samples and final
+record stored with the claim in one transaction; one that finds the tick already run elsewhere
 is kept as a sample-free `skipped` record (trigger `partition`), never as a second run.
 """
 
@@ -19,12 +19,14 @@ from datetime import datetime
 
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.exc import TimeoutError as SATimeoutError
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
 
 from sustain.probes.measure.sample import Sample
+from sustain.service.db import partitions
 from sustain.service.db import runs as run_queries
 from sustain.service.domain.finals import RunFinal
-from sustain.service.ingest.buffer import SampleBuffer
+from sustain.service.domain.rows import sample_tuple, sent_at
+from sustain.service.ingest.writer import store
 
 logger = logging.getLogger(__name__)
 
@@ -86,17 +88,16 @@ class OfflineRuns:
         """Offline runs not yet stored: finished, or still measuring."""
         return len(self.finished) + self.measuring
 
-    async def store(self, sessions: async_sessionmaker[AsyncSession],
-                    buffer: SampleBuffer) -> int:
-        """Store the finished offline runs, oldest first, while the database answers and the
-        write buffer has room for each one's samples; how many were stored (as runs or as
-        duplicates)."""
+    async def store(self, sessions: async_sessionmaker[AsyncSession]) -> int:
+        """Store the finished offline runs, oldest first, while the database answers; how
+        many were stored (as runs or as duplicates). Each goes in one transaction, claim,
+        samples and final record together: the tick's run is never seen `running` (which
+        would make the probe's next tick `skipped`), and a failure stores none of it."""
         done = 0
         while self.finished:
             held = self.finished[0]
             assert held.final is not None
-            if buffer.samples + len(held.samples) > buffer.capacity and buffer.samples:
-                return done  # the buffer drains first, so no held sample is dropped
+            run_id = duplicate = None
             try:
                 async with sessions.begin() as session:
                     run_id = await run_queries.claim_measured(
@@ -106,6 +107,8 @@ class OfflineRuns:
                             session, held.probe_id, held.tick, self.replica_id,
                             held.started_at, duplicate_error(self.replica_id,
                                                              len(held.samples) + held.dropped))
+                    else:
+                        await store_whole(await session.connection(), run_id, held)
             except IntegrityError:
                 logger.info("probe %s was deleted during the outage; its tick %s measured "
                             "offline is dropped", held.probe_id, held.tick)
@@ -123,11 +126,6 @@ class OfflineRuns:
                                duplicate)
                 continue
             self.stored += 1
-            sink = buffer.open(run_id, held.probe_id)
-            for sample in held.samples:
-                sink.put(sample)
-            sink.dropped += held.dropped
-            sink.finish(replace(held.final, run_id=run_id))
             logger.info("tick %s of probe %s, measured during the outage, stored as run %s "
                         "(%d samples)", held.tick, held.probe_id, run_id, len(held.samples))
         return done
@@ -135,6 +133,16 @@ class OfflineRuns:
     def _forget(self, held: HeldRun) -> None:
         self.finished.popleft()
         self.samples -= len(held.samples)
+
+
+async def store_whole(connection: AsyncConnection, run_id: int, held: HeldRun) -> None:
+    """A held run's samples and final record, as the writer stores a buffered run's."""
+    assert held.final is not None
+    rows = [sample_tuple(run_id, pos, held.probe_id, sample)
+            for pos, sample in enumerate(held.samples)]
+    await partitions.ensure(connection, {partitions.utc_day(sent_at(row)) for row in rows})
+    await store(connection, rows, [replace(held.final, run_id=run_id,
+                                           samples_dropped=held.dropped)])
 
 
 def duplicate_error(replica: str, samples: int) -> str:

@@ -37,7 +37,7 @@ async def hold(offline: OfflineRuns, probe_id: int, tick: datetime, count: int,
 
 
 async def stored_when_written(runtime: Replica) -> None:
-    await runtime.executor.offline.store(runtime.sessions, runtime.buffer)
+    await runtime.executor.offline.store(runtime.sessions)
     for _ in range(200):
         if runtime.buffer.samples == 0 and not runtime.buffer.unwritten_finals:
             return

@@ -60,6 +60,20 @@ async def test_a_tick_is_claimed_once_and_skipped_while_the_previous_run_is_goin
     assert not third.skipped
 
 
+async def test_a_run_whose_final_record_waits_in_the_claimer_s_buffer_is_not_in_the_way(
+        engine: AsyncEngine) -> None:
+    """After a database outage a replica's ended run can still read `running` until its
+    writer catches up; the replica says so, and the next tick is not `skipped`."""
+    probe_id = await create_probe_rows(engine)
+    first = await claim(engine, probe_id, TICK, "a")
+    assert first is not None
+    async with session_factory(engine).begin() as session:
+        second = await run_queries.claim_scheduled(
+            session, probe_id, TICK + timedelta(seconds=10), "a", [first.run_id])
+    assert second is not None
+    assert not second.skipped
+
+
 async def make_replica(engine: AsyncEngine, ident: str, age_s: float) -> None:
     async with engine.begin() as connection:
         await connection.execute(text(
