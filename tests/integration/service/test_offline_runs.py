@@ -37,7 +37,15 @@ async def hold(offline: OfflineRuns, probe_id: int, tick: datetime, count: int,
 
 
 async def stored_when_written(runtime: Replica) -> None:
-    await runtime.executor.offline.store(runtime.sessions)
+    """Store the held runs as the executor's watcher does: again until none is left (a try
+    that meets a database error leaves the run held for the next one)."""
+    offline = runtime.executor.offline
+    for _ in range(100):
+        await offline.store(runtime.sessions)
+        if not offline.pending:
+            break
+        await asyncio.sleep(0.1)
+    assert not offline.pending
     for _ in range(200):
         if runtime.buffer.samples == 0 and not runtime.buffer.unwritten_finals:
             return
