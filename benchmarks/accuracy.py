@@ -41,6 +41,7 @@ from sustain.probes.load.quiet_gc import quiet_gc
 from sustain.probes.measure.percentiles import quantile
 from sustain.probes.measure.sample import Sample
 from sustain.probes.workload.requests import RequestBuilder
+from sustain.probes.workload.sessions import Dialogue
 from sustain.probes.workload.spec import Workload
 
 LEVELS = (1, 16, 64)
@@ -56,7 +57,7 @@ async def run_level(base_url: str, concurrency: int, requests: int, tag: str, cl
                              target.model)
     async with HttpClients(concurrency) as clients:
 
-        def prepare(seq: int) -> Request:
+        def prepare(seq: int, _dialogue: Dialogue | None = None) -> Request:
             encoded = encode_request(builder.body(seq), {"x-request-id": f"{tag}-{seq}"})
             if client == "httpx":
                 return partial(send_openai_httpx, clients.httpx(), target, encoded, True)

@@ -48,6 +48,7 @@ from sustain.probes.measure.percentiles import quantile
 from sustain.probes.measure.sketch import MetricSketch
 from sustain.probes.workers.pool import WorkerPool
 from sustain.probes.workload.requests import RequestBuilder
+from sustain.probes.workload.sessions import Dialogue
 from sustain.probes.workload.spec import Workload
 
 LAG_LIMIT_MS = 5.0
@@ -84,7 +85,7 @@ async def sustain_client(base_url: str, rate: float, seconds: float, tokens: int
     async with HttpClients() as clients:
         pool = clients.pool()
 
-        def prepare(seq: int) -> Request:
+        def prepare(seq: int, _dialogue: Dialogue | None = None) -> Request:
             return partial(send_openai_http1, pool, target,
                            encode_request(builder.body(seq), {}), True)
 

@@ -31,6 +31,7 @@ from sustain.probes.load.clock import RunClock
 from sustain.probes.load.drivers import Request, StageContext, run_closed_loop
 from sustain.probes.load.live import LiveStats
 from sustain.probes.workload.requests import RequestBuilder
+from sustain.probes.workload.sessions import Dialogue
 from sustain.probes.workload.spec import Workload
 
 TOKENS, ITL_MS, TTFT_MS = 20, 500, 200
@@ -56,7 +57,7 @@ async def hold(base_url: str, streams: int) -> tuple[int, int, int, float, int]:
     async with HttpClients() as clients:
         pool = clients.pool()
 
-        def prepare(seq: int) -> Request:
+        def prepare(seq: int, _dialogue: Dialogue | None = None) -> Request:
             return partial(send_openai_http1, pool, target,
                            encode_request(builder.body(seq), {}), True)
 

@@ -39,6 +39,23 @@ def summary_report(summary: RunSummary) -> dict[str, Any]:
     }
     for key in LATENCY_KEYS:
         report[key] = latency_stats(getattr(summary, key))
+    if summary.tool_call_ms is not None:
+        report["tool_call_ms"] = latency_stats(summary.tool_call_ms)
+    if summary.quality is not None:
+        report["quality"] = {"checked": summary.quality.checked,
+                             "passed": summary.quality.passed, "ratio": summary.quality.ratio}
+    if summary.server_metrics is not None:
+        report["server_metrics"] = {name: metric.model_dump()
+                                    for name, metric in summary.server_metrics.items()}
+        report["server_scrapes"] = None if summary.server_scrapes is None \
+            else summary.server_scrapes.model_dump()
+    if summary.sessions is not None:
+        report["sessions"] = summary.sessions.model_dump()
+        report["e2e_interactivity"] = summary.e2e_interactivity
+        report["turns_by_index"] = [
+            {"turn": row.turn, "count": row.count, "input_tokens_mean": row.input_tokens_mean,
+             "ttft_ms": latency_stats(row.ttft_ms), "e2e_ms": latency_stats(row.e2e_ms)}
+            for row in summary.turns_by_index or []]
     return report
 
 

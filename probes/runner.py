@@ -4,14 +4,16 @@ and overall summaries out."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 from collections.abc import Callable, Coroutine, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, Field
 
 from sustain.probes.client.clients import HttpClients
+from sustain.probes.client.egress import EgressPolicy
 from sustain.probes.client.registry import sender_for
 from sustain.probes.client.secret_policy import SecretPolicy
 from sustain.probes.client.secrets import resolve_secret
@@ -26,14 +28,25 @@ from sustain.probes.load.drivers import (
     run_open_loop,
 )
 from sustain.probes.load.live import LiveStats
-from sustain.probes.load.plan import ClosedStage, OpenStage, SingleStage, Stage, stages
+from sustain.probes.load.plan import (
+    ClosedStage,
+    OpenStage,
+    SingleStage,
+    Stage,
+    sessions_problem,
+    stages,
+)
 from sustain.probes.load.profiles import LoadProfile, SweepProfile, TraceProfile
 from sustain.probes.load.quiet_gc import quiet_gc
+from sustain.probes.load.sessions import run_sessions
 from sustain.probes.measure.sample import Sample
 from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.measure.summary import RunSummary, combined_health, summarise
+from sustain.probes.telemetry.summary import Point, ScrapeCounts, summarise_series
+from sustain.probes.telemetry.watch import Telemetry, watch_server
 from sustain.probes.workload.dataset import DatasetPolicy
-from sustain.probes.workload.spec import Workload
+from sustain.probes.workload.sessions import Dialogue, Sessions, sessions_of
+from sustain.probes.workload.spec import Workload, WorkloadError
 from sustain.probes.workload.traces import Replay, load_replay
 
 
@@ -58,6 +71,18 @@ class RunResult:
     summary: RunSummary
     stages: list[StageResult] = field(default_factory=list)
     stopped: str | None = None
+    server_series: dict[str, list[Point]] = field(default_factory=dict)
+    """The server's series as scraped during the run: (unix seconds, value) points."""
+
+    def with_telemetry(self, telemetry: Telemetry | None) -> RunResult:
+        """This result with what the server's metrics said during the run."""
+        if telemetry is None:
+            return self
+        summary = self.summary.model_copy(update={
+            "server_metrics": summarise_series(telemetry.series),
+            "server_scrapes": ScrapeCounts(scrapes=telemetry.scrapes,
+                                           failures=dict(telemetry.failures))})
+        return replace(self, summary=summary, server_series=telemetry.series)
 
     def report(self) -> RunReport:
         return RunReport(**self.summary.model_dump(), stages=self.stages, stopped=self.stopped)
@@ -100,10 +125,10 @@ class RunStop:
 
 def budgeted(prepare: Prepare, requests: int, stop: RunStop) -> Prepare:
     """`prepare` that sets `stop` when it builds the run's last allowed request."""
-    def counted(seq: int) -> Request:
+    def counted(seq: int, dialogue: Dialogue | None = None) -> Request:
         if seq + 1 >= requests:
             stop.set(f"stopped at the limit of {requests} requests per run")
-        return prepare(seq)
+        return prepare(seq, dialogue)
     return counted
 
 
@@ -143,6 +168,14 @@ def prepare_requests(clients: HttpClients, target: Target, workload: Workload,
                               datasets, replay)
 
 
+def server_watch(target: Target, egress: EgressPolicy
+                 ) -> contextlib.AbstractAsyncContextManager[Telemetry | None]:
+    """The scraping of the target's metrics_url for the length of a run (nothing without
+    one): in its own process, never on the loop that times requests."""
+    return watch_server(target.metrics_url, target.metrics_interval_s, target.metrics_names,
+                        egress, target.tls_verify)
+
+
 def replay_of(profile: LoadProfile, workload: Workload, datasets: DatasetPolicy
               ) -> Replay | None:
     """A trace profile's trace, loaded where `datasets` allows (DatasetError otherwise), with
@@ -163,14 +196,29 @@ def sweep_stop_reason(profile: SweepProfile, summary: RunSummary) -> str | None:
     return None
 
 
+def inputs_of(profile: LoadProfile, workload: Workload, datasets: DatasetPolicy
+              ) -> tuple[Replay | None, Sessions | None]:
+    """What a run reads before it starts: a trace profile's trace and a sessions workload's
+    conversations (DatasetError where `datasets` refuses them; ValueError for a sessions
+    workload under a profile that cannot play it)."""
+    sessions = sessions_of(workload, datasets)
+    if sessions is not None and (problem := sessions_problem(profile)) is not None:
+        raise WorkloadError(problem)
+    return replay_of(profile, workload, datasets), sessions
+
+
 async def run_stage(stage: Stage, prepare: Prepare, ctx: StageContext, *,
-                    offsets: Iterable[float] | None = None, origin_ns: int | None = None
+                    offsets: Iterable[float] | None = None, origin_ns: int | None = None,
+                    sessions: Sessions | None = None, shard: tuple[int, int] = (0, 1)
                     ) -> tuple[list[Sample], float]:
     """Drive one stage: its measured samples and measured seconds. A worker running a shard
     of an open-loop stage passes its share of the `offsets` and the stage's common
-    `origin_ns` (perf_counter_ns); a closed-loop stage starts when this is called."""
+    `origin_ns` (perf_counter_ns); a closed-loop stage starts when this is called. With
+    `sessions`, users play conversations (shard (index, count) plays every count-th)."""
     if ctx.live is not None:
         ctx.live.stage = stage.label
+    if sessions is not None:
+        return await play_sessions(stage, prepare, ctx, sessions, shard)
     if isinstance(stage, SingleStage):
         return await run_open_loop([0.0], prepare, ctx, max_in_flight=1, origin_ns=origin_ns)
     if isinstance(stage, OpenStage):
@@ -181,6 +229,25 @@ async def run_stage(stage: Stage, prepare: Prepare, ctx: StageContext, *,
     return await run_closed_loop(stage.users, prepare, ctx, duration_s=stage.duration_s,
                                  max_requests=stage.max_requests,
                                  think_time_s=stage.think_time_s, warmup_s=stage.warmup_s)
+
+
+async def play_sessions(stage: Stage, prepare: Prepare, ctx: StageContext, sessions: Sessions,
+                        shard: tuple[int, int]) -> tuple[list[Sample], float]:
+    """A stage of a sessions run: a single stage plays one conversation, a closed-loop one
+    `users` at a time."""
+    conversations = sessions.stream(*shard)
+    if isinstance(stage, SingleStage):
+        first = next(conversations, None)
+        conversations = iter(() if first is None else (first,))
+        return await run_sessions(1, conversations, prepare, ctx, duration_s=None,
+                                  max_requests=None, allow_cache=sessions.allow_cache,
+                                  header=sessions.header)
+    if not isinstance(stage, ClosedStage):
+        raise ValueError("sessions run under closed-loop stages only")
+    return await run_sessions(stage.users, conversations, prepare, ctx,
+                              duration_s=stage.duration_s, max_requests=stage.max_requests,
+                              warmup_s=stage.warmup_s, allow_cache=sessions.allow_cache,
+                              header=sessions.header)
 
 
 async def execute(
@@ -198,7 +265,7 @@ async def execute(
     `on_sample` sees each measured sample as it completes (the service buffers them). Setting
     `stop`, or reaching `budget`, ends the run early with what was measured so far."""
     datasets = datasets or DatasetPolicy()
-    replay = await asyncio.to_thread(replay_of, profile, workload, datasets)
+    replay, sessions = await asyncio.to_thread(inputs_of, profile, workload, datasets)
     prepare = prepare_requests(clients, target, workload, secrets or SecretPolicy(),
                                datasets, replay)
     stop = stop if stop is not None else RunStop()
@@ -208,8 +275,11 @@ async def execute(
         timer = asyncio.get_running_loop().call_later(
             budget.seconds, stop.set, f"stopped at the limit of {budget.seconds:g} s per run")
     try:
-        with quiet_gc():
-            return await _execute(prepare, profile, slo, live, on_sample, stop, replay)
+        async with server_watch(target, clients.egress) as telemetry:
+            with quiet_gc():
+                result = await _execute(prepare, profile, slo, live, on_sample, stop, replay,
+                                        sessions)
+        return result.with_telemetry(telemetry)
     finally:
         if timer is not None:
             timer.cancel()
@@ -227,7 +297,8 @@ def stopped_stage(samples: list[Sample]) -> tuple[list[Sample], float]:
 
 async def _execute(prepare: Prepare, profile: LoadProfile, slo: SloThresholds | None,
                    live: LiveStats | None, on_sample: Callable[[Sample], None] | None,
-                   stop: RunStop, replay: Replay | None = None) -> RunResult:
+                   stop: RunStop, replay: Replay | None = None,
+                   sessions: Sessions | None = None) -> RunResult:
     clock = RunClock.start()
     seqs = itertools.count()
     samples: list[Sample] = []
@@ -243,7 +314,8 @@ async def _execute(prepare: Prepare, profile: LoadProfile, slo: SloThresholds | 
                 on_sample(sample)
 
         ctx = StageContext(clock=clock, seqs=seqs, stage=index, live=live, on_sample=measured)
-        outcome = await unless_stopped(run_stage(stage, prepare, ctx), stop)
+        outcome = await unless_stopped(run_stage(stage, prepare, ctx, sessions=sessions),
+                                       stop)
         stage_samples, stage_s = stopped_stage(so_far) if outcome is None else outcome
         summary = summarise(stage_samples, stage_s, slo)
         results.append(StageResult(index=index, label=stage.label, summary=summary))

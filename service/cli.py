@@ -311,6 +311,20 @@ def probe(
     shared_prefix_tokens: Annotated[int, typer.Option(
         help="A stable shared prefix of this many tokens before the salt (a system prompt "
         "the cache may serve).")] = 0,
+    dataset: Annotated[str | None, typer.Option(
+        help="JSONL prompts, one request per line ({prompt} or {messages}, optional "
+        "max_tokens), cycled in a seeded order.")] = None,
+    sessions: Annotated[str | None, typer.Option(
+        help="JSONL multi-turn sessions, one turn per line (conversation_id, turn, messages, "
+        "optional tools, delay_seconds, max_tokens); users are conversations in flight.")]
+    = None,
+    turns: Annotated[int | None, typer.Option(
+        help="Synthetic sessions: conversations of this many turns of --input-tokens each.")]
+    = None,
+    turn_delay: Annotated[float, typer.Option(
+        help="Synthetic sessions: think time (s) before each turn after the first.")] = 0.0,
+    session_header: Annotated[bool, typer.Option(
+        "--session-header", help="Send each turn's conversation as X-Session-ID.")] = False,
     header: Annotated[list[str] | None, typer.Option(
         help="Extra request header NAME:VALUE (repeatable).")] = None,
     api_key_env: Annotated[str | None, typer.Option(
@@ -321,6 +335,11 @@ def probe(
     = None,
     slo_e2e_ms: Annotated[float | None, typer.Option(help="Goodput: E2E threshold.")] = None,
     http2: Annotated[bool, typer.Option("--http2", help="Offer HTTP/2 (https).")] = False,
+    metrics_url: Annotated[str | None, typer.Option(
+        help="The server's Prometheus metrics (e.g. http://vllm:8000/metrics), read during "
+        "the run: queue, KV-cache use, prefix-cache hits, preemptions.")] = None,
+    metrics_interval: Annotated[float, typer.Option(
+        help="Seconds between reads of --metrics-url.")] = 1.0,
     method: Annotated[str, typer.Option(help="--api http: request method.")] = "GET",
     expect_status: Annotated[int, typer.Option(help="--api http: expected status.")] = 200,
     expect_body: Annotated[str | None, typer.Option(
@@ -337,6 +356,8 @@ def probe(
     from sustain.probes.client.secrets import SecretUnavailableError, resolve_secret
     from sustain.probes.report import json_report
     from sustain.probes.report_tables import results
+    from sustain.probes.workload.dataset import DatasetError
+    from sustain.probes.workload.spec import WorkloadError
     from sustain.service import oneshot
     from sustain.service.probe_flags import FlagError, ProbeFlags
 
@@ -349,12 +370,17 @@ def probe(
     except (FlagError, SecretUnavailableError) as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from None
-    if flags.json_output:
-        result = uvloop.run(oneshot.run_with_display(shot, None, budget=limits.budget()))
-    else:
-        with Live(console=console, refresh_per_second=4, transient=True) as display:
-            result = uvloop.run(oneshot.run_with_display(shot, display,
-                                                         budget=limits.budget()))
+    try:
+        if flags.json_output:
+            result = uvloop.run(oneshot.run_with_display(shot, None, budget=limits.budget()))
+        else:
+            with Live(console=console, refresh_per_second=4, transient=True) as display:
+                result = uvloop.run(oneshot.run_with_display(shot, display,
+                                                             budget=limits.budget()))
+    except (DatasetError, WorkloadError) as exc:  # a file or workload that cannot be used
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+    if not flags.json_output:
         Console(width=None if sys.stdout.isatty() else 140).print(results(result))
     run_id = None
     if flags.save:

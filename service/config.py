@@ -137,7 +137,7 @@ class Settings(BaseSettings):
     drift_baseline: str = Field(
         default="7d", description="Baseline window before it.")
     drift_metrics: str = Field(
-        default="ttft:p99,e2e:p99",
+        default="ttft:p99,e2e:p99,output_tokens:mean,quality:mean",
         description="Comma-separated metric:stat pairs that drift findings watch.",
     )
     config: Path | None = Field(

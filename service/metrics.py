@@ -68,6 +68,10 @@ class LastRunCollector(Collector):
                 labels=[*labels, "quantile"])
             for metric in ("ttft", "tpot", "e2e")
         }
+        server = GaugeMetricFamily(
+            "sustain_probe_last_run_server_metric",
+            "The server's own series (its endpoint's metrics_url) over the probe's newest "
+            "run: max, mean and last scraped value.", labels=[*labels, "series", "stat"])
         for run in self.snapshot:
             values = [run.endpoint, run.probe, run.model]
             timestamp.add_metric(values, run.finished_at.timestamp())
@@ -82,7 +86,11 @@ class LastRunCollector(Collector):
                 for name, q in (("p50", "0.5"), ("p99", "0.99")):
                     if dist.get(name) is not None:
                         family.add_metric([*values, q], float(dist[name]) / 1000.0)
-        yield from (timestamp, success, availability, throughput, *latency.values())
+            for series, stats in (summary.get("server_metrics") or {}).items():
+                for stat in ("max", "mean", "last"):
+                    if isinstance(stats, dict) and stats.get(stat) is not None:
+                        server.add_metric([*values, str(series), stat], float(stats[stat]))
+        yield from (timestamp, success, availability, throughput, *latency.values(), server)
 
 
 class SloCollector(Collector):
@@ -213,6 +221,10 @@ class Metrics:
             "server served from its prefix cache (where it reports them): divided by "
             "sustain_prompt_tokens_total, the cache hit ratio.", labels,
             registry=self.registry)
+        self.quality_checks = Counter(
+            "sustain_quality_checks", "Quality canaries checked (successful requests whose "
+            "dataset line has an `expect`), by result: passed or failed.",
+            [*labels, "result"], registry=self.registry)
         self.runs = Counter(
             "sustain_runs", "Finished runs by status.", ["probe", "status"],
             registry=self.registry)
@@ -268,6 +280,8 @@ class Metrics:
             if sample.outcome is not Outcome.SUCCESS:
                 continue
             self.output_tokens.labels(*series).inc(m.output_tokens)
+            if m.quality is not None:
+                self.quality_checks.labels(*series, "passed" if m.quality else "failed").inc()
             if m.input_tokens is not None:
                 self.prompt_tokens.labels(*series).inc(m.input_tokens)
                 if m.cached_tokens is not None:

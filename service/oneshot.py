@@ -24,6 +24,7 @@ from sustain.probes.client.egress import EgressPolicy
 from sustain.probes.client.secret_policy import SecretPolicy
 from sustain.probes.client.target import Target
 from sustain.probes.load.live import LiveStats
+from sustain.probes.load.plan import sessions_problem
 from sustain.probes.load.profiles import ConstantProfile, LoadProfile, parse_profile
 from sustain.probes.measure.sample import ErrorClass
 from sustain.probes.measure.slo import SloThresholds
@@ -90,7 +91,10 @@ def build(flags: ProbeFlags, limits: LoadLimits | None = None) -> OneShot:
         endpoint = EndpointCreate.model_validate(endpoint_fields(flags))
         workload = Workload(input_tokens=flags.input_tokens, max_tokens=flags.output_tokens,
                             stream=flags.stream, cache="allow" if flags.allow_cache else "defeat",
-                            shared_prefix_tokens=flags.shared_prefix_tokens)
+                            shared_prefix_tokens=flags.shared_prefix_tokens,
+                            dataset=flags.dataset, sessions=flags.sessions, turns=flags.turns,
+                            turn_delay_s=flags.turn_delay,
+                            session_header=flags.session_header)
         slo = SloThresholds(ttft_ms=flags.slo_ttft_ms, tpot_ms=flags.slo_tpot_ms,
                             e2e_ms=flags.slo_e2e_ms)
     except ValidationError as exc:
@@ -98,7 +102,12 @@ def build(flags: ProbeFlags, limits: LoadLimits | None = None) -> OneShot:
     denied = EGRESS.check_url(str(endpoint.base_url))
     if denied is not None:
         raise FlagError(f"BASE_URL: egress denied: {denied}")
+    denied = None if endpoint.metrics_url is None else EGRESS.check_url(str(endpoint.metrics_url))
+    if denied is not None:
+        raise FlagError(f"--metrics-url: egress denied: {denied}")
     profile = load_profile(flags, limits)
+    if workload.in_sessions and (problem := sessions_problem(profile)) is not None:
+        raise FlagError(f"{'--sessions' if flags.sessions else '--turns'}: {problem}")
     if limits is not None and (found := limit_violations(planned_load(profile), limits)):
         raise FlagError("; ".join(f"{flag_of_path(path)}: {message}"
                                   for path, message in found))
@@ -126,6 +135,7 @@ def endpoint_fields(flags: ProbeFlags) -> dict[str, Any]:
         "model": flags.model or "n/a", "headers": flags.header, "http2": flags.http2,
         "http_check": check,
         "auth_secret_ref": None if flags.api_key_env is None else f"env:{flags.api_key_env}",
+        "metrics_url": flags.metrics_url, "metrics_interval_s": flags.metrics_interval,
     }
 
 

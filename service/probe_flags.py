@@ -36,7 +36,10 @@ FLAG_OF = {
     "e2e_ms": "--slo-e2e-ms", "method": "--method", "expected_status": "--expect-status",
     "body_contains": "--expect-body", "path": "BASE_URL", "workers": "--workers",
     "cache": "--allow-cache", "shared_prefix_tokens": "--shared-prefix-tokens",
-    "format": "--trace-format", "speedup": "--speedup",
+    "format": "--trace-format", "speedup": "--speedup", "sessions": "--sessions",
+    "turns": "--turns", "session_header": "--session-header", "dataset": "--dataset",
+    "turn_delay_s": "--turn-delay", "metrics_url": "--metrics-url",
+    "metrics_interval_s": "--metrics-interval",
 }
 """The flag behind each field of EndpointCreate, Workload, SloThresholds and LoadProfile."""
 
@@ -128,11 +131,18 @@ class ProbeFlags(BaseModel):
     no_stream: bool = False
     allow_cache: bool = False
     shared_prefix_tokens: int = 0
+    dataset: str | None = None
+    sessions: str | None = None
+    turns: int | None = None
+    turn_delay: float = 0.0
+    session_header: bool = False
     api_key_env: str | None = None
     slo_ttft_ms: float | None = None
     slo_tpot_ms: float | None = None
     slo_e2e_ms: float | None = None
     http2: bool = False
+    metrics_url: str | None = None
+    metrics_interval: float = 1.0
     method: Annotated[str, AfterValidator(str.upper)] = "GET"
     expect_status: int = 200
     expect_body: str | None = None

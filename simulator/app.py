@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from sustain.simulator.config import FAULT_HEADER, Fault, SimulatorConfig
+from sustain.simulator.metrics import EngineMetrics
 from sustain.simulator.prefix_cache import PrefixCache
 
 Scope = MutableMapping[str, Any]
@@ -42,14 +43,41 @@ async def _sleep_until(deadline: float) -> None:
         await asyncio.sleep(delay)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _ToolCall:
+    """A simulated function call: its arguments stream one piece per token."""
+
+    id: str
+    name: str
+    pieces: tuple[str, ...]
+
+
+def _tool_call(tools: list[Any], tokens: int) -> _ToolCall | None:
+    """A call to the first function of `tools`, its arguments filling the function's
+    required string properties (or `{}`), in at most `tokens` pieces."""
+    function = next((t.get("function") for t in tools if isinstance(t, dict)
+                     and isinstance(t.get("function"), dict)), None)
+    if function is None or not isinstance(function.get("name"), str):
+        return None
+    parameters = function.get("parameters")
+    required = parameters.get("required") if isinstance(parameters, dict) else None
+    names = [n for n in required if isinstance(n, str)] if isinstance(required, list) else []
+    arguments = json.dumps({name: f"value of {name}" for name in names})
+    count = max(1, min(tokens, len(arguments)))
+    size = -(-len(arguments) // count)
+    pieces = tuple(arguments[i:i + size] for i in range(0, len(arguments), size))
+    return _ToolCall("call_" + uuid.uuid4().hex[:12], function["name"], pieces)
+
+
 class _Completion:
     """One simulated generation, chat or text completion, shaped like vLLM's responses."""
 
     def __init__(self, chat: bool, model: str, tokens: int, prompt_tokens: int,
-                 cached_tokens: int | None = None) -> None:
+                 cached_tokens: int | None = None, tool: _ToolCall | None = None) -> None:
         self.chat = chat
         self.model = model
-        self.tokens = tokens
+        self.tool = tool
+        self.tokens = len(tool.pieces) if tool is not None and tokens else tokens
         self.prompt_tokens = prompt_tokens
         self.cached_tokens = cached_tokens
         self.id = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex[:16]
@@ -58,6 +86,17 @@ class _Completion:
     @staticmethod
     def token(k: int) -> str:
         return f"tok{k} "
+
+    def output(self, k: int) -> dict[str, Any]:
+        """Token `k` as a chunk: a word, or the next piece of the tool call's arguments
+        (the first piece names the call)."""
+        if self.tool is None:
+            return self.delta(self.token(k), None)
+        piece: dict[str, Any] = {"index": 0, "function": {"arguments": self.tool.pieces[k]}}
+        if k == 0:
+            piece.update(id=self.tool.id, type="function")
+            piece["function"]["name"] = self.tool.name
+        return self.chunk({"delta": {"tool_calls": [piece]}, "finish_reason": None})
 
     def chunk(self, choice: dict[str, Any] | None) -> dict[str, Any]:
         return {
@@ -87,7 +126,11 @@ class _Completion:
     def whole(self, finish: str) -> dict[str, Any]:
         text = "".join(self.token(k) for k in range(self.tokens))
         choice: dict[str, Any] = {"index": 0, "finish_reason": finish, "logprobs": None}
-        if self.chat:
+        if self.chat and self.tool is not None and self.tokens:
+            choice["message"] = {"role": "assistant", "content": None, "tool_calls": [{
+                "id": self.tool.id, "type": "function", "function": {
+                    "name": self.tool.name, "arguments": "".join(self.tool.pieces)}}]}
+        elif self.chat:
             choice["message"] = {"role": "assistant", "content": text}
         else:
             choice["text"] = text
@@ -101,14 +144,60 @@ class _Completion:
         }
 
 
+def _message_text(message: dict[str, Any]) -> str:
+    """A chat message's text: its content (a string or text parts) and, for an assistant's
+    tool calls, their names and arguments (a server's template renders them too)."""
+    content = message.get("content")
+    parts = [content] if isinstance(content, str) else [
+        p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+    ] if isinstance(content, list) else []
+    calls = message.get("tool_calls")
+    for call in calls if isinstance(calls, list) else []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            parts += [str(function.get("name", "")), str(function.get("arguments", ""))]
+    return " ".join(parts)
+
+
 def _prompt_words(body: dict[str, Any]) -> list[str]:
-    """The prompt's tokens: one per whitespace-separated word, over every message."""
+    """The prompt's tokens: one per whitespace-separated word, over every message (the whole
+    history of a multi-turn request)."""
     messages = body.get("messages")
     if isinstance(messages, list):
-        text = " ".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
+        text = " ".join(_message_text(m) for m in messages if isinstance(m, dict))
     else:
         text = str(body.get("prompt", ""))
     return text.split()
+
+
+def _history_problem(messages: Any) -> str | None:
+    """Why a chat history is not one a server accepts, or None: every tool result must
+    answer a call an earlier assistant message made (as OpenAI and vLLM's templates
+    require)."""
+    if not isinstance(messages, list):
+        return "messages must be a list"
+    calls: set[str] = set()
+    for message in messages:
+        if not isinstance(message, dict):
+            return "each message must be an object"
+        if message.get("role") == "assistant":
+            for call in message.get("tool_calls") or []:
+                if isinstance(call, dict) and isinstance(call.get("id"), str):
+                    calls.add(call["id"])
+        elif message.get("role") == "tool" and message.get("tool_call_id") not in calls:
+            return f"tool message answers no tool call ({message.get('tool_call_id')!r})"
+    return None
+
+
+def _wants_tool(body: dict[str, Any]) -> bool:
+    """Whether the model 'decides' to call a tool: tools were offered, tool_choice allows,
+    and the last message is not already a tool's result (then it answers in text)."""
+    tools, messages = body.get("tools"), body.get("messages")
+    if not (isinstance(tools, list) and tools and isinstance(messages, list) and messages):
+        return False
+    last = messages[-1]
+    return body.get("tool_choice") != "none" and not (
+        isinstance(last, dict) and last.get("role") == "tool")
 
 
 async def _read_body(receive: Receive) -> bytes | None:
@@ -145,6 +234,7 @@ class SimulatorApp:
         self._generations = 0
         self._slots = None if config.max_batch is None else asyncio.Semaphore(config.max_batch)
         self._cache = PrefixCache() if config.prefix_cache else None
+        self.metrics = EngineMetrics(config.model, config.max_batch)
         self._truth = None if config.truth_log is None else open(  # noqa: SIM115
             config.truth_log, "a", encoding="utf-8", buffering=1)
 
@@ -153,10 +243,15 @@ class SimulatorApp:
             return
         arrival = time.perf_counter()
         method, path = scope["method"], scope["path"]
-        if not self._authorized(scope):
+        if path != "/metrics" and not self._authorized(scope):  # as vLLM's --api-key
             await _error(send, 401, "invalid API key")
         elif path == "/health" and method in ("GET", "HEAD"):
             await _json(send, 200, {"status": "ok"})
+        elif path == "/metrics" and method == "GET":
+            body, media = self.metrics.exposition()
+            await send({"type": "http.response.start", "status": 200, "headers": [
+                (b"content-type", media.encode()), (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
         elif path == "/v1/models" and method == "GET":
             await _json(send, 200, {"object": "list", "data": [
                 {"id": self.config.model, "object": "model", "owned_by": "sustain-simulator"}]})
@@ -243,19 +338,38 @@ class SimulatorApp:
             return
         if fault is Fault.HANG and not await _hang(receive, config.hang_s):
             return
+        if chat and (problem := _history_problem(body.get("messages"))) is not None:
+            await _error(send, 400, problem)
+            return
         max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
         limit = max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else None
         tokens = config.output_tokens if limit is None else min(limit, config.output_tokens)
         finish = "length" if limit is not None and limit <= config.output_tokens else "stop"
         words = _prompt_words(body)
         cached = None if self._cache is None else self._cache.admit(words)
+        self.metrics.admitted(len(words), cached)
+        tool = _tool_call(body["tools"], tokens) if chat and config.tool_calls and \
+            _wants_tool(body) else None
         completion = _Completion(chat, str(body.get("model", config.model)),
-                                 0 if fault is Fault.EMPTY else tokens, len(words), cached)
-        if self._slots is None:
-            await self._respond(scope, send, body, completion, arrival, fault, finish)
-            return
-        async with self._slots:
-            await self._respond(scope, send, body, completion, arrival, fault, finish)
+                                 0 if fault is Fault.EMPTY else tokens, len(words), cached,
+                                 tool)
+        if tool is not None and completion.tokens:
+            finish = "tool_calls"
+        if self._cache is not None and chat and completion.tokens:
+            # The reply's KV stays cached too (as in vLLM): a conversation's next turn, which
+            # sends it back as history, finds it.
+            reply = completion.whole(finish)["choices"][0]["message"]
+            self._cache.admit(words + _message_text(reply).split())
+        if self._slots is not None:
+            with self.metrics.waiting():
+                await self._slots.acquire()
+        try:
+            with self.metrics.running():
+                await self._respond(scope, send, body, completion, arrival, fault, finish)
+        finally:
+            if self._slots is not None:
+                self._slots.release()
+        self.metrics.generated(completion.tokens)
 
     async def _respond(self, scope: Scope, send: Send, body: dict[str, Any],
                        completion: _Completion, arrival: float, fault: Fault,
@@ -353,7 +467,7 @@ def _stream(completion: _Completion, config: SimulatorConfig, token_times: list[
         elif fault is Fault.HUGE_CHUNK and k == middle:
             plan.append(_sse(completion.delta("x" * config.huge_chunk_bytes, None)))
         else:
-            plan.append(_sse(completion.delta(completion.token(k), None)))
+            plan.append(_sse(completion.output(k)))
     if fault is Fault.TRUNCATE:
         return plan
     if not token_times[:completion.tokens]:

@@ -38,6 +38,9 @@ class SimulatorConfig:
     prefix_cache: bool = True
     """Emulate prefix caching (see prefix_cache.py) and report
     `usage.prompt_tokens_details.cached_tokens`."""
+    tool_calls: bool = True
+    """Answer a chat request that offers `tools` (and whose last message is not a tool's
+    result) with a call to its first function, as a model deciding to use it would."""
     ttft_sigma: float = 0.0
     """Lognormal jitter of TTFT: each request's TTFT is ttft_ms * exp(N(0, sigma))."""
     itl_sigma: float = 0.0

@@ -20,6 +20,7 @@ from sustain.probes.client.openai_protocol import (
     WHOLE_BODY_LIMIT,
     Deadlines,
     EncodedRequest,
+    ReplyCollector,
     StreamState,
     failure,
     from_state,
@@ -54,13 +55,14 @@ class _Reader:
     past its cap fails the reader at once, so one endpoint cannot stall the loop."""
 
     def __init__(self, stream: bool, loop: asyncio.AbstractEventLoop, deadlines: Deadlines,
-                 max_event_bytes: int) -> None:
+                 max_event_bytes: int, keep_reply: bool = False) -> None:
         self.stream = stream
         self.loop = loop
         self.deadlines = deadlines
         self.exchange: Exchange | None = None
         self.deadline: asyncio.Timeout | None = None
-        self.state = StreamState()
+        self.keep_reply = keep_reply
+        self.state = StreamState(reply=ReplyCollector() if keep_reply else None)
         self.decoder = SSEDecoder(max_event_bytes)
         self.raw = bytearray()
         """A 2xx non-streamed body, up to WHOLE_BODY_LIMIT (error bodies are only counted)."""
@@ -149,14 +151,16 @@ class _Reader:
 
 
 async def send_openai_http1(pool: ConnectionPool, target: Target, encoded: EncodedRequest,
-                            stream: bool, t_send_ns: int) -> Measurement:
-    """Send one encoded request (see openai_protocol.encode_request) and measure it. Never
-    raises for endpoint misbehaviour; no retries. Deadlines: connect, first token and total,
-    from t_send (see openai_protocol.Deadlines)."""
+                            stream: bool, t_send_ns: int, *, keep_reply: bool = False
+                            ) -> Measurement:
+    """Send one encoded request (see openai_protocol.encode_request) and measure it; with
+    `keep_reply`, keep what it answered (Measurement.reply). Never raises for endpoint
+    misbehaviour; no retries. Deadlines: connect, first token and total, from t_send (see
+    openai_protocol.Deadlines)."""
     payload, headers = encoded
     loop = asyncio.get_running_loop()
     deadlines = Deadlines.from_t_send(target, t_send_ns, loop)
-    reader = _Reader(stream, loop, deadlines, target.max_event_bytes)
+    reader = _Reader(stream, loop, deadlines, target.max_event_bytes, keep_reply)
     try:
         return await _exchange(pool, target, payload, headers, stream, t_send_ns, reader,
                                deadlines, loop)
@@ -194,7 +198,8 @@ async def _exchange(pool: ConnectionPool, target: Target, payload: bytes,
                     return failure(t_send_ns, status, reader.state.failure,
                                    reader.state.detail or "bad response")
                 end = await reader.exchange.done
-                return whole_response(bytes(reader.raw), t_send_ns, end, status)
+                return whole_response(bytes(reader.raw), t_send_ns, end, status,
+                                      reader.keep_reply)
             if not is_event_stream(response_headers.get("content-type", "")):
                 pool.abandon(reader.exchange)
                 return failure(t_send_ns, status, ErrorClass.PROTOCOL, NOT_EVENT_STREAM)

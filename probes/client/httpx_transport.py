@@ -22,6 +22,7 @@ from sustain.probes.client.openai_protocol import (
     WHOLE_BODY_LIMIT,
     Deadlines,
     EncodedRequest,
+    ReplyCollector,
     StreamState,
     failure,
     from_state,
@@ -94,9 +95,12 @@ async def send_openai_httpx(
     encoded: EncodedRequest,
     stream: bool,
     t_send_ns: int,
+    *,
+    keep_reply: bool = False,
 ) -> Measurement:
-    """Send one encoded request (see openai_protocol.encode_request) and measure it. Never
-    raises for endpoint misbehaviour; no retries.
+    """Send one encoded request (see openai_protocol.encode_request) and measure it; with
+    `keep_reply`, keep what it answered (Measurement.reply). Never raises for endpoint
+    misbehaviour; no retries.
 
     Deadlines: connect (httpx), first token and total (asyncio, from t_send; see
     openai_protocol.Deadlines).
@@ -108,7 +112,7 @@ async def send_openai_httpx(
     timeout = httpx.Timeout(
         connect=target.timeout_connect_s, read=None, write=target.timeout_total_s, pool=None
     )
-    state = StreamState()
+    state = StreamState(reply=ReplyCollector() if keep_reply else None)
     status: int | None = None
     end_ns: int | None = None
     try:
@@ -124,7 +128,7 @@ async def send_openai_httpx(
                     await _drain(response, ERROR_BODY_LIMIT)
                     return failure(t_send_ns, status, failed, f"HTTP {status}")
                 if not stream:
-                    return await _read_whole(response, t_send_ns, status)
+                    return await _read_whole(response, t_send_ns, status, keep_reply)
                 if not is_event_stream(response.headers.get("content-type", "")):
                     return failure(t_send_ns, status, ErrorClass.PROTOCOL, NOT_EVENT_STREAM)
                 decoder = SSEDecoder(target.max_event_bytes)
@@ -174,7 +178,8 @@ async def _drain(response: httpx.Response, limit: int) -> None:
             return
 
 
-async def _read_whole(response: httpx.Response, t_send_ns: int, status: int) -> Measurement:
+async def _read_whole(response: httpx.Response, t_send_ns: int, status: int,
+                      keep_reply: bool) -> Measurement:
     """A non-streamed body, up to WHOLE_BODY_LIMIT: past it the request ends as `protocol`
     without reading the rest (leaving the `client.stream` block closes the connection)."""
     chunks: list[bytes] = []
@@ -184,4 +189,5 @@ async def _read_whole(response: httpx.Response, t_send_ns: int, status: int) -> 
         if size > WHOLE_BODY_LIMIT:
             return failure(t_send_ns, status, ErrorClass.PROTOCOL, BODY_TOO_LARGE)
         chunks.append(chunk)
-    return whole_response(b"".join(chunks), t_send_ns, time.perf_counter_ns(), status)
+    return whole_response(b"".join(chunks), t_send_ns, time.perf_counter_ns(), status,
+                          keep_reply)

@@ -22,6 +22,13 @@ import orjson
 from sustain.probes.client.sse import SSEEvent, size_text
 from sustain.probes.client.status import error_class_for_status
 from sustain.probes.client.target import ApiKind, Target
+from sustain.probes.measure.reply import (
+    MAX_ARGUMENT_CHARS,
+    MAX_REPLY_CHARS,
+    MAX_TOOL_CALLS,
+    Reply,
+    ToolCall,
+)
 from sustain.probes.measure.sample import NS_PER_MS, ErrorClass, Measurement
 
 # --- requests -------------------------------------------------------------------------------
@@ -141,6 +148,97 @@ def choice_has_output(choice: Any) -> bool:
 
 
 @dataclass(slots=True)
+class ReplyCollector:
+    """Gathers a reply's text and tool calls from its choices, for the requests that keep
+    their reply (a session's turn, a quality canary), within the bounds of measure/reply.py.
+    Streamed tool calls arrive in pieces: the first names the call (`id`,
+    `function.name`), the rest append to its `arguments`; pieces belong to the call at their
+    `index` (or, without one, to the last call)."""
+
+    parts: list[str] = field(default_factory=list)
+    size: int = 0
+    calls: list[list[str]] = field(default_factory=list)
+    """[id, name, arguments] of each tool call, in index order."""
+    first_tool_call_ns: int | None = None
+    truncated: bool = False
+
+    def add_text(self, text: object) -> None:
+        if not isinstance(text, str) or not text:
+            return
+        room = MAX_REPLY_CHARS - self.size
+        if len(text) > room:
+            text, self.truncated = text[:room], True
+        if text:
+            self.parts.append(text)
+            self.size += len(text)
+
+    def add_tool_call(self, piece: object, now_ns: int | None) -> None:
+        if not isinstance(piece, dict):
+            return
+        if self.first_tool_call_ns is None and now_ns is not None:
+            self.first_tool_call_ns = now_ns
+        index = piece.get("index")
+        if not (isinstance(index, int) and not isinstance(index, bool) and index >= 0):
+            index = max(len(self.calls) - 1, 0) if "id" not in piece else len(self.calls)
+        if index >= MAX_TOOL_CALLS:
+            self.truncated = True
+            return
+        while len(self.calls) <= index:
+            self.calls.append(["", "", ""])
+        call = self.calls[index]
+        if isinstance(piece.get("id"), str) and not call[0]:
+            call[0] = piece["id"][:256]
+        function = piece.get("function")
+        if isinstance(function, dict):
+            if isinstance(function.get("name"), str) and not call[1]:
+                call[1] = function["name"][:256]
+            arguments = function.get("arguments")
+            if isinstance(arguments, dict):  # some servers send an object, not JSON text
+                arguments = orjson.dumps(arguments).decode()
+            if isinstance(arguments, str) and arguments:
+                room = MAX_ARGUMENT_CHARS - len(call[2])
+                if len(arguments) > room:
+                    arguments, self.truncated = arguments[:room], True
+                call[2] += arguments
+
+    def on_choice(self, choice: Any, now_ns: int) -> None:
+        """One streamed choice: chat `delta.content` and `delta.tool_calls`, or completion
+        `text`."""
+        if type(choice) is not dict:
+            return
+        delta = choice.get("delta")
+        if type(delta) is dict:
+            self.add_text(delta.get("content"))
+            pieces = delta.get("tool_calls")
+            if isinstance(pieces, list):
+                for piece in pieces:
+                    self.add_tool_call(piece, now_ns)
+        self.add_text(choice.get("text"))
+
+    def on_whole(self, payload: dict[str, Any]) -> None:
+        """A non-streamed response's first choice: its message (or text)."""
+        choices = payload.get("choices")
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        if not isinstance(choice, dict):
+            return
+        message = choice.get("message")
+        if isinstance(message, dict):
+            self.add_text(message.get("content"))
+            calls = message.get("tool_calls")
+            if isinstance(calls, list):
+                for index, call in enumerate(calls):
+                    if isinstance(call, dict):
+                        self.add_tool_call({**call, "index": index}, None)
+        self.add_text(choice.get("text"))
+
+    def reply(self) -> Reply:
+        calls = tuple(ToolCall(id=call[0] or f"call_{index}", name=call[1],
+                               arguments=call[2])
+                      for index, call in enumerate(self.calls))
+        return Reply(text="".join(self.parts), tool_calls=calls, truncated=self.truncated)
+
+
+@dataclass(slots=True)
 class StreamState:
     """Accumulates a streamed response's events; timestamps in ns from the monotonic clock."""
 
@@ -155,6 +253,8 @@ class StreamState:
     cached_tokens: int | None = None
     failure: ErrorClass | None = None
     detail: str | None = None
+    reply: ReplyCollector | None = None
+    """Set for a request that keeps its reply; None (the default) keeps no text."""
 
     def on_event(self, event: SSEEvent, now_ns: int) -> None:
         if self.failure is not None or self.done:
@@ -188,6 +288,8 @@ class StreamState:
                 output = True
             if type(choice) is dict and choice.get("finish_reason"):
                 finished = True
+        if self.reply is not None:
+            self.reply.on_choice(choices[0], now_ns)
         if output:
             if self.last_output_ns is not None:
                 self.itl_ns.append(now_ns - self.last_output_ns)
@@ -253,6 +355,17 @@ def message_text(payload: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+def tool_call_count(payload: dict[str, Any]) -> int:
+    """Tool calls in a non-streamed chat response's choices (output, as text is)."""
+    count = 0
+    for choice in payload.get("choices") or []:
+        message = choice.get("message") if isinstance(choice, dict) else None
+        calls = message.get("tool_calls") if isinstance(message, dict) else None
+        if isinstance(calls, list):
+            count += len(calls)
+    return count
+
+
 # --- measurements ---------------------------------------------------------------------------
 
 
@@ -260,8 +373,10 @@ def _ms(delta_ns: int) -> float:
     return delta_ns / NS_PER_MS
 
 
-def whole_response(raw: bytes, t_send_ns: int, end: int, status: int) -> Measurement:
-    """Measure a non-streamed response body that ended at `end` (ns)."""
+def whole_response(raw: bytes, t_send_ns: int, end: int, status: int,
+                   keep_reply: bool = False) -> Measurement:
+    """Measure a non-streamed response body that ended at `end` (ns); with `keep_reply`,
+    keep what it answered."""
     try:
         payload = orjson.loads(raw)
     except (ValueError, RecursionError):
@@ -274,8 +389,14 @@ def whole_response(raw: bytes, t_send_ns: int, end: int, status: int) -> Measure
     cached = cached_token_count(usage) if usage else None
     text = message_text(payload)
     counted = completion is not None
-    tokens = completion if completion is not None else len(text.split())
-    error = None if tokens >= 1 and text else ErrorClass.EMPTY
+    reply = None
+    if keep_reply:
+        collector = ReplyCollector()
+        collector.on_whole(payload)
+        reply = collector.reply()
+    calls = tool_call_count(payload)
+    tokens = completion if completion is not None else len(text.split()) + calls
+    error = None if tokens >= 1 and (text or calls) else ErrorClass.EMPTY
     return Measurement(
         ttft_ms=None,
         itl_ms=(),
@@ -287,11 +408,12 @@ def whole_response(raw: bytes, t_send_ns: int, end: int, status: int) -> Measure
         error_class=error,
         error_detail=None if error is None else "no output tokens",
         cached_tokens=cached,
+        reply=reply,
     )
 
 
 def failure(t_send_ns: int, status: int | None, error: ErrorClass, detail: str) -> Measurement:
-    """A request that failed before any output: ends now."""
+    """A request that failed before any output: ends now (and answered nothing to keep)."""
     return from_state(StreamState(), t_send_ns, time.perf_counter_ns(), status, error, detail)
 
 
@@ -311,6 +433,8 @@ def from_state(
     detail: str | None,
 ) -> Measurement:
     """The measurement of a stream that ended at `end_ns`: TTFT and ITL from its events."""
+    collected = state.reply
+    first_call = None if collected is None else collected.first_tool_call_ns
     return Measurement(
         ttft_ms=None if state.first_output_ns is None else _ms(state.first_output_ns - t_send_ns),
         itl_ms=tuple(_ms(gap) for gap in state.itl_ns),
@@ -322,4 +446,6 @@ def from_state(
         error_class=error,
         error_detail=detail,
         cached_tokens=state.cached_tokens,
+        reply=None if collected is None else collected.reply(),
+        tool_call_ms=None if first_call is None else _ms(first_call - t_send_ns),
     )

@@ -16,6 +16,7 @@ a SendFn, called with t_send in ns (perf_counter_ns), that sends it once and mea
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from functools import partial
 from typing import assert_never
 
@@ -23,19 +24,28 @@ from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.http1 import send_openai_http1
 from sustain.probes.client.http_check import send_http
 from sustain.probes.client.httpx_transport import send_openai_httpx
-from sustain.probes.client.openai_protocol import encode_request
+from sustain.probes.client.openai_protocol import EncodedRequest, encode_request
 from sustain.probes.client.target import ApiKind, HttpCheck, Target
+from sustain.probes.load.drivers import Prepare
+from sustain.probes.measure.quality import meets
 from sustain.probes.measure.sample import Measurement
 from sustain.probes.workload.dataset import DatasetPolicy
+from sustain.probes.workload.expect import Expect
 from sustain.probes.workload.requests import RequestBuilder
+from sustain.probes.workload.sessions import Dialogue
 from sustain.probes.workload.spec import Workload
 from sustain.probes.workload.traces import Replay
+
+SESSION_HEADER = "x-session-id"
+"""The header naming a turn's conversation, when the workload asks for it (as MLPerf
+Endpoints' agentic workload sends it, for sticky routing)."""
 
 SendFn = Callable[[int], Awaitable[Measurement]]
 """send(t_send_ns) -> Measurement: one request, bound to its connection and payload, sent
 exactly once; never raises for endpoint misbehaviour (load.drivers.Request)."""
-PrepareFn = Callable[[int], SendFn]
-"""prepare(seq) builds request `seq` before its send time is taken (load.drivers.Prepare)."""
+PrepareFn = Prepare
+"""prepare(seq, dialogue) builds request `seq` (the next turn of `dialogue`, when given)
+before its send time is taken (load.drivers.Prepare)."""
 Sender = Callable[[HttpClients, Target, Workload, Mapping[str, str], DatasetPolicy,
                    Replay | None], PrepareFn]
 """sender(clients, target, workload, headers, datasets, replay) -> prepare; `headers` already
@@ -49,9 +59,16 @@ def openai_over_http1(clients: HttpClients, target: Target, workload: Workload,
     builder = RequestBuilder(workload, target.api_kind, target.model, datasets, replay)
     pool = clients.pool(tls_verify=target.tls_verify)
 
-    def prepare(seq: int) -> SendFn:
-        return partial(send_openai_http1, pool, target,
-                       encode_request(builder.body(seq), headers), workload.stream)
+    def prepare(seq: int, dialogue: Dialogue | None = None) -> SendFn:
+        if dialogue is None:
+            expect = builder.expectation(seq)
+            send: SendFn = partial(send_openai_http1, pool, target,
+                                   encode_request(builder.body(seq), headers), workload.stream,
+                                   keep_reply=expect is not None)
+            return send if expect is None else scored(send, expect)
+        return partial(send_openai_http1, pool, target, turn_request(builder, seq, dialogue,
+                                                                     headers),
+                       workload.stream, keep_reply=True)
     return prepare
 
 
@@ -61,10 +78,39 @@ def openai_over_httpx(clients: HttpClients, target: Target, workload: Workload,
     builder = RequestBuilder(workload, target.api_kind, target.model, datasets, replay)
     client = clients.httpx(tls_verify=target.tls_verify, http2=True)
 
-    def prepare(seq: int) -> SendFn:
-        return partial(send_openai_httpx, client, target,
-                       encode_request(builder.body(seq), headers), workload.stream)
+    def prepare(seq: int, dialogue: Dialogue | None = None) -> SendFn:
+        if dialogue is None:
+            expect = builder.expectation(seq)
+            send: SendFn = partial(send_openai_httpx, client, target,
+                                   encode_request(builder.body(seq), headers), workload.stream,
+                                   keep_reply=expect is not None)
+            return send if expect is None else scored(send, expect)
+        return partial(send_openai_httpx, client, target, turn_request(builder, seq, dialogue,
+                                                                       headers),
+                       workload.stream, keep_reply=True)
     return prepare
+
+
+def scored(send: SendFn, expect: Expect) -> SendFn:
+    """`send`, its successful reply then scored against `expect` (Measurement.quality) and
+    let go: the verdict is kept, not the text. Scoring starts after the response ended, so it
+    is never part of the request's time."""
+    async def request(t_send_ns: int) -> Measurement:
+        measurement = await send(t_send_ns)
+        reply = measurement.reply
+        verdict = None if reply is None or measurement.error_class is not None \
+            else meets(expect, reply, measurement.output_tokens)
+        return replace(measurement, reply=None, quality=verdict)
+    return request
+
+
+def turn_request(builder: RequestBuilder, seq: int, dialogue: Dialogue,
+                 headers: Mapping[str, str]) -> EncodedRequest:
+    """The next turn of `dialogue` as request `seq`, with its session header if asked."""
+    body = builder.turn_body(seq, dialogue)
+    if dialogue.session_id is not None:
+        headers = {**headers, SESSION_HEADER: dialogue.session_id}
+    return encode_request(body, headers)
 
 
 def http_check_over_httpx(clients: HttpClients, target: Target, _workload: Workload,
@@ -74,7 +120,10 @@ def http_check_over_httpx(clients: HttpClients, target: Target, _workload: Workl
     client = clients.httpx(tls_verify=target.tls_verify, http2=target.http2)
     check = target.http_check or HttpCheck()
     request: SendFn = partial(send_http, client, target, check, headers)
-    return lambda _seq: request
+
+    def prepare(_seq: int, _dialogue: Dialogue | None = None) -> SendFn:
+        return request
+    return prepare
 
 
 def sender_for(target: Target) -> Sender:

@@ -30,6 +30,13 @@ ENV_GLOB = re.compile(r"^[A-Za-z0-9_*?\[\]!-]+$")
 """What an allow-list entry may hold: variable-name characters and fnmatch wildcards."""
 
 
+def scrubbed_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """`environ` without the variables FORBIDDEN_ENV names: what a process sustain starts to
+    talk to endpoints (a measurement worker, a scraper) gets."""
+    return {name: value for name, value in environ.items()
+            if not any(fnmatch.fnmatchcase(name, glob) for glob in FORBIDDEN_ENV)}
+
+
 def parse_env_globs(text: str) -> tuple[str, ...]:
     """The comma-separated names or globs of SUSTAIN_SECRET_ENV; ValueError names a bad one."""
     globs = tuple(entry.strip() for entry in text.split(",") if entry.strip())

@@ -48,6 +48,11 @@ class Target:
     """Offer HTTP/2 (ALPN on https; plain http stays HTTP/1.1)."""
     http_check: HttpCheck | None = None
     """For api_kind http: the request and its expectations."""
+    metrics_url: str | None = None
+    """The server's Prometheus exposition, read beside every run (probes/telemetry)."""
+    metrics_interval_s: float = 1.0
+    metrics_names: tuple[str, ...] = ()
+    """Sample names read besides the built-in series."""
     max_event_bytes: int = MAX_EVENT_BYTES
     """Cap on one server-sent event line, and on one event's data, in bytes: a stream that
     sends more ends at once as `protocol` (see sse.py). Not an endpoint setting: the default

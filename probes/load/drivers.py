@@ -11,15 +11,22 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 from sustain.probes.load.clock import RunClock
 from sustain.probes.load.live import LiveStats
 from sustain.probes.measure.sample import Measurement, Sample
+from sustain.probes.workload.sessions import Dialogue
 
 Request = Callable[[int], Awaitable[Measurement]]
 """request(t_send_ns) -> Measurement. Must not raise for endpoint misbehaviour."""
-Prepare = Callable[[int], Request]
-"""prepare(seq) builds request `seq` (body, headers) before its send time is taken."""
+
+
+class Prepare(Protocol):
+    """prepare(seq, dialogue) builds request `seq` (body, headers) before its send time is
+    taken: the next turn of `dialogue` (whose history it extends) when one is given."""
+
+    def __call__(self, seq: int, dialogue: Dialogue | None = None, /) -> Request: ...
 
 
 @dataclass(slots=True)
@@ -39,9 +46,11 @@ class StageContext:
             self.on_sample(sample)
         return sample
 
-    async def send(self, prepare: Prepare, t_sched_ms: float | None) -> Sample:
+    async def send(self, prepare: Prepare, t_sched_ms: float | None,
+                   dialogue: Dialogue | None = None) -> Sample:
         seq = next(self.seqs)
-        request = prepare(seq)
+        turn = None if dialogue is None else dialogue.next_turn
+        request = prepare(seq, dialogue)
         t_send_ns = time.perf_counter_ns()
         if self.live is not None:
             self.live.on_send()
@@ -50,7 +59,9 @@ class StageContext:
             self.live.on_done(measurement)
         t_send_ms = self.clock.ms(t_send_ns)
         return Sample(seq=seq, stage=self.stage, t_sched_ms=t_sched_ms, t_send_ms=t_send_ms,
-                      sent_at=self.clock.wall(t_send_ms), measurement=measurement)
+                      sent_at=self.clock.wall(t_send_ms), measurement=measurement,
+                      conversation=None if dialogue is None else dialogue.conversation.id,
+                      turn=turn)
 
 
 async def sleep_until_ns(deadline_ns: int) -> None:

@@ -66,6 +66,18 @@ class SingleStage:
 Stage = OpenStage | ClosedStage | SingleStage
 
 
+def sessions_problem(profile: LoadProfile) -> str | None:
+    """Why a sessions workload cannot run under `profile`, or None: conversations are
+    played by closed-loop users (a single profile plays one conversation)."""
+    if isinstance(profile, ConcurrencyProfile | SweepProfile | SingleProfile):
+        return None
+    if isinstance(profile, StepsProfile) and all(s.concurrency is not None
+                                                 for s in profile.stages):
+        return None
+    return ("sessions run under a concurrency, sweep, single or all-concurrency steps "
+            "profile: its users are the conversations in flight")
+
+
 def stages(profile: LoadProfile, replay: Replay | None = None) -> list[Stage]:
     """The stages of a profile, in the order they run (a trace profile's need its loaded
     `replay`)."""

@@ -1,5 +1,6 @@
-"""The per-stage sketches of a run: one mergeable sketch per latency metric, from the same
-values the run summary uses, so windows over many runs merge them (SPEC section 4)."""
+"""The per-stage sketches of a run: one mergeable sketch per metric (latencies, output length,
+canary scores), from the same values the run summary uses, so windows over many runs merge
+them (SPEC section 4)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,14 @@ from typing import Literal, get_args
 from sustain.probes.measure.sample import Outcome, Sample
 from sustain.probes.measure.sketch import MetricSketch
 
-MetricName = Literal["ttft", "itl", "tpot", "e2e", "corrected_e2e", "lag"]
+MetricName = Literal["ttft", "itl", "tpot", "e2e", "corrected_e2e", "lag", "output_tokens",
+                     "quality"]
 METRICS: tuple[MetricName, ...] = get_args(MetricName)
-"""Latency metrics that are sketched, in ms."""
+"""Metrics that are sketched: latencies in ms; `output_tokens`, each successful request's
+output length (its mean drifts when a model is swapped or quantised); `quality`, each checked
+canary's score, 1 when it passed and 2 when it failed, so its mean is 1 + the failed share and
+a rise is a regression, as for the latencies."""
+QUALITY_PASSED, QUALITY_FAILED = 1.0, 2.0
 
 
 def metric_values(sample: Sample) -> Iterable[tuple[MetricName, float]]:
@@ -30,6 +36,10 @@ def metric_values(sample: Sample) -> Iterable[tuple[MetricName, float]]:
     yield "e2e", sample.e2e_ms
     if (corrected := sample.corrected_e2e_ms) is not None:
         yield "corrected_e2e", corrected
+    if sample.measurement.output_tokens > 0:
+        yield "output_tokens", float(sample.measurement.output_tokens)
+    if (quality := sample.quality) is not None:
+        yield "quality", QUALITY_PASSED if quality else QUALITY_FAILED
 
 
 def stage_sketches(samples: Sequence[Sample]) -> dict[tuple[int, MetricName], MetricSketch]:

@@ -6,6 +6,8 @@ import enum
 from dataclasses import dataclass
 from datetime import datetime
 
+from sustain.probes.measure.reply import Reply
+
 NS_PER_MS = 1_000_000
 """Clients read the monotonic clock in ns (time.perf_counter_ns); Measurement fields are ms."""
 
@@ -56,6 +58,15 @@ class Measurement:
     cached_tokens: int | None = None
     """Prompt tokens the server served from its prefix cache, as it reported them
     (`usage.prompt_tokens_details.cached_tokens`); None when it did not say."""
+    reply: Reply | None = None
+    """What the endpoint answered, for a request that keeps it (a session's turn, a quality
+    canary); None for every other request."""
+    tool_call_ms: float | None = None
+    """Time to the first tool-call delta, from t_send; None when the reply called no tool
+    (or was not kept)."""
+    quality: bool | None = None
+    """A quality canary's verdict: whether the reply met its `expect`; None when the request
+    had none or failed (a failed request counts against availability, not quality)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +82,19 @@ class Sample:
     sent_at: datetime
     """Wall-clock time of t_send, for storage and time-window queries."""
     measurement: Measurement
+    conversation: str | None = None
+    """A session's conversation id (from its file, or `c<n>` for a synthetic one); None
+    outside sessions."""
+    turn: int | None = None
+    """The turn's index within its conversation, from 0."""
+    session_end: bool = False
+    """This turn ended its conversation: its last turn, or one that failed (the rest of a
+    conversation is not sent after a failed turn)."""
+
+    @property
+    def quality(self) -> bool | None:
+        """Whether the reply met the request's `expect` (a quality canary); None unchecked."""
+        return self.measurement.quality
 
     @property
     def lag_ms(self) -> float | None:

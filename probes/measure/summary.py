@@ -8,8 +8,17 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 from sustain.probes.measure.percentiles import Distribution, distribution, quantile
+from sustain.probes.measure.quality import QualityCounts
 from sustain.probes.measure.sample import Outcome, Sample
+from sustain.probes.measure.sessions import (
+    SessionCounts,
+    TurnFigures,
+    e2e_interactivity,
+    session_counts,
+    turns_by_index,
+)
 from sustain.probes.measure.slo import SloThresholds, meets
+from sustain.probes.telemetry.summary import ScrapeCounts, ServerMetric
 
 GENERATOR_LAG_FLOOR_MS = 5.0
 GENERATOR_LAG_FRACTION = 0.01
@@ -58,6 +67,21 @@ class RunSummary(BaseModel):
     cache_hit_ratio: float | None = None
     """cached_tokens / their prompt tokens: near 0 means every prefill was cold (the default
     workload's salt), near 1 that the cache served the prompts."""
+    tool_call_ms: Distribution | None = None
+    """Time to the first tool-call delta of the successful replies that called a tool (kept
+    replies only: sessions and canaries); None when none did."""
+    sessions: SessionCounts | None = None
+    """A sessions run's conversations and turns; None otherwise."""
+    turns_by_index: list[TurnFigures] | None = None
+    e2e_interactivity: float | None = None
+    """Sessions: output tokens per second of turn time, think and tool time left out."""
+    quality: QualityCounts | None = None
+    """Quality canaries: successful requests whose reply was checked against its line's
+    `expect`, and how many passed; None when the run checked none."""
+    server_metrics: dict[str, ServerMetric] | None = None
+    """The server's own series over the run (its endpoint's metrics_url, scraped): queue,
+    KV-cache use, prefix-cache hits, preemptions; None when it has no metrics_url."""
+    server_scrapes: ScrapeCounts | None = None
 
 
 def combined_health(stages: Sequence[GeneratorHealth]) -> GeneratorHealth:
@@ -123,7 +147,19 @@ def summarise(samples: Sequence[Sample], duration_s: float, slo: SloThresholds |
         generator=generator or generator_health(samples),
         cached_tokens=cached,
         cache_hit_ratio=None if cached is None or not prompt else cached / prompt,
+        tool_call_ms=distribution(calls) if (calls := [
+            v for s in ok if (v := s.measurement.tool_call_ms) is not None]) else None,
+        quality=quality_counts(ok),
+        sessions=session_counts(samples),
+        turns_by_index=turns_by_index(samples),
+        e2e_interactivity=e2e_interactivity(samples),
     )
+
+
+def quality_counts(samples: Sequence[Sample]) -> QualityCounts | None:
+    """Checked and passed quality canaries among `samples`; None when none was checked."""
+    verdicts = [v for s in samples if (v := s.quality) is not None]
+    return QualityCounts(checked=len(verdicts), passed=sum(verdicts)) if verdicts else None
 
 
 def cache_counts(samples: Sequence[Sample]) -> tuple[int | None, int]:

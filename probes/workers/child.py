@@ -36,6 +36,8 @@ from sustain.probes.runner import RunStop, prepare_requests, run_stage, unless_s
 from sustain.probes.workers import wire
 from sustain.probes.workers.shards import Shard
 from sustain.probes.workload.dataset import DatasetError
+from sustain.probes.workload.sessions import Dialogue, Sessions
+from sustain.probes.workload.spec import WorkloadError
 
 logger = logging.getLogger("sustain.worker")
 
@@ -50,6 +52,8 @@ BATCH_S = 0.05
 @dataclass(slots=True)
 class OpenRun:
     prepare: Prepare
+    sessions: Sessions | None = None
+    """A sessions run's conversations (dealt among the shards of each stage)."""
     stop: RunStop | None = None
     """Ends the stage in progress."""
     task: asyncio.Task[None] | None = None
@@ -119,6 +123,8 @@ class Worker:
             self.send({"op": "failed", "run": key, "kind": "secret", "error": str(exc)})
         except DatasetError as exc:
             self.send({"op": "failed", "run": key, "kind": "dataset", "error": str(exc)})
+        except WorkloadError as exc:
+            self.send({"op": "failed", "run": key, "kind": "workload", "error": str(exc)})
         except ValueError as exc:
             self.send({"op": "failed", "run": key, "kind": "value", "error": str(exc)})
         except Exception as exc:
@@ -129,7 +135,7 @@ class Worker:
             if key in self.closed:
                 self.closed.discard(key)
                 return
-            self.runs[key] = OpenRun(prepare)
+            self.runs[key] = OpenRun(prepare, pickle.loads(message["sessions"]))
             self.send({"op": "opened", "run": key})
 
     async def stage(self, key: int, run: OpenRun, stop: RunStop,
@@ -146,12 +152,12 @@ class Worker:
             limit = message.get("max_sends")
             limit_reason = str(message.get("limit_reason", "stopped at the run's request limit"))
 
-            def prepare(seq: int) -> Request:
+            def prepare(seq: int, dialogue: Dialogue | None = None) -> Request:
                 nonlocal sends
                 sends += 1
                 if limit is not None and sends >= limit:
                     stop.set(limit_reason)
-                return run.prepare(seq)
+                return run.prepare(seq, dialogue)
 
             def measured(sample: Sample) -> None:
                 self.queue(key, sample)
@@ -164,7 +170,8 @@ class Worker:
             async def drive() -> tuple[list[Sample], float]:
                 await sleep_until_ns(start_ns)
                 return await run_stage(stage, prepare, ctx, offsets=offsets,
-                                       origin_ns=start_ns)
+                                       origin_ns=start_ns, sessions=run.sessions,
+                                       shard=shard.deal)
 
             with quiet_gc():
                 outcome = await unless_stopped(drive(), stop)

@@ -10,7 +10,6 @@ in the error (the samples it had sent stay theirs), and a new one takes its plac
 from __future__ import annotations
 
 import asyncio
-import fnmatch
 import itertools
 import logging
 import math
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from sustain.probes.client.egress import EgressPolicy
-from sustain.probes.client.secret_policy import FORBIDDEN_ENV, SecretPolicy
+from sustain.probes.client.secret_policy import SecretPolicy, scrubbed_environment
 from sustain.probes.client.secrets import SecretUnavailableError
 from sustain.probes.client.target import Target
 from sustain.probes.load.clock import RunClock
@@ -37,12 +36,14 @@ from sustain.probes.runner import (
     RunResult,
     RunStop,
     TooManyWorkersError,
-    replay_of,
+    inputs_of,
+    server_watch,
 )
 from sustain.probes.workers import wire
 from sustain.probes.workers.shards import Shard
 from sustain.probes.workload.dataset import DatasetError, DatasetPolicy
-from sustain.probes.workload.spec import Workload
+from sustain.probes.workload.sessions import Sessions
+from sustain.probes.workload.spec import Workload, WorkloadError
 from sustain.probes.workload.traces import Replay
 
 logger = logging.getLogger(__name__)
@@ -78,8 +79,7 @@ def worker_environment(environ: Mapping[str, str]) -> dict[str, str]:
     """The environment a worker starts with: the service's, without sustain's own settings
     (its database URL and admin key among them) and the variables database clients read
     credentials from (secret_policy.FORBIDDEN_ENV, which no secret reference may name)."""
-    return {name: value for name, value in environ.items()
-            if not any(fnmatch.fnmatchcase(name, glob) for glob in FORBIDDEN_ENV)}
+    return scrubbed_environment(environ)
 
 
 class WorkerDiedError(Exception):
@@ -130,14 +130,16 @@ class RunChannel:
         return asyncio.get_running_loop().create_future()
 
     async def open(self, target: Target, workload: Workload, secrets: SecretPolicy,
-                   datasets: DatasetPolicy, replay: Replay | None = None) -> None:
+                   datasets: DatasetPolicy, replay: Replay | None = None,
+                   sessions: Sessions | None = None) -> None:
         """Prepare the run on the worker; raises what preparing raises in-process
         (SecretUnavailableError, DatasetError, ValueError) or WorkerDiedError."""
         self._opened = self._future()
         self.worker.send({"op": "open", "run": self.key, "target": pickle.dumps(target),
                           "workload": pickle.dumps(workload),
                           "secrets": pickle.dumps(secrets.without_values()),
-                          "datasets": pickle.dumps(datasets), "replay": pickle.dumps(replay)})
+                          "datasets": pickle.dumps(datasets), "replay": pickle.dumps(replay),
+                          "sessions": pickle.dumps(sessions)})
         await self._opened
 
     async def stage(self, index: int, shard: Shard, seq: int, start_ns: int,
@@ -197,6 +199,8 @@ def setup_error(kind: str, text: str) -> Exception:
         return SecretUnavailableError(text)
     if kind == "dataset":
         return DatasetError(text)
+    if kind == "workload":
+        return WorkloadError(text)
     if kind == "value":
         return ValueError(text)
     return RuntimeError(f"internal error in the measurement worker: {text}")
@@ -300,8 +304,8 @@ class WorkerPool:
         if size < 1:
             raise ValueError("a worker pool needs at least one worker")
         self.size = size
-        self._config = {"max_connections": max_connections,
-                        "egress": pickle.dumps(egress or EgressPolicy())}
+        self.egress = egress or EgressPolicy()
+        self._config = {"max_connections": max_connections, "egress": pickle.dumps(self.egress)}
         self._workers: list[WorkerProcess] = []
         self._starting = 0
         self._lock = asyncio.Lock()
@@ -376,19 +380,22 @@ class WorkerPool:
         from sustain.probes.workers.conductor import conduct
 
         datasets = datasets or DatasetPolicy()
-        replay = await asyncio.to_thread(replay_of, profile, workload, datasets)
+        replay, sessions = await asyncio.to_thread(inputs_of, profile, workload, datasets)
         workers = await self.lease(profile.workers)
         channels = [worker.channel(next(self._keys)) for worker in workers]
         try:
             opened = await asyncio.gather(
-                *(channel.open(target, workload, secrets or SecretPolicy(), datasets, replay)
+                *(channel.open(target, workload, secrets or SecretPolicy(), datasets, replay,
+                               sessions)
                   for channel in channels),
                 return_exceptions=True)
             for outcome in opened:
                 if isinstance(outcome, BaseException):
                     raise outcome
-            return await conduct(channels, profile, slo, live, on_sample,
-                                 stop if stop is not None else RunStop(), budget, replay)
+            async with server_watch(target, self.egress) as telemetry:
+                result = await conduct(channels, profile, slo, live, on_sample,
+                                       stop if stop is not None else RunStop(), budget, replay)
+            return result.with_telemetry(telemetry)
         finally:
             for channel in channels:
                 channel.stop("the run ended")

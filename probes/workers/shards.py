@@ -33,6 +33,14 @@ class Shard:
     stage: Stage | None
     """The stage as this worker runs it (its share of users, in-flight slots and request
     cap); None when it has no share (a single request, fewer users than shards)."""
+    sharing: int = 0
+    """How many shards have a share (the first `sharing`); 0: all `count`. A sessions
+    stage's conversations are dealt among them: shard j plays every `sharing`-th from j."""
+
+    @property
+    def deal(self) -> tuple[int, int]:
+        """(index, sharing): which conversations of a sessions stage this shard plays."""
+        return self.index, self.sharing or self.count
 
     def offsets(self) -> Iterator[float]:
         """This shard's arrivals of an open-loop stage: every `count`-th, from `index`."""
@@ -48,7 +56,8 @@ def shard_stage(stage: Stage, count: int) -> list[Shard]:
     """The `count` shards of `stage`. An open-loop stage needs `count` <= its max_in_flight
     (each shard gets at least one slot; the profile validates this)."""
     if isinstance(stage, SingleStage):
-        return [Shard(index, count, stage if index == 0 else None) for index in range(count)]
+        return [Shard(index, count, stage if index == 0 else None, sharing=1)
+                for index in range(count)]
     if isinstance(stage, OpenStage):
         slots = split_count(stage.max_in_flight, count)
         if min(slots) < 1:
@@ -65,7 +74,7 @@ def shard_stage(stage: Stage, count: int) -> list[Shard]:
         share: ClosedStage | None = None
         if users[index] > 0 and caps[index] != 0:
             share = replace(stage, users=users[index], max_requests=caps[index])
-        shards.append(Shard(index, count, share))
+        shards.append(Shard(index, count, share, sharing=active))
     return shards
 
 

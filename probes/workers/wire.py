@@ -44,14 +44,15 @@ def sample_row(sample: Sample) -> Row:
     return (sample.seq, sample.stage, sample.t_sched_ms, sample.t_send_ms, m.ttft_ms,
             m.itl_ms, m.e2e_ms, m.output_tokens, m.tokens_server_counted, m.input_tokens,
             m.http_status, None if m.error_class is None else m.error_class.value,
-            m.error_detail, m.cached_tokens)
+            m.error_detail, m.cached_tokens, m.tool_call_ms, sample.conversation, sample.turn,
+            sample.session_end, m.quality)
 
 
 def row_sample(row: list[Any], clock: RunClock) -> Sample:
     """The sample a worker measured, on the run's time line. ValueError/TypeError for a row
     that is not one (a worker can only send what sample_row makes)."""
     (seq, stage, t_sched, t_send, ttft, itl, e2e, tokens, counted, input_tokens, status,
-     error, detail, cached) = row
+     error, detail, cached, tool_call, conversation, turn, session_end, quality) = row
     measurement = Measurement(
         ttft_ms=None if ttft is None else float(ttft), itl_ms=tuple(float(g) for g in itl),
         e2e_ms=float(e2e), output_tokens=int(tokens), tokens_server_counted=bool(counted),
@@ -59,8 +60,12 @@ def row_sample(row: list[Any], clock: RunClock) -> Sample:
         http_status=None if status is None else int(status),
         error_class=None if error is None else ErrorClass(error),
         error_detail=None if detail is None else str(detail),
-        cached_tokens=None if cached is None else int(cached))
+        cached_tokens=None if cached is None else int(cached),
+        tool_call_ms=None if tool_call is None else float(tool_call),
+        quality=None if quality is None else bool(quality))
     t_send_ms = float(t_send)
     return Sample(seq=int(seq), stage=int(stage),
                   t_sched_ms=None if t_sched is None else float(t_sched), t_send_ms=t_send_ms,
-                  sent_at=clock.wall(t_send_ms), measurement=measurement)
+                  sent_at=clock.wall(t_send_ms), measurement=measurement,
+                  conversation=None if conversation is None else str(conversation),
+                  turn=None if turn is None else int(turn), session_end=bool(session_end))

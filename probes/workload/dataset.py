@@ -1,5 +1,6 @@
 """JSONL prompt datasets: one request per line, `{"prompt": "..."}` or `{"messages": [...]}`,
-optionally with its own `max_tokens`. Read once before a run, only from where the DatasetPolicy
+optionally with its own `max_tokens` and an `expect` that makes it a quality canary
+(workload/expect.py). Read once before a run, only from where the DatasetPolicy
 allows and up to its size cap; errors name the file and line."""
 
 from __future__ import annotations
@@ -9,7 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from sustain.probes.local_files import FileRefusedError, in_system_dir, read_capped, within
+from sustain.probes.workload.expect import Expect
 
 MAX_LINES = 1_000_000
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -25,6 +29,8 @@ class DatasetEntry:
     messages: tuple[dict[str, Any], ...] | None
     prompt: str | None
     max_tokens: int | None
+    expect: Expect | None = None
+    """A quality canary's expectation of the reply (measure/quality.py scores it)."""
 
     def text(self) -> str:
         """The prompt as plain text (a completions API gets the messages joined)."""
@@ -50,8 +56,17 @@ def _entry(record: Any, where: str) -> DatasetEntry:
     if max_tokens is not None and (not isinstance(max_tokens, int) or isinstance(max_tokens, bool)
                                    or not 1 <= max_tokens <= 1_000_000):
         raise DatasetError(f"{where}: 'max_tokens' must be an integer from 1 to 1000000")
+    expect = record.get("expect")
+    if expect is not None:
+        try:
+            expect = Expect.model_validate(expect)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where_in = ".".join(str(p) for p in first["loc"])
+            raise DatasetError(f"{where}: 'expect{'.' + where_in if where_in else ''}': "
+                               f"{first['msg']}") from None
     return DatasetEntry(messages=None if messages is None else tuple(messages), prompt=prompt,
-                        max_tokens=max_tokens)
+                        max_tokens=max_tokens, expect=expect)
 
 
 def read_lines(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> list[str]:

@@ -13,8 +13,10 @@ from typing import Any
 
 from sustain.probes.client.target import ApiKind
 from sustain.probes.workload.dataset import DatasetEntry, DatasetPolicy
+from sustain.probes.workload.expect import Expect
 from sustain.probes.workload.lengths import sample_length
-from sustain.probes.workload.spec import Workload
+from sustain.probes.workload.sessions import Dialogue
+from sustain.probes.workload.spec import Workload, WorkloadError
 from sustain.probes.workload.tokenizer import HFTokenizer, PromptTokenizer, WhitespaceTokenizer
 from sustain.probes.workload.traces import MOONCAKE_BLOCK_TOKENS, Replay, TraceRequest
 
@@ -38,6 +40,9 @@ class RequestBuilder:
         self.model = model
         self.tokenizer: PromptTokenizer = (
             HFTokenizer(workload.tokenizer) if workload.tokenizer else WhitespaceTokenizer())
+        if workload.in_sessions and api_kind is not ApiKind.OPENAI_CHAT:
+            raise WorkloadError("sessions need a chat endpoint (api_kind openai-chat): a "
+                             "conversation's history is a list of messages")
         self.dataset: list[DatasetEntry] | None = None
         self._order: list[int] = []
         self.prefix = "" if not workload.shared_prefix_tokens else self.tokenizer.prompt(
@@ -91,6 +96,33 @@ class RequestBuilder:
         else:
             salt = self.salt()
             self._set_prompt(body, self._synthetic(seq, self._lead(salt), salt))
+        return self._finish(body, max_tokens)
+
+    def expectation(self, seq: int) -> Expect | None:
+        """What request `seq`'s reply must meet, when its dataset line is a quality canary."""
+        if self.dataset is None or self.replay is not None:
+            return None
+        return self.dataset[self._order[seq % len(self._order)]].expect
+
+    def turn_body(self, seq: int, dialogue: Dialogue) -> dict[str, Any]:
+        """The body of request `seq`, the next turn of `dialogue` (whose history grows by
+        the turn's messages): history and the turn's messages, its tools and output cap. A
+        synthetic turn's user message is `prompt_tokens(seq)` long; a shared prefix is the
+        conversation's system prompt."""
+        if self.prefix and not dialogue.history:
+            dialogue.history.append({"role": "system", "content": self.prefix})
+        turn = dialogue.request(
+            lambda: self.tokenizer.prompt(self.prompt_tokens(seq), self._rng(seq)))
+        body: dict[str, Any] = dict(self.workload.extra_body)
+        body["messages"] = list(turn.messages)
+        if turn.tools:
+            body["tools"] = list(turn.tools)
+        return self._finish(body, turn.max_tokens or self.workload.max_tokens)
+
+    def _finish(self, body: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+        """What every body carries: model, output cap, streaming (asking for usage, so
+        tokens are server-counted) and sampling."""
+        w = self.workload
         body.update(model=self.model, max_tokens=max_tokens, stream=w.stream)
         if w.stream:
             body["stream_options"] = {"include_usage": True}

@@ -12,6 +12,12 @@ from pydantic_core import PydanticCustomError
 from sustain.probes.inputs import InputModel, storable_problem
 from sustain.probes.workload.lengths import InputLength
 
+
+class WorkloadError(ValueError):
+    """The workload cannot run as asked (sessions on a completions endpoint or under an open
+    loop): the run fails with this message, nothing sent."""
+
+
 MAX_EXTRA_BODY_BYTES = 64 * 1024
 """Largest `extra_body`, as compact JSON."""
 
@@ -30,6 +36,25 @@ class Workload(InputModel):
         default=None, min_length=1, max_length=4096,
         description="Path of a JSONL file of {prompt} or {messages} lines, cycled in a "
         "seeded order.")
+    sessions: str | None = Field(
+        default=None, min_length=1, max_length=4096,
+        description="Path of a JSONL sessions file (multi-turn, agentic): one line per turn "
+        "with conversation_id, turn, messages and optional tools, tool_calls, delay_seconds "
+        "and max_tokens. Each conversation plays in order with its history; a concurrency "
+        "profile's users are conversations in flight.",
+    )
+    turns: int | None = Field(
+        default=None, ge=1, le=1000,
+        description="Synthetic sessions: conversations of this many turns, each turn one "
+        "new user message of the input length, sent with the history so far.",
+    )
+    turn_delay_s: float = Field(
+        default=0.0, ge=0, le=3600,
+        description="Synthetic sessions: think time before each turn after the first.")
+    session_header: bool = Field(
+        default=False,
+        description="Send each turn's conversation as an X-Session-ID header (for sticky "
+        "routing to the replica that holds its cache).")
     tokenizer: str | None = Field(
         default=None, min_length=1, max_length=4096,
         description="Path of a local Hugging Face tokenizer.json used to count synthetic "
@@ -74,9 +99,22 @@ class Workload(InputModel):
         if self.prompt is not None and self.dataset is not None:
             raise PydanticCustomError("prompt_source", "set prompt or dataset, not both",
                                       {"field": "dataset"})
+        if self.sessions is not None and self.turns is not None:
+            raise PydanticCustomError("session_source", "set sessions or turns, not both",
+                                      {"field": "turns"})
+        if (self.sessions is not None or self.turns is not None) and (
+                self.prompt is not None or self.dataset is not None):
+            raise PydanticCustomError(
+                "session_source", "sessions bring their own messages: no prompt or dataset "
+                "with them", {"field": "sessions" if self.sessions is not None else "turns"})
         synthetic = self.prompt is None and self.dataset is None and self.input_length is None
         if synthetic and self.shared_prefix_tokens >= self.input_tokens:
             raise PydanticCustomError(
                 "prefix_too_long", "shared_prefix_tokens must be below input_tokens (the salt "
                 "and the request's own words follow it)", {"field": "shared_prefix_tokens"})
         return self
+
+    @property
+    def in_sessions(self) -> bool:
+        """Whether requests are the turns of multi-turn conversations."""
+        return self.sessions is not None or self.turns is not None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from sustain.probes.load.plan import sessions_problem
 from sustain.probes.load.profiles import LoadProfile, TraceProfile
 from sustain.probes.workload.spec import Workload
 from sustain.service.domain.reach import Reach, dataset_problems, target_problems
@@ -21,11 +22,23 @@ def refuse_unreachable(values: Mapping[str, object], reach: Reach) -> None:
 
 def refuse_dataset(workload: Workload | None, reach: Reach,
                    profile: LoadProfile | None = None) -> None:
-    """FieldError (`workload.dataset`, `profile.path`) when the workload names a dataset, or
-    a trace profile a trace file, that the dataset policy refuses."""
+    """FieldError (`workload.dataset`, `workload.sessions`, `profile.path`) when the workload
+    names a dataset or sessions file, or a trace profile a trace file, that the dataset policy
+    refuses."""
     for field, message in dataset_problems(None if workload is None else workload.dataset,
                                            reach):
+        raise FieldError(field, message)
+    for field, message in dataset_problems(None if workload is None else workload.sessions,
+                                           reach, "workload.sessions"):
         raise FieldError(field, message)
     if isinstance(profile, TraceProfile):
         for field, message in dataset_problems(profile.path, reach, "profile.path"):
             raise FieldError(field, message)
+
+
+def refuse_unplayable(workload: Workload, profile: LoadProfile) -> None:
+    """FieldError (`workload.sessions` or `workload.turns`) when a sessions workload is
+    paired with a profile that cannot play conversations (an open loop)."""
+    if workload.in_sessions and (problem := sessions_problem(profile)) is not None:
+        raise FieldError("workload.sessions" if workload.sessions else "workload.turns",
+                         problem)

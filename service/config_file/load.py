@@ -100,12 +100,14 @@ def _reach_problems(config: ConfigFile, reach: Reach, environ: Mapping[str, str]
             found.extend(((kind, i, name), message)
                          for name, message in target_problems(values, reach, environ))
     for i, workload in enumerate(config.workloads):
-        found.extend((("workloads", i, "dataset"), message)
-                     for _, message in dataset_problems(workload.dataset, reach))
+        for name in ("dataset", "sessions"):
+            found.extend((("workloads", i, name), message)
+                         for _, message in dataset_problems(getattr(workload, name), reach))
     for i, probe in enumerate(config.probes):
         if not isinstance(probe.workload, str):
-            found.extend((("probes", i, "workload", "dataset"), message)
-                         for _, message in dataset_problems(probe.workload.dataset, reach))
+            for name in ("dataset", "sessions"):
+                found.extend((("probes", i, "workload", name), message) for _, message
+                             in dataset_problems(getattr(probe.workload, name), reach))
         profile = getattr(probe, "profile", None)
         if isinstance(profile, TraceProfile):
             found.extend((("probes", i, "profile", "path"), message)

@@ -77,6 +77,10 @@ class Endpoint(NamedResource, Base):
     http2: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
     http_check: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     """For api_kind http: method, path, expected status, body, expected body text."""
+    metrics_url: Mapped[str | None] = mapped_column(Text)
+    """The server's Prometheus exposition, scraped during runs; null: none."""
+    metrics_interval_s: Mapped[float] = mapped_column(Double, server_default=text("1.0"))
+    metrics_names: Mapped[list[str]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
     labels: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _updated()
@@ -147,6 +151,9 @@ class Run(Base):
     output_tokens: Mapped[int | None] = mapped_column(BigInteger)
     measured_s: Mapped[float | None] = mapped_column(Double)
     """Measured time (warmups left out), the denominator of throughputs."""
+    quality_checked: Mapped[int | None] = mapped_column(Integer)
+    """Quality canaries checked (successful requests with an `expect`); null: none."""
+    quality_passed: Mapped[int | None] = mapped_column(Integer)
     samples_dropped: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     """Raw samples lost because the write buffer was full; its summary still counts them."""
     cancel_requested_at: Mapped[datetime | None]
@@ -208,11 +215,32 @@ class SampleRow(Base):
     http_status: Mapped[int | None] = mapped_column(SmallInteger)
     cached_tokens: Mapped[int | None] = mapped_column(Integer)
     """Prompt tokens the server served from its prefix cache (its usage report)."""
+    conversation: Mapped[str | None] = mapped_column(String(256))
+    """A sessions run's conversation id; null outside sessions."""
+    turn: Mapped[int | None] = mapped_column(Integer)
+    """The turn's index within its conversation, from 0."""
+    tool_call_ms: Mapped[float | None] = mapped_column(Double)
+    """Time to the first tool-call delta, from t_send (replies that were kept)."""
+    quality: Mapped[bool | None] = mapped_column(Boolean)
+    """A quality canary's verdict: whether the reply met its `expect`; null unchecked."""
 
     __table_args__ = (
         Index("ix_samples_probe_id_sent_at", "probe_id", "sent_at"),
         {"postgresql_partition_by": "RANGE (sent_at)"},
     )
+
+
+class RunServerSeries(Base):
+    """One series of a run's server telemetry (its endpoint's metrics_url, scraped during the
+    run): the scrape times and values, in order."""
+
+    __tablename__ = "run_server_series"
+
+    run_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    at: Mapped[list[datetime]] = mapped_column(ARRAY(TIMESTAMP(timezone=True)))
+    value: Mapped[list[float]] = mapped_column(ARRAY(Double))
 
 
 class SketchColumns:
@@ -287,7 +315,8 @@ class Slo(NamedResource, Base):
     updated_at: Mapped[datetime] = _updated()
 
     __table_args__ = (
-        CheckConstraint("kind IN ('availability', 'latency', 'goodput')", name="kind_known"),
+        CheckConstraint("kind IN ('availability', 'latency', 'goodput', 'quality')",
+                        name="kind_known"),
         CheckConstraint("objective > 0 AND objective < 1", name="objective_range"),
     )
 

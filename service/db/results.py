@@ -33,11 +33,13 @@ FINISH_RUNS = """
     UPDATE runs r SET status = u.status, error = u.error, summary = CAST(u.summary AS jsonb),
         finished_at = now(), samples_dropped = u.dropped, attempts = u.attempts,
         successes = u.successes, good = u.good, output_tokens = u.output_tokens,
-        measured_s = u.measured_s
+        measured_s = u.measured_s, quality_checked = u.quality_checked,
+        quality_passed = u.quality_passed
     FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::integer[],
-                $6::integer[], $7::integer[], $8::integer[], $9::bigint[], $10::float8[])
+                $6::integer[], $7::integer[], $8::integer[], $9::bigint[], $10::float8[],
+                $11::integer[], $12::integer[])
         AS u(id, status, error, summary, dropped, attempts, successes, good, output_tokens,
-             measured_s)
+             measured_s, quality_checked, quality_passed)
     WHERE r.id = u.id AND r.status IN ('pending', 'running')
     RETURNING r.id
 """
@@ -137,6 +139,11 @@ async def _driver(connection: AsyncConnection) -> Any:
     return raw.driver_connection
 
 
+INSERT_SERVER_SERIES = (
+    "INSERT INTO run_server_series (run_id, name, at, value) VALUES ($1, $2, $3, $4) "
+    "ON CONFLICT DO NOTHING")
+
+
 async def apply_all(connection: AsyncConnection, finals: Sequence[RunFinal]) -> set[int]:
     """Record `finals` (inside the writer's transaction); the ids of the runs recorded. A
     run already final is skipped, with nothing written for it: a retry after a commit whose
@@ -152,7 +159,9 @@ async def apply_all(connection: AsyncConnection, finals: Sequence[RunFinal]) -> 
             f.run_id, f.status, f.error, None if f.summary is None else json.dumps(f.summary),
             f.samples_dropped, None if c is None else c.attempts,
             None if c is None else c.successes, None if c is None else c.good,
-            None if c is None else c.output_tokens, None if c is None else c.measured_s))
+            None if c is None else c.output_tokens, None if c is None else c.measured_s,
+            None if c is None else c.quality_checked,
+            None if c is None else c.quality_passed))
     applied = {int(r[0]) for r in await driver.fetch(FINISH_RUNS, *_columns(rows))}
     recorded = [f for f in finals if f.run_id in applied]
 
@@ -164,6 +173,13 @@ async def apply_all(connection: AsyncConnection, finals: Sequence[RunFinal]) -> 
                                 sketch.max, data))
     if sketch_rows:
         await driver.execute(INSERT_RUN_SKETCHES, *_columns(sketch_rows))
+
+    for f in recorded:
+        for name, points in sorted(f.server_series.items()):
+            await driver.execute(
+                INSERT_SERVER_SERIES, f.run_id, name,
+                [datetime.fromtimestamp(at, UTC) for at, _ in points],
+                [value for _, value in points])
 
     delta = RollupDelta()
     for f in recorded:

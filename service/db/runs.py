@@ -11,7 +11,7 @@ from sqlalchemy import func, select, text, update
 from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from sustain.service.db.models import FINAL_RUN_STATUSES, Endpoint, Probe, Run
+from sustain.service.db.models import FINAL_RUN_STATUSES, Endpoint, Probe, Run, RunServerSeries
 from sustain.service.errors import ConflictError, NotFoundError
 
 
@@ -262,3 +262,10 @@ async def last_finished_per_probe(session: AsyncSession) -> list[LastRun]:
         for p, e, m, s, f, summary in (await session.execute(query)).all()
         if f is not None
     ]
+
+
+async def server_series(session: AsyncSession, run_id: int) -> list[RunServerSeries]:
+    """The server telemetry a run kept, series by name."""
+    rows = await session.scalars(select(RunServerSeries).where(RunServerSeries.run_id == run_id)
+                                 .order_by(RunServerSeries.name))
+    return list(rows)

@@ -1,6 +1,7 @@
 """Good and total SLI events of runs, per SLO that covers them.
 
-Availability and goodput come from the run's own counts (exact at any age). Latency counts
+Availability and goodput come from the run's own counts (exact at any age), and so does
+quality (the run's passed over checked canaries). Latency counts
 the run's successful requests whose metric is at or under the threshold, from raw samples
 while they are retained (exact), and from the run's sketches once they are not (flagged
 approximate; for `itl`, the sketch holds every gap rather than each request's worst gap).
@@ -27,8 +28,11 @@ COUNT_EXACT = f"""
     SELECT s.id, r.id, r.scheduled_for,
            CASE s.kind WHEN 'availability' THEN r.successes
                        WHEN 'goodput' THEN coalesce(r.good, r.successes)
+                       WHEN 'quality' THEN coalesce(r.quality_passed, 0)
                        ELSE lat.good END,
-           CASE s.kind WHEN 'latency' THEN lat.total ELSE r.attempts END
+           CASE s.kind WHEN 'latency' THEN lat.total
+                       WHEN 'quality' THEN coalesce(r.quality_checked, 0)
+                       ELSE r.attempts END
     FROM runs r
     JOIN probes p ON p.id = r.probe_id
     JOIN slos s ON {COVERS}

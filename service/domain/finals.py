@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -20,6 +20,8 @@ class RunCounts:
     good: int | None
     output_tokens: int
     measured_s: float
+    quality_checked: int | None = None
+    quality_passed: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +38,8 @@ class RunFinal:
     sketches: Mapping[tuple[int, str], bytes] = field(default_factory=dict)
     """Serialised MetricSketch by (stage, metric)."""
     samples_dropped: int = 0
+    server_series: Mapping[str, Sequence[tuple[float, float]]] = field(default_factory=dict)
+    """The server's own series scraped during the run: (unix seconds, value) points."""
 
 
 def run_status(result: RunResult) -> str:
@@ -54,7 +58,12 @@ def completed(base: RunFinal, result: RunResult) -> RunFinal:
         summary=result.report().model_dump(mode="json"),
         counts=RunCounts(attempts=summary.attempts, successes=summary.successes,
                          good=summary.good, output_tokens=summary.output_tokens,
-                         measured_s=summary.duration_s),
+                         measured_s=summary.duration_s,
+                         quality_checked=None if summary.quality is None
+                         else summary.quality.checked,
+                         quality_passed=None if summary.quality is None
+                         else summary.quality.passed),
         sketches={key: sketch.to_bytes()
                   for key, sketch in stage_sketches(result.samples).items()},
+        server_series=result.server_series,
     )

@@ -19,8 +19,9 @@ from sustain.probes.client.egress import EgressPolicy
 from sustain.probes.client.secret_policy import SecretPolicy
 from sustain.probes.workload.dataset import DatasetPolicy
 
-URL_FIELDS = frozenset({"base_url", "url"})
-"""Fields holding a URL sustain connects to (an endpoint's API root, a notifier's URL)."""
+URL_FIELDS = frozenset({"base_url", "url", "metrics_url"})
+"""Fields holding a URL sustain connects to (an endpoint's API root and metrics, a
+notifier's URL)."""
 EGRESS_SETTINGS = "SUSTAIN_ALLOWED_TARGETS / SUSTAIN_DENIED_TARGETS"
 
 Problem = tuple[str, str]

@@ -3,7 +3,7 @@ and for ones built from CLI flags (the API schema), which spell their fields the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from pydantic import BaseModel
@@ -37,6 +37,12 @@ class EndpointFields(Protocol):
     def http2(self) -> bool: ...
     @property
     def http_check(self) -> HttpCheck | Mapping[str, Any] | None: ...
+    @property
+    def metrics_url(self) -> Any: ...
+    @property
+    def metrics_interval_s(self) -> float: ...
+    @property
+    def metrics_names(self) -> Sequence[str]: ...
 
 
 class SloFields(Protocol):
@@ -66,6 +72,9 @@ def target_of(endpoint: EndpointFields) -> Target:
         http2=endpoint.http2,
         http_check=None if check is None
         else check if isinstance(check, BaseModel) else HttpCheck.model_validate(check),
+        metrics_url=None if endpoint.metrics_url is None else str(endpoint.metrics_url),
+        metrics_interval_s=endpoint.metrics_interval_s,
+        metrics_names=tuple(endpoint.metrics_names),
     )
 
 

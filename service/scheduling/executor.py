@@ -19,7 +19,7 @@ from sustain.probes.load.profiles import parse_profile
 from sustain.probes.runner import Measurer, RunStop, TooManyWorkersError
 from sustain.probes.workers.pool import WorkerDiedError
 from sustain.probes.workload.dataset import DatasetError
-from sustain.probes.workload.spec import Workload
+from sustain.probes.workload.spec import Workload, WorkloadError
 from sustain.service.db import probes as probe_queries
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Endpoint, Probe
@@ -310,7 +310,7 @@ class RunExecutor:
                                            error="service stopped during the run"))
             raise
         except (SecretUnavailableError, BeyondLimitsError, DatasetError, TooManyWorkersError,
-                WorkerDiedError) as exc:
+                WorkerDiedError, WorkloadError) as exc:
             self._end(sink, probe, replace(base, error=str(exc)))
         except Exception as exc:
             logger.exception("run %s of probe %s crashed", run_id, probe.name)

@@ -22,6 +22,7 @@ from pydantic_core import PydanticCustomError
 from sustain.probes.client.secrets import SECRET_REF_PATTERN
 from sustain.probes.client.target import HttpCheck
 from sustain.probes.inputs import InputModel
+from sustain.probes.telemetry.families import MAX_EXTRA_NAMES, NAME_PATTERN
 from sustain.service.schemas.common import DbId, Labels, Name, Text, reject_nulls
 
 ApiKindName = Literal["openai-chat", "openai-completions", "http"]
@@ -38,6 +39,8 @@ def _printable_ascii(value: str) -> str:
 
 HeaderValue = Annotated[str, StringConstraints(max_length=4096), AfterValidator(_printable_ascii)]
 Timeout = Annotated[float, Field(gt=0, le=3600)]
+MetricsInterval = Annotated[float, Field(ge=0.2, le=60)]
+SeriesName = Annotated[str, StringConstraints(pattern=NAME_PATTERN.pattern)]
 
 CREDENTIAL_WORDS = ("token", "key", "secret", "auth", "credential", "password", "passwd",
                     "signature")
@@ -94,7 +97,7 @@ class _EndpointFields(InputModel):
     def _headers(cls, value: dict[str, str] | None) -> dict[str, str] | None:
         return _check_headers(value)
 
-    @field_validator("base_url", check_fields=False)
+    @field_validator("base_url", "metrics_url", check_fields=False)
     @classmethod
     def _base_url(cls, value: AnyHttpUrl | None) -> AnyHttpUrl | None:
         return check_url_has_no_credentials(value)
@@ -125,6 +128,15 @@ class EndpointCreate(_EndpointFields):
     http2: bool = Field(default=False, description="Offer HTTP/2 (https endpoints).")
     http_check: HttpCheck | None = Field(
         default=None, description="api_kind http: the request to send and what to expect.")
+    metrics_url: AnyHttpUrl | None = Field(
+        default=None, description="The server's own Prometheus metrics (e.g. vLLM's "
+        "http://vllm:8000/metrics), scraped during every run of the endpoint's probes: "
+        "queue, KV-cache use, prefix-cache hits and preemptions beside the client's figures.")
+    metrics_interval_s: MetricsInterval = Field(
+        default=1.0, description="Seconds between scrapes of metrics_url during a run.")
+    metrics_names: list[SeriesName] = Field(
+        default_factory=list, max_length=MAX_EXTRA_NAMES,
+        description="Sample names to read besides the built-in series.")
     labels: Labels = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -148,12 +160,15 @@ class EndpointUpdate(_EndpointFields):
     timeout_first_token_s: Timeout | None = None
     timeout_total_s: Timeout | None = None
     tls_verify: bool | None = None
+    metrics_url: AnyHttpUrl | None = None
+    metrics_interval_s: MetricsInterval | None = None
+    metrics_names: list[SeriesName] | None = Field(default=None, max_length=MAX_EXTRA_NAMES)
     labels: Labels | None = None
 
 
     @model_validator(mode="after")
     def _nulls(self) -> EndpointUpdate:
-        reject_nulls(self, frozenset({"auth_secret_ref"}))
+        reject_nulls(self, frozenset({"auth_secret_ref", "metrics_url"}))
         return self
 
 
@@ -173,6 +188,9 @@ class EndpointRead(BaseModel):
     tls_verify: bool
     http2: bool
     http_check: HttpCheck | None
+    metrics_url: str | None = None
+    metrics_interval_s: float = 1.0
+    metrics_names: list[str] = Field(default_factory=list)
     labels: dict[str, str]
     created_at: datetime
     updated_at: datetime

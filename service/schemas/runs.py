@@ -70,6 +70,14 @@ class SampleRead(BaseModel):
     http_status: int | None
     cached_tokens: int | None
     """Prompt tokens the server served from its prefix cache, as it reported them."""
+    conversation: str | None = None
+    """A sessions run's conversation id; null outside sessions."""
+    turn: int | None = None
+    """The turn's index within its conversation, from 0."""
+    tool_call_ms: float | None = None
+    """Time to the first tool-call delta, from t_send."""
+    quality: bool | None = None
+    """A quality canary's verdict (its reply met the line's `expect`); null unchecked."""
 
 
 class SamplePage(BaseModel):
@@ -86,3 +94,19 @@ class RunAccepted(BaseModel):
     id: DbId
     status: RunStatus
     href: str
+
+
+class ServerSeries(BaseModel):
+    """One series the run read from its server's metrics, in scrape order."""
+
+    name: str
+    at: list[datetime]
+    value: list[float]
+
+
+class ServerTelemetry(BaseModel):
+    """What the server's own metrics (its endpoint's metrics_url) said during the run: each
+    series as scraped (the run's summary has their min, mean, max and last)."""
+
+    run_id: DbId
+    series: list[ServerSeries]

@@ -12,7 +12,10 @@ from sustain.service.evaluation.tiers import DEFAULT_TIERS, BurnTier
 from sustain.service.history.windows import parse_duration
 from sustain.service.schemas.common import Labels, Name, reject_nulls
 
-SliKind = Literal["availability", "latency", "goodput"]
+SliKind = Literal["availability", "latency", "goodput", "quality"]
+"""availability: successful / attempted requests; latency: successful requests at or under
+a threshold / successful requests; goodput: requests that met every SLO threshold of their
+probe / attempted; quality: quality canaries whose reply met their `expect` / checked."""
 LatencyMetric = Literal["ttft", "tpot", "itl", "e2e"]
 MAX_WINDOW_S = 90 * 86400
 

@@ -156,3 +156,39 @@ def test_a_trace_is_replayed_from_the_command_line(simulator: SimulatorHandle,
     assert report["requests"] == 6
     assert report["output_tokens"] == sum(range(1, 7))
     assert report["stages"][0]["label"] == "trace 6 requests x4"
+
+
+def test_a_sessions_file_is_played_from_the_command_line_and_stored_by_turn(
+        simulator: SimulatorHandle, database_url: str) -> None:
+    example = Path(__file__).parents[2] / "examples" / "sessions" / "agentic.jsonl"
+    env = {**os.environ, "SUSTAIN_DATABASE_URL": database_url}
+    done = probe(simulator.base_url, "--model", "m", "--sessions", str(example),
+                 "--profile", "concurrency", "--concurrency", "3", "--session-header",
+                 "--json", "--save", env=env)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["sessions"] == {"conversations": 3, "completed": 3, "turns": 9,
+                                  "failed_turns": 0}
+    assert [row["turn"] for row in report["turns_by_index"]] == [0, 1, 2]
+    assert report["tool_call_ms"]["count"] == 1
+    assert report["e2e_interactivity"] > 0
+    samples = asyncio.run(stored_samples(database_url, int(report["run_id"])))
+    turns = sorted((s["conversation"], s["turn"]) for s in samples)
+    assert turns == sorted((c, t) for c in ("agent", "chat", "support") for t in range(3))
+    assert sum(1 for s in samples if s["tool_call_ms"] is not None) == 1
+    refused = probe(simulator.base_url, "--model", "m", "--turns", "2", "--profile",
+                    "constant", "--rate", "1")
+    assert refused.returncode == 2
+    assert "--turns: sessions run under" in refused.stderr
+
+
+def test_canaries_from_the_command_line_report_quality(simulator: SimulatorHandle) -> None:
+    canaries = Path(__file__).parents[2] / "examples" / "datasets" / "canaries.jsonl"
+    done = probe(simulator.base_url, "--model", "m", "--dataset", str(canaries), "--profile",
+                 "concurrency", "--concurrency", "1", "--max-requests", "6", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["quality"] == {"checked": 5, "passed": 2, "ratio": 0.4}
+    missing = probe(simulator.base_url, "--model", "m", "--dataset", "/nonexistent/c.jsonl")
+    assert missing.returncode == 2
+    assert "/nonexistent/c.jsonl: cannot read" in missing.stderr + missing.stdout

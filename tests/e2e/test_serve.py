@@ -20,7 +20,8 @@ async def stored_samples(database_url: str, run_id: int) -> list[asyncpg.Record]
     connection = await asyncpg.connect(asyncpg_dsn(database_url))
     try:
         return list(await connection.fetch(
-            "SELECT outcome, ttft_ms, output_tokens, tokens_server_counted FROM samples "
+            "SELECT outcome, ttft_ms, output_tokens, tokens_server_counted, conversation, turn, "
+            "tool_call_ms, quality FROM samples "
             "WHERE run_id = $1", run_id))
     finally:
         await connection.close()

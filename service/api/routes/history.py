@@ -33,6 +33,8 @@ MAX_WINDOW_S = 400 * 86400
 
 UNITS = {"availability": "ratio", "request_throughput": "requests/s",
          "output_token_throughput": "tokens/s", "goodput": "requests/s"}
+METRIC_UNITS = {"output_tokens": "tokens", "quality": "score (1 passed, 2 failed)"}
+"""Sketched metrics that are not latencies in ms."""
 
 
 def _duration(field: str, text: str) -> int:
@@ -80,7 +82,8 @@ async def series(
             else count_stat(agg, stat)
         result.append(SeriesPoint(start=at(a), end=at(b), value=value.value, count=value.count,
                                   runs=agg.runs, low_count=value.low_count))
-    return Series(probe_id=probe_id, metric=metric, stat=stat, unit=UNITS.get(stat, "ms"),
+    return Series(probe_id=probe_id, metric=metric, stat=stat,
+                  unit=UNITS.get(stat, METRIC_UNITS.get(metric, "ms")),
                   step_seconds=step_s, from_=start, to=end, points=result)
 
 

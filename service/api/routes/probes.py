@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from sustain.probes.load.profiles import LoadProfile
 from sustain.service.api.deps import ExecutorDep, SchedulerDep, SessionDep, StateDep
-from sustain.service.api.reach import refuse_dataset
+from sustain.service.api.reach import refuse_dataset, refuse_unplayable
 from sustain.service.db import crud
 from sustain.service.db import probes as probe_queries
 from sustain.service.db import runs as run_queries
@@ -52,6 +52,7 @@ async def create_probe(body: ProbeCreate, session: SessionDep, scheduler: Schedu
     must lie under SUSTAIN_DATASET_DIR."""
     _check_limits(body.profile, state.settings.load_limits())
     refuse_dataset(body.workload, state.reach, body.profile)
+    refuse_unplayable(body.workload, body.profile)
     await _check_endpoint(session, body.endpoint_id)
     probe = await crud.create(session, Probe, probe_queries.columns(body), "probe")
     await probe_queries.notify_changed(session, probe.id)
@@ -79,6 +80,8 @@ async def update_probe(probe_id: ProbeId, body: ProbeUpdate, session: SessionDep
     crud.check_unmanaged(probe, "probe")
     _check_limits(body.profile, state.settings.load_limits())
     refuse_dataset(body.workload, state.reach, body.profile)
+    current = probe_queries.read(probe)
+    refuse_unplayable(body.workload or current.workload, body.profile or current.profile)
     if body.endpoint_id is not None:
         await _check_endpoint(session, body.endpoint_id)
     changes = probe_queries.columns(body)

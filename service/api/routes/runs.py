@@ -17,7 +17,15 @@ from sustain.service.errors import FieldError
 from sustain.service.export.csv_rows import MEDIA_TYPE as CSV_MEDIA
 from sustain.service.export.csv_rows import csv_text
 from sustain.service.schemas.common import MAX_DB_ID, ApiTime
-from sustain.service.schemas.runs import RunList, RunRead, RunStatus, SamplePage, SampleRead
+from sustain.service.schemas.runs import (
+    RunList,
+    RunRead,
+    RunStatus,
+    SamplePage,
+    SampleRead,
+    ServerSeries,
+    ServerTelemetry,
+)
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 
@@ -99,6 +107,16 @@ async def run_samples(
         return Response(csv_text(rows, header=True), media_type=CSV_MEDIA, headers=headers)
     return SamplePage(run_id=run_id, run_status=run.status,
                       items=[SampleRead.model_validate(r) for r in rows], next_cursor=next_cursor)
+
+
+@router.get("/{run_id}/server-metrics")
+async def run_server_metrics(run_id: RunId, session: SessionDep) -> ServerTelemetry:
+    """The series the run read from its server's metrics (empty when its endpoint has no
+    metrics_url, or while it runs)."""
+    await run_queries.get(session, run_id)
+    rows = await run_queries.server_series(session, run_id)
+    return ServerTelemetry(run_id=run_id, series=[
+        ServerSeries(name=row.name, at=row.at, value=row.value) for row in rows])
 
 
 def _disposition(run_id: int) -> dict[str, str]:

@@ -22,9 +22,11 @@ from sustain.service.ingest.writer import store
 
 def synthetic_samples(count: int, start: datetime, rng: random.Random, *,
                       fail_every: int = 0, open_loop: bool = True,
-                      ttft_scale: float = 1.0) -> list[Sample]:
+                      ttft_scale: float = 1.0, output_tokens: int = 9,
+                      canary_fail_every: int = 0) -> list[Sample]:
     """Requests 50 ms apart: lognormal TTFT around 55 ms, 8 ITL gaps; every `fail_every`-th
-    one a 5xx."""
+    one a 5xx. With `canary_fail_every`, every request is a quality canary and every such
+    one fails its check."""
     samples = []
     for seq in range(count):
         failed = fail_every and seq % fail_every == fail_every - 1
@@ -33,9 +35,12 @@ def synthetic_samples(count: int, start: datetime, rng: random.Random, *,
         gaps = tuple(rng.uniform(8, 12) for _ in range(8))
         measurement = Measurement(
             ttft_ms=None if failed else ttft, itl_ms=() if failed else gaps,
-            e2e_ms=ttft if failed else ttft + sum(gaps), output_tokens=0 if failed else 9,
+            e2e_ms=ttft if failed else ttft + sum(gaps),
+            output_tokens=0 if failed else output_tokens,
             tokens_server_counted=True, input_tokens=12, http_status=500 if failed else 200,
-            error_class=ErrorClass.HTTP_5XX if failed else None)
+            error_class=ErrorClass.HTTP_5XX if failed else None,
+            quality=None if failed or not canary_fail_every
+            else seq % canary_fail_every != canary_fail_every - 1)
         samples.append(Sample(
             seq=seq, stage=0, t_sched_ms=seq * 50.0 if open_loop else None, t_send_ms=t_send,
             sent_at=start + timedelta(milliseconds=t_send), measurement=measurement))

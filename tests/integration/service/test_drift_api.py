@@ -93,3 +93,25 @@ async def test_bad_parameters_are_named(api: httpx.AsyncClient, app: FastAPI,
     r = await api.get(f"/api/v1/probes/{probe_id}/drift", params=params)
     assert r.status_code == 422, r.text
     assert r.json()["errors"][0]["field"] == field
+
+
+async def test_a_shorter_answer_and_failing_canaries_are_found_as_drift(
+        api: httpx.AsyncClient, app: FastAPI) -> None:
+    """A silent model swap: from STEP_AT on, answers 5 tokens instead of 9 and one canary in
+    four fails (every one passed before)."""
+    state = runtime_of(app)
+    probe_id = await create_probe_rows(state.engine, "swapped")
+    rng = random.Random(9)
+    start = END - timedelta(hours=BASELINE_RUNS + RECENT_RUNS)
+    for i in range(BASELINE_RUNS + RECENT_RUNS):
+        at = start + timedelta(hours=i, minutes=10)
+        swapped = i >= STEP_AT
+        samples = synthetic_samples(200, at, rng, output_tokens=5 if swapped else 9,
+                                    canary_fail_every=4 if swapped else 10**9)
+        await seed_run(state.engine, probe_id, at, samples)
+    length = await drift(api, probe_id, metric="output_tokens", stat="mean")
+    assert length["verdict"] == "improved"  # lower, as a latency would be: a change either way
+    assert length["ratio"] == pytest.approx(5 / 9, rel=0.02)
+    quality = await drift(api, probe_id, metric="quality", stat="mean")
+    assert quality["verdict"] == "regressed"
+    assert quality["ratio"] == pytest.approx(1.25, rel=0.03)

@@ -336,3 +336,35 @@ async def test_a_trace_is_read_from_the_dataset_dir_only_and_replayed_from_there
         assert run["status"] == "succeeded", run
         assert run["summary"]["attempts"] == 5
         assert run["summary"]["stages"][0]["label"] == "trace 5 requests x2"
+
+
+async def test_a_sessions_file_is_read_from_the_dataset_dir_and_played_by_the_service(
+        database_url: str, simulator: SimulatorHandle, tmp_path: Path) -> None:
+    allowed = tmp_path / "sessions"
+    allowed.mkdir()
+    example = Path(__file__).parents[3] / "examples" / "sessions" / "agentic.jsonl"
+    (allowed / "agentic.jsonl").write_text(example.read_text())
+    (tmp_path / "outside.jsonl").write_text(example.read_text())
+    closed = {"kind": "concurrency", "users": 3, "duration_s": 60}
+    async with app_with(database_url, dataset_dir=allowed) as api:
+        endpoint = await create_endpoint(api, simulator.base_url)
+        refused(await api.post("/api/v1/probes", json={
+            "name": "s", "endpoint_id": endpoint["id"], "interval_seconds": 60,
+            "profile": closed, "workload": {"sessions": str(tmp_path / "outside.jsonl")}}),
+            "workload.sessions")
+        refused(await api.post("/api/v1/probes", json={
+            "name": "s", "endpoint_id": endpoint["id"], "interval_seconds": 60,
+            "profile": {"kind": "constant", "rate": 1, "duration_s": 1},
+            "workload": {"turns": 3}}), "workload.turns")
+        probe = await create_probe(api, endpoint["id"], enabled=False, profile=closed,
+                                   workload={"sessions": str(allowed / "agentic.jsonl")})
+        refused(await api.patch(f"/api/v1/probes/{probe['id']}", json={
+            "profile": {"kind": "poisson", "rate": 1, "duration_s": 1}}), "workload.sessions")
+        run = await run_now(api, probe["id"])
+        assert run["status"] == "succeeded", run
+        assert run["summary"]["sessions"] == {"conversations": 3, "completed": 3, "turns": 9,
+                                              "failed_turns": 0}
+        page = (await api.get(f"/api/v1/runs/{run['id']}/samples")).json()
+        assert sorted({s["conversation"] for s in page["items"]}) == ["agent", "chat",
+                                                                       "support"]
+        assert sorted(s["turn"] for s in page["items"]) == [0, 0, 0, 1, 1, 1, 2, 2, 2]

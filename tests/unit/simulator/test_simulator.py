@@ -164,3 +164,34 @@ def test_truth_log_records_server_side_times(tmp_path: Path) -> None:
         <= record["last_byte"]
     assert record["first_token_due"] - record["start"] == pytest.approx(0.010, abs=1e-6)
     assert record["first_token"] >= record["first_token_due"]
+
+
+def test_offered_tools_are_called_and_a_tool_result_is_answered_in_text() -> None:
+    tools = [{"type": "function", "function": {
+        "name": "lookup", "parameters": {"type": "object", "required": ["city"]}}}]
+    with BackgroundSimulator(SimulatorConfig(ttft_ms=1, itl_ms=0)) as sim:
+        asked = [json.loads(d) for _, d in stream_events(sim, {
+            "model": "m", "stream": True, "tools": tools,
+            "messages": [{"role": "user", "content": "weather?"}]}) if d != "[DONE]"]
+        pieces = [c["choices"][0]["delta"]["tool_calls"][0] for c in asked
+                  if c["choices"] and "tool_calls" in c["choices"][0]["delta"]]
+        call_id = pieces[0]["id"]
+        arguments = "".join(p["function"]["arguments"] for p in pieces)
+        finish = [c["choices"][0]["finish_reason"] for c in asked if c["choices"]][-1]
+        history = [{"role": "user", "content": "weather?"},
+                   {"role": "assistant", "content": None, "tool_calls": [
+                       {"id": call_id, "type": "function",
+                        "function": {"name": "lookup", "arguments": arguments}}]}]
+        answered = httpx.post(f"{sim.base_url}/chat/completions", json={
+            "model": "m", "tools": tools,
+            "messages": [*history, {"role": "tool", "tool_call_id": call_id, "content": "sun"}]})
+        stray = httpx.post(f"{sim.base_url}/chat/completions", json={
+            "model": "m", "messages": [*history, {"role": "tool", "tool_call_id": "other",
+                                                  "content": "sun"}]})
+    assert pieces[0]["function"]["name"] == "lookup"
+    assert json.loads(arguments) == {"city": "value of city"}
+    assert finish == "tool_calls"
+    assert answered.status_code == 200
+    assert answered.json()["choices"][0]["message"]["content"].startswith("tok0")
+    assert stray.status_code == 400
+    assert "answers no tool call" in stray.text

@@ -18,6 +18,7 @@ from sustain.probes.load.drivers import (
 )
 from sustain.probes.load.live import LiveStats
 from sustain.probes.measure.sample import Measurement
+from sustain.probes.workload.sessions import Dialogue
 
 
 def ctx(live: LiveStats | None = None) -> StageContext:
@@ -34,7 +35,9 @@ def fixed_latency(seconds: float) -> Request:
 
 
 def latency(seconds: float) -> Prepare:
-    return lambda _seq: fixed_latency(seconds)
+    def prepare(_seq: int, _dialogue: Dialogue | None = None) -> Request:
+        return fixed_latency(seconds)
+    return prepare
 
 
 class InFlight:
@@ -45,7 +48,7 @@ class InFlight:
         self.now = 0
         self.peak = 0
 
-    def prepare(self, _seq: int) -> Request:
+    def prepare(self, _seq: int, _dialogue: Dialogue | None = None) -> Request:
         async def request(t_send_ns: int) -> Measurement:
             self.now += 1
             self.peak = max(self.peak, self.now)
@@ -107,7 +110,7 @@ async def test_closed_loop_stops_at_max_requests_with_think_time() -> None:
 async def test_cancelling_a_run_cancels_its_requests_in_flight() -> None:
     finished: list[int] = []
 
-    def prepare(seq: int) -> Request:
+    def prepare(seq: int, _dialogue: Dialogue | None = None) -> Request:
         async def request(t_send_ns: int) -> Measurement:
             await asyncio.sleep(0.5)
             finished.append(seq)

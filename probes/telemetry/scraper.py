@@ -1,0 +1,123 @@
+"""The scraper process: `python -m sustain.probes.telemetry.scraper`, started by ServerWatch
+(watch.py) for one run. It reads a server's Prometheus exposition every interval and writes
+one JSON line per scrape to stdout: `{"t": unix seconds, "values": {name: value}}`, or
+`{"t": ..., "error": kind}`: one at once (the run's baseline), then every interval, and a
+last one when its stdin closes (the run ended), after which it exits.
+
+Scraping runs in its own process so that reading and parsing an exposition (vLLM's is
+~100 KiB) never holds the interpreter lock of a loop that times requests. Connections go
+only where the run's egress policy allows (the same HttpClients as measuring), and the
+parser is prometheus-client's. An error line names a kind, never the URL (it may carry
+credentials) or the server's text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import pickle
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from sustain.probes.client.clients import HttpClients
+from sustain.probes.client.egress import EgressPolicy
+from sustain.probes.client.egress_connect import EgressDeniedError, egress_denial
+from sustain.probes.telemetry.families import ParsedSample, pick
+
+MAX_BODY_BYTES = 8 * 1024 * 1024
+"""An exposition larger than this is not read (vLLM's is far smaller)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScrapeConfig:
+    url: str
+    interval_s: float
+    names: tuple[str, ...]
+    egress: EgressPolicy
+    tls_verify: bool = True
+
+    def encode(self) -> bytes:
+        """The config as the one line the parent writes (the policy pickled: the parent
+        started this process and is trusted by it)."""
+        return json.dumps({
+            "url": self.url, "interval_s": self.interval_s, "names": list(self.names),
+            "tls_verify": self.tls_verify,
+            "egress": base64.b64encode(pickle.dumps(self.egress)).decode()}).encode() + b"\n"
+
+    @classmethod
+    def decode(cls, line: bytes) -> ScrapeConfig:
+        raw: dict[str, Any] = json.loads(line)
+        return cls(url=str(raw["url"]), interval_s=float(raw["interval_s"]),
+                   names=tuple(str(n) for n in raw["names"]),
+                   egress=pickle.loads(base64.b64decode(raw["egress"])),
+                   tls_verify=bool(raw.get("tls_verify", True)))
+
+
+def parse_exposition(text: str) -> list[ParsedSample]:
+    """Every sample of a Prometheus text exposition: (sample name, value)."""
+    return [(sample.name, float(sample.value))
+            for family in text_string_to_metric_families(text) for sample in family.samples]
+
+
+async def scrape_once(client: httpx.AsyncClient, config: ScrapeConfig) -> dict[str, Any]:
+    """One scrape as the line to write: the values found, or the kind of failure."""
+    at = time.time()
+    try:
+        async with client.stream("GET", config.url, timeout=max(1.0, config.interval_s * 2),
+                                 headers={"accept": "text/plain"}) as response:
+            if response.status_code != 200:
+                return {"t": at, "error": f"http {response.status_code}"}
+            body = bytearray()
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > MAX_BODY_BYTES:
+                    return {"t": at, "error": "too large"}
+    except httpx.TimeoutException:
+        return {"t": at, "error": "timeout"}
+    except (httpx.HTTPError, EgressDeniedError) as exc:
+        return {"t": at, "error": "egress denied" if egress_denial(exc) is not None
+                else "unreachable"}
+    try:
+        samples = parse_exposition(body.decode("utf-8", errors="replace"))
+    except (ValueError, TypeError, IndexError):
+        return {"t": at, "error": "not a Prometheus exposition"}
+    return {"t": at, "values": pick(samples, config.names)}
+
+
+async def serve() -> None:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    config = ScrapeConfig.decode(await reader.readline())
+    closed = asyncio.ensure_future(reader.read())  # EOF: the parent is done with us
+    out = os.fdopen(sys.stdout.fileno(), "wb", buffering=0, closefd=False)
+    async with HttpClients(4, egress=config.egress) as clients:
+        client = clients.httpx(tls_verify=config.tls_verify)
+        start = loop.time()
+        beat = 0
+        while True:  # a scrape at once, every interval, and a last one when told to stop
+            line = await scrape_once(client, config)
+            out.write(json.dumps(line).encode() + b"\n")
+            if closed.done():
+                return
+            beat += 1
+            wait = start + beat * config.interval_s - loop.time()
+            if wait > 0:
+                await asyncio.wait({closed}, timeout=wait)
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    asyncio.run(serve())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+"""A run's server series, summarised (pure): for each series its min, mean, max and last
+value over the scrapes, and for a counter its increase over the run."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from pydantic import BaseModel
+
+from sustain.probes.telemetry.families import is_counter
+
+Point = tuple[float, float]
+"""(ms from the run's start, value)."""
+
+
+class ServerMetric(BaseModel):
+    """One server series over a run, as scraped."""
+
+    min: float
+    mean: float
+    max: float
+    last: float
+    points: int
+    increase: float | None = None
+    """A counter's last minus first value (None for a gauge); a restart shows as negative."""
+
+
+class ScrapeCounts(BaseModel):
+    scrapes: int
+    failures: dict[str, int]
+    """Failed scrapes by kind (`timeout`, `http 404`, `unreachable`, ...)."""
+
+
+def summarise_series(series: Mapping[str, Sequence[Point]]) -> dict[str, ServerMetric]:
+    """min, mean, max and last of every series that has points."""
+    out: dict[str, ServerMetric] = {}
+    for name, points in sorted(series.items()):
+        values = [value for _, value in points]
+        if not values:
+            continue
+        out[name] = ServerMetric(
+            min=min(values), max=max(values), mean=math.fsum(values) / len(values),
+            last=values[-1], points=len(values),
+            increase=values[-1] - values[0] if is_counter(name) else None)
+    return out
