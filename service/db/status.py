@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -31,6 +32,13 @@ class LatestRun:
     status: str
     scheduled_for: datetime
     finished_at: datetime | None
+    cache_hit_ratio: float | None = None
+    quality: dict[str, Any] | None = None
+    """The run's canaries: {checked, passed}."""
+    sessions: dict[str, Any] | None = None
+    """A sessions run's {conversations, completed, turns, failed_turns}."""
+    queue_max: float | None = None
+    """Most requests waiting at the server during the run (its metrics_url)."""
 
 
 async def probes(session: AsyncSession) -> list[ProbeRow]:
@@ -42,10 +50,13 @@ async def probes(session: AsyncSession) -> list[ProbeRow]:
 
 
 _LATEST = text("""
-SELECT p.id AS probe_id, r.id, r.status, r.scheduled_for, r.finished_at
+SELECT p.id AS probe_id, r.id, r.status, r.scheduled_for, r.finished_at,
+       r.summary -> 'cache_hit_ratio' AS cache_hit_ratio, r.summary -> 'quality' AS quality,
+       r.summary -> 'sessions' AS sessions,
+       r.summary #> '{server_metrics,waiting,max}' AS queue_max
 FROM probes p
 CROSS JOIN LATERAL (
-    SELECT id, status, scheduled_for, finished_at FROM runs
+    SELECT id, status, scheduled_for, finished_at, summary FROM runs
     WHERE probe_id = p.id AND finished_at IS NOT NULL
       AND status NOT IN ('missed', 'skipped', 'cancelled')
     ORDER BY scheduled_for DESC LIMIT 1) r
@@ -57,8 +68,19 @@ async def latest_runs(session: AsyncSession) -> dict[int, LatestRun]:
     cancelled, which say nothing of the endpoint): one backward index scan per probe, not a
     scan of every retained run."""
     rows = await session.execute(_LATEST)
-    return {r.probe_id: LatestRun(r.id, r.status, r.scheduled_for, r.finished_at)
+    return {r.probe_id: LatestRun(r.id, r.status, r.scheduled_for, r.finished_at,
+                                  _number(r.cache_hit_ratio), _object(r.quality),
+                                  _object(r.sessions), _number(r.queue_max))
             for r in rows}
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+        else None
+
+
+def _object(value: object) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) else None
 
 
 async def active_alerts(session: AsyncSession) -> Sequence[AlertRow]:

@@ -31,6 +31,9 @@ class ProbeCard:
     e2e_p99_ms: float | None
     ttft_chart: Sparkline
     e2e_chart: Sparkline
+    notes: list[str]
+    """The newest run's figures beyond latency: cache hits, canaries, conversations, the
+    server's queue (each where the run has it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +104,25 @@ def probe_card(probe: ProbeRow, last: LatestRun | None, alert_states: Mapping[st
     return ProbeCard(probe.id, probe.name, probe.endpoint, probe.model, schedule,
                      probe_state(probe, last, alert_states), last, day.availability,
                      day.ttft_p99_ms, day.e2e_p99_ms, sparkline(day.ttft_hourly),
-                     sparkline(day.e2e_hourly))
+                     sparkline(day.e2e_hourly), [] if last is None else run_notes(last))
+
+
+def run_notes(run: LatestRun) -> list[str]:
+    """Short lines on what a run measured beyond latency, where it measured it."""
+    notes = []
+    if run.cache_hit_ratio is not None:
+        notes.append(f"cache hits {run.cache_hit_ratio:.0%}")
+    quality = run.quality or {}
+    if isinstance(quality.get("checked"), int) and isinstance(quality.get("passed"), int):
+        notes.append(f"canaries {quality['passed']}/{quality['checked']} passed")
+    sessions = run.sessions or {}
+    if isinstance(sessions.get("conversations"), int) and \
+            isinstance(sessions.get("completed"), int):
+        notes.append(f"{sessions['completed']}/{sessions['conversations']} conversations "
+                     "completed")
+    if run.queue_max is not None:
+        notes.append(f"server queue up to {run.queue_max:g}")
+    return notes
 
 
 def down_states(alerts: Sequence[tuple[str, str, Mapping[str, str]]]) -> dict[str, str]:

@@ -28,7 +28,9 @@ async def test_status_page_lists_probes_with_their_figures_slos_and_charts(
     rng = random.Random(5)
     for minutes in (150, 90, 30, 1):
         at = now - timedelta(minutes=minutes)
-        await seed_run(state.engine, probe_id, at, synthetic_samples(40, at, rng, fail_every=10))
+        newest = synthetic_samples(40, at, rng, fail_every=10, canary_fail_every=4)
+        await seed_run(state.engine, probe_id, at, newest)
+    checked = [s.quality for s in newest if s.quality is not None]
     r = await api.post("/api/v1/slos", json={
         "name": "chat-avail", "probes": ["chat"], "sli": {"kind": "availability"},
         "objective": 0.95, "window": "1d"})
@@ -39,6 +41,7 @@ async def test_status_page_lists_probes_with_their_figures_slos_and_charts(
     assert 'data-probe="chat"' in html
     assert "90.00 %" in html, "availability over 24 h: 1 in 10 failed"
     assert html.count("<polyline") >= 2, "hourly p99 lines for TTFT and E2E"
+    assert f"canaries {sum(checked)}/{len(checked)} passed" in html, "the newest run's canaries"
     assert 'data-slo="chat-avail"' in html
     assert "<script" not in html
     assert 'http-equiv="refresh"' in html

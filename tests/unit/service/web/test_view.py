@@ -10,7 +10,14 @@ from sustain.probes.measure.sketch import MetricSketch
 from sustain.service.db.status import LatestRun, ProbeRow
 from sustain.service.history.aggregate import Aggregate, Counts
 from sustain.service.web.charts import budget_width, sparkline
-from sustain.service.web.view import alert_line, day_figures, down_states, probe_state, slo_bar
+from sustain.service.web.view import (
+    alert_line,
+    day_figures,
+    down_states,
+    probe_state,
+    run_notes,
+    slo_bar,
+)
 
 PROBE = ProbeRow(1, "chat", "vllm", "m", True, 60, None, {})
 RUN = LatestRun(7, "succeeded", datetime(2026, 12, 3, tzinfo=UTC), None)
@@ -81,3 +88,13 @@ def test_day_figures_merge_the_hours_instead_of_averaging_their_percentiles() ->
     assert day.ttft_hourly[10] is not None
     assert day.e2e_p99_ms is None
     assert day.e2e_hourly == [None] * 24
+
+
+def test_run_notes_say_what_the_run_measured_beyond_latency() -> None:
+    assert run_notes(RUN) == []
+    run = LatestRun(8, "succeeded", datetime(2026, 12, 4, tzinfo=UTC), None,
+                    cache_hit_ratio=0.0, quality={"checked": 10, "passed": 4},
+                    sessions={"conversations": 3, "completed": 2, "turns": 8,
+                              "failed_turns": 1}, queue_max=6.0)
+    assert run_notes(run) == ["cache hits 0%", "canaries 4/10 passed",
+                              "2/3 conversations completed", "server queue up to 6"]
