@@ -17,7 +17,7 @@ from sustain.probes.client.egress import EgressPolicy
 from sustain.probes.client.registry import sender_for
 from sustain.probes.client.secret_policy import SecretPolicy
 from sustain.probes.client.secrets import resolve_secret
-from sustain.probes.client.target import Target
+from sustain.probes.client.target import ApiKind, Target
 from sustain.probes.load.clock import RunClock
 from sustain.probes.load.drivers import (
     Prepare,
@@ -163,7 +163,11 @@ def prepare_requests(clients: HttpClients, target: Target, workload: Workload,
                      secrets: SecretPolicy, datasets: DatasetPolicy,
                      replay: Replay | None = None) -> Prepare:
     """What builds each request of a run: the bearer token resolved (SecretUnavailableError),
-    the dataset and tokenizer loaded (DatasetError, ValueError)."""
+    the dataset and tokenizer loaded (DatasetError, ValueError); WorkloadError for sessions
+    to anything but a chat endpoint."""
+    if workload.in_sessions and target.api_kind is not ApiKind.OPENAI_CHAT:
+        raise WorkloadError("sessions need a chat endpoint (api_kind openai-chat): a "
+                            "conversation's history is a list of messages")
     return sender_for(target)(clients, target, workload, request_headers(target, secrets),
                               datasets, replay)
 
@@ -269,20 +273,20 @@ async def execute(
     prepare = prepare_requests(clients, target, workload, secrets or SecretPolicy(),
                                datasets, replay)
     stop = stop if stop is not None else RunStop()
-    timer = None
     if budget is not None:
         prepare = budgeted(prepare, budget.requests, stop)
-        timer = asyncio.get_running_loop().call_later(
+    async with server_watch(target, clients.egress) as telemetry:
+        # The time budget starts after the server's baseline scrape, as the run does.
+        timer = None if budget is None else asyncio.get_running_loop().call_later(
             budget.seconds, stop.set, f"stopped at the limit of {budget.seconds:g} s per run")
-    try:
-        async with server_watch(target, clients.egress) as telemetry:
+        try:
             with quiet_gc():
                 result = await _execute(prepare, profile, slo, live, on_sample, stop, replay,
                                         sessions)
-        return result.with_telemetry(telemetry)
-    finally:
-        if timer is not None:
-            timer.cancel()
+        finally:
+            if timer is not None:
+                timer.cancel()
+    return result.with_telemetry(telemetry)
 
 
 def stopped_stage(samples: list[Sample]) -> tuple[list[Sample], float]:

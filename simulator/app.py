@@ -171,21 +171,29 @@ def _prompt_words(body: dict[str, Any]) -> list[str]:
 
 
 def _history_problem(messages: Any) -> str | None:
-    """Why a chat history is not one a server accepts, or None: every tool result must
-    answer a call an earlier assistant message made (as OpenAI and vLLM's templates
-    require)."""
+    """Why a chat history is not one a server accepts, or None: an assistant's tool calls
+    must be answered, each by one tool message, before anything else is said (as OpenAI
+    and vLLM's stricter templates require), and every tool result must answer such a call."""
     if not isinstance(messages, list):
         return "messages must be a list"
-    calls: set[str] = set()
+    pending: set[str] = set()
     for message in messages:
         if not isinstance(message, dict):
             return "each message must be an object"
-        if message.get("role") == "assistant":
-            for call in message.get("tool_calls") or []:
-                if isinstance(call, dict) and isinstance(call.get("id"), str):
-                    calls.add(call["id"])
-        elif message.get("role") == "tool" and message.get("tool_call_id") not in calls:
-            return f"tool message answers no tool call ({message.get('tool_call_id')!r})"
+        role = message.get("role")
+        if role == "tool":
+            if message.get("tool_call_id") not in pending:
+                return (f"tool message answers no pending tool call "
+                        f"({message.get('tool_call_id')!r})")
+            pending.discard(message["tool_call_id"])
+            continue
+        if pending:
+            return f"tool calls {sorted(pending)} were not answered"
+        if role == "assistant":
+            pending = {call["id"] for call in message.get("tool_calls") or []
+                       if isinstance(call, dict) and isinstance(call.get("id"), str)}
+    if pending:
+        return f"tool calls {sorted(pending)} were not answered"
     return None
 
 

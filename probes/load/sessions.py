@@ -1,13 +1,16 @@
 """The sessions driver: a closed loop whose users are conversations in flight. Each user
 takes the next conversation and plays its turns in order, one in flight: it waits the turn's
 think or tool time, sends the history and the turn's messages, and adds the actual reply to
-the history. A failed turn ends its conversation. The stage ends when every conversation has
-finished, or at its duration or request cap (which count turns), like any closed loop.
+the history. A failed turn ends its conversation, and so does a history grown past
+MAX_HISTORY_CHARS (it is not sent; the conversation counts as not completed). The stage ends
+when every conversation has finished, or at its duration or request cap (which count
+turns), like any closed loop; users in their think or tool time then stop at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
 from collections.abc import Iterator
@@ -31,24 +34,38 @@ async def run_sessions(
     stop_at = None if duration_s is None else warmup_end + duration_s
     samples: list[Sample] = []
     started = 0
+    capped = asyncio.Event()
+    """Set once the turn cap is reached: users in their think or tool time stop at once."""
+
+    def full() -> bool:
+        return max_requests is not None and started >= max_requests
+
+    async def pause(delay: float) -> None:
+        """The think or tool time before a turn, cut short by the end of the stage."""
+        left = None if stop_at is None else stop_at - loop.time()
+        wait = delay if left is None else max(0.0, min(delay, left))
+        if wait > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(capped.wait(), wait)
 
     async def user() -> None:
         nonlocal started
         for conversation in conversations:
             talk = dialogue(conversation, allow_cache=allow_cache, header=header)
             while not talk.done:
-                delay = talk.delay_s
-                if delay > 0:
-                    left = None if stop_at is None else stop_at - loop.time()
-                    await asyncio.sleep(delay if left is None else max(0.0, min(delay, left)))
+                if full() or talk.too_long:
+                    break
+                await pause(talk.delay_s)
                 now = loop.time()
                 if stop_at is not None and now >= stop_at:
                     return
                 counted = now >= warmup_end
                 if counted:
-                    if max_requests is not None and started >= max_requests:
+                    if full():
                         return
                     started += 1
+                    if full():
+                        capped.set()
                 sample = await ctx.send(prepare, None, talk)
                 reply = sample.measurement.reply
                 ok = sample.outcome is Outcome.SUCCESS and reply is not None
@@ -63,6 +80,8 @@ async def run_sessions(
                     samples.append(ctx.measured(sample))
                 if not ok:
                     break
+            if full():
+                return
 
     async with asyncio.TaskGroup() as group:
         for _ in range(users):

@@ -27,7 +27,8 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """The assistant's answer: its text (content, else reasoning) and its tool calls."""
+    """The assistant's answer: its text (message content or completion text; reasoning is
+    not kept, as a conversation's history does not send it back) and its tool calls."""
 
     text: str
     tool_calls: tuple[ToolCall, ...] = ()

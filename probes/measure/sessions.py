@@ -20,7 +20,7 @@ MAX_TURN_ROWS = 100
 
 class SessionCounts(BaseModel):
     conversations: int
-    """Conversations with a measured turn."""
+    """Conversations with a measured turn (each stage of a sweep plays its own)."""
     completed: int
     """Conversations whose every turn succeeded, the last one measured here."""
     turns: int
@@ -43,9 +43,11 @@ def session_counts(samples: Sequence[Sample]) -> SessionCounts | None:
     turns = [s for s in samples if s.conversation is not None]
     if not turns:
         return None
-    failed = {s.conversation for s in turns if s.outcome is Outcome.FAILURE}
-    ended = {s.conversation for s in turns if s.session_end and s.outcome is Outcome.SUCCESS}
-    return SessionCounts(conversations=len({s.conversation for s in turns}),
+    # Every stage plays its conversations anew: a conversation is one per stage.
+    failed = {(s.stage, s.conversation) for s in turns if s.outcome is Outcome.FAILURE}
+    ended = {(s.stage, s.conversation) for s in turns
+             if s.session_end and s.outcome is Outcome.SUCCESS}
+    return SessionCounts(conversations=len({(s.stage, s.conversation) for s in turns}),
                          completed=len(ended - failed), turns=len(turns),
                          failed_turns=sum(1 for s in turns if s.outcome is Outcome.FAILURE))
 

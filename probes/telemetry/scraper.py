@@ -85,6 +85,8 @@ async def scrape_once(client: httpx.AsyncClient, config: ScrapeConfig) -> dict[s
     except (httpx.HTTPError, EgressDeniedError) as exc:
         return {"t": at, "error": "egress denied" if egress_denial(exc) is not None
                 else "unreachable"}
+    except Exception as exc:  # noqa: BLE001 - anything else fails this scrape, not the scraper
+        return {"t": at, "error": f"failed ({type(exc).__name__})"}
     try:
         samples = parse_exposition(body.decode("utf-8", errors="replace"))
     except (ValueError, TypeError, IndexError):

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from sustain.probes.telemetry.families import is_counter
 
 Point = tuple[float, float]
-"""(ms from the run's start, value)."""
+"""(unix seconds of the scrape, value)."""
 
 
 class ServerMetric(BaseModel):

@@ -80,14 +80,15 @@ async def watch_server(url: str | None, interval_s: float, names: tuple[str, ...
     assert process.stdin is not None
     assert process.stdout is not None
     process.stdin.write(ScrapeConfig(url, interval_s, names, egress, tls_verify).encode())
-    first = asyncio.Event()
-    reader = asyncio.create_task(_read(process.stdout, telemetry, first))
+    first, stopping = asyncio.Event(), asyncio.Event()
+    reader = asyncio.create_task(_read(process.stdout, telemetry, first, stopping))
     try:
         # The first scrape is the run's baseline (a counter's increase is counted from it).
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(first.wait(), FIRST_SCRAPE_TIMEOUT_S)
         yield telemetry
     finally:
+        stopping.set()
         with contextlib.suppress(OSError):
             process.stdin.close()
         try:
@@ -103,7 +104,7 @@ async def watch_server(url: str | None, interval_s: float, names: tuple[str, ...
 
 
 async def _read(stdout: asyncio.StreamReader, telemetry: Telemetry,
-                first: asyncio.Event) -> None:
+                first: asyncio.Event, stopping: asyncio.Event) -> None:
     while True:
         try:
             line = await stdout.readline()
@@ -111,6 +112,8 @@ async def _read(stdout: asyncio.StreamReader, telemetry: Telemetry,
             telemetry.failures["bad line"] = telemetry.failures.get("bad line", 0) + 1
             continue
         if not line:
+            if not stopping.is_set():  # it died during the run
+                telemetry.failures["scraper exited"] = 1
             return
         try:
             parsed = json.loads(line)

@@ -74,8 +74,9 @@ def shard_stage(stage: Stage, count: int) -> list[Shard]:
         share: ClosedStage | None = None
         if users[index] > 0 and caps[index] != 0:
             share = replace(stage, users=users[index], max_requests=caps[index])
-        shards.append(Shard(index, count, share, sharing=active))
-    return shards
+        shards.append(Shard(index, count, share))
+    sharing = sum(1 for shard in shards if shard.stage is not None)  # a prefix of them
+    return [replace(shard, sharing=sharing) for shard in shards]
 
 
 def next_base(base: int, count: int, sends: list[int]) -> int:

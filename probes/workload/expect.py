@@ -5,6 +5,8 @@ tool, else on the text as JSON) and on its output token count. Every check set m
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from functools import cached_property
 from typing import Any
 
 import jsonschema
@@ -15,6 +17,26 @@ from sustain.probes.inputs import InputModel
 from sustain.probes.regex import PatternError, compiled
 
 MAX_SCHEMA_BYTES = 64 * 1024
+
+
+def _keywords(schema: Any) -> Iterator[tuple[str, Any]]:
+    """Every `pattern` (with its value) and `patternProperties` keyword in a schema, at any
+    depth (a property *named* pattern is not a keyword)."""
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if (key == "pattern" and isinstance(value, str)) or key == "patternProperties":
+                yield key, value
+            if key in ("const", "enum", "default", "examples"):
+                continue  # data, not schemas
+            if key in ("properties", "$defs", "definitions", "dependentSchemas") \
+                    and isinstance(value, dict):
+                for sub in value.values():
+                    yield from _keywords(sub)
+            elif isinstance(value, dict | list):
+                yield from _keywords(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            yield from _keywords(item)
 
 
 class Expect(InputModel):
@@ -67,7 +89,22 @@ class Expect(InputModel):
         except jsonschema.SchemaError as exc:
             raise PydanticCustomError("json_schema", "not a valid JSON Schema ({reason})",
                                       {"reason": exc.message[:200]}) from None
+        for keyword, pattern in _keywords(value):
+            if keyword == "patternProperties":
+                raise PydanticCustomError(
+                    "json_schema", "patternProperties is not supported (its patterns would "
+                    "run under Python's backtracking re); use properties")
+            try:
+                compiled(pattern)
+            except PatternError as exc:
+                raise PydanticCustomError("json_schema", "pattern {reason}",
+                                          {"reason": str(exc)}) from None
         return value
+
+    @cached_property
+    def schema_key(self) -> str:
+        """The schema as canonical JSON: the key its compiled validator is cached under."""
+        return json.dumps(self.json_schema, sort_keys=True)
 
     @model_validator(mode="after")
     def _something(self) -> Expect:

@@ -16,7 +16,7 @@ from sustain.probes.workload.dataset import DatasetEntry, DatasetPolicy
 from sustain.probes.workload.expect import Expect
 from sustain.probes.workload.lengths import sample_length
 from sustain.probes.workload.sessions import Dialogue
-from sustain.probes.workload.spec import Workload, WorkloadError
+from sustain.probes.workload.spec import Workload
 from sustain.probes.workload.tokenizer import HFTokenizer, PromptTokenizer, WhitespaceTokenizer
 from sustain.probes.workload.traces import MOONCAKE_BLOCK_TOKENS, Replay, TraceRequest
 
@@ -40,9 +40,6 @@ class RequestBuilder:
         self.model = model
         self.tokenizer: PromptTokenizer = (
             HFTokenizer(workload.tokenizer) if workload.tokenizer else WhitespaceTokenizer())
-        if workload.in_sessions and api_kind is not ApiKind.OPENAI_CHAT:
-            raise WorkloadError("sessions need a chat endpoint (api_kind openai-chat): a "
-                             "conversation's history is a list of messages")
         self.dataset: list[DatasetEntry] | None = None
         self._order: list[int] = []
         self.prefix = "" if not workload.shared_prefix_tokens else self.tokenizer.prompt(

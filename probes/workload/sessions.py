@@ -33,6 +33,9 @@ MAX_TURNS = 1_000
 MAX_TURN_MESSAGES = 256
 MAX_DELAY_S = 3600.0
 MAX_TOOLS = 128
+MAX_HISTORY_CHARS = 4 * 1024 * 1024
+"""A conversation whose history grows past this (as JSON) ends before its next turn: every
+turn re-sends the history, encoded on the loop that times requests."""
 ROLES = frozenset({"system", "user", "tool", "assistant", "developer"})
 
 
@@ -110,6 +113,8 @@ class Dialogue:
     history: list[dict[str, Any]] = field(default_factory=list)
     next_turn: int = 0
     last_reply: Reply | None = None
+    chars: int = 0
+    """The history's size as JSON (characters)."""
 
     @property
     def done(self) -> bool:
@@ -119,6 +124,11 @@ class Dialogue:
     def delay_s(self) -> float:
         """Think or tool time before the next turn."""
         return 0.0 if self.done else self.conversation.turns[self.next_turn].delay_s
+
+    @property
+    def too_long(self) -> bool:
+        """The history has grown past MAX_HISTORY_CHARS: the conversation ends here."""
+        return self.chars > MAX_HISTORY_CHARS
 
     def request(self, write: Callable[[], str]) -> TurnRequest:
         """The next turn's request; `write()` gives a synthetic turn's user text. Call
@@ -130,7 +140,7 @@ class Dialogue:
         if self.salt and not any(m.get("role") not in ("system", "developer")
                                  for m in self.history):
             own = salted(own, self.salt)
-        self.history.extend(own)
+        self._extend(own)
         self.next_turn += 1
         return TurnRequest(conversation=self.conversation.id, index=index,
                            messages=tuple(self.history), tools=turn.tools,
@@ -138,27 +148,46 @@ class Dialogue:
 
     def answered(self, reply: Reply) -> None:
         self.last_reply = reply
-        self.history.append(reply.message())
+        self._extend([reply.message()])
+
+    def _extend(self, messages: list[dict[str, Any]]) -> None:
+        self.history.extend(messages)
+        self.chars += sum(len(json.dumps(m)) for m in messages)
 
     def _answering(self, messages: tuple[dict[str, Any], ...], index: int
                    ) -> list[dict[str, Any]]:
-        """The turn's messages, their tool results pointed at the previous reply's actual
-        calls. Where the endpoint made no calls but the turn brings results, the calls the
-        file recorded for the previous turn join the last assistant message instead."""
+        """The turn's messages, so that the history stays one a server accepts: every tool
+        call of the last reply answered, every tool result answering a call. The turn's
+        results are paired with the calls the endpoint really made (a result naming a live
+        id keeps it, the others take the remaining ids in order); a result left without a
+        call is dropped, and a call left without a result is taken out of the reply. Where
+        the endpoint made no calls but the turn brings results, the calls the file recorded
+        for the previous turn join the last assistant message instead."""
         own = [dict(m) for m in messages]
-        results = [m for m in own if m.get("role") == "tool"]
-        if not results:
+        last = self.history[-1] if self.history else None
+        if last is None or last.get("role") != "assistant":
             return own
-        live = [] if self.last_reply is None else [c.id for c in self.last_reply.tool_calls]
-        if not live and index > 0:
-            recorded = self.conversation.turns[index - 1].recorded_calls
-            if recorded and self.history and self.history[-1].get("role") == "assistant":
-                self.history[-1] = {**self.history[-1], "tool_calls": list(recorded)}
-                live = [str(c.get("id", "")) for c in recorded]
-        if live:
-            for position, message in enumerate(results):
-                if message.get("tool_call_id") not in live:
-                    message["tool_call_id"] = live[min(position, len(live) - 1)]
+        results = [m for m in own if m.get("role") == "tool"]
+        calls = list(last.get("tool_calls") or [])
+        if not calls and results and index > 0:
+            calls = list(self.conversation.turns[index - 1].recorded_calls)
+        ids = [str(c.get("id", "")) for c in calls]
+        free = [i for i in ids if i not in {m.get("tool_call_id") for m in results}]
+        answered: set[str] = set()
+        for message in results:
+            if message.get("tool_call_id") not in ids or message["tool_call_id"] in answered:
+                message["tool_call_id"] = free.pop(0) if free else None
+            if message["tool_call_id"] is not None:
+                answered.add(message["tool_call_id"])
+        own = [m for m in own if m.get("role") != "tool" or m["tool_call_id"] is not None]
+        kept = [c for c in calls if str(c.get("id", "")) in answered]
+        if kept != list(last.get("tool_calls") or []):
+            reply = {key: value for key, value in last.items() if key != "tool_calls"}
+            if kept:
+                reply["tool_calls"] = kept
+            elif reply.get("content") is None:
+                reply["content"] = ""
+            self.history[-1] = reply
         return own
 
 

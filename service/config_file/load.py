@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from sustain.probes.load.plan import sessions_problem
 from sustain.probes.load.profiles import TraceProfile
 from sustain.service.config_file.model import ConfigFile
 from sustain.service.config_file.yaml_lines import ConfigError, Located, Problem, dotted, load
@@ -49,7 +50,8 @@ def _validation_problems(located: Located, error: ValidationError) -> list[Probl
 
 def _references(config: ConfigFile) -> list[tuple[tuple[str | int, ...], str]]:
     """Duplicate names and references to undeclared endpoints, workloads and probes (an SLO
-    names probes of its own file, as a probe names its endpoint)."""
+    names probes of its own file, as a probe names its endpoint), and sessions workloads
+    under a profile that cannot play them."""
     found: list[tuple[tuple[str | int, ...], str]] = []
     names: list[tuple[str, list[str]]] = [
         ("endpoints", [e.name for e in config.endpoints]),
@@ -72,6 +74,13 @@ def _references(config: ConfigFile) -> list[tuple[tuple[str | int, ...], str]]:
         if isinstance(probe.workload, str) and probe.workload not in workloads:
             found.append((("probes", i, "workload"),
                           f"no workload named {probe.workload!r} in this file"))
+    named = {w.name: w for w in config.workloads}
+    for i, probe in enumerate(config.probes):
+        workload = named.get(probe.workload) if isinstance(probe.workload, str) \
+            else probe.workload
+        if workload is not None and workload.in_sessions and \
+                (problem := sessions_problem(probe.profile)) is not None:
+            found.append((("probes", i, "profile"), problem))
     probes = {p.name for p in config.probes}
     for i, slo in enumerate(config.slos):
         found.extend((("slos", i, "probes", j), f"no probe named {name!r} in this file")

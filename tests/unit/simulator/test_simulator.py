@@ -188,10 +188,14 @@ def test_offered_tools_are_called_and_a_tool_result_is_answered_in_text() -> Non
         stray = httpx.post(f"{sim.base_url}/chat/completions", json={
             "model": "m", "messages": [*history, {"role": "tool", "tool_call_id": "other",
                                                   "content": "sun"}]})
+        unanswered = httpx.post(f"{sim.base_url}/chat/completions", json={
+            "model": "m", "messages": [*history, {"role": "user", "content": "and?"}]})
     assert pieces[0]["function"]["name"] == "lookup"
     assert json.loads(arguments) == {"city": "value of city"}
     assert finish == "tool_calls"
     assert answered.status_code == 200
     assert answered.json()["choices"][0]["message"]["content"].startswith("tok0")
     assert stray.status_code == 400
-    assert "answers no tool call" in stray.text
+    assert "answers no pending tool call" in stray.text
+    assert unanswered.status_code == 400
+    assert "were not answered" in unanswered.text

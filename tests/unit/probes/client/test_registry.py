@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.registry import (
+    SESSION_HEADER,
     http_check_over_httpx,
     openai_over_http1,
     openai_over_httpx,
     sender_for,
+    turn_request,
 )
 from sustain.probes.client.target import ApiKind, Target
 from sustain.probes.workload.dataset import DatasetPolicy
+from sustain.probes.workload.requests import RequestBuilder
+from sustain.probes.workload.sessions import Conversation, SessionTurn, dialogue
 from sustain.probes.workload.spec import Workload
 
 
@@ -38,3 +44,23 @@ async def test_a_bound_sender_builds_one_request_per_seq() -> None:
         assert prepare(0) is not prepare(1)
         same = sender_for(check)(clients, check, Workload(), {}, DatasetPolicy(), None)
         assert same(0) is same(1)
+
+
+def test_a_turn_carries_its_history_tools_and_the_session_header() -> None:
+    tools = ({"type": "function", "function": {"name": "f"}},)
+    conversation = Conversation("c7", (SessionTurn(({"role": "user", "content": "hi"},),
+                                                   tools=tools, max_tokens=9),))
+    builder = RequestBuilder(Workload(turns=1), ApiKind.OPENAI_CHAT, "m")
+    with_header = dialogue(conversation, allow_cache=True, header=True)
+    payload, headers = turn_request(builder, 0, with_header, {"x-extra": "1"})
+    body = json.loads(payload)
+    assert body["messages"] == [{"role": "user", "content": "hi"}]
+    assert body["tools"] == list(tools)
+    assert body["max_tokens"] == 9
+    assert headers[SESSION_HEADER] == with_header.session_id
+    assert headers["x-extra"] == "1"
+    assert with_header.session_id is not None
+    assert with_header.session_id.startswith("c7-")
+    _, plain = turn_request(builder, 1, dialogue(conversation, allow_cache=True, header=False),
+                            {})
+    assert SESSION_HEADER not in plain

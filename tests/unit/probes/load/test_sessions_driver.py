@@ -3,14 +3,16 @@ conversation, a failed turn ends its conversation, the turn cap counts turns."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections import Counter
+from datetime import UTC, datetime
 
 from sustain.probes.load.clock import RunClock
 from sustain.probes.load.drivers import Request, StageContext
 from sustain.probes.load.sessions import run_sessions
 from sustain.probes.measure.reply import Reply
-from sustain.probes.measure.sample import ErrorClass, Measurement
+from sustain.probes.measure.sample import ErrorClass, Measurement, Sample
 from sustain.probes.measure.sessions import session_counts
 from sustain.probes.workload.sessions import Conversation, Dialogue, SessionTurn
 
@@ -68,3 +70,31 @@ async def test_the_turn_cap_counts_turns_across_conversations() -> None:
     samples, _ = await run_sessions(3, conversations, endpoint.prepare, context(),
                                     duration_s=None, max_requests=7)
     assert len(samples) == len(endpoint.sent) == 7
+
+
+async def test_reaching_the_turn_cap_stops_users_in_their_think_time_at_once() -> None:
+    slow = tuple(SessionTurn(({"role": "user", "content": f"t{i}"},), delay_s=30.0 * i)
+                 for i in range(3))
+    conversations = iter([Conversation(str(i), slow) for i in range(3)])
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    samples, _ = await run_sessions(3, conversations, Endpoint().prepare, context(),
+                                    duration_s=None, max_requests=3)
+    assert len(samples) == 3
+    assert loop.time() - began < 5.0  # not the 30 s think time of the second turns
+
+
+def test_every_stage_plays_its_conversations_anew_and_counts_them_on_their_own() -> None:
+    def turn(stage: int, name: str, index: int, *, last: bool, failed: bool = False) -> Sample:
+        return Sample(seq=0, stage=stage, t_sched_ms=None, t_send_ms=0.0,
+                      sent_at=datetime(2026, 12, 4, tzinfo=UTC), measurement=Measurement(
+                          ttft_ms=1.0, itl_ms=(), e2e_ms=2.0, output_tokens=1,
+                          tokens_server_counted=True, input_tokens=1,
+                          http_status=500 if failed else 200,
+                          error_class=ErrorClass.HTTP_5XX if failed else None),
+                      conversation=name, turn=index, session_end=last)
+    samples = [turn(0, "a", 0, last=True), turn(0, "b", 0, last=True),
+               turn(1, "a", 0, last=True), turn(1, "b", 0, last=True, failed=True)]
+    counts = session_counts(samples)
+    assert counts is not None
+    assert (counts.conversations, counts.completed, counts.failed_turns) == (4, 3, 1)

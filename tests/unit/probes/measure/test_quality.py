@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -57,3 +58,16 @@ def test_output_token_bounds() -> None:
 def test_an_expectation_that_cannot_be_checked_is_refused(expect: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         Expect.model_validate(expect)
+
+
+def test_a_schema_pattern_is_matched_by_re2_and_pattern_properties_are_refused() -> None:
+    schema = {"type": "object", "properties": {
+        "pattern": {"type": "string", "pattern": "(a+)+$"}}}  # a property named pattern
+    long = "a" * 200_000 + "!"
+    assert not check({"json_schema": schema}, calls=(ToolCall("c", "f", json.dumps(
+        {"pattern": long})),))  # RE2: linear, however long the reply
+    assert check({"json_schema": schema}, calls=(ToolCall("c", "f", '{"pattern": "aaa"}'),))
+    with pytest.raises(ValidationError, match="patternProperties"):
+        Expect.model_validate({"json_schema": {"patternProperties": {"^x": {}}}})
+    with pytest.raises(ValidationError, match="RE2"):
+        Expect.model_validate({"json_schema": {"type": "string", "pattern": "(?<=x)y"}})

@@ -10,6 +10,7 @@ import pytest
 from sustain.probes.measure.reply import Reply, ToolCall
 from sustain.probes.workload.dataset import DatasetError
 from sustain.probes.workload.sessions import (
+    MAX_HISTORY_CHARS,
     Conversation,
     Sessions,
     SessionTurn,
@@ -127,3 +128,29 @@ def test_synthetic_turns_are_written_when_sent_and_shards_deal_conversations() -
     assert talk.request(lambda: "w1 w2").messages == ({"role": "user", "content": "w1 w2"},)
     filed = Sessions(conversations=tuple(Conversation(str(i), ()) for i in range(5)))
     assert [c.id for c in filed.stream(0, 2)] == ["0", "2", "4"]
+
+
+def test_calls_left_unanswered_leave_the_history_and_results_without_a_call_are_dropped(
+        ) -> None:
+    turns = (SessionTurn((user("go"),)),
+             SessionTurn(({"role": "tool", "tool_call_id": "a", "content": "1"},
+                          {"role": "tool", "tool_call_id": "b", "content": "2"})),
+             SessionTurn((user("next"),)))
+    talk = dialogue(Conversation("a", turns), allow_cache=True, header=False)
+    talk.request(lambda: "")
+    talk.answered(Reply("", (ToolCall("live", "f", "{}"),)))  # one call, two results
+    sent = talk.request(lambda: "")
+    assert [m.get("tool_call_id") for m in sent.messages[2:]] == ["live"]
+    talk.answered(Reply("", (ToolCall("x", "f", "{}"), ToolCall("y", "g", "{}"))))
+    last = talk.request(lambda: "")  # a user turn: the two calls go unanswered
+    assert last.messages[-2] == {"role": "assistant", "content": ""}
+    assert last.messages[-1] == {"role": "user", "content": "next"}
+
+
+def test_a_history_past_its_bound_ends_the_conversation() -> None:
+    talk = dialogue(Conversation("a", (SessionTurn((user("x"),)),) * 2), allow_cache=True,
+                    header=False)
+    talk.request(lambda: "")
+    assert not talk.too_long
+    talk.answered(Reply("y" * (MAX_HISTORY_CHARS + 1)))
+    assert talk.too_long

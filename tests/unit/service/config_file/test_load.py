@@ -236,3 +236,25 @@ def test_a_file_over_the_size_bound_is_refused_unread(tmp_path: Path) -> None:
     path.write_bytes(b"# " + b"x" * (4 * 1024 * 1024) + b"\n")
     with pytest.raises(ConfigError, match="larger than 4,194,304 bytes"):
         read(path, environ={})
+
+
+def test_a_sessions_workload_under_an_open_loop_is_a_problem_with_its_line() -> None:
+    text = """\
+endpoints:
+  - {name: sim, base_url: "http://127.0.0.1:9/v1", model: m}
+workloads:
+  - {name: chats, turns: 3}
+probes:
+  - name: a
+    endpoint: sim
+    workload: chats
+    profile: {kind: constant, rate: 1, duration_s: 5}
+    schedule: {every: 1m}
+  - name: b
+    endpoint: sim
+    workload: {turns: 2}
+    profile: {kind: concurrency, users: 2, duration_s: 5}
+    schedule: {every: 1m}
+"""
+    (problem,) = problems(text)
+    assert problem.startswith("sustain.yaml:9: probes[0].profile: sessions run under")
