@@ -119,19 +119,23 @@ async def test_a_pending_run_is_cancelled_at_once_and_never_starts(
 
 async def running_scheduled_run(api: httpx.AsyncClient, simulator: SimulatorHandle
                                 ) -> tuple[int, int]:
-    """An enabled probe ticking every second, and its first run, once it is measuring."""
+    """An enabled probe ticking every second, and its first run, once it is measuring (a run
+    is `running` from its claim; its worker process may still be starting then)."""
     endpoint = await create_endpoint(api, simulator.base_url)
     probe = await create_probe(api, endpoint["id"], interval_seconds=1, profile=LONG,
                                workload={"max_tokens": 4})
     found: list[int] = []
 
-    async def running() -> bool:
+    async def measuring() -> bool:
         items = (await api.get("/api/v1/runs", params={"probe_id": probe["id"],
                                                        "status": "running"})).json()["items"]
         found[:] = [r["id"] for r in items]
-        return bool(found)
+        if not found:
+            return False
+        page = await api.get(f"/api/v1/runs/{found[0]}/samples")
+        return len(page.json()["items"]) >= 1
 
-    await within(10, running)
+    await within(10, measuring)
     return int(probe["id"]), found[0]
 
 
