@@ -41,6 +41,8 @@ def summary_report(summary: RunSummary) -> dict[str, Any]:
         report[key] = latency_stats(getattr(summary, key))
     if summary.tool_call_ms is not None:
         report["tool_call_ms"] = latency_stats(summary.tool_call_ms)
+    if summary.efficiency is not None:
+        report["efficiency"] = summary.efficiency.model_dump()
     if summary.quality is not None:
         report["quality"] = {"checked": summary.quality.checked,
                              "passed": summary.quality.passed, "ratio": summary.quality.ratio}
@@ -64,4 +66,8 @@ def json_report(result: RunResult) -> dict[str, Any]:
     report["stages"] = [{"index": stage.index, "label": stage.label,
                          **summary_report(stage.summary)} for stage in result.stages]
     report["stopped"] = result.stopped
+    if result.capacity is not None:
+        report["capacity"] = result.capacity.model_dump(mode="json")
+    if result.pareto is not None:
+        report["pareto"] = [point.model_dump(mode="json") for point in result.pareto]
     return report

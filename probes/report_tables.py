@@ -93,9 +93,39 @@ def stages_table(result: RunResult) -> Table:
     return table
 
 
+def curve_table(result: RunResult) -> Table | None:
+    """A capacity search's levels (pass or fail, and why) or a Pareto curve's points."""
+    capacity, points = result.capacity, result.pareto
+    if capacity is None and points is None:
+        return None
+    unit = capacity.unit if capacity is not None else "concurrency"
+    title = "Pareto curve"
+    if capacity is not None:
+        best = "none" if capacity.max_passing is None else capacity.max_passing
+        title = (f"capacity under SLO: {best} ({unit}; first failing: "
+                 f"{capacity.first_failing or '-'})")
+    table = Table(title=title)
+    for column in (unit, "requests", "system tok/s", "tok/s per user", "TTFT p90", "TTFT p99",
+                   "TPOT p90", "E2E p99"):
+        table.add_column(column, justify="right")
+    table.add_column("verdict" if capacity is not None else "on front")
+    for point in capacity.points if capacity is not None else points or []:
+        judged = ("" if point.passed is None else ("pass" if point.passed else "FAIL: ")
+                  + ("" if point.passed else (point.reason or "")))
+        table.add_row(str(point.level), str(point.count), _rate(point.system_tps),
+                      _rate(point.tps_per_user), _ms(point.ttft_p90_ms), _ms(point.ttft_p99_ms),
+                      _ms(point.tpot_p90_ms), _ms(point.e2e_p99_ms),
+                      judged if capacity is not None else ("yes" if point.on_front else ""))
+    return table
+
+
 def results(result: RunResult) -> Group:
-    """The tables of a finished run: summary, latency, and stages when there are several."""
+    """The tables of a finished run: summary, latency, stages when there are several, and a
+    capacity search's or Pareto curve's points."""
     parts: list[Table] = [summary_table(result.summary), latency_table(result.summary)]
-    if len(result.stages) > 1:
+    curve = curve_table(result)
+    if curve is not None:
+        parts.append(curve)
+    elif len(result.stages) > 1:
         parts.append(stages_table(result))
     return Group(*parts)

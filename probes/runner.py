@@ -33,12 +33,26 @@ from sustain.probes.load.plan import (
     OpenStage,
     SingleStage,
     Stage,
+    StagePlan,
     sessions_problem,
-    stages,
 )
-from sustain.probes.load.profiles import LoadProfile, SweepProfile, TraceProfile
+from sustain.probes.load.profiles import (
+    CapacityProfile,
+    LoadProfile,
+    ParetoProfile,
+    TraceProfile,
+)
 from sustain.probes.load.quiet_gc import quiet_gc
 from sustain.probes.load.sessions import run_sessions
+from sustain.probes.measure.capacity import (
+    CapacityResult,
+    CurvePoint,
+    capacity_result,
+    curve_point,
+    pareto_front,
+)
+from sustain.probes.measure.deployment import Deployment
+from sustain.probes.measure.efficiency import efficiency
 from sustain.probes.measure.sample import Sample
 from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.measure.summary import RunSummary, combined_health, summarise
@@ -63,6 +77,10 @@ class RunReport(RunSummary):
     stopped: str | None = None
     """Why the run ended before its plan did, if it did: a sweep that stopped escalating, a
     cancel, or the run's budget."""
+    capacity: CapacityResult | None = None
+    """A capacity search's answer: the highest level that met the SLO, and every point."""
+    pareto: list[CurvePoint] | None = None
+    """A Pareto profile's points (system_tps against tps_per_user), with `on_front`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +91,15 @@ class RunResult:
     stopped: str | None = None
     server_series: dict[str, list[Point]] = field(default_factory=dict)
     """The server's series as scraped during the run: (unix seconds, value) points."""
+    capacity: CapacityResult | None = None
+    pareto: list[CurvePoint] | None = None
+
+    def with_efficiency(self, deployment: Deployment | None) -> RunResult:
+        """This result with what its throughput costs under `deployment`."""
+        if deployment is None:
+            return self
+        return replace(self, summary=self.summary.model_copy(update={
+            "efficiency": efficiency(self.summary, deployment)}))
 
     def with_telemetry(self, telemetry: Telemetry | None) -> RunResult:
         """This result with what the server's metrics said during the run."""
@@ -85,7 +112,8 @@ class RunResult:
         return replace(self, summary=summary, server_series=telemetry.series)
 
     def report(self) -> RunReport:
-        return RunReport(**self.summary.model_dump(), stages=self.stages, stopped=self.stopped)
+        return RunReport(**self.summary.model_dump(), stages=self.stages, stopped=self.stopped,
+                         capacity=self.capacity, pareto=self.pareto)
 
 
 T = TypeVar("T")
@@ -189,17 +217,6 @@ def replay_of(profile: LoadProfile, workload: Workload, datasets: DatasetPolicy
     return load_replay(profile.path, profile.format, datasets, workload.cache)
 
 
-def sweep_stop_reason(profile: SweepProfile, summary: RunSummary) -> str | None:
-    """Why a sweep must not escalate past a stage with this summary, if it must not."""
-    floor, ceiling = profile.min_availability, profile.max_ttft_p99_ms
-    if floor is not None and (summary.availability or 0.0) < floor:
-        return f"availability {summary.availability} below {floor}"
-    p99 = summary.ttft_ms.p99
-    if ceiling is not None and p99 is not None and p99 > ceiling:
-        return f"TTFT p99 {p99:.1f} ms above {ceiling} ms"
-    return None
-
-
 def inputs_of(profile: LoadProfile, workload: Workload, datasets: DatasetPolicy
               ) -> tuple[Replay | None, Sessions | None]:
     """What a run reads before it starts: a trace profile's trace and a sessions workload's
@@ -232,7 +249,8 @@ async def run_stage(stage: Stage, prepare: Prepare, ctx: StageContext, *,
     assert isinstance(stage, ClosedStage)
     return await run_closed_loop(stage.users, prepare, ctx, duration_s=stage.duration_s,
                                  max_requests=stage.max_requests,
-                                 think_time_s=stage.think_time_s, warmup_s=stage.warmup_s)
+                                 think_time_s=stage.think_time_s, warmup_s=stage.warmup_s,
+                                 min_requests=stage.min_requests)
 
 
 async def play_sessions(stage: Stage, prepare: Prepare, ctx: StageContext, sessions: Sessions,
@@ -286,7 +304,7 @@ async def execute(
         finally:
             if timer is not None:
                 timer.cancel()
-    return result.with_telemetry(telemetry)
+    return result.with_telemetry(telemetry).with_efficiency(target.deployment)
 
 
 def stopped_stage(samples: list[Sample]) -> tuple[list[Sample], float]:
@@ -299,17 +317,62 @@ def stopped_stage(samples: list[Sample]) -> tuple[list[Sample], float]:
     return ordered, measured_seconds(ordered, start)
 
 
+@dataclass(slots=True)
+class RunBook:
+    """What a run has measured so far, stage by stage, and what it is: kept alike by the
+    in-process runner (`_execute`) and the conductor of worker processes. The plan picks
+    each next stage from the summaries so far; the result adds the run's summary over every
+    sample and, for a capacity search or a Pareto profile, its curve."""
+
+    profile: LoadProfile
+    replay: Replay | None = None
+    samples: list[Sample] = field(default_factory=list)
+    results: list[StageResult] = field(default_factory=list)
+    measured_s: float = 0.0
+    stopped: str | None = None
+    plan: StagePlan = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.plan = StagePlan(self.profile, self.replay)
+
+    def next_stage(self) -> Stage | None:
+        stage = self.plan.next([r.summary for r in self.results])
+        if stage is None and self.stopped is None:
+            self.stopped = self.plan.stopped
+        return stage
+
+    def record(self, stage: Stage, samples: list[Sample], seconds: float,
+               summary: RunSummary) -> None:
+        self.results.append(StageResult(index=len(self.results), label=stage.label,
+                                        summary=summary))
+        self.samples.extend(samples)
+        self.measured_s += seconds
+
+    def overall(self, slo: SloThresholds | None) -> RunSummary:
+        """The run's summary over every sample (CPU-bound for big runs)."""
+        return summarise(self.samples, self.measured_s, slo,
+                         combined_health([r.summary.generator for r in self.results]))
+
+    def result(self, summary: RunSummary) -> RunResult:
+        levels = self.plan.levels
+        measured = [(level, r.summary) for level, r in zip(levels, self.results, strict=False)]
+        capacity = pareto = None
+        if isinstance(self.profile, CapacityProfile):
+            capacity = capacity_result(self.profile.unit, self.profile.slo, measured)
+        elif isinstance(self.profile, ParetoProfile):
+            pareto = pareto_front([curve_point(level, summary) for level, summary in measured])
+        return RunResult(samples=self.samples, summary=summary, stages=self.results,
+                         stopped=self.stopped, capacity=capacity, pareto=pareto)
+
+
 async def _execute(prepare: Prepare, profile: LoadProfile, slo: SloThresholds | None,
                    live: LiveStats | None, on_sample: Callable[[Sample], None] | None,
                    stop: RunStop, replay: Replay | None = None,
                    sessions: Sessions | None = None) -> RunResult:
     clock = RunClock.start()
     seqs = itertools.count()
-    samples: list[Sample] = []
-    results: list[StageResult] = []
-    measured_s = 0.0
-    stopped = None
-    for index, stage in enumerate(stages(profile, replay)):
+    book = RunBook(profile, replay)
+    while (stage := book.next_stage()) is not None:
         so_far: list[Sample] = []
 
         def measured(sample: Sample, so_far: list[Sample] = so_far) -> None:
@@ -317,24 +380,16 @@ async def _execute(prepare: Prepare, profile: LoadProfile, slo: SloThresholds | 
             if on_sample is not None:
                 on_sample(sample)
 
-        ctx = StageContext(clock=clock, seqs=seqs, stage=index, live=live, on_sample=measured)
+        ctx = StageContext(clock=clock, seqs=seqs, stage=len(book.results), live=live,
+                           on_sample=measured)
         outcome = await unless_stopped(run_stage(stage, prepare, ctx, sessions=sessions),
                                        stop)
         stage_samples, stage_s = stopped_stage(so_far) if outcome is None else outcome
-        summary = summarise(stage_samples, stage_s, slo)
-        results.append(StageResult(index=index, label=stage.label, summary=summary))
-        samples.extend(stage_samples)
-        measured_s += stage_s
+        book.record(stage, stage_samples, stage_s, summarise(stage_samples, stage_s, slo))
         if outcome is None:
-            stopped = stop.reason
+            book.stopped = stop.reason
             break
-        if isinstance(profile, SweepProfile):
-            stopped = sweep_stop_reason(profile, summary)
-            if stopped is not None:
-                break
-    overall = summarise(samples, measured_s, slo,
-                        combined_health([r.summary.generator for r in results]))
-    return RunResult(samples=samples, summary=overall, stages=results, stopped=stopped)
+    return book.result(book.overall(slo))
 
 
 class TooManyWorkersError(ValueError):

@@ -277,7 +277,8 @@ def probe(
     api: Annotated[str, typer.Option(help="openai-chat | openai-completions | http.")]
     = "openai-chat",
     profile: Annotated[str, typer.Option(
-        help="single | constant | poisson | concurrency | steps | sweep.")] = "single",
+        help="single | constant | poisson | concurrency | steps | sweep | trace | capacity | "
+        "pareto.")] = "single",
     rate: Annotated[float | None, typer.Option(help="Requests/s (constant, poisson).")] = None,
     burstiness: Annotated[float, typer.Option(
         help="Poisson gamma shape; 1 = Poisson, < 1 burstier.")] = 1.0,
@@ -297,6 +298,18 @@ def probe(
     = "mooncake",
     speedup: Annotated[float, typer.Option(help="Replay the trace this many times faster.")]
     = 1.0,
+    max_concurrency: Annotated[int | None, typer.Option(
+        help="capacity: the highest level tried; pareto: C_max.")] = None,
+    min_concurrency: Annotated[int, typer.Option(help="capacity: the first level.")] = 1,
+    points: Annotated[int, typer.Option(help="pareto: concurrency points (>= 7 for MLPerf).")]
+    = 7,
+    slo_percentile: Annotated[float, typer.Option(
+        help="capacity: the percentile the --slo-* thresholds hold (50, 90, 95, 99, 99.9).")]
+    = 99,
+    min_success: Annotated[float, typer.Option(
+        help="capacity: the success ratio a level needs.")] = 0.99,
+    min_samples: Annotated[int | None, typer.Option(
+        help="capacity: a level runs on until it has this many requests.")] = None,
     workers: Annotated[int, typer.Option(
         help="Worker processes to spread the load over, each sending its share (about one "
         "per free core; 1 measures in this process).")] = 1,
@@ -340,6 +353,17 @@ def probe(
         "the run: queue, KV-cache use, prefix-cache hits, preemptions.")] = None,
     metrics_interval: Annotated[float, typer.Option(
         help="Seconds between reads of --metrics-url.")] = 1.0,
+    accelerator: Annotated[str | None, typer.Option(
+        help="What serves the endpoint, e.g. H100-80GB (for the report).")] = None,
+    accelerators: Annotated[int | None, typer.Option(
+        help="Accelerators serving the endpoint, every role counted: tok/s per accelerator.")]
+    = None,
+    price_per_hour: Annotated[float | None, typer.Option(
+        help="The deployment's price per hour: cost per million output and good tokens.")]
+    = None,
+    currency: Annotated[str, typer.Option(help="Of --price-per-hour.")] = "USD",
+    power_kw: Annotated[float | None, typer.Option(
+        help="The deployment's power draw: tok/s per kW.")] = None,
     method: Annotated[str, typer.Option(help="--api http: request method.")] = "GET",
     expect_status: Annotated[int, typer.Option(help="--api http: expected status.")] = 200,
     expect_body: Annotated[str | None, typer.Option(

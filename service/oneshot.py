@@ -136,6 +136,11 @@ def endpoint_fields(flags: ProbeFlags) -> dict[str, Any]:
         "http_check": check,
         "auth_secret_ref": None if flags.api_key_env is None else f"env:{flags.api_key_env}",
         "metrics_url": flags.metrics_url, "metrics_interval_s": flags.metrics_interval,
+        "deployment": None if flags.accelerators is None and flags.price_per_hour is None
+        and flags.power_kw is None and flags.accelerator is None else {
+            "accelerator": flags.accelerator, "accelerators": flags.accelerators,
+            "price_per_hour": flags.price_per_hour, "currency": flags.currency,
+            "power_kw": flags.power_kw},
     }
 
 
@@ -166,6 +171,15 @@ def load_profile(flags: ProbeFlags, limits: LoadLimits | None = None) -> LoadPro
     elif kind == "sweep":
         raw.update(levels=[int(level) for level in levels], duration_s=length,
                    max_requests=flags.max_requests)
+    elif kind == "pareto":
+        raw.update(max_concurrency=flags.max_concurrency, points=flags.points,
+                   duration_s=length, max_requests=flags.max_requests)
+    elif kind == "capacity":
+        raw.update(minimum=flags.min_concurrency, maximum=flags.max_concurrency,
+                   duration_s=length, min_samples=flags.min_samples, slo={
+                       "ttft_ms": flags.slo_ttft_ms, "tpot_ms": flags.slo_tpot_ms,
+                       "e2e_ms": flags.slo_e2e_ms, "percentile": flags.slo_percentile,
+                       "min_success": flags.min_success})
     try:
         return parse_profile(raw)
     except ValidationError as exc:

@@ -39,12 +39,18 @@ FLAG_OF = {
     "format": "--trace-format", "speedup": "--speedup", "sessions": "--sessions",
     "turns": "--turns", "session_header": "--session-header", "dataset": "--dataset",
     "turn_delay_s": "--turn-delay", "metrics_url": "--metrics-url",
+    "maximum": "--max-concurrency", "minimum": "--min-concurrency", "points": "--points",
+    "max_concurrency": "--max-concurrency", "percentile": "--slo-percentile",
+    "min_success": "--min-success", "min_samples": "--min-samples", "slo": "--slo-ttft-ms",
+    "accelerators": "--accelerators", "price_per_hour": "--price-per-hour",
+    "power_kw": "--power-kw", "accelerator": "--accelerator", "currency": "--currency",
     "metrics_interval_s": "--metrics-interval",
 }
 """The flag behind each field of EndpointCreate, Workload, SloThresholds and LoadProfile."""
 
 REQUIRED_BY_PROFILE = {"constant": "rate", "poisson": "rate", "concurrency": "concurrency",
-                       "steps": "levels", "sweep": "levels", "trace": "trace"}
+                       "steps": "levels", "sweep": "levels", "trace": "trace",
+                       "capacity": "max_concurrency", "pareto": "max_concurrency"}
 """The flag (a ProbeFlags field) each profile cannot do without."""
 
 
@@ -123,6 +129,12 @@ class ProbeFlags(BaseModel):
     max_requests: int | None = None
     warmup: float = 0.0
     workers: int = 1
+    max_concurrency: int | None = None
+    min_concurrency: int = 1
+    points: int = 7
+    slo_percentile: float = 99
+    min_success: float = 0.99
+    min_samples: int | None = None
     trace: str | None = None
     trace_format: str = "mooncake"
     speedup: float = 1.0
@@ -143,6 +155,11 @@ class ProbeFlags(BaseModel):
     http2: bool = False
     metrics_url: str | None = None
     metrics_interval: float = 1.0
+    accelerator: str | None = None
+    accelerators: int | None = None
+    price_per_hour: float | None = None
+    currency: str = "USD"
+    power_kw: float | None = None
     method: Annotated[str, AfterValidator(str.upper)] = "GET"
     expect_status: int = 200
     expect_body: str | None = None

@@ -10,6 +10,7 @@ from pydantic import Field
 
 from sustain.probes.client.sse import MAX_EVENT_BYTES
 from sustain.probes.inputs import InputModel
+from sustain.probes.measure.deployment import Deployment
 
 
 class ApiKind(enum.StrEnum):
@@ -53,6 +54,8 @@ class Target:
     metrics_interval_s: float = 1.0
     metrics_names: tuple[str, ...] = ()
     """Sample names read besides the built-in series."""
+    deployment: Deployment | None = None
+    """What serves the endpoint (accelerators, price, power): each run's efficiency."""
     max_event_bytes: int = MAX_EVENT_BYTES
     """Cap on one server-sent event line, and on one event's data, in bytes: a stream that
     sends more ends at once as `protocol` (see sse.py). Not an endpoint setting: the default

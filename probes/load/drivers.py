@@ -120,9 +120,11 @@ async def run_open_loop(
 async def run_closed_loop(
     users: int, prepare: Prepare, ctx: StageContext, *, duration_s: float | None,
     max_requests: int | None, think_time_s: float = 0.0, warmup_s: float = 0.0,
+    min_requests: int | None = None,
 ) -> tuple[list[Sample], float]:
     """`users` users, each sending its next request when its previous one ended (plus think
-    time), until `duration_s` after the warmup or `max_requests` measured requests."""
+    time), until `duration_s` after the warmup (and, with `min_requests`, at least that
+    many measured requests) or `max_requests` measured requests."""
     if duration_s is None and max_requests is None:
         raise ValueError("a closed loop needs duration_s or max_requests")
     loop = asyncio.get_running_loop()
@@ -137,7 +139,8 @@ async def run_closed_loop(
         nonlocal started
         while True:
             now = loop.time()
-            if stop_at is not None and now >= stop_at:
+            if stop_at is not None and now >= stop_at and \
+                    (min_requests is None or started >= min_requests):
                 return
             counted = now >= warmup_end
             if counted:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 
+from sustain.probes.load.pareto_levels import pareto_levels
 from sustain.probes.load.profiles import (
+    CapacityProfile,
     ConcurrencyProfile,
     ConstantProfile,
     LoadProfile,
+    ParetoProfile,
     PoissonProfile,
     SingleProfile,
     StepsProfile,
@@ -16,6 +19,9 @@ from sustain.probes.load.profiles import (
     TraceProfile,
 )
 from sustain.probes.load.schedule import constant_offsets, gamma_offsets, measured_cap
+from sustain.probes.load.search import next_level
+from sustain.probes.measure.capacity import verdict
+from sustain.probes.measure.summary import RunSummary
 from sustain.probes.workload.traces import Replay
 
 
@@ -56,6 +62,8 @@ class ClosedStage:
     warmup_s: float
     max_requests: int | None = None
     think_time_s: float = 0.0
+    min_requests: int | None = None
+    """The stage runs on past duration_s until it has measured this many requests."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,13 +77,15 @@ Stage = OpenStage | ClosedStage | SingleStage
 def sessions_problem(profile: LoadProfile) -> str | None:
     """Why a sessions workload cannot run under `profile`, or None: conversations are
     played by closed-loop users (a single profile plays one conversation)."""
-    if isinstance(profile, ConcurrencyProfile | SweepProfile | SingleProfile):
+    if isinstance(profile, ConcurrencyProfile | SweepProfile | SingleProfile | ParetoProfile):
+        return None
+    if isinstance(profile, CapacityProfile) and profile.unit == "concurrency":
         return None
     if isinstance(profile, StepsProfile) and all(s.concurrency is not None
                                                  for s in profile.stages):
         return None
-    return ("sessions run under a concurrency, sweep, single or all-concurrency steps "
-            "profile: its users are the conversations in flight")
+    return ("sessions run under a concurrency, sweep, pareto, capacity by concurrency, single "
+            "or all-concurrency steps profile: its users are the conversations in flight")
 
 
 def stages(profile: LoadProfile, replay: Replay | None = None) -> list[Stage]:
@@ -108,6 +118,12 @@ def stages(profile: LoadProfile, replay: Replay | None = None) -> list[Stage]:
         return [ClosedStage(f"concurrency {level}", level, profile.duration_s, warmup,
                             profile.max_requests, profile.think_time_s)
                 for level in profile.levels]
+    if isinstance(profile, ParetoProfile):
+        return [ClosedStage(f"concurrency {level}", level, profile.duration_s, warmup,
+                            profile.max_requests)
+                for level in pareto_levels(profile.max_concurrency, profile.points)]
+    if isinstance(profile, CapacityProfile):
+        raise ValueError("a capacity search chooses its stages as it goes (StagePlan)")
     if isinstance(profile, TraceProfile):
         if replay is None:
             raise ValueError("a trace profile needs its trace loaded")
@@ -117,3 +133,67 @@ def stages(profile: LoadProfile, replay: Replay | None = None) -> list[Stage]:
         return [OpenStage(f"trace {len(arrivals)} requests x{profile.speedup:g}", rate,
                           span, warmup, cap, profile.max_requests, arrivals=arrivals)]
     raise TypeError(f"unknown profile {profile!r}")
+
+
+def capacity_stage(profile: CapacityProfile, level: int) -> Stage:
+    """One level of a capacity search: `level` users, or an open loop of `level` requests per
+    second (long enough for min_samples)."""
+    if profile.unit == "rate":
+        duration = profile.duration_s if profile.min_samples is None else \
+            max(profile.duration_s, profile.min_samples / level)
+        return OpenStage(f"capacity {level}/s", float(level), duration, profile.warmup_s,
+                         profile.max_in_flight)
+    return ClosedStage(f"capacity {level} users", level, profile.duration_s, profile.warmup_s,
+                       min_requests=profile.min_samples)
+
+
+def sweep_stop_reason(profile: SweepProfile, summary: RunSummary) -> str | None:
+    """Why a sweep must not escalate past a stage with this summary, if it must not."""
+    floor, ceiling = profile.min_availability, profile.max_ttft_p99_ms
+    if floor is not None and (summary.availability or 0.0) < floor:
+        return f"availability {summary.availability} below {floor}"
+    p99 = summary.ttft_ms.p99
+    if ceiling is not None and p99 is not None and p99 > ceiling:
+        return f"TTFT p99 {p99:.1f} ms above {ceiling} ms"
+    return None
+
+
+@dataclass(slots=True)
+class StagePlan:
+    """The stages of a run, one at a time, each decided from the summaries of those before:
+    a fixed profile lists its stages; a sweep stops after a level that breaks its stop
+    condition (`stopped` says why); a capacity search picks each level from the verdicts so
+    far, until capacity is known to the integer."""
+
+    profile: LoadProfile
+    replay: Replay | None = None
+    stopped: str | None = None
+    levels: list[int] = field(default_factory=list)
+    """The load level of each stage planned (users, or requests per second)."""
+    _fixed: list[Stage] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.profile, CapacityProfile):
+            self._fixed = stages(self.profile, self.replay)
+
+    def next(self, done: Sequence[RunSummary]) -> Stage | None:
+        """The stage after the `done` ones (their summaries, in order), or None."""
+        profile = self.profile
+        if isinstance(profile, SweepProfile) and done:
+            self.stopped = sweep_stop_reason(profile, done[-1])
+            if self.stopped is not None:
+                return None
+        if self._fixed is not None:
+            if len(done) >= len(self._fixed):
+                return None
+            stage = self._fixed[len(done)]
+            self.levels.append(stage.users if isinstance(stage, ClosedStage) else 0)
+            return stage
+        assert isinstance(profile, CapacityProfile)
+        verdicts = {level: verdict(summary, profile.slo).passed
+                    for level, summary in zip(self.levels, done, strict=False)}
+        level = next_level(verdicts, profile.minimum, profile.maximum)
+        if level is None:
+            return None
+        self.levels.append(level)
+        return capacity_stage(profile, level)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, TypeAdapter, model_validator
+from pydantic import Field, TypeAdapter, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from sustain.probes.inputs import InputModel
@@ -155,14 +155,85 @@ class TraceProfile(_Profile):
     max_requests: int | None = Field(default=None, ge=1, le=MAX_REQUESTS)
 
 
+PERCENTILE_FIELDS: dict[float, str] = {50: "p50", 90: "p90", 95: "p95", 99: "p99", 99.9: "p999"}
+"""The Distribution field of each percentile a capacity SLO may name."""
+
+
+class CapacitySlo(InputModel):
+    """What a load level must meet to pass: the chosen percentile of each named latency
+    within its threshold (ms), and a success ratio of at least `min_success`."""
+
+    ttft_ms: float | None = Field(default=None, gt=0, le=3_600_000)
+    tpot_ms: float | None = Field(default=None, gt=0, le=3_600_000)
+    e2e_ms: float | None = Field(default=None, gt=0, le=3_600_000)
+    percentile: float = Field(default=99, description="50, 90, 95, 99 or 99.9.")
+    min_success: float = Field(default=0.99, ge=0, le=1)
+
+    @field_validator("percentile")
+    @classmethod
+    def _reported(cls, value: float) -> float:
+        if value not in PERCENTILE_FIELDS:
+            raise PydanticCustomError("percentile", "one of 50, 90, 95, 99 and 99.9")
+        return value
+
+    @model_validator(mode="after")
+    def _a_threshold(self) -> CapacitySlo:
+        if self.ttft_ms is None and self.tpot_ms is None and self.e2e_ms is None:
+            raise PydanticCustomError("slo", "set at least one of ttft_ms, tpot_ms and e2e_ms",
+                                      {"field": "ttft_ms"})
+        return self
+
+
+class CapacityProfile(_Profile):
+    """The highest load that meets an SLO: levels are measured by doubling from `minimum`
+    until one fails (or `maximum` passes), then by bisection to the exact integer between
+    the highest passing and the lowest failing level. `unit` concurrency measures closed-loop
+    users, rate an open loop of that many requests per second."""
+
+    kind: Literal["capacity"] = "capacity"
+    slo: CapacitySlo
+    unit: Literal["concurrency", "rate"] = "concurrency"
+    minimum: int = Field(default=1, ge=1, le=MAX_USERS, description="The first level.")
+    maximum: int = Field(ge=1, le=MAX_USERS, description="The highest level tried.")
+    duration_s: float = Field(gt=0, le=MAX_DURATION_S, description="Seconds per level.")
+    min_samples: int | None = Field(
+        default=None, ge=1, le=MAX_REQUESTS,
+        description="A level runs on past duration_s until it has this many requests (so its "
+        "percentile can have a confidence bound: p99 needs 662).")
+
+    @model_validator(mode="after")
+    def _range(self) -> CapacityProfile:
+        if self.minimum > self.maximum:
+            raise PydanticCustomError("range", "minimum must not exceed maximum",
+                                      {"field": "minimum"})
+        if self.unit == "rate" and self.maximum > MAX_RATE:
+            raise PydanticCustomError("range", f"a rate is at most {MAX_RATE:g}/s",
+                                      {"field": "maximum"})
+        return self
+
+
+class ParetoProfile(_Profile):
+    """MLPerf Endpoints' curve: `points` fixed concurrencies, chosen by its region rule (one
+    in Ultra Low, 1-32; one in each of Low, Medium and High, which split the log2 range from
+    32 to `max_concurrency` in thirds; the rest spread over those three), each measured for
+    `duration_s`; per point system throughput against per-user interactivity."""
+
+    kind: Literal["pareto"] = "pareto"
+    max_concurrency: int = Field(ge=1, le=MAX_USERS)
+    points: int = Field(default=7, ge=2, le=32)
+    duration_s: float = Field(gt=0, le=MAX_DURATION_S, description="Seconds per point.")
+    max_requests: int | None = Field(default=None, ge=1, le=MAX_REQUESTS,
+                                     description="Requests per point.")
+
+
 LoadProfile = Annotated[
     SingleProfile | ConstantProfile | PoissonProfile | ConcurrencyProfile | StepsProfile
-    | SweepProfile | TraceProfile,
+    | SweepProfile | TraceProfile | CapacityProfile | ParetoProfile,
     Field(discriminator="kind"),
 ]
 
 PROFILE_KINDS = frozenset({"single", "constant", "poisson", "concurrency", "steps", "sweep",
-                           "trace"})
+                           "trace", "capacity", "pareto"})
 """The `kind` tags of LoadProfile."""
 
 PROFILE_ADAPTER = TypeAdapter[LoadProfile](LoadProfile)

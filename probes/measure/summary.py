@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
+from sustain.probes.measure.deployment import Efficiency
 from sustain.probes.measure.percentiles import Distribution, distribution, quantile
 from sustain.probes.measure.quality import QualityCounts
 from sustain.probes.measure.sample import Outcome, Sample
@@ -47,6 +48,8 @@ class RunSummary(BaseModel):
     """Successful requests per second of measured time."""
     good: int | None = None
     """Requests that succeeded and met every SLO threshold; None without SLOs."""
+    good_output_tokens: int | None = None
+    """Output tokens of those requests; None without SLOs."""
     goodput: float | None
     """Requests per second that succeeded and met every SLO threshold; None without SLOs."""
     output_token_throughput: float | None
@@ -82,6 +85,9 @@ class RunSummary(BaseModel):
     """The server's own series over the run (its endpoint's metrics_url, scraped): queue,
     KV-cache use, prefix-cache hits, preemptions; None when it has no metrics_url."""
     server_scrapes: ScrapeCounts | None = None
+    efficiency: Efficiency | None = None
+    """Throughput per accelerator and kW, and cost per million output and good tokens, from
+    the endpoint's deployment; None when it declares none."""
 
 
 def combined_health(stages: Sequence[GeneratorHealth]) -> GeneratorHealth:
@@ -116,9 +122,11 @@ def summarise(samples: Sequence[Sample], duration_s: float, slo: SloThresholds |
     """Summarise a run or a stage. Latency statistics use successful requests only; lag uses
     all. `duration_s` is the measured time (end of warmup to the last response). `generator`
     overrides the health computed from these samples (a run's health is its stages')."""
-    good = None
+    good = good_tokens = None
     if slo is not None and any(v is not None for v in slo.model_dump().values()):
-        good = sum(1 for s in samples if meets(s, slo))
+        met = [s for s in samples if meets(s, slo)]
+        good = len(met)
+        good_tokens = sum(s.measurement.output_tokens for s in met)
     ok = [s for s in samples if s.outcome is Outcome.SUCCESS]
     errors = Counter(
         str(s.measurement.error_class) for s in samples if s.measurement.error_class is not None
@@ -134,6 +142,7 @@ def summarise(samples: Sequence[Sample], duration_s: float, slo: SloThresholds |
         duration_s=duration_s,
         request_throughput=_rate(len(ok), duration_s) if samples else None,
         good=good,
+        good_output_tokens=good_tokens,
         goodput=_rate(good, duration_s) if samples and good is not None else None,
         output_token_throughput=_rate(tokens, duration_s) if samples else None,
         output_tokens=tokens,

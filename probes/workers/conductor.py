@@ -20,18 +20,17 @@ from typing import Any
 from sustain.probes.load.clock import RunClock
 from sustain.probes.load.drivers import measured_seconds
 from sustain.probes.load.live import LiveStats
-from sustain.probes.load.plan import ClosedStage, Stage, stages
-from sustain.probes.load.profiles import LoadProfile, SweepProfile
+from sustain.probes.load.plan import ClosedStage, Stage
+from sustain.probes.load.profiles import LoadProfile
 from sustain.probes.measure.sample import Sample
 from sustain.probes.measure.slo import SloThresholds
-from sustain.probes.measure.summary import combined_health, summarise
+from sustain.probes.measure.summary import summarise
 from sustain.probes.runner import (
+    RunBook,
     RunBudget,
     RunResult,
     RunStop,
-    StageResult,
     stopped_stage,
-    sweep_stop_reason,
 )
 from sustain.probes.workers.pool import RunChannel, StageDone
 from sustain.probes.workers.shards import Shard, next_base, shard_stage, split_count
@@ -78,13 +77,11 @@ async def conduct(channels: list[RunChannel], profile: LoadProfile, slo: SloThre
             budget.seconds, stop.set, f"stopped at the limit of {budget.seconds:g} s per run")
     limit_reason = "" if budget is None else \
         f"stopped at the limit of {budget.requests} requests per run"
-    samples: list[Sample] = []
-    results: list[StageResult] = []
-    measured_s = 0.0
-    stopped = None
+    book = RunBook(profile, replay)
     seq, sent = 0, 0
     try:
-        for index, stage in enumerate(stages(profile, replay)):
+        while (stage := book.next_stage()) is not None:
+            index = len(book.results)
             if live is not None:
                 live.stage = stage.label
             collected: list[Sample] = []
@@ -114,22 +111,14 @@ async def conduct(channels: list[RunChannel], profile: LoadProfile, slo: SloThre
                 stage_s = measured_seconds(stage_samples, stage_start_ms(
                     stage, stage_samples, clock.ms(start_ns)))
             summary = await asyncio.to_thread(summarise, stage_samples, stage_s, slo)
-            results.append(StageResult(index=index, label=stage.label, summary=summary))
-            samples.extend(stage_samples)
-            measured_s += stage_s
+            book.record(stage, stage_samples, stage_s, summary)
             if interrupted:
-                stopped = stop.reason
+                book.stopped = stop.reason
                 break
-            if isinstance(profile, SweepProfile):
-                stopped = sweep_stop_reason(profile, summary)
-                if stopped is not None:
-                    break
     finally:
         if timer is not None:
             timer.cancel()
-    overall = await asyncio.to_thread(summarise, samples, measured_s, slo,
-                                      combined_health([r.summary.generator for r in results]))
-    return RunResult(samples=samples, summary=overall, stages=results, stopped=stopped)
+    return book.result(await asyncio.to_thread(book.overall, slo))
 
 
 async def run_shards(channels: list[RunChannel], shards: list[Shard],

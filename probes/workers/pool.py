@@ -395,7 +395,7 @@ class WorkerPool:
             async with server_watch(target, self.egress) as telemetry:
                 result = await conduct(channels, profile, slo, live, on_sample,
                                        stop if stop is not None else RunStop(), budget, replay)
-            return result.with_telemetry(telemetry)
+            return result.with_telemetry(telemetry).with_efficiency(target.deployment)
         finally:
             for channel in channels:
                 channel.stop("the run ended")

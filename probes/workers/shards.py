@@ -3,9 +3,9 @@
 The split keeps the profile's load exactly: an open-loop stage's arrival times are generated
 whole in every shard (seeded, so identically) and shard j sends arrivals j, j+N, j+2N, ... at
 their intended times from a common origin, so the union is the profile's schedule, request
-for request; closed-loop users and request caps are divided so that they add up to the
-profile's. Sequence numbers interleave the same way (shard j uses base+j, base+j+N, ...), so
-an open-loop request keeps the number it has when one process sends everything.
+for request; closed-loop users, request caps and floors are divided so that they add up to
+the profile's. Sequence numbers interleave the same way (shard j uses base+j, base+j+N, ...),
+so an open-loop request keeps the number it has when one process sends everything.
 """
 
 from __future__ import annotations
@@ -69,11 +69,15 @@ def shard_stage(stage: Stage, count: int) -> list[Shard]:
     caps: list[int | None] = [None] * count
     if stage.max_requests is not None:
         caps = [*split_count(stage.max_requests, active), *[0] * (count - active)]
+    floors: list[int | None] = [None] * count
+    if stage.min_requests is not None:
+        floors = [*split_count(stage.min_requests, active), *[0] * (count - active)]
     shards = []
     for index in range(count):
         share: ClosedStage | None = None
         if users[index] > 0 and caps[index] != 0:
-            share = replace(stage, users=users[index], max_requests=caps[index])
+            share = replace(stage, users=users[index], max_requests=caps[index],
+                            min_requests=floors[index])
         shards.append(Shard(index, count, share))
     sharing = sum(1 for shard in shards if shard.stage is not None)  # a prefix of them
     return [replace(shard, sharing=sharing) for shard in shards]

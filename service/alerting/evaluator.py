@@ -20,7 +20,7 @@ from sustain.service.db import alerts as alert_queries
 from sustain.service.db import drift as drift_queries
 from sustain.service.db import slo_counts
 from sustain.service.db.models import AlertRow, Slo
-from sustain.service.db.probe_health import probe_health
+from sustain.service.db.probe_health import capacity_histories, probe_health
 from sustain.service.db.slos import tiers_of
 from sustain.service.evaluation.candidates import (
     Candidate,
@@ -30,6 +30,7 @@ from sustain.service.evaluation.candidates import (
     no_data_candidates,
     slo_burn_candidates,
 )
+from sustain.service.evaluation.capacity_drop import HISTORY, capacity_drop_candidates
 from sustain.service.evaluation.rules import SloRules
 from sustain.service.evaluation.slo_status import needed_windows, status
 
@@ -76,6 +77,7 @@ class AlertEvaluator:
             health = await probe_health(session, self.endpoint_down_runs)
             out += endpoint_down_candidates(health, self.endpoint_down_runs)
             out += no_data_candidates(health, now)
+            out += capacity_drop_candidates(await capacity_histories(session, HISTORY))
             out += drift_candidates([
                 DriftState(name, f.metric, f.stat, f.verdict, f.ratio)
                 for name, f in await drift_queries.findings(session)])

@@ -81,6 +81,8 @@ class Endpoint(NamedResource, Base):
     """The server's Prometheus exposition, scraped during runs; null: none."""
     metrics_interval_s: Mapped[float] = mapped_column(Double, server_default=text("1.0"))
     metrics_names: Mapped[list[str]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
+    deployment: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    """What serves the endpoint (accelerators, price, power), for efficiency figures."""
     labels: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _updated()
@@ -154,6 +156,10 @@ class Run(Base):
     quality_checked: Mapped[int | None] = mapped_column(Integer)
     """Quality canaries checked (successful requests with an `expect`); null: none."""
     quality_passed: Mapped[int | None] = mapped_column(Integer)
+    capacity: Mapped[int | None] = mapped_column(Integer)
+    """A capacity search's highest level that met its SLO (users or requests/s)."""
+    capacity_tps: Mapped[float | None] = mapped_column(Double)
+    """Output tokens per second at that level."""
     samples_dropped: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     """Raw samples lost because the write buffer was full; its summary still counts them."""
     cancel_requested_at: Mapped[datetime | None]

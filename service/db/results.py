@@ -34,12 +34,12 @@ FINISH_RUNS = """
         finished_at = now(), samples_dropped = u.dropped, attempts = u.attempts,
         successes = u.successes, good = u.good, output_tokens = u.output_tokens,
         measured_s = u.measured_s, quality_checked = u.quality_checked,
-        quality_passed = u.quality_passed
+        quality_passed = u.quality_passed, capacity = u.capacity, capacity_tps = u.capacity_tps
     FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::integer[],
                 $6::integer[], $7::integer[], $8::integer[], $9::bigint[], $10::float8[],
-                $11::integer[], $12::integer[])
+                $11::integer[], $12::integer[], $13::integer[], $14::float8[])
         AS u(id, status, error, summary, dropped, attempts, successes, good, output_tokens,
-             measured_s, quality_checked, quality_passed)
+             measured_s, quality_checked, quality_passed, capacity, capacity_tps)
     WHERE r.id = u.id AND r.status IN ('pending', 'running')
     RETURNING r.id
 """
@@ -161,7 +161,8 @@ async def apply_all(connection: AsyncConnection, finals: Sequence[RunFinal]) -> 
             None if c is None else c.successes, None if c is None else c.good,
             None if c is None else c.output_tokens, None if c is None else c.measured_s,
             None if c is None else c.quality_checked,
-            None if c is None else c.quality_passed))
+            None if c is None else c.quality_passed,
+            None if c is None else c.capacity, None if c is None else c.capacity_tps))
     applied = {int(r[0]) for r in await driver.fetch(FINISH_RUNS, *_columns(rows))}
     recorded = [f for f in finals if f.run_id in applied]
 

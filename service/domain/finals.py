@@ -22,6 +22,9 @@ class RunCounts:
     measured_s: float
     quality_checked: int | None = None
     quality_passed: int | None = None
+    capacity: int | None = None
+    """A capacity search's highest passing level; None for other profiles or none passing."""
+    capacity_tps: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +50,14 @@ def run_status(result: RunResult) -> str:
     return "succeeded" if result.summary.successes > 0 else "failed"
 
 
+def capacity_tps(result: RunResult) -> float | None:
+    """Output tokens per second at a capacity search's highest passing level."""
+    found = result.capacity
+    if found is None or found.max_passing is None:
+        return None
+    return next((p.system_tps for p in found.points if p.level == found.max_passing), None)
+
+
 def completed(base: RunFinal, result: RunResult) -> RunFinal:
     """The final record of a run that ran to its end: status, summary, counts, and the
     serialised sketch of each metric of each stage. CPU-heavy for big runs (every ITL gap is
@@ -62,7 +73,10 @@ def completed(base: RunFinal, result: RunResult) -> RunFinal:
                          quality_checked=None if summary.quality is None
                          else summary.quality.checked,
                          quality_passed=None if summary.quality is None
-                         else summary.quality.passed),
+                         else summary.quality.passed,
+                         capacity=None if result.capacity is None
+                         else result.capacity.max_passing,
+                         capacity_tps=capacity_tps(result)),
         sketches={key: sketch.to_bytes()
                   for key, sketch in stage_sketches(result.samples).items()},
         server_series=result.server_series,

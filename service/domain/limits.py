@@ -15,10 +15,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from sustain.probes.load.pareto_levels import pareto_levels
 from sustain.probes.load.profiles import (
+    CapacityProfile,
     ConcurrencyProfile,
     ConstantProfile,
     LoadProfile,
+    ParetoProfile,
     PoissonProfile,
     SingleProfile,
     StepsProfile,
@@ -131,6 +134,28 @@ def _planned(profile: LoadProfile) -> PlannedLoad:
             requests=None if profile.max_requests is None else Demand(
                 levels * profile.max_requests, ("max_requests",),
                 f"{levels} levels x max_requests"))
+    if isinstance(profile, ParetoProfile):
+        count = len(pareto_levels(profile.max_concurrency, profile.points))
+        return PlannedLoad(
+            peak_rate=None,
+            peak_concurrency=Demand(profile.max_concurrency, ("max_concurrency",),
+                                    "max_concurrency"),
+            seconds=Demand(count * (warmup + profile.duration_s), ("duration_s",),
+                           f"{count} points x (warmup_s + duration_s)"),
+            requests=None if profile.max_requests is None else Demand(
+                count * profile.max_requests, ("max_requests",),
+                f"{count} points x max_requests"))
+    if isinstance(profile, CapacityProfile):
+        levels = search_levels(profile.minimum, profile.maximum)
+        by_rate = profile.unit == "rate"
+        top = Demand(profile.maximum, ("maximum",), "maximum")
+        return PlannedLoad(
+            peak_rate=top if by_rate else None,
+            peak_concurrency=Demand(profile.max_in_flight, ("max_in_flight",),
+                                    "max_in_flight (requests in flight)") if by_rate else top,
+            seconds=Demand(levels * (warmup + profile.duration_s), ("duration_s",),
+                           f"at most {levels} levels x (warmup_s + duration_s)"),
+            requests=None)
     if isinstance(profile, TraceProfile):  # its file is read when the run starts
         return PlannedLoad(
             peak_rate=None,
@@ -140,6 +165,17 @@ def _planned(profile: LoadProfile) -> PlannedLoad:
             requests=None if profile.max_requests is None else Demand(
                 profile.max_requests, ("max_requests",), "max_requests"))
     raise TypeError(f"unknown profile {profile!r}")
+
+
+def search_levels(minimum: int, maximum: int) -> int:
+    """The most levels a capacity search from `minimum` to `maximum` measures: the doublings
+    up to the maximum, then a bisection of the last doubling's span."""
+    doublings = 1
+    level = minimum
+    while level < maximum:
+        level = min(2 * level, maximum)
+        doublings += 1
+    return doublings + max(0, math.ceil(math.log2(max(1, maximum - maximum // 2))))
 
 
 def _steps(profile: StepsProfile) -> PlannedLoad:

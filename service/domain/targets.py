@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from sustain.probes.client.target import ApiKind, HttpCheck, Target
+from sustain.probes.measure.deployment import Deployment
 from sustain.probes.measure.slo import SloThresholds
 
 
@@ -43,6 +44,8 @@ class EndpointFields(Protocol):
     def metrics_interval_s(self) -> float: ...
     @property
     def metrics_names(self) -> Sequence[str]: ...
+    @property
+    def deployment(self) -> Deployment | Mapping[str, Any] | None: ...
 
 
 class SloFields(Protocol):
@@ -75,6 +78,9 @@ def target_of(endpoint: EndpointFields) -> Target:
         metrics_url=None if endpoint.metrics_url is None else str(endpoint.metrics_url),
         metrics_interval_s=endpoint.metrics_interval_s,
         metrics_names=tuple(endpoint.metrics_names),
+        deployment=None if (deployment := endpoint.deployment) is None
+        else deployment if isinstance(deployment, Deployment)
+        else Deployment.model_validate(deployment),
     )
 
 

@@ -22,6 +22,7 @@ from pydantic_core import PydanticCustomError
 from sustain.probes.client.secrets import SECRET_REF_PATTERN
 from sustain.probes.client.target import HttpCheck
 from sustain.probes.inputs import InputModel
+from sustain.probes.measure.deployment import Deployment
 from sustain.probes.telemetry.families import MAX_EXTRA_NAMES, NAME_PATTERN
 from sustain.service.schemas.common import DbId, Labels, Name, Text, reject_nulls
 
@@ -137,6 +138,10 @@ class EndpointCreate(_EndpointFields):
     metrics_names: list[SeriesName] = Field(
         default_factory=list, max_length=MAX_EXTRA_NAMES,
         description="Sample names to read besides the built-in series.")
+    deployment: Deployment | None = Field(
+        default=None, description="What serves the endpoint (accelerator, accelerators, "
+        "price_per_hour, currency, power_kw): each run's efficiency and cost per million "
+        "output and good tokens.")
     labels: Labels = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -163,12 +168,13 @@ class EndpointUpdate(_EndpointFields):
     metrics_url: AnyHttpUrl | None = None
     metrics_interval_s: MetricsInterval | None = None
     metrics_names: list[SeriesName] | None = Field(default=None, max_length=MAX_EXTRA_NAMES)
+    deployment: Deployment | None = None
     labels: Labels | None = None
 
 
     @model_validator(mode="after")
     def _nulls(self) -> EndpointUpdate:
-        reject_nulls(self, frozenset({"auth_secret_ref", "metrics_url"}))
+        reject_nulls(self, frozenset({"auth_secret_ref", "metrics_url", "deployment"}))
         return self
 
 
@@ -191,6 +197,7 @@ class EndpointRead(BaseModel):
     metrics_url: str | None = None
     metrics_interval_s: float = 1.0
     metrics_names: list[str] = Field(default_factory=list)
+    deployment: Deployment | None = None
     labels: dict[str, str]
     created_at: datetime
     updated_at: datetime

@@ -1,0 +1,31 @@
+"""What a run's throughput costs: per accelerator, per kW and per million tokens, from the
+endpoint's declared deployment (pure). "Good" tokens are the output tokens of requests that
+met every SLO threshold of the probe: the tokens a user was served within the SLO, which is
+what the money buys; nobody else prices those."""
+
+from __future__ import annotations
+
+from sustain.probes.measure.deployment import Deployment, Efficiency
+from sustain.probes.measure.summary import RunSummary
+
+
+def efficiency(summary: RunSummary, deployment: Deployment) -> Efficiency:
+    """The run's efficiency under `deployment` (a figure whose input is missing is None)."""
+    tps = summary.output_token_throughput
+    good_tps = None if summary.good_output_tokens is None or summary.duration_s <= 0 \
+        else summary.good_output_tokens / summary.duration_s
+    price = deployment.price_per_hour
+
+    def per_million(rate: float | None) -> float | None:
+        if price is None or not rate:
+            return None
+        return price / (rate * 3600.0) * 1_000_000
+
+    return Efficiency(
+        output_tps_per_accelerator=None if tps is None or deployment.accelerators is None
+        else tps / deployment.accelerators,
+        output_tps_per_kw=None if tps is None or deployment.power_kw is None
+        else tps / deployment.power_kw,
+        cost_per_million_output_tokens=per_million(tps),
+        cost_per_million_good_tokens=per_million(good_tps),
+        currency=deployment.currency)
