@@ -72,6 +72,20 @@ class LastRunCollector(Collector):
             "sustain_probe_last_run_server_metric",
             "The server's own series (its endpoint's metrics_url) over the probe's newest "
             "run: max, mean and last scraped value.", labels=[*labels, "series", "stat"])
+        capacity = {unit: GaugeMetricFamily(
+            f"sustain_capacity_{unit}",
+            f"The highest {unit} that met the SLO in the capacity probe's newest run "
+            "(0: not even the lowest level met it).", labels=labels)
+            for unit in ("concurrency", "rate")}
+        capacity_tps = GaugeMetricFamily(
+            "sustain_capacity_system_tps",
+            "Output tokens per second at that level, in the capacity probe's newest run.",
+            labels=labels)
+        efficiency = GaugeMetricFamily(
+            "sustain_probe_last_run_efficiency",
+            "The newest run's efficiency under its endpoint's deployment: output tokens per "
+            "second per accelerator and per kW, cost per million output and good tokens (in "
+            "the deployment's currency).", labels=[*labels, "figure"])
         for run in self.snapshot:
             values = [run.endpoint, run.probe, run.model]
             timestamp.add_metric(values, run.finished_at.timestamp())
@@ -86,11 +100,23 @@ class LastRunCollector(Collector):
                 for name, q in (("p50", "0.5"), ("p99", "0.99")):
                     if dist.get(name) is not None:
                         family.add_metric([*values, q], float(dist[name]) / 1000.0)
+            found = summary.get("capacity")
+            if isinstance(found, dict) and found.get("unit") in capacity:
+                best = found.get("max_passing")
+                capacity[found["unit"]].add_metric(values, float(best or 0))
+                tps = next((p.get("system_tps") for p in found.get("points") or []
+                            if isinstance(p, dict) and p.get("level") == best), None)
+                if isinstance(tps, int | float):
+                    capacity_tps.add_metric(values, float(tps))
+            for figure, value in (summary.get("efficiency") or {}).items():
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    efficiency.add_metric([*values, figure], float(value))
             for series, stats in (summary.get("server_metrics") or {}).items():
                 for stat in ("max", "mean", "last"):
                     if isinstance(stats, dict) and stats.get(stat) is not None:
                         server.add_metric([*values, str(series), stat], float(stats[stat]))
-        yield from (timestamp, success, availability, throughput, *latency.values(), server)
+        yield from (timestamp, success, availability, throughput, *latency.values(), server,
+                    *capacity.values(), capacity_tps, efficiency)
 
 
 class SloCollector(Collector):

@@ -1,6 +1,7 @@
 """The simulator's ASGI app: /v1/models, /v1/chat/completions and /v1/completions, plus
 /sim/fault, which reads (GET) or switches (PUT {"fault": "http_500", "fault_rate": 0.5}) the
-injected fault at run time, so a test can break and heal a live endpoint.
+injected fault at run time, and the batch limit (`max_batch`: a noisy neighbour taking half
+the capacity), so a test can break and heal a live endpoint.
 
 A bare ASGI callable rather than a web framework, so the simulator adds as little latency of
 its own as possible and is never the bottleneck of a benchmark. Token times are absolute
@@ -276,7 +277,8 @@ class SimulatorApp:
             await _error(send, 404, f"no route {path}")
 
     def _fault_state(self) -> dict[str, Any]:
-        return {"fault": self.config.fault.value, "fault_rate": self.config.fault_rate}
+        return {"fault": self.config.fault.value, "fault_rate": self.config.fault_rate,
+                "max_batch": self.config.max_batch}
 
     async def _switch_fault(self, receive: Receive, send: Send) -> None:
         body = await _read_body(receive)
@@ -286,13 +288,22 @@ class SimulatorApp:
             wanted = json.loads(body)
             fault = Fault(wanted.get("fault", self.config.fault.value))
             rate = float(wanted.get("fault_rate", self.config.fault_rate))
+            batch = wanted.get("max_batch", self.config.max_batch)
         except (ValueError, TypeError, AttributeError) as exc:
             await _error(send, 422, f"bad fault switch: {exc}")
             return
         if not 0.0 <= rate <= 1.0:
             await _error(send, 422, "fault_rate: must be within [0, 1]")
             return
-        self.config = dataclasses.replace(self.config, fault=fault, fault_rate=rate)
+        if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int)
+                                  or not 1 <= batch <= 1_000_000):
+            await _error(send, 422, "max_batch: must be an integer from 1, or null")
+            return
+        if batch != self.config.max_batch:  # requests in flight keep their old slots
+            self._slots = None if batch is None else asyncio.Semaphore(batch)
+            self.metrics.max_batch = batch
+        self.config = dataclasses.replace(self.config, fault=fault, fault_rate=rate,
+                                          max_batch=batch)
         await _json(send, 200, self._fault_state())
 
     def _authorized(self, scope: Scope) -> bool:

@@ -269,3 +269,16 @@ async def server_series(session: AsyncSession, run_id: int) -> list[RunServerSer
     rows = await session.scalars(select(RunServerSeries).where(RunServerSeries.run_id == run_id)
                                  .order_by(RunServerSeries.name))
     return list(rows)
+
+
+async def capacity_series(session: AsyncSession, probe_id: int, start: datetime,
+                          end: datetime, limit: int) -> list[tuple[int, datetime, Any, Any]]:
+    """A capacity probe's finished runs scheduled in [start, end), oldest first: (run id,
+    scheduled_for, capacity, system tps at capacity), at most `limit` (the newest)."""
+    rows = await session.execute(
+        select(Run.id, Run.scheduled_for, Run.capacity, Run.capacity_tps)
+        .where(Run.probe_id == probe_id, Run.status.in_(("succeeded", "failed")),
+               Run.scheduled_for >= start, Run.scheduled_for < end,
+               Run.summary.has_key("capacity"))
+        .order_by(Run.scheduled_for.desc()).limit(limit))
+    return [(r[0], r[1], r[2], r[3]) for r in reversed(rows.all())]

@@ -67,3 +67,17 @@ class WindowSummary(BaseModel):
     good: int
     goodput: float | None
     metrics: dict[str, MetricSummary]
+
+
+class CapacityPoint(BaseModel):
+    run_id: DbId
+    scheduled_for: datetime
+    capacity: int
+    """The highest level (users or requests/s) that met the SLO; 0 when none did."""
+    system_tps: float | None
+    """Output tokens per second at that level."""
+
+
+class CapacitySeries(BaseModel):
+    probe_id: DbId
+    points: list[CapacityPoint]

@@ -14,7 +14,7 @@ import pytest
 from sustain.probes.measure.percentiles import distribution
 from tests.conftest import SimulatorHandle
 from tests.e2e.test_serve import stored_samples
-from tests.processes import free_port, sustain_command
+from tests.processes import SustainProcess, free_port, sustain_command
 
 TOP_KEYS = {"requests", "successes", "availability", "errors", "request_throughput",
             "output_token_throughput", "goodput", "generator_saturated", "lag_ms", "ttft_ms",
@@ -192,3 +192,42 @@ def test_canaries_from_the_command_line_report_quality(simulator: SimulatorHandl
     missing = probe(simulator.base_url, "--model", "m", "--dataset", "/nonexistent/c.jsonl")
     assert missing.returncode == 2
     assert "/nonexistent/c.jsonl: cannot read" in missing.stderr + missing.stdout
+
+
+def test_capacity_pareto_and_efficiency_from_the_command_line(tmp_path: Path) -> None:
+    """The simulator serves 8 generations at once: a TTFT p99 SLO of 60 ms passes 8 users
+    and fails 9 (tests/integration/probes/test_capacity.py explains the knee)."""
+    port = free_port()
+    with SustainProcess(["simulate", "--port", str(port), "--ttft-ms", "20", "--itl-ms", "5",
+                         "--output-tokens", "16", "--max-batch", "8"],
+                        tmp_path / "simulator.log") as simulator:
+        simulator.wait_http(f"http://127.0.0.1:{port}/v1/models")
+        base = f"http://127.0.0.1:{port}/v1"
+        done = probe(base, "--model", "m", "--profile", "capacity", "--slo-ttft-ms", "60",
+                     "--max-concurrency", "16", "--duration", "1.5", "--output-tokens", "16",
+                     "--accelerators", "4", "--price-per-hour", "12", "--power-kw", "2.5",
+                     "--json")
+        assert done.returncode == 0, done.stderr
+        report = json.loads(done.stdout)
+        capacity = report["capacity"]
+        assert (capacity["max_passing"], capacity["first_failing"]) == (8, 9)
+        tps = report["output_token_throughput"]
+        efficiency = report["efficiency"]
+        assert efficiency["output_tps_per_accelerator"] == pytest.approx(tps / 4)
+        assert efficiency["output_tps_per_kw"] == pytest.approx(tps / 2.5)
+        assert efficiency["cost_per_million_output_tokens"] == pytest.approx(
+            12 / (tps * 3600) * 1e6)
+        curve = probe(base, "--model", "m", "--profile", "pareto", "--max-concurrency", "16",
+                      "--points", "7", "--duration", "0.5", "--output-tokens", "16", "--json")
+        assert curve.returncode == 0, curve.stderr
+        points = json.loads(curve.stdout)["pareto"]
+        assert len(points) >= 7
+        assert any(p["on_front"] for p in points)
+        text = probe(base, "--model", "m", "--profile", "capacity", "--slo-ttft-ms", "60",
+                     "--min-concurrency", "8", "--max-concurrency", "9", "--duration", "1",
+                     "--output-tokens", "16")
+        assert text.returncode == 0, text.stderr
+        assert "capacity under SLO: 8" in text.stdout
+    missing = probe("http://127.0.0.1:9/v1", "--model", "m", "--profile", "capacity")
+    assert missing.returncode == 2
+    assert "--max-concurrency is required" in missing.stderr

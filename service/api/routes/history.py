@@ -13,6 +13,7 @@ from sustain.probes.measure.run_sketches import METRICS, MetricName
 from sustain.service.api.deps import SessionDep
 from sustain.service.api.times import utc_or_now
 from sustain.service.db import history
+from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Probe
 from sustain.service.errors import FieldError, NotFoundError
 from sustain.service.history.aggregate import LATENCY_STATS, Stat, count_stat, latency_stat
@@ -24,7 +25,14 @@ from sustain.service.history.windows import (
     point_count,
 )
 from sustain.service.schemas.common import MAX_DB_ID, ApiTime
-from sustain.service.schemas.history import MetricSummary, Series, SeriesPoint, WindowSummary
+from sustain.service.schemas.history import (
+    CapacityPoint,
+    CapacitySeries,
+    MetricSummary,
+    Series,
+    SeriesPoint,
+    WindowSummary,
+)
 
 router = APIRouter(prefix="/probes", tags=["history"])
 
@@ -119,3 +127,24 @@ async def summary(
         output_tokens=agg.output_tokens,
         output_token_throughput=count_stat(agg, "output_token_throughput").value,
         good=agg.good, goodput=count_stat(agg, "goodput").value, metrics=metrics)
+
+
+@router.get("/{probe_id}/capacity")
+async def capacity(
+    probe_id: ProbeId,
+    session: SessionDep,
+    from_: Annotated[ApiTime | None, Query(alias="from")] = None,
+    to: ApiTime | None = None,
+) -> CapacitySeries:
+    """A capacity probe's capacity under its SLO, run by run: the highest level that met it
+    (0: none did) and the output tokens per second there; `from` defaults to 7 days before
+    `to` (now). At most the newest 10,000 runs."""
+    end = utc_or_now(to)
+    start = utc_or_now(from_) if from_ is not None else end - timedelta(days=7)
+    if start >= end:
+        raise FieldError("query.from", "must be before `to`")
+    await _check_probe(session, probe_id)
+    rows = await run_queries.capacity_series(session, probe_id, start, end, 10_000)
+    return CapacitySeries(probe_id=probe_id, points=[
+        CapacityPoint(run_id=run_id, scheduled_for=at, capacity=level or 0, system_tps=tps)
+        for run_id, at, level, tps in rows])

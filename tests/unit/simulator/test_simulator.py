@@ -143,14 +143,14 @@ def test_fault_switch_breaks_and_heals_a_live_endpoint() -> None:
         state = client.get(f"{root}/sim/fault").json()
     assert set(before) == {200}
     assert set(after) == {200}
-    assert switched.json() == {"fault": "http_500", "fault_rate": 0.5}
+    assert switched.json() == {"fault": "http_500", "fault_rate": 0.5, "max_batch": None}
     assert 70 <= broken.count(500) <= 130
     assert broken.count(500) + broken.count(200) == 200
     assert bad_rate.status_code == 422
     assert "fault_rate" in bad_rate.json()["error"]["message"]
     assert bad_fault.status_code == 422
     assert healed.status_code == 200
-    assert state == {"fault": "http_500", "fault_rate": 0.0}
+    assert state == {"fault": "http_500", "fault_rate": 0.0, "max_batch": None}
 
 
 def test_truth_log_records_server_side_times(tmp_path: Path) -> None:

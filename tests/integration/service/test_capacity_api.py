@@ -1,0 +1,52 @@
+"""Capacity probes and deployments over REST (issue 17): a capacity run's result is stored
+and served as a series and a gauge, the endpoint's deployment prices the run, and a search
+beyond the load limits is refused naming its field."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.conftest import SimulatorHandle
+from tests.integration.service.helpers import create_endpoint, create_probe, samples_of
+from tests.integration.service.test_reach import app_with, refused, run_now
+
+SEARCH = {"kind": "capacity", "slo": {"ttft_ms": 5000}, "minimum": 1, "maximum": 2,
+          "duration_s": 0.5}
+
+
+async def test_a_capacity_run_is_stored_priced_and_exported(
+        database_url: str, simulator: SimulatorHandle) -> None:
+    async with app_with(database_url) as api:
+        endpoint = await create_endpoint(api, simulator.base_url, deployment={
+            "accelerator": "H100-80GB", "accelerators": 2, "price_per_hour": 8.0})
+        assert endpoint["deployment"]["accelerators"] == 2
+        probe = await create_probe(api, endpoint["id"], enabled=False, profile=SEARCH)
+        run = await run_now(api, probe["id"])
+        assert run["status"] == "succeeded", run
+        capacity = run["summary"]["capacity"]
+        assert (capacity["max_passing"], capacity["first_failing"]) == (2, None)
+        tps = run["summary"]["output_token_throughput"]
+        efficiency = run["summary"]["efficiency"]
+        assert efficiency["output_tps_per_accelerator"] == tps / 2
+        assert efficiency["output_tps_per_kw"] is None
+        series = (await api.get(f"/api/v1/probes/{probe['id']}/capacity")).json()["points"]
+        assert [(p["run_id"], p["capacity"]) for p in series] == [(run["id"], 2)]
+        metrics = samples_of((await api.get("/metrics")).text)
+        assert [v for _, v in metrics["sustain_capacity_concurrency"]] == [2.0]
+
+
+async def test_a_search_beyond_the_limits_and_a_bad_deployment_are_refused(
+        api: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
+    endpoint = await create_endpoint(api, simulator.base_url)
+    message = refused(await api.post("/api/v1/probes", json={
+        "name": "huge", "endpoint_id": endpoint["id"], "interval_seconds": 60,
+        "profile": {**SEARCH, "maximum": 5000}}), "profile.maximum")
+    assert "SUSTAIN_MAX_CONCURRENCY" in message
+    long = refused(await api.post("/api/v1/probes", json={
+        "name": "long", "endpoint_id": endpoint["id"], "interval_seconds": 60,
+        "profile": {**SEARCH, "maximum": 1024, "duration_s": 600}}), "profile.duration_s")
+    assert "levels x (warmup_s + duration_s)" in long
+    refused(await api.patch(f"/api/v1/endpoints/{endpoint['id']}", json={
+        "deployment": {"accelerators": 0}}), "deployment.accelerators")
+    refused(await api.patch(f"/api/v1/endpoints/{endpoint['id']}", json={
+        "deployment": {"currency": "dollars"}}), "deployment.currency")
