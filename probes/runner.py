@@ -55,6 +55,7 @@ from sustain.probes.measure.deployment import Deployment
 from sustain.probes.measure.efficiency import efficiency
 from sustain.probes.measure.sample import Sample
 from sustain.probes.measure.slo import SloThresholds
+from sustain.probes.measure.steady import steady_state
 from sustain.probes.measure.summary import RunSummary, combined_health, summarise
 from sustain.probes.telemetry.summary import Point, ScrapeCounts, summarise_series
 from sustain.probes.telemetry.watch import Telemetry, watch_server
@@ -317,6 +318,16 @@ def stopped_stage(samples: list[Sample]) -> tuple[list[Sample], float]:
     return ordered, measured_seconds(ordered, start)
 
 
+def summarise_stage(samples: list[Sample], seconds: float, slo: SloThresholds | None,
+                    *, steady_only: bool) -> RunSummary:
+    """A stage's summary with its steady state; with `steady_only` (the points of a capacity
+    search or a Pareto curve) over its steady part when it settled after a while."""
+    judged = steady_state(samples)
+    if steady_only and judged.start_ms is not None:
+        samples, seconds = judged.samples, measured_seconds(judged.samples, judged.start_ms)
+    return summarise(samples, seconds, slo).model_copy(update={"steady_state": judged.state})
+
+
 @dataclass(slots=True)
 class RunBook:
     """What a run has measured so far, stage by stage, and what it is: kept alike by the
@@ -334,6 +345,11 @@ class RunBook:
 
     def __post_init__(self) -> None:
         self.plan = StagePlan(self.profile, self.replay)
+
+    @property
+    def steady_only(self) -> bool:
+        """Whether stage figures are taken over each stage's steady part."""
+        return isinstance(self.profile, CapacityProfile | ParetoProfile)
 
     def next_stage(self) -> Stage | None:
         stage = self.plan.next([r.summary for r in self.results])
@@ -385,7 +401,8 @@ async def _execute(prepare: Prepare, profile: LoadProfile, slo: SloThresholds | 
         outcome = await unless_stopped(run_stage(stage, prepare, ctx, sessions=sessions),
                                        stop)
         stage_samples, stage_s = stopped_stage(so_far) if outcome is None else outcome
-        book.record(stage, stage_samples, stage_s, summarise(stage_samples, stage_s, slo))
+        book.record(stage, stage_samples, stage_s, summarise_stage(
+            stage_samples, stage_s, slo, steady_only=book.steady_only))
         if outcome is None:
             book.stopped = stop.reason
             break

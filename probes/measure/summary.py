@@ -19,6 +19,7 @@ from sustain.probes.measure.sessions import (
     turns_by_index,
 )
 from sustain.probes.measure.slo import SloThresholds, meets
+from sustain.probes.measure.steady import SteadyState
 from sustain.probes.telemetry.summary import ScrapeCounts, ServerMetric
 
 GENERATOR_LAG_FLOOR_MS = 5.0
@@ -85,6 +86,9 @@ class RunSummary(BaseModel):
     """The server's own series over the run (its endpoint's metrics_url, scraped): queue,
     KV-cache use, prefix-cache hits, preemptions; None when it has no metrics_url."""
     server_scrapes: ScrapeCounts | None = None
+    steady_state: SteadyState | None = None
+    """A stage's steady state (MLPerf Endpoints' windows of TPOT p90); the figures of a
+    capacity or Pareto point are over its steady part."""
     efficiency: Efficiency | None = None
     """Throughput per accelerator and kW, and cost per million output and good tokens, from
     the endpoint's deployment; None when it declares none."""

@@ -24,13 +24,13 @@ from sustain.probes.load.plan import ClosedStage, Stage
 from sustain.probes.load.profiles import LoadProfile
 from sustain.probes.measure.sample import Sample
 from sustain.probes.measure.slo import SloThresholds
-from sustain.probes.measure.summary import summarise
 from sustain.probes.runner import (
     RunBook,
     RunBudget,
     RunResult,
     RunStop,
     stopped_stage,
+    summarise_stage,
 )
 from sustain.probes.workers.pool import RunChannel, StageDone
 from sustain.probes.workers.shards import Shard, next_base, shard_stage, split_count
@@ -110,7 +110,8 @@ async def conduct(channels: list[RunChannel], profile: LoadProfile, slo: SloThre
                 stage_samples = sorted(collected, key=lambda s: s.seq)
                 stage_s = measured_seconds(stage_samples, stage_start_ms(
                     stage, stage_samples, clock.ms(start_ns)))
-            summary = await asyncio.to_thread(summarise, stage_samples, stage_s, slo)
+            summary = await asyncio.to_thread(summarise_stage, stage_samples, stage_s, slo,
+                                              steady_only=book.steady_only)
             book.record(stage, stage_samples, stage_s, summary)
             if interrupted:
                 book.stopped = stop.reason

@@ -88,6 +88,24 @@ async def _sketch_rows(session: AsyncSession, probe_id: int, metric: str, *,
     return [(row_id, at, bytes(data)) for row_id, at, data in rows]
 
 
+async def window_sketch_rows(session: AsyncSession, probe_id: int, metric: str,
+                             start: datetime, end: datetime) -> list[SketchRow]:
+    """The `metric` sketches of the probe's finished runs scheduled in [start, end)."""
+    return await _sketch_rows(session, probe_id, metric, start=start, end=end)
+
+
+async def run_throughputs(session: AsyncSession, probe_id: int, start: datetime,
+                          end: datetime) -> list[float]:
+    """Each finished run's output tokens per second of measured time, oldest first."""
+    rows = await session.execute(
+        select(Run.output_tokens, Run.measured_s)
+        .where(Run.probe_id == probe_id, Run.scheduled_for >= start, Run.scheduled_for < end,
+               Run.attempts.is_not(None), Run.measured_s > 0)
+        .order_by(Run.scheduled_for, Run.id))
+    return [float(tokens) / float(seconds) for tokens, seconds in rows
+            if tokens and seconds is not None]
+
+
 async def save_finding(session: AsyncSession, probe_id: int, metric: str, stat: str,
                        result: DriftResult, now: datetime) -> None:
     report = result.report

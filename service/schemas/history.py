@@ -7,6 +7,7 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from sustain.probes.measure.run_sketches import MetricName
+from sustain.service.evaluation.stability import Stability
 from sustain.service.history.aggregate import Stat
 from sustain.service.schemas.common import DbId
 
@@ -67,6 +68,10 @@ class WindowSummary(BaseModel):
     good: int
     goodput: float | None
     metrics: dict[str, MetricSummary]
+    stability: dict[str, Stability] = Field(default_factory=dict)
+    """Run-to-run coefficient of variation of ttft_p50, ttft_p99, tpot_p50, tpot_p99 and
+    output_token_throughput, with a band: < 5 % excellent, 5-10 % good, 10-20 % fair,
+    > 20 % unstable (null with fewer than 3 runs)."""
 
 
 class CapacityPoint(BaseModel):

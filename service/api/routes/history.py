@@ -3,6 +3,7 @@ summed counts."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Annotated
 
@@ -12,10 +13,13 @@ from sustain.probes.measure.percentiles import QUANTILES
 from sustain.probes.measure.run_sketches import METRICS, MetricName
 from sustain.service.api.deps import SessionDep
 from sustain.service.api.times import utc_or_now
+from sustain.service.db import drift as drift_queries
 from sustain.service.db import history
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Probe
 from sustain.service.errors import FieldError, NotFoundError
+from sustain.service.evaluation.drift_runs import SketchRow, run_window
+from sustain.service.evaluation.stability import Stability, stability
 from sustain.service.history.aggregate import LATENCY_STATS, Stat, count_stat, latency_stat
 from sustain.service.history.windows import (
     MAX_POINTS,
@@ -102,8 +106,9 @@ async def summary(
     window: Annotated[str, Query(max_length=16)] = "24h",
     to: ApiTime | None = None,
 ) -> WindowSummary:
-    """Merged percentiles of every latency metric, availability and throughputs over
-    [to - window, to), with their counts. `to` defaults to now."""
+    """Merged percentiles of every metric, availability and throughputs over [to - window,
+    to), with their counts, and run-to-run stability (coefficient of variation of each run's
+    p50 and p99 TTFT and TPOT and its throughput, with a band). `to` defaults to now."""
     window_s = _duration("query.window", window)
     if window_s > MAX_WINDOW_S:
         raise FieldError("query.window", "at most 400d (the run retention's maximum)")
@@ -119,6 +124,11 @@ async def summary(
         metrics[name] = MetricSummary(
             count=sketch.count, **{stat: v.value for stat, v in values.items()},
             low_count=[stat for stat in QUANTILES if values[stat].low_count])
+    figures: dict[str, list[SketchRow]] = {
+        metric: await drift_queries.window_sketch_rows(session, probe_id, metric, start, end)
+        for metric in ("ttft", "tpot")}
+    throughputs = await drift_queries.run_throughputs(session, probe_id, start, end)
+    steadiness = await asyncio.to_thread(_stability, figures, throughputs)
     return WindowSummary(
         probe_id=probe_id, from_=start, to=end, runs=agg.runs, attempts=agg.attempts,
         successes=agg.successes, availability=count_stat(agg, "availability").value,
@@ -126,7 +136,18 @@ async def summary(
         request_throughput=count_stat(agg, "request_throughput").value,
         output_tokens=agg.output_tokens,
         output_token_throughput=count_stat(agg, "output_token_throughput").value,
-        good=agg.good, goodput=count_stat(agg, "goodput").value, metrics=metrics)
+        good=agg.good, goodput=count_stat(agg, "goodput").value, metrics=metrics,
+        stability=steadiness)
+
+
+def _stability(figures: dict[str, list[SketchRow]], throughputs: list[float]
+               ) -> dict[str, Stability]:
+    """Run-to-run stability of p50 and p99 TTFT and TPOT and of output throughput (decodes
+    every sketch: for a worker thread)."""
+    out = {f"{metric}_{stat}": stability([v.value for v in run_window(rows, stat).values])
+           for metric, rows in figures.items() for stat in ("p50", "p99")}
+    out["output_token_throughput"] = stability(throughputs)
+    return out
 
 
 @router.get("/{probe_id}/capacity")

@@ -109,6 +109,23 @@ async def test_availability_and_throughput_are_computed_from_summed_counts(
     assert e2e["max"] == max(values)
     assert e2e["low_count"] == [stat for stat, q in QUANTILES.items()
                                 if len(values) < min_samples(q)]
+    stable = body["stability"]
+    assert set(stable) == {"ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99",
+                           "output_token_throughput"}
+    runs = await fetch(state.engine, "SELECT id FROM runs ORDER BY scheduled_for")
+    p50s = [quantile(await run_values(app, run_id, "ttft_ms"), 0.5) for (run_id,) in runs]
+    mean = sum(p50s) / len(p50s)
+    sd = (sum((v - mean) ** 2 for v in p50s) / (len(p50s) - 1)) ** 0.5
+    assert stable["ttft_p50"]["runs"] == RUNS
+    assert stable["ttft_p50"]["cov"] == pytest.approx(sd / mean, rel=0.05)  # sketches: ~1 %
+    assert stable["ttft_p50"]["band"] in ("excellent", "good", "fair", "unstable")
+
+
+async def run_values(app: FastAPI, run_id: int, column: str) -> list[float]:
+    rows = await fetch(runtime_of(app).engine, f"SELECT {column} FROM samples WHERE "
+                       f"run_id = :r AND outcome = 'success' AND {column} IS NOT NULL "
+                       f"ORDER BY {column}", r=run_id)
+    return [float(v) for (v,) in rows]
 
 
 async def test_a_summary_window_cut_mid_hour_counts_only_runs_inside_it(
