@@ -17,6 +17,7 @@ from sustain.service.api.errors import install_error_handlers
 from sustain.service.api.routes import (
     alerts,
     audit,
+    compare,
     deliveries,
     drift,
     endpoints,
@@ -81,7 +82,7 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
     admins = [Depends(Access(read=Role.admin, write=Role.admin))]
     api = APIRouter(prefix=API_PREFIX)
     for module in (endpoints, probes, history, drift, runs, replicas, slos, alerts,
-                   silences, notifiers, deliveries):
+                   silences, notifiers, deliveries, compare):
         api.include_router(module.router, dependencies=readers)
     for module in (keys, audit):
         api.include_router(module.router, dependencies=admins)

@@ -279,6 +279,6 @@ async def capacity_series(session: AsyncSession, probe_id: int, start: datetime,
         select(Run.id, Run.scheduled_for, Run.capacity, Run.capacity_tps)
         .where(Run.probe_id == probe_id, Run.status.in_(("succeeded", "failed")),
                Run.scheduled_for >= start, Run.scheduled_for < end,
-               Run.summary.has_key("capacity"))
+               func.jsonb_typeof(Run.summary["capacity"]) == "object")
         .order_by(Run.scheduled_for.desc()).limit(limit))
     return [(r[0], r[1], r[2], r[3]) for r in reversed(rows.all())]

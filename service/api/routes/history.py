@@ -3,23 +3,18 @@ summed counts."""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from sustain.probes.measure.percentiles import QUANTILES
-from sustain.probes.measure.run_sketches import METRICS, MetricName
+from sustain.probes.measure.run_sketches import MetricName
 from sustain.service.api.deps import SessionDep
 from sustain.service.api.times import utc_or_now
-from sustain.service.db import drift as drift_queries
-from sustain.service.db import history
+from sustain.service.db import history, summaries
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Probe
 from sustain.service.errors import FieldError, NotFoundError
-from sustain.service.evaluation.drift_runs import SketchRow, run_window
-from sustain.service.evaluation.stability import Stability, stability
 from sustain.service.history.aggregate import LATENCY_STATS, Stat, count_stat, latency_stat
 from sustain.service.history.windows import (
     MAX_POINTS,
@@ -32,7 +27,6 @@ from sustain.service.schemas.common import MAX_DB_ID, ApiTime
 from sustain.service.schemas.history import (
     CapacityPoint,
     CapacitySeries,
-    MetricSummary,
     Series,
     SeriesPoint,
     WindowSummary,
@@ -115,39 +109,7 @@ async def summary(
     end = utc_or_now(to)
     start = end - timedelta(seconds=window_s)
     await _check_probe(session, probe_id)
-    span = (start.timestamp(), end.timestamp())
-    (agg,) = await history.aggregates(session, probe_id, [span], list(METRICS))
-    metrics = {}
-    for name in METRICS:
-        sketch = agg.sketch(name)
-        values = {stat: latency_stat(sketch, stat) for stat in (*QUANTILES, "mean", "max")}
-        metrics[name] = MetricSummary(
-            count=sketch.count, **{stat: v.value for stat, v in values.items()},
-            low_count=[stat for stat in QUANTILES if values[stat].low_count])
-    figures: dict[str, list[SketchRow]] = {
-        metric: await drift_queries.window_sketch_rows(session, probe_id, metric, start, end)
-        for metric in ("ttft", "tpot")}
-    throughputs = await drift_queries.run_throughputs(session, probe_id, start, end)
-    steadiness = await asyncio.to_thread(_stability, figures, throughputs)
-    return WindowSummary(
-        probe_id=probe_id, from_=start, to=end, runs=agg.runs, attempts=agg.attempts,
-        successes=agg.successes, availability=count_stat(agg, "availability").value,
-        measured_s=agg.measured_s,
-        request_throughput=count_stat(agg, "request_throughput").value,
-        output_tokens=agg.output_tokens,
-        output_token_throughput=count_stat(agg, "output_token_throughput").value,
-        good=agg.good, goodput=count_stat(agg, "goodput").value, metrics=metrics,
-        stability=steadiness)
-
-
-def _stability(figures: dict[str, list[SketchRow]], throughputs: list[float]
-               ) -> dict[str, Stability]:
-    """Run-to-run stability of p50 and p99 TTFT and TPOT and of output throughput (decodes
-    every sketch: for a worker thread)."""
-    out = {f"{metric}_{stat}": stability([v.value for v in run_window(rows, stat).values])
-           for metric, rows in figures.items() for stat in ("p50", "p99")}
-    out["output_token_throughput"] = stability(throughputs)
-    return out
+    return await summaries.window_summary(session, probe_id, start, end)
 
 
 @router.get("/{probe_id}/capacity")

@@ -1,0 +1,42 @@
+"""/api/v1/compare: probes side by side over a window."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from sustain.service.api.deps import SessionDep
+from sustain.service.api.times import utc_or_now
+from sustain.service.db import compare as compare_queries
+from sustain.service.errors import FieldError
+from sustain.service.history.windows import parse_duration
+from sustain.service.schemas.common import ApiTime
+from sustain.service.schemas.compare import Comparison
+
+router = APIRouter(prefix="/compare", tags=["compare"])
+
+MAX_WINDOW_S = 400 * 86400
+
+
+@router.get("", response_model_by_alias=True)
+async def compare(
+    session: SessionDep,
+    probe: Annotated[list[str], Query(max_length=8)],
+    window: Annotated[str, Query(max_length=16)] = "7d",
+    to: ApiTime | None = None,
+) -> Comparison:
+    """The named probes (`probe=A&probe=B`, up to 8) side by side over [to - window, to):
+    availability, TTFT/TPOT/E2E p50 and p99, throughputs and goodput, capacity under SLO
+    (newest and over the window), the newest run's efficiency and Pareto curve, run-to-run
+    stability with its band, and drift verdicts."""
+    try:
+        window_s = parse_duration(window)
+    except ValueError as exc:
+        raise FieldError("query.window", str(exc)) from None
+    if not 0 < window_s <= MAX_WINDOW_S:
+        raise FieldError("query.window", "more than 0 and at most 400d")
+    end = utc_or_now(to)
+    return await compare_queries.compare(session, probe, end - timedelta(seconds=window_s),
+                                         end)

@@ -1,0 +1,93 @@
+"""Probes side by side over one window: for each, its window figures (summaries.py), capacity
+under SLO (newest and over the window), the newest run's efficiency and Pareto curve, and its
+drift verdicts."""
+
+from __future__ import annotations
+
+import statistics
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from sustain.service.db import drift as drift_queries
+from sustain.service.db import runs as run_queries
+from sustain.service.db.models import Endpoint, Probe, Run
+from sustain.service.db.summaries import window_summary
+from sustain.service.errors import FieldError
+from sustain.service.schemas.compare import (
+    CapacityFigures,
+    Comparison,
+    DriftVerdict,
+    Percentiles,
+    ProbeFigures,
+)
+from sustain.service.schemas.history import MetricSummary
+
+MAX_PROBES = 8
+
+
+async def compare(session: AsyncSession, names: list[str], start: datetime,
+                  end: datetime) -> Comparison:
+    """The named probes side by side over [start, end); FieldError (`query.probe`) for an
+    unknown name, a repeated one, or more than MAX_PROBES."""
+    if not 1 <= len(names) <= MAX_PROBES:
+        raise FieldError("query.probe", f"name 1 to {MAX_PROBES} probes")
+    if len(set(names)) != len(names):
+        raise FieldError("query.probe", "a probe is named twice")
+    rows = (await session.execute(
+        select(Probe.id, Probe.name, Endpoint.name, Endpoint.model)
+        .join(Endpoint, Endpoint.id == Probe.endpoint_id).where(Probe.name.in_(names)))).all()
+    found = {row[1]: row for row in rows}
+    missing = [name for name in names if name not in found]
+    if missing:
+        raise FieldError("query.probe", f"no probe named {missing[0]!r}")
+    verdicts: dict[str, list[DriftVerdict]] = {}
+    for name, finding in await drift_queries.findings(session):
+        verdicts.setdefault(name, []).append(DriftVerdict(
+            metric=finding.metric, stat=finding.stat, verdict=finding.verdict,
+            ratio=finding.ratio))
+    out = []
+    for name in names:
+        probe_id, _, endpoint, model = found[name]
+        window = await window_summary(session, probe_id, start, end)
+        newest = await _newest_summary(session, probe_id, end)
+        out.append(ProbeFigures(
+            probe=name, probe_id=probe_id, endpoint=endpoint, model=model, runs=window.runs,
+            availability=window.availability, ttft_ms=_pct(window.metrics["ttft"]),
+            tpot_ms=_pct(window.metrics["tpot"]), e2e_ms=_pct(window.metrics["e2e"]),
+            request_throughput=window.request_throughput,
+            output_token_throughput=window.output_token_throughput, goodput=window.goodput,
+            capacity=await _capacity(session, probe_id, start, end, newest),
+            efficiency=newest.get("efficiency") if newest else None,
+            stability=window.stability, drift=verdicts.get(name, []),
+            pareto=newest.get("pareto") if newest else None))
+    return Comparison(from_=start, to=end, probes=out)
+
+
+def _pct(summary: MetricSummary) -> Percentiles:
+    return Percentiles(p50=summary.p50, p99=summary.p99)
+
+
+async def _newest_summary(session: AsyncSession, probe_id: int, end: datetime
+                          ) -> dict[str, object] | None:
+    summary = await session.scalar(
+        select(Run.summary).where(Run.probe_id == probe_id, Run.scheduled_for < end,
+                                  Run.status.in_(("succeeded", "failed")),
+                                  Run.summary.is_not(None))
+        .order_by(Run.scheduled_for.desc()).limit(1))
+    return summary if isinstance(summary, dict) else None
+
+
+async def _capacity(session: AsyncSession, probe_id: int, start: datetime, end: datetime,
+                    newest: dict[str, object] | None) -> CapacityFigures | None:
+    points = await run_queries.capacity_series(session, probe_id, start, end, 10_000)
+    if not points:
+        return None
+    levels = [level or 0 for _, _, level, _ in points]
+    found = newest.get("capacity") if newest else None
+    unit = found.get("unit") if isinstance(found, dict) else None
+    return CapacityFigures(unit=unit if isinstance(unit, str) else None,
+                           latest=levels[-1], latest_system_tps=points[-1][3],
+                           runs=len(levels), minimum=min(levels),
+                           median=float(statistics.median(levels)), maximum=max(levels))

@@ -1,0 +1,58 @@
+"""A probe's figures over a window, from its stored runs: merged percentiles of every sketched
+metric, availability and throughputs from summed counts, and run-to-run stability (the
+summary API and the comparison of probes both read them here). Decoding sketches for the
+stability figures runs in a worker thread."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from sustain.probes.measure.percentiles import QUANTILES
+from sustain.probes.measure.run_sketches import METRICS
+from sustain.service.db import drift as drift_queries
+from sustain.service.db import history
+from sustain.service.evaluation.drift_runs import SketchRow, run_window
+from sustain.service.evaluation.stability import Stability, stability
+from sustain.service.history.aggregate import count_stat, latency_stat
+from sustain.service.schemas.history import MetricSummary, WindowSummary
+
+
+async def window_summary(session: AsyncSession, probe_id: int, start: datetime,
+                         end: datetime) -> WindowSummary:
+    """The probe's figures over runs scheduled in [start, end)."""
+    span = (start.timestamp(), end.timestamp())
+    (agg,) = await history.aggregates(session, probe_id, [span], list(METRICS))
+    metrics = {}
+    for name in METRICS:
+        sketch = agg.sketch(name)
+        values = {stat: latency_stat(sketch, stat) for stat in (*QUANTILES, "mean", "max")}
+        metrics[name] = MetricSummary(
+            count=sketch.count, **{stat: v.value for stat, v in values.items()},
+            low_count=[stat for stat in QUANTILES if values[stat].low_count])
+    figures: dict[str, list[SketchRow]] = {
+        metric: await drift_queries.window_sketch_rows(session, probe_id, metric, start, end)
+        for metric in ("ttft", "tpot")}
+    throughputs = await drift_queries.run_throughputs(session, probe_id, start, end)
+    steadiness = await asyncio.to_thread(run_stability, figures, throughputs)
+    return WindowSummary(
+        probe_id=probe_id, from_=start, to=end, runs=agg.runs, attempts=agg.attempts,
+        successes=agg.successes, availability=count_stat(agg, "availability").value,
+        measured_s=agg.measured_s,
+        request_throughput=count_stat(agg, "request_throughput").value,
+        output_tokens=agg.output_tokens,
+        output_token_throughput=count_stat(agg, "output_token_throughput").value,
+        good=agg.good, goodput=count_stat(agg, "goodput").value, metrics=metrics,
+        stability=steadiness)
+
+
+def run_stability(figures: dict[str, list[SketchRow]], throughputs: list[float]
+                  ) -> dict[str, Stability]:
+    """Run-to-run stability of p50 and p99 TTFT and TPOT and of output throughput (decodes
+    every sketch: for a worker thread)."""
+    out = {f"{metric}_{stat}": stability([v.value for v in run_window(rows, stat).values])
+           for metric, rows in figures.items() for stat in ("p50", "p99")}
+    out["output_token_throughput"] = stability(throughputs)
+    return out

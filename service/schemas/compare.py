@@ -1,0 +1,63 @@
+"""Probes side by side (GET /api/v1/compare, `sustain compare`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from sustain.service.evaluation.stability import Stability
+
+
+class Percentiles(BaseModel):
+    p50: float | None
+    p99: float | None
+
+
+class CapacityFigures(BaseModel):
+    unit: str | None
+    latest: int | None
+    """The newest capacity run's highest passing level (0: none passed)."""
+    latest_system_tps: float | None
+    runs: int
+    minimum: int | None
+    median: float | None
+    maximum: int | None
+    """Over the window's capacity runs."""
+
+
+class DriftVerdict(BaseModel):
+    metric: str
+    stat: str
+    verdict: str
+    ratio: float | None
+
+
+class ProbeFigures(BaseModel):
+    probe: str
+    probe_id: int
+    endpoint: str
+    model: str
+    runs: int
+    availability: float | None
+    ttft_ms: Percentiles
+    tpot_ms: Percentiles
+    e2e_ms: Percentiles
+    request_throughput: float | None
+    output_token_throughput: float | None
+    goodput: float | None
+    capacity: CapacityFigures | None
+    """For probes that search capacity; None otherwise."""
+    efficiency: dict[str, Any] | None
+    """The newest run's efficiency under its endpoint's deployment."""
+    stability: dict[str, Stability]
+    drift: list[DriftVerdict]
+    pareto: list[dict[str, Any]] | None
+    """The newest Pareto run's points (level, system_tps, tps_per_user, on_front, ...)."""
+
+
+class Comparison(BaseModel):
+    from_: datetime = Field(serialization_alias="from")
+    to: datetime
+    probes: list[ProbeFigures]
