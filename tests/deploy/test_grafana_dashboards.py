@@ -1,4 +1,4 @@
-"""Grafana dashboards: the four the README names, each panel's PromQL accepted by promtool, and
+"""Grafana dashboards: the five the README names, each panel's PromQL accepted by promtool, and
 every metric they name either exported by sustain's /metrics or recorded by the rules the
 compose Prometheus loads. Provisioning points Grafana at them and at that Prometheus."""
 
@@ -49,10 +49,10 @@ def as_promql(expr: str) -> str:
     return re.sub(r"\$[A-Za-z_]+", ".*", expr)
 
 
-def test_the_four_dashboards_with_unique_ids_and_the_endpoint_variable() -> None:
+def test_the_five_dashboards_with_unique_ids_and_the_endpoint_variable() -> None:
     boards = dashboards()
     assert set(boards) == {"sustain-overview", "sustain-endpoint", "sustain-slos",
-                           "sustain-drift"}
+                           "sustain-drift", "sustain-capacity"}
     for name, board in boards.items():
         assert board["uid"] == name
         ids = [p["id"] for p in board["panels"]]
