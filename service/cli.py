@@ -235,7 +235,9 @@ def demo(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None,
          data_dir: DataDirOpt = None, log_level: LogLevelOpt = None,
          log_format: LogFormatOpt = None) -> None:
     """Embedded PostgreSQL + built-in simulator + a demo probe, served on HOST:PORT."""
+    from sustain.service.demo import DEMO_BATCH
     from sustain.service.domain.keys import generate_key
+    from sustain.simulator.config import SimulatorConfig
     from sustain.simulator.server import BackgroundSimulator
 
     settings = load_settings(host=host, port=port, database_url=database_url,
@@ -250,13 +252,16 @@ def demo(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None,
     settings = settings.model_copy(update={"anonymous_read": True,
                                            "admin_key": SecretStr(admin_key)})
     configure_logging(settings.log_level, settings.log_format)
-    with database(settings) as url, BackgroundSimulator() as simulator:
+    with database(settings) as url, \
+            BackgroundSimulator(SimulatorConfig(max_batch=DEMO_BATCH)) as simulator:
         upgrade_to_head(url)
         asyncio.run(_seed_demo(url, simulator.base_url))
         base = f"http://{settings.host}:{settings.port}"
         console.print(
-            f"[bold]sustain demo[/bold]: probe 'demo-constant' (2 req/s for 5 s, every 15 s) "
-            f"against the simulator at {simulator.base_url}\n"
+            f"[bold]sustain demo[/bold]: probe 'demo-constant' (2 req/s for 5 s, every 15 s, "
+            f"under the SLO 'demo-availability') and 'demo-capacity' (the highest concurrency "
+            f"with TTFT p99 <= 200 ms, every 2 min) against the simulator at "
+            f"{simulator.base_url} ({DEMO_BATCH} generations at once)\n"
             f"  status page {base}/\n"
             f"  API docs    {base}/docs\n"
             f"  metrics     {base}/metrics\n"

@@ -83,6 +83,14 @@ def _object(value: object) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+async def first_runs_since(session: AsyncSession, since: datetime) -> dict[int, datetime]:
+    """Each probe's earliest run scheduled since `since` (for charts that start there)."""
+    rows = await session.execute(text(
+        "SELECT probe_id, min(scheduled_for) AS first FROM runs "
+        "WHERE scheduled_for >= :since GROUP BY probe_id"), {"since": since})
+    return {r.probe_id: r.first for r in rows}
+
+
 async def active_alerts(session: AsyncSession) -> Sequence[AlertRow]:
     return (await session.execute(
         select(AlertRow).where(AlertRow.state.in_(("firing", "pending")))

@@ -31,7 +31,6 @@ from sustain.service.db import keys as key_queries
 from sustain.service.db import slos as slo_queries
 from sustain.service.db import status as status_queries
 from sustain.service.domain.keys import bearer_token, key_hash
-from sustain.service.history.windows import aligned_windows
 from sustain.service.web import view
 
 router = APIRouter(include_in_schema=False)
@@ -117,16 +116,15 @@ async def status_page(request: Request, session: SessionDep) -> Response:
         return RedirectResponse("/login", status_code=303)
     now = datetime.now(UTC)
     start = now - timedelta(hours=24)
-    first, edge = start.timestamp(), now.timestamp()
-    # hourly windows clipped to the 24 h: the partial hours at both ends are read run by run
-    hours = [(max(float(a), first), min(float(b), edge))
-             for a, b in aligned_windows(start, now, 3600)]
     alerts = await status_queries.active_alerts(session)
     down = view.down_states([(a.alertname, a.state, a.labels) for a in alerts])
     latest = await status_queries.latest_runs(session)
+    firsts = await status_queries.first_runs_since(session, start)
     cards = []
     for probe in await status_queries.probes(session):
-        hourly = await history.aggregates(session, probe.id, hours, ["ttft", "e2e"])
+        spans = view.chart_windows(max(start, firsts.get(probe.id, start)), now,
+                                   probe.interval_s)
+        hourly = await history.aggregates(session, probe.id, spans, ["ttft", "e2e"])
         cards.append(view.probe_card(probe, latest.get(probe.id), down,
                                      view.day_figures(hourly)))
     bars = [view.slo_bar(s.name, s.objective, s.status.compliance, s.status.budget_remaining)

@@ -3,6 +3,7 @@ per active alert. Pure; service.web.routes reads the database and renders."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -10,6 +11,7 @@ from datetime import datetime
 from sustain.probes.measure.sketch import MetricSketch
 from sustain.service.db.status import LatestRun, ProbeRow
 from sustain.service.history.aggregate import Aggregate, latency_stat
+from sustain.service.history.windows import aligned_windows
 from sustain.service.web.charts import Sparkline, budget_width, sparkline
 
 DOWN_ALERTS = {"SustainEndpointDown": "down", "SustainNoData": "no data"}
@@ -59,7 +61,7 @@ class AlertLine:
 
 @dataclass(frozen=True, slots=True)
 class DayFigures:
-    """A probe's last 24 h, from its hourly aggregates."""
+    """A probe's last 24 h (or since its first run), from its windows' aggregates."""
 
     availability: float | None
     ttft_p99_ms: float | None
@@ -68,9 +70,33 @@ class DayFigures:
     e2e_hourly: list[float | None]
 
 
+CHART_POINTS = 24
+MIN_WINDOW_S = 60
+YOUNG_S = 2 * 3600
+"""A probe whose first run in the last 24 h is younger than this gets a finer chart."""
+
+
+def chart_windows(start: datetime, now: datetime, interval_s: int = 0
+                  ) -> list[tuple[float, float]]:
+    """The windows of a probe's chart over [start, now) (its first run in the last 24 h, or
+    24 h ago), clipped to that span: hours, or, for a probe younger than YOUNG_S, CHART_POINTS
+    windows of at least a minute and at least its interval (so each holds a run), aligned on
+    multiples of their width: a new probe's chart draws from its first runs instead of
+    staying one dot for an hour."""
+    span = (now - start).total_seconds()
+    width = 3600
+    if span < YOUNG_S:
+        width = max(MIN_WINDOW_S, interval_s,
+                    math.ceil(span / CHART_POINTS / MIN_WINDOW_S) * MIN_WINDOW_S)
+        width = math.ceil(width / MIN_WINDOW_S) * MIN_WINDOW_S
+    first, edge = start.timestamp(), now.timestamp()
+    return [(max(float(a), first), min(float(b), edge))
+            for a, b in aligned_windows(start, now, width)]
+
+
 def day_figures(hourly: Sequence[Aggregate]) -> DayFigures:
-    """Hourly p99s, and the whole day's availability and p99s: counts summed and sketches
-    merged over the hours (never an average of hourly percentiles)."""
+    """Each window's p99, and the whole span's availability and p99s: counts summed and
+    sketches merged over the windows (never an average of their percentiles)."""
     attempts = sum(a.attempts for a in hourly)
     successes = sum(a.successes for a in hourly)
     per_hour: dict[str, list[float | None]] = {}

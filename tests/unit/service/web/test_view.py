@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from sustain.probes.measure.percentiles import quantile
 from sustain.probes.measure.sketch import MetricSketch
@@ -12,6 +12,7 @@ from sustain.service.history.aggregate import Aggregate, Counts
 from sustain.service.web.charts import budget_width, sparkline
 from sustain.service.web.view import (
     alert_line,
+    chart_windows,
     day_figures,
     down_states,
     probe_state,
@@ -98,3 +99,17 @@ def test_run_notes_say_what_the_run_measured_beyond_latency() -> None:
                               "failed_turns": 1}, queue_max=6.0)
     assert run_notes(run) == ["cache hits 0%", "canaries 4/10 passed",
                               "2/3 conversations completed", "server queue up to 6"]
+
+
+def test_a_new_probes_chart_draws_from_its_first_runs() -> None:
+    now = datetime(2026, 12, 4, 12, 0, 30, tzinfo=UTC)
+    fresh = chart_windows(now - timedelta(minutes=10), now, 15)
+    assert len(fresh) >= 10  # minute windows, not one hourly dot
+    assert all(b - a <= 60 for a, b in fresh)
+    assert fresh[-1][1] == now.timestamp()
+    sparse = chart_windows(now - timedelta(minutes=30), now, 300)
+    assert all(b - a <= 300 for a, b in sparse)
+    assert len(sparse) in (6, 7)  # one window per run at least
+    day = chart_windows(now - timedelta(hours=24), now)
+    assert 24 <= len(day) <= 25
+    assert all(b - a <= 3600 for a, b in day)
