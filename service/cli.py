@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # imported where used, so that `sustain --help` stays fast
     from sustain.service.evaluation.rules import SloRules
     from sustain.service.export.samples import ExportRequest
     from sustain.service.oneshot import OneShot
+    from sustain.service.probe_flags import ProbeFlags
     from sustain.service.schemas.compare import Comparison
 
 app = typer.Typer(
@@ -377,6 +378,9 @@ def probe(
         help="--api http: text the response must contain.")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object only.")]
     = False,
+    html: Annotated[Path | None, typer.Option(
+        help="Also write the run as one self-contained HTML report (no script, no network) "
+        "to this file.")] = None,
     save: Annotated[bool, typer.Option("--save", help="Store the result as a run.")] = False,
     database_url: DbOpt = None,
     data_dir: DataDirOpt = None,
@@ -413,6 +417,8 @@ def probe(
         raise typer.Exit(2) from None
     if not flags.json_output:
         Console(width=None if sys.stdout.isatty() else 140).print(results(result))
+    if flags.html is not None:
+        _write_report(flags, result)
     run_id = None
     if flags.save:
         settings = load_settings(database_url=flags.database_url, data_dir=flags.data_dir)
@@ -429,6 +435,24 @@ def probe(
     if oneshot.unreachable(result):
         console.print("[red]the endpoint was unreachable for every request[/red]")
         raise typer.Exit(1)
+
+
+def _write_report(flags: ProbeFlags, result: RunResult) -> None:
+    from sustain.probes.measure.sample import Outcome
+    from sustain.service.web.report import render, run_page
+
+    assert flags.html is not None
+    ok = [s for s in result.samples if s.outcome is Outcome.SUCCESS]
+    page = run_page(result.report().model_dump(mode="json"),
+                    f"sustain probe: {flags.base_url}",
+                    f"model {flags.model or '-'} · profile {flags.profile} · "
+                    f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC",
+                    [v for s in ok if (v := s.ttft_ms) is not None], [s.e2e_ms for s in ok])
+    try:
+        flags.html.write_text(render(page), encoding="utf-8")
+    except OSError as exc:
+        console.print(f"[red]--html: cannot write {flags.html} ({exc.strerror})[/red]")
+        raise typer.Exit(2) from None
 
 
 async def _save(url: str, shot: OneShot, result: RunResult) -> int:

@@ -164,6 +164,7 @@ class ProbeFlags(BaseModel):
     expect_status: int = 200
     expect_body: str | None = None
     json_output: bool = False
+    html: Path | None = None
     save: bool = False
     database_url: str | None = None
     data_dir: Path | None = None

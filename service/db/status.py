@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select, text
@@ -95,3 +95,24 @@ async def active_alerts(session: AsyncSession) -> Sequence[AlertRow]:
     return (await session.execute(
         select(AlertRow).where(AlertRow.state.in_(("firing", "pending")))
         .order_by(AlertRow.state, AlertRow.severity, AlertRow.alertname))).scalars().all()
+
+
+MAX_REPORT_SAMPLES = 100_000
+"""Requests a run page's histograms read at most (the first ones recorded)."""
+
+
+async def run_latencies(session: AsyncSession, run_id: int, started_at: datetime | None
+                        ) -> tuple[list[float], list[float]]:
+    """A run's successful requests' TTFT and E2E (ms), for its page's histograms."""
+    rows = await session.execute(text(
+        "SELECT ttft_ms, e2e_ms FROM samples WHERE run_id = :r AND outcome = 'success' "
+        "AND (CAST(:since AS timestamptz) IS NULL OR sent_at >= CAST(:since AS timestamptz)) "
+        "ORDER BY pos LIMIT :n"),
+        {"r": run_id, "since": None if started_at is None else started_at - timedelta(minutes=10),
+         "n": MAX_REPORT_SAMPLES})
+    ttfts, e2es = [], []
+    for ttft, e2e in rows:
+        if ttft is not None:
+            ttfts.append(float(ttft))
+        e2es.append(float(e2e))
+    return ttfts, e2es

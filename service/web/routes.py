@@ -10,9 +10,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from pathlib import Path
+from typing import Annotated
 from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Request
+from fastapi import Path as FastPath
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
@@ -26,12 +28,17 @@ from sustain.service.api.auth import (
 )
 from sustain.service.api.deps import SessionDep, StateDep
 from sustain.service.config import Settings
+from sustain.service.db import compare as compare_queries
 from sustain.service.db import history
 from sustain.service.db import keys as key_queries
 from sustain.service.db import slos as slo_queries
 from sustain.service.db import status as status_queries
+from sustain.service.db.models import Endpoint, Probe, Run
 from sustain.service.domain.keys import bearer_token, key_hash
-from sustain.service.web import view
+from sustain.service.errors import FieldError
+from sustain.service.history.windows import parse_duration
+from sustain.service.schemas.common import MAX_DB_ID
+from sustain.service.web import report, view
 
 router = APIRouter(include_in_schema=False)
 REFRESH_S = 30
@@ -134,3 +141,51 @@ async def status_page(request: Request, session: SessionDep) -> Response:
     return templates().TemplateResponse(request, "status.html", {
         "now": now, "cards": cards, "slos": bars, "alerts": lines, "refresh_s": REFRESH_S,
         "signed_in": None if viewer is ANONYMOUS_VIEWER else viewer.name})
+
+
+@router.get("/runs/{run_id}", response_class=HTMLResponse)
+async def run_report(run_id: Annotated[int, FastPath(ge=1, le=MAX_DB_ID)], request: Request,
+                     session: SessionDep) -> Response:
+    """One run as a page (the report `sustain probe --html` writes): results, the capacity or
+    Pareto chart, latency percentiles and histograms, stages, errors."""
+    if await page_viewer(request) is None:
+        return RedirectResponse("/login", status_code=303)
+    run = await session.get(Run, run_id)
+    probe = None if run is None else await session.get(Probe, run.probe_id)
+    if run is None or probe is None:
+        return HTMLResponse("<!doctype html><title>no such run</title><p>No such run.</p>",
+                            status_code=404)
+    endpoint = await session.get(Endpoint, probe.endpoint_id)
+    ttfts, e2es = await status_queries.run_latencies(session, run.id, run.started_at)
+    scheduled = run.scheduled_for.astimezone(UTC)
+    page = report.run_page(
+        run.summary or {}, f"Run {run.id} of probe {probe.name}",
+        f"model {endpoint.model if endpoint else '-'} · {run.status} · scheduled "
+        f"{scheduled:%Y-%m-%d %H:%M:%S} UTC" + (f" · {run.error}" if run.error else ""),
+        ttfts, e2es)
+    return HTMLResponse(report.render(page))
+
+
+@router.get("/compare", response_class=HTMLResponse)
+async def compare_page(request: Request, session: SessionDep) -> Response:
+    """Probes side by side (`?probe=A&probe=B&window=7d`): the figures of /api/v1/compare and
+    each probe's newest Pareto curve, on shared axes."""
+    if await page_viewer(request) is None:
+        return RedirectResponse("/login", status_code=303)
+    names = request.query_params.getlist("probe")
+    window = request.query_params.get("window", "7d")
+    try:
+        seconds = parse_duration(window)
+        if not 0 < seconds <= 400 * 86400:
+            raise ValueError(window)
+        end = datetime.now(UTC)
+        found = await compare_queries.compare(session, names, end - timedelta(seconds=seconds),
+                                              end)
+    except (ValueError, FieldError) as exc:
+        message = "; ".join(text for _, text in exc.problems) if isinstance(exc, FieldError) \
+            else "window: a duration such as 24h or 7d, at most 400d"
+        return HTMLResponse(report.environment().get_template("compare.html").render(
+            problem=message, found=None, chart=None, window=window), status_code=422)
+    chart = report.pareto_chart([(p.probe, p.pareto) for p in found.probes if p.pareto])
+    return HTMLResponse(report.environment().get_template("compare.html").render(
+        problem=None, found=found, chart=chart, window=window))

@@ -130,9 +130,21 @@ def test_status_page_shows_probes_slos_and_alerts_without_javascript(live: str) 
             run_link = chat.locator("a.run")
             href = run_link.get_attribute("href")
             assert href is not None
-            assert href.startswith("/api/v1/runs/")
+            assert href.startswith("/runs/")
             run_link.click()
-            assert '"probe_id"' in page.content()
+            assert page.locator("h1").inner_text().startswith("Run ")
+            assert "of probe chat" in page.locator("h1").inner_text()
+            assert page.locator("table.latency tr").count() >= 3
+            assert page.locator("figure.histogram svg rect.bar").count() > 0
+            assert page.locator("script").count() == 0
+            page.screenshot(path=str(ARTIFACTS / "run-page.png"), full_page=True)
+
+            page.goto(live + "/compare?probe=chat&probe=dead-probe&window=1d")
+            headers = page.locator("table.compare th[data-probe]").all_inner_texts()
+            assert [h.split("\n")[0] for h in headers] == ["chat", "dead-probe"]
+            assert "availability" in page.locator("table.compare").inner_text()
+            page.goto(live + "/compare?probe=chat&probe=nope")
+            assert "no probe named 'nope'" in page.content()
 
             # signing out ends the session: the page asks for a key again
             page.goto(live + "/")

@@ -33,6 +33,11 @@ async def test_a_capacity_run_is_stored_priced_and_exported(
         assert [(p["run_id"], p["capacity"]) for p in series] == [(run["id"], 2)]
         metrics = samples_of((await api.get("/metrics")).text)
         assert [v for _, v in metrics["sustain_capacity_concurrency"]] == [2.0]
+        page = await api.get(f"/runs/{run['id']}")
+        assert page.status_code == 200
+        assert "Capacity under SLO: 2 (first failing: -)" in page.text
+        assert page.text.count("<circle") == 2  # one point per level measured
+        assert (await api.get("/runs/999999")).status_code == 404
 
 
 async def test_a_search_beyond_the_limits_and_a_bad_deployment_are_refused(

@@ -70,3 +70,18 @@ async def test_two_probes_side_by_side(api: httpx.AsyncClient, app: FastAPI,
     assert table.returncode == 0, table.stderr
     assert "vllm-a" in table.stdout
     assert "TTFT p50 / p99" in table.stdout
+
+
+async def test_the_compare_page_shows_probes_side_by_side(api: httpx.AsyncClient,
+                                                          app: FastAPI) -> None:
+    await seed(app, "vllm-a", 1.0)
+    await seed(app, "sglang-b", 2.0)
+    page = await api.get("/compare", params={"probe": ["vllm-a", "sglang-b"],
+                                             "window": "400d"})
+    assert page.status_code == 200, page.text
+    assert 'data-probe="vllm-a"' in page.text
+    assert 'data-probe="sglang-b"' in page.text
+    assert "<script" not in page.text
+    bad = await api.get("/compare", params={"probe": ["vllm-a", "nope"]})
+    assert bad.status_code == 422
+    assert "no probe named &#39;nope&#39;" in bad.text
