@@ -11,9 +11,14 @@ from sustain.probes.measure.summary import RunSummary
 
 def efficiency(summary: RunSummary, deployment: Deployment) -> Efficiency:
     """The run's efficiency under `deployment` (a figure whose input is missing is None)."""
-    tps = summary.output_token_throughput
     good_tps = None if summary.good_output_tokens is None or summary.duration_s <= 0 \
         else summary.good_output_tokens / summary.duration_s
+    return efficiency_of(summary.output_token_throughput, good_tps, deployment)
+
+
+def efficiency_of(tps: float | None, good_tps: float | None, deployment: Deployment
+                  ) -> Efficiency:
+    """Efficiency from output tokens per second (all, and good ones) under `deployment`."""
     price = deployment.price_per_hour
 
     def per_million(rate: float | None) -> float | None:

@@ -39,6 +39,10 @@ class LatestRun:
     """A sessions run's {conversations, completed, turns, failed_turns}."""
     queue_max: float | None = None
     """Most requests waiting at the server during the run (its metrics_url)."""
+    capacity: dict[str, Any] | None = None
+    """A capacity run's {unit, max_passing, ...} (points left out)."""
+    efficiency: dict[str, Any] | None = None
+    """The run's efficiency under its endpoint's deployment."""
 
 
 async def probes(session: AsyncSession) -> list[ProbeRow]:
@@ -53,7 +57,10 @@ _LATEST = text("""
 SELECT p.id AS probe_id, r.id, r.status, r.scheduled_for, r.finished_at,
        r.summary -> 'cache_hit_ratio' AS cache_hit_ratio, r.summary -> 'quality' AS quality,
        r.summary -> 'sessions' AS sessions,
-       r.summary #> '{server_metrics,waiting,max}' AS queue_max
+       r.summary #> '{server_metrics,waiting,max}' AS queue_max,
+       CASE WHEN jsonb_typeof(r.summary -> 'capacity') = 'object'
+            THEN (r.summary -> 'capacity') - 'points' END AS capacity,
+       r.summary -> 'efficiency' AS efficiency
 FROM probes p
 CROSS JOIN LATERAL (
     SELECT id, status, scheduled_for, finished_at, summary FROM runs
@@ -70,7 +77,8 @@ async def latest_runs(session: AsyncSession) -> dict[int, LatestRun]:
     rows = await session.execute(_LATEST)
     return {r.probe_id: LatestRun(r.id, r.status, r.scheduled_for, r.finished_at,
                                   _number(r.cache_hit_ratio), _object(r.quality),
-                                  _object(r.sessions), _number(r.queue_max))
+                                  _object(r.sessions), _number(r.queue_max),
+                                  _object(r.capacity), _object(r.efficiency))
             for r in rows}
 
 

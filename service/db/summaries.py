@@ -8,12 +8,16 @@ from __future__ import annotations
 import asyncio
 from datetime import datetime
 
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from sustain.probes.measure.deployment import Deployment, Efficiency
+from sustain.probes.measure.efficiency import efficiency_of
 from sustain.probes.measure.percentiles import QUANTILES
 from sustain.probes.measure.run_sketches import METRICS
 from sustain.service.db import drift as drift_queries
 from sustain.service.db import history
+from sustain.service.db.models import Endpoint, Probe, Run
 from sustain.service.evaluation.drift_runs import SketchRow, run_window
 from sustain.service.evaluation.stability import Stability, stability
 from sustain.service.history.aggregate import count_stat, latency_stat
@@ -37,6 +41,7 @@ async def window_summary(session: AsyncSession, probe_id: int, start: datetime,
         for metric in ("ttft", "tpot")}
     throughputs = await drift_queries.run_throughputs(session, probe_id, start, end)
     steadiness = await asyncio.to_thread(run_stability, figures, throughputs)
+    tps = count_stat(agg, "output_token_throughput").value
     return WindowSummary(
         probe_id=probe_id, from_=start, to=end, runs=agg.runs, attempts=agg.attempts,
         successes=agg.successes, availability=count_stat(agg, "availability").value,
@@ -45,7 +50,26 @@ async def window_summary(session: AsyncSession, probe_id: int, start: datetime,
         output_tokens=agg.output_tokens,
         output_token_throughput=count_stat(agg, "output_token_throughput").value,
         good=agg.good, goodput=count_stat(agg, "goodput").value, metrics=metrics,
-        stability=steadiness)
+        stability=steadiness,
+        efficiency=await window_efficiency(session, probe_id, start, end, tps, agg.measured_s))
+
+
+async def window_efficiency(session: AsyncSession, probe_id: int, start: datetime,
+                            end: datetime, tps: float | None, measured_s: float
+                            ) -> Efficiency | None:
+    """The window's efficiency under the probe's endpoint's deployment (as declared now);
+    good tokens summed from the runs' summaries. None without a deployment."""
+    raw = await session.scalar(
+        select(Endpoint.deployment).join(Probe, Probe.endpoint_id == Endpoint.id)
+        .where(Probe.id == probe_id))
+    if not raw:
+        return None
+    good = await session.scalar(
+        select(func.sum(Run.summary["good_output_tokens"].as_integer()))
+        .where(Run.probe_id == probe_id, Run.scheduled_for >= start, Run.scheduled_for < end,
+               Run.attempts.is_not(None)))
+    good_tps = None if good is None or measured_s <= 0 else float(good) / measured_s
+    return efficiency_of(tps, good_tps, Deployment.model_validate(raw))
 
 
 def run_stability(figures: dict[str, list[SketchRow]], throughputs: list[float]

@@ -6,6 +6,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
+from sustain.probes.measure.deployment import Efficiency
 from sustain.probes.measure.run_sketches import MetricName
 from sustain.service.evaluation.stability import Stability
 from sustain.service.history.aggregate import Stat
@@ -68,6 +69,9 @@ class WindowSummary(BaseModel):
     good: int
     goodput: float | None
     metrics: dict[str, MetricSummary]
+    efficiency: Efficiency | None = None
+    """Over the window, under the endpoint's deployment as declared now: tokens/s per
+    accelerator and per kW, cost per million output and good tokens; null without one."""
     stability: dict[str, Stability] = Field(default_factory=dict)
     """Run-to-run coefficient of variation of ttft_p50, ttft_p99, tpot_p50, tpot_p99 and
     output_token_throughput, with a band: < 5 % excellent, 5-10 % good, 10-20 % fair,

@@ -148,6 +148,16 @@ def run_notes(run: LatestRun) -> list[str]:
                      "completed")
     if run.queue_max is not None:
         notes.append(f"server queue up to {run.queue_max:g}")
+    capacity = run.capacity or {}
+    if "max_passing" in capacity:
+        best = capacity["max_passing"]
+        unit = "users" if capacity.get("unit") == "concurrency" else "requests/s"
+        notes.append("no load met the SLO" if best is None
+                     else f"capacity under SLO: {best} {unit}")
+    cost = (run.efficiency or {}).get("cost_per_million_good_tokens")
+    if isinstance(cost, int | float):
+        notes.append(f"{cost:,.4g} {(run.efficiency or {}).get('currency', '')} per million "
+                     "good tokens")
     return notes
 
 

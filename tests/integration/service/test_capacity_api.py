@@ -5,6 +5,7 @@ beyond the load limits is refused naming its field."""
 from __future__ import annotations
 
 import httpx
+import pytest
 
 from tests.conftest import SimulatorHandle
 from tests.integration.service.helpers import create_endpoint, create_probe, samples_of
@@ -33,11 +34,19 @@ async def test_a_capacity_run_is_stored_priced_and_exported(
         assert [(p["run_id"], p["capacity"]) for p in series] == [(run["id"], 2)]
         metrics = samples_of((await api.get("/metrics")).text)
         assert [v for _, v in metrics["sustain_capacity_concurrency"]] == [2.0]
+        window = (await api.get(f"/api/v1/probes/{probe['id']}/summary",
+                                params={"window": "1d"})).json()
+        assert window["efficiency"]["output_tps_per_accelerator"] == pytest.approx(
+            window["output_token_throughput"] / 2)
+        assert window["efficiency"]["currency"] == "USD"
         page = await api.get(f"/runs/{run['id']}")
         assert page.status_code == 200
         assert "Capacity under SLO: 2 (first failing: -)" in page.text
         assert page.text.count("<circle") == 2  # one point per level measured
         assert (await api.get("/runs/999999")).status_code == 404
+        status = (await api.get("/")).text
+        assert "capacity under SLO: 2 users" in status
+        assert "per million good tokens" not in status  # the probe sets no SLO thresholds
 
 
 async def test_a_search_beyond_the_limits_and_a_bad_deployment_are_refused(

@@ -96,9 +96,13 @@ def test_run_notes_say_what_the_run_measured_beyond_latency() -> None:
     run = LatestRun(8, "succeeded", datetime(2026, 12, 4, tzinfo=UTC), None,
                     cache_hit_ratio=0.0, quality={"checked": 10, "passed": 4},
                     sessions={"conversations": 3, "completed": 2, "turns": 8,
-                              "failed_turns": 1}, queue_max=6.0)
+                              "failed_turns": 1}, queue_max=6.0,
+                    capacity={"unit": "concurrency", "max_passing": 8},
+                    efficiency={"cost_per_million_good_tokens": 1.25, "currency": "EUR"})
     assert run_notes(run) == ["cache hits 0%", "canaries 4/10 passed",
-                              "2/3 conversations completed", "server queue up to 6"]
+                              "2/3 conversations completed", "server queue up to 6",
+                              "capacity under SLO: 8 users",
+                              "1.25 EUR per million good tokens"]
 
 
 def test_a_new_probes_chart_draws_from_its_first_runs() -> None:
