@@ -6,6 +6,7 @@ stability figures runs in a worker thread."""
 from __future__ import annotations
 
 import asyncio
+from collections import defaultdict
 from datetime import datetime
 
 from sqlalchemy import func, select
@@ -15,10 +16,11 @@ from sustain.probes.measure.deployment import Deployment, Efficiency
 from sustain.probes.measure.efficiency import efficiency_of
 from sustain.probes.measure.percentiles import QUANTILES
 from sustain.probes.measure.run_sketches import METRICS
+from sustain.probes.measure.sketch import SketchMerger
 from sustain.service.db import drift as drift_queries
 from sustain.service.db import history
 from sustain.service.db.models import Endpoint, Probe, Run
-from sustain.service.evaluation.drift_runs import SketchRow, run_window
+from sustain.service.evaluation.drift_runs import SketchRow
 from sustain.service.evaluation.stability import Stability, stability
 from sustain.service.history.aggregate import count_stat, latency_stat
 from sustain.service.schemas.history import MetricSummary, WindowSummary
@@ -75,8 +77,16 @@ async def window_efficiency(session: AsyncSession, probe_id: int, start: datetim
 def run_stability(figures: dict[str, list[SketchRow]], throughputs: list[float]
                   ) -> dict[str, Stability]:
     """Run-to-run stability of p50 and p99 TTFT and TPOT and of output throughput (decodes
-    every sketch: for a worker thread)."""
-    out = {f"{metric}_{stat}": stability([v.value for v in run_window(rows, stat).values])
-           for metric, rows in figures.items() for stat in ("p50", "p99")}
+    each run's sketches once: for a worker thread)."""
+    out: dict[str, Stability] = {}
+    for metric, rows in figures.items():
+        per_run: dict[int, SketchMerger] = defaultdict(SketchMerger)
+        for run_id, _, data in rows:
+            per_run[run_id].add(data)
+        merged = [merger.result() for merger in per_run.values()]
+        for stat in ("p50", "p99"):
+            values = [v for sketch in merged
+                      if (v := latency_stat(sketch, stat).value) is not None and v > 0]
+            out[f"{metric}_{stat}"] = stability(values)
     out["output_token_throughput"] = stability(throughputs)
     return out
