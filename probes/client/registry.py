@@ -56,38 +56,35 @@ trace profile's loaded trace (each request's lengths), else None."""
 def openai_over_http1(clients: HttpClients, target: Target, workload: Workload,
                       headers: Mapping[str, str], datasets: DatasetPolicy,
                       replay: Replay | None = None) -> PrepareFn:
-    builder = RequestBuilder(workload, target.api_kind, target.model, datasets, replay)
     pool = clients.pool(tls_verify=target.tls_verify)
-
-    def prepare(seq: int, dialogue: Dialogue | None = None) -> SendFn:
-        if dialogue is None:
-            expect = builder.expectation(seq)
-            send: SendFn = partial(send_openai_http1, pool, target,
-                                   encode_request(builder.body(seq), headers), workload.stream,
-                                   keep_reply=expect is not None)
-            return send if expect is None else scored(send, expect)
-        return partial(send_openai_http1, pool, target, turn_request(builder, seq, dialogue,
-                                                                     headers),
-                       workload.stream, keep_reply=True)
-    return prepare
+    return openai_prepare(partial(send_openai_http1, pool, target), target, workload, headers,
+                          datasets, replay)
 
 
 def openai_over_httpx(clients: HttpClients, target: Target, workload: Workload,
                       headers: Mapping[str, str], datasets: DatasetPolicy,
                       replay: Replay | None = None) -> PrepareFn:
-    builder = RequestBuilder(workload, target.api_kind, target.model, datasets, replay)
     client = clients.httpx(tls_verify=target.tls_verify, http2=True)
+    return openai_prepare(partial(send_openai_httpx, client, target), target, workload,
+                          headers, datasets, replay)
+
+
+def openai_prepare(transport: Callable[..., Awaitable[Measurement]], target: Target,
+                   workload: Workload, headers: Mapping[str, str], datasets: DatasetPolicy,
+                   replay: Replay | None) -> PrepareFn:
+    """`prepare` over a transport bound to its connections and target (called as
+    transport(encoded, stream, t_send_ns, keep_reply=...)): a request keeps its reply when it
+    is a session's turn (the history needs it) or a quality canary (scored, then let go)."""
+    builder = RequestBuilder(workload, target.api_kind, target.model, datasets, replay)
 
     def prepare(seq: int, dialogue: Dialogue | None = None) -> SendFn:
-        if dialogue is None:
-            expect = builder.expectation(seq)
-            send: SendFn = partial(send_openai_httpx, client, target,
-                                   encode_request(builder.body(seq), headers), workload.stream,
-                                   keep_reply=expect is not None)
-            return send if expect is None else scored(send, expect)
-        return partial(send_openai_httpx, client, target, turn_request(builder, seq, dialogue,
-                                                                       headers),
-                       workload.stream, keep_reply=True)
+        if dialogue is not None:
+            return partial(transport, turn_request(builder, seq, dialogue, headers),
+                           workload.stream, keep_reply=True)
+        expect = builder.expectation(seq)
+        send: SendFn = partial(transport, encode_request(builder.body(seq), headers),
+                               workload.stream, keep_reply=expect is not None)
+        return send if expect is None else scored(send, expect)
     return prepare
 
 
