@@ -13,15 +13,13 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.deploy.helm import CHART, ROOT, by_kind, helm, render
 from tests.processes import sustain_command
 from tests.tools import require_tool
 
-helm = pytest.importorskip("helm_python", reason="helm-python-sdk (test extra) not installed")
 kubernetes_validate = pytest.importorskip(
     "kubernetes_validate", reason="kubernetes-validate (test extra) not installed")
 
-ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "deploy" / "helm" / "sustain"
 KUBERNETES = "1.37.0"
 CRDS = {"ServiceMonitor", "PrometheusRule"}
 BASE = {"database": {"existingSecret": "sustain-db"}}
@@ -33,18 +31,6 @@ EVERYTHING = {
     "apiKeys": {"existingSecret": "sustain-keys"},
     "secretEnv": [{"name": "OPENAI_API_KEY", "secretName": "llm", "key": "openai"}],
 }
-
-
-def render(values: dict[str, Any]) -> list[dict[str, Any]]:
-    chart = helm.Chart.load(CHART)
-    chart.validate_schema(values)
-    files = chart.render(values, name="sustain", namespace="monitoring", is_install=True)
-    return [doc for path, text in sorted(files.items()) if not path.endswith("NOTES.txt")
-            for doc in yaml.safe_load_all(text) if doc]
-
-
-def by_kind(manifests: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {m["kind"]: m for m in manifests}
 
 
 @pytest.mark.parametrize("values", [

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Build the image sustain:dev from the repository's Dockerfile, and nothing else.
+#
+#   deploy/build-image.sh [--tag NAME:TAG]... [--base-only]
+#
+# The Dockerfile starts FROM python:3.11-slim-bookworm. Where a registry answers, that base is
+# pulled as usual. Where none does (an air-gapped build host, or CI machines with PyPI and
+# Debian's mirror but no image registry), a stand-in is made once with mmdebstrap from Debian
+# bookworm (python3, python3-venv, python-is-python3, ca-certificates) and `docker import`ed
+# under the same name, so the Dockerfile stays the one a registry build uses. The host's own CA
+# certificates (/usr/local/share/ca-certificates) go into that stand-in, and pip inside it is
+# told to trust the system bundle, so a build behind a TLS-inspecting proxy can still reach PyPI.
+#
+# Idempotent: a base already in the engine is kept; the build itself uses Docker's layer cache.
+# Needs: a running Docker engine; mmdebstrap only when the base must be made.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BASE="python:3.11-slim-bookworm"
+SUITE="bookworm"
+MIRROR="${SUSTAIN_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+TAGS=()
+BASE_ONLY=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --tag) TAGS+=("$2"); shift 2 ;;
+        --base-only) BASE_ONLY=1; shift ;;
+        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        *) echo "build-image.sh: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+if [ ${#TAGS[@]} -eq 0 ]; then TAGS=("sustain:dev"); fi
+
+log() { echo "build-image: $*" >&2; }
+
+make_base() {
+    # A Debian bookworm root with what the Dockerfile's stages use, imported as $BASE.
+    local work
+    work="$(mktemp -d)"
+    trap 'rm -rf "$work"' RETURN
+    local hooks=()
+    if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+        hooks+=(--customize-hook='mkdir -p "$1/usr/local/share/ca-certificates"')
+        for crt in /usr/local/share/ca-certificates/*.crt; do
+            hooks+=(--customize-hook="copy-in $crt /usr/local/share/ca-certificates/")
+        done
+        hooks+=(--customize-hook='chroot "$1" update-ca-certificates --fresh >/dev/null')
+    fi
+    log "making $BASE with mmdebstrap ($SUITE from $MIRROR)"
+    mmdebstrap --quiet --variant=minbase \
+        --include=python3,python3-venv,python-is-python3,ca-certificates \
+        --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \
+        "${hooks[@]}" \
+        "$SUITE" "$work/base.tar" "$MIRROR"
+    docker import \
+        --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+        --change 'ENV LANG=C.UTF-8' \
+        --change 'ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt' \
+        --change 'CMD ["python3"]' \
+        --message "stand-in for $BASE: mmdebstrap $SUITE minbase + python3" \
+        "$work/base.tar" "$BASE" >/dev/null
+    log "imported $BASE"
+}
+
+if docker image inspect "$BASE" >/dev/null 2>&1; then
+    log "$BASE is present"
+elif timeout 120 docker pull --quiet "$BASE" >/dev/null 2>&1; then
+    log "pulled $BASE"
+else
+    log "no registry answered for $BASE"
+    command -v mmdebstrap >/dev/null || { log "mmdebstrap is needed to make the base"; exit 1; }
+    make_base
+fi
+if [ "$BASE_ONLY" -eq 1 ]; then exit 0; fi
+
+ARGS=()
+for tag in "${TAGS[@]}"; do ARGS+=(--tag "$tag"); done
+log "building ${TAGS[*]}"
+DOCKER_BUILDKIT="${DOCKER_BUILDKIT:-0}" docker build --quiet "${ARGS[@]}" . >/dev/null
+log "built ${TAGS[*]}"
