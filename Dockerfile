@@ -3,6 +3,9 @@
 # is needed for them on this base). Final stage: the slim base, that venv, a non-root user.
 
 FROM python:3.11-slim-bookworm AS build
+# Marks the build stage's image, which the legacy builder leaves behind untagged, so that
+# deploy/build-image.sh can remove it (and nothing else) afterwards.
+LABEL org.sustain.stage="build"
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src

@@ -17,6 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BASE="python:3.11-slim-bookworm"
+BUILD_CACHE="sustain-build-stage:cache"
 SUITE="bookworm"
 MIRROR="${SUSTAIN_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 TAGS=()
@@ -33,6 +34,8 @@ if [ ${#TAGS[@]} -eq 0 ]; then TAGS=("sustain:dev"); fi
 
 log() { echo "build-image: $*" >&2; }
 
+# The hooks' "$1" is mmdebstrap's root folder, expanded by mmdebstrap, not here.
+# shellcheck disable=SC2016
 make_base() {
     # A Debian bookworm root with what the Dockerfile's stages use, imported as $BASE.
     local work
@@ -76,5 +79,19 @@ if [ "$BASE_ONLY" -eq 1 ]; then exit 0; fi
 ARGS=()
 for tag in "${TAGS[@]}"; do ARGS+=(--tag "$tag"); done
 log "building ${TAGS[*]}"
-DOCKER_BUILDKIT="${DOCKER_BUILDKIT:-0}" docker build --quiet "${ARGS[@]}" . >/dev/null
+build() {
+    local out
+    out="$(mktemp)"
+    if ! DOCKER_BUILDKIT="${DOCKER_BUILDKIT:-0}" docker build --quiet "$@" . >"$out" 2>&1; then
+        cat "$out" >&2
+        rm -f "$out"
+        exit 1
+    fi
+    rm -f "$out"
+}
+# Without BuildKit the build stage's image is the layer cache of the next build: tagged, it
+# stays; the one it replaces becomes untagged and goes (only images labelled as that stage).
+build --target build --tag "$BUILD_CACHE"
+build "${ARGS[@]}"
+docker image prune --force --filter label=org.sustain.stage=build >/dev/null
 log "built ${TAGS[*]}"

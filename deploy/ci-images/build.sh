@@ -4,8 +4,8 @@
 #
 #   deploy/ci-images/build.sh
 #
-# For each image the compose file names: kept if the engine has it, pulled if a registry
-# answers, else built from this folder's Dockerfile (Debian bookworm packages on the base that
+# For each image the compose file names: kept if the engine has the upstream image, pulled if
+# a registry answers, else built (or rebuilt, if a stand-in is there) from this folder's Dockerfile (Debian bookworm packages on the base that
 # deploy/build-image.sh makes) and tagged with the upstream name, so `docker compose up` runs
 # the compose file users run. The three builds go in parallel; Docker's layer cache makes a
 # second run instant.
@@ -31,11 +31,18 @@ PIDS=()
 LOGS=()
 for dir in postgres prometheus alertmanager; do
     tag="$(compose_tag "${REPOS[$dir]}")"
+    stand_in="absent"
     if docker image inspect "$tag" >/dev/null 2>&1; then
-        log "$tag is present"
+        stand_in="$(docker image inspect --format \
+            '{{index .Config.Labels "org.sustain.stand-in"}}' "$tag")"
+    fi
+    if [ "$stand_in" != "absent" ] && [ "$stand_in" != "true" ]; then
+        log "$tag is present (the upstream image)"
         continue
     fi
-    if timeout 120 docker pull --quiet "$tag" >/dev/null 2>&1; then
+    # A stand-in already here is rebuilt (instant from the layer cache unless its folder
+    # changed); an absent image is pulled where a registry answers.
+    if [ "$stand_in" = "absent" ] && timeout 120 docker pull --quiet "$tag" >/dev/null 2>&1; then
         log "pulled $tag"
         continue
     fi
