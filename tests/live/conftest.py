@@ -19,7 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.live.docker import DEPLOY, ROOT, docker, engine_answers, run_script, wait_for_engine
+from tests.live.docker import (
+    DEPLOY,
+    ROOT,
+    DockerError,
+    engine_answers,
+    run_script,
+    wait_for_engine,
+)
 from tests.live.stack import ComposeStack
 
 ORDER = ["test_image.py", "test_compose_stack.py", "test_helm_pod.py", "test_compose_down.py"]
@@ -60,7 +67,10 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     process: subprocess.Popen[bytes] | None = None
     if os.geteuid() != 0 and not (shutil.which("docker") and engine_answers()):
         _unavailable("no Docker engine answers and this user cannot start one (not root)")
-    run_script(DEPLOY / "ci-images" / "engine.sh", timeout_s=600)
+    try:
+        run_script(DEPLOY / "ci-images" / "engine.sh", timeout_s=600)
+    except DockerError as error:
+        _unavailable(f"installing the engine failed: {error}")
     if not engine_answers():
         log = tmp_path_factory.mktemp("dockerd") / "dockerd.log"
         with log.open("wb") as out:
@@ -98,17 +108,10 @@ def stack(images: None) -> Iterator[ComposeStack]:
     del images  # needed built, not used
     compose = ComposeStack(ROOT / "docker-compose.yml", project="sustain-live")
     started = time.monotonic()
-    compose.up()
-    TIMINGS["compose up"] = time.monotonic() - started
     try:
+        compose.up()
+        TIMINGS["compose up"] = time.monotonic() - started
         yield compose
     finally:
         compose.down()
 
-
-def container_name(prefix: str) -> str:
-    """A name no other session's container has."""
-    return f"{prefix}-{os.getpid()}-{time.monotonic_ns() % 1_000_000}"
-
-
-__all__ = ["container_name", "docker"]

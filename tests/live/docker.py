@@ -76,3 +76,8 @@ def remove(containers: Sequence[str]) -> None:
     """Force-remove containers this test made (by the IDs or names it gave them)."""
     if containers:
         docker("rm", "--force", "--volumes", *containers, check=False)
+
+
+def container_name(prefix: str) -> str:
+    """A name no other session's container has."""
+    return f"{prefix}-{os.getpid()}-{time.monotonic_ns() % 1_000_000}"

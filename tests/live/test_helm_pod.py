@@ -15,8 +15,7 @@ import httpx
 import yaml
 
 from tests.deploy.helm import by_kind, render
-from tests.live.conftest import container_name
-from tests.live.docker import ROOT, docker, inspect, published_port, remove
+from tests.live.docker import ROOT, container_name, docker, inspect, published_port, remove
 from tests.live.pod import Cluster, run_flags, translate
 from tests.live.stack import ComposeStack
 from tests.processes import ADMIN_HEADERS, TEST_ADMIN_KEY, wait_until

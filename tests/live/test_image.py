@@ -10,8 +10,7 @@ import time
 import httpx
 import pytest
 
-from tests.live.conftest import container_name
-from tests.live.docker import docker, inspect, published_port, remove
+from tests.live.docker import container_name, docker, inspect, published_port, remove
 from tests.processes import wait_until
 
 GRACE_S = 20
