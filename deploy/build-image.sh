@@ -3,6 +3,8 @@
 #
 #   deploy/build-image.sh [--tag NAME:TAG]... [--base-only]
 #
+# --tag names the image (repeatable; given, it replaces the default sustain:dev).
+#
 # The Dockerfile starts FROM python:3.11-slim-bookworm. Where a registry answers, that base is
 # pulled as usual. Where none does (an air-gapped build host, or CI machines with PyPI and
 # Debian's mirror but no image registry), a stand-in is made once with mmdebstrap from Debian
@@ -24,7 +26,9 @@ TAGS=()
 BASE_ONLY=0
 while [ $# -gt 0 ]; do
     case "$1" in
-        --tag) TAGS+=("$2"); shift 2 ;;
+        --tag)
+            if [ $# -lt 2 ]; then echo "build-image.sh: --tag needs NAME:TAG" >&2; exit 2; fi
+            TAGS+=("$2"); shift 2 ;;
         --base-only) BASE_ONLY=1; shift ;;
         -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
         *) echo "build-image.sh: unknown argument $1" >&2; exit 2 ;;
@@ -34,13 +38,21 @@ if [ ${#TAGS[@]} -eq 0 ]; then TAGS=("sustain:dev"); fi
 
 log() { echo "build-image: $*" >&2; }
 
+case "$MIRROR" in
+    *://*@*)
+        # It would be logged, on mmdebstrap's command line and in the image's sources.list.
+        log "SUSTAIN_DEBIAN_MIRROR must not hold credentials (use /etc/apt/auth.conf.d)"
+        exit 2 ;;
+esac
+WORK=""
+trap 'if [ -n "$WORK" ]; then rm -rf "$WORK"; fi' EXIT
+STAND_IN_MESSAGE="sustain stand-in for $BASE"
+
 # The hooks' "$1" is mmdebstrap's root folder, expanded by mmdebstrap, not here.
 # shellcheck disable=SC2016
 make_base() {
     # A Debian bookworm root with what the Dockerfile's stages use, imported as $BASE.
-    local work
-    work="$(mktemp -d)"
-    trap 'rm -rf "$work"' RETURN
+    WORK="$(mktemp -d)"
     local hooks=()
     if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
         hooks+=(--customize-hook='mkdir -p "$1/usr/local/share/ca-certificates"')
@@ -54,21 +66,30 @@ make_base() {
         --include=python3,python3-venv,python-is-python3,ca-certificates \
         --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \
         "${hooks[@]}" \
-        "$SUITE" "$work/base.tar" "$MIRROR"
+        "$SUITE" "$WORK/base.tar" "$MIRROR"
     docker import \
         --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
         --change 'ENV LANG=C.UTF-8' \
         --change 'ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt' \
         --change 'CMD ["python3"]' \
-        --message "stand-in for $BASE: mmdebstrap $SUITE minbase + python3" \
-        "$work/base.tar" "$BASE" >/dev/null
+        --message "$STAND_IN_MESSAGE: mmdebstrap $SUITE minbase + python3" \
+        "$WORK/base.tar" "$BASE" >/dev/null
     log "imported $BASE"
 }
 
+# The upstream base is kept once here; a stand-in made earlier gives way to the upstream one as
+# soon as a registry answers (its import message marks it: labels would be inherited).
+PRESENT=""
 if docker image inspect "$BASE" >/dev/null 2>&1; then
+    PRESENT="$(docker image inspect --format '{{.Comment}}' "$BASE")"
+    PRESENT="${PRESENT:-upstream}"
+fi
+if [ -n "$PRESENT" ] && [ "${PRESENT#"$STAND_IN_MESSAGE"}" = "$PRESENT" ]; then
     log "$BASE is present"
 elif timeout 120 docker pull --quiet "$BASE" >/dev/null 2>&1; then
     log "pulled $BASE"
+elif [ -n "$PRESENT" ]; then
+    log "$BASE is present (the stand-in made here; no registry answered)"
 else
     log "no registry answered for $BASE"
     command -v mmdebstrap >/dev/null || { log "mmdebstrap is needed to make the base"; exit 1; }

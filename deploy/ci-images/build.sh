@@ -29,6 +29,9 @@ compose_tag() {
 declare -A REPOS=([postgres]=postgres [prometheus]=prom/prometheus [alertmanager]=prom/alertmanager)
 PIDS=()
 LOGS=()
+RUNNING=()
+# Whatever ends this script ends the builds it started and removes their logs.
+trap 'for pid in "${RUNNING[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -f "${LOGS[@]}"' EXIT
 for dir in postgres prometheus alertmanager; do
     tag="$(compose_tag "${REPOS[$dir]}")"
     stand_in="absent"
@@ -40,9 +43,9 @@ for dir in postgres prometheus alertmanager; do
         log "$tag is present (the upstream image)"
         continue
     fi
-    # A stand-in already here is rebuilt (instant from the layer cache unless its folder
-    # changed); an absent image is pulled where a registry answers.
-    if [ "$stand_in" = "absent" ] && timeout 120 docker pull --quiet "$tag" >/dev/null 2>&1; then
+    # Absent or a stand-in: the upstream image where a registry answers, else the stand-in
+    # (re)built, instant from the layer cache unless its folder changed.
+    if timeout 120 docker pull --quiet "$tag" >/dev/null 2>&1; then
         log "pulled $tag"
         continue
     fi
@@ -52,11 +55,12 @@ for dir in postgres prometheus alertmanager; do
     DOCKER_BUILDKIT="${DOCKER_BUILDKIT:-0}" docker build --quiet --tag "$tag" "$HERE/$dir" \
         >"$out" 2>&1 &
     PIDS+=("$!|$tag|$out")
+    RUNNING+=("$!")
 done
 FAILED=0
 for entry in "${PIDS[@]}"; do
     IFS="|" read -r pid tag out <<<"$entry"
     if wait "$pid"; then log "built $tag"; else log "building $tag failed:"; cat "$out" >&2; FAILED=1; fi
 done
-rm -f "${LOGS[@]}"
+RUNNING=()
 exit "$FAILED"

@@ -11,14 +11,26 @@ set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 log() { echo "engine: $*" >&2; }
 SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+# Never a password prompt: sudo -n fails at once where it would ask.
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo -n"; fi
 
-if ! command -v dockerd >/dev/null 2>&1 || ! command -v mmdebstrap >/dev/null 2>&1 \
-    || ! command -v docker >/dev/null 2>&1; then
-    log "installing docker.io and mmdebstrap (Debian)"
+# Each piece only where it is missing; an engine already installed (Docker CE, say) is never
+# replaced (--no-remove: apt refuses rather than remove a conflicting package).
+PACKAGES=()
+if ! command -v dockerd >/dev/null 2>&1 && ! command -v docker >/dev/null 2>&1; then
+    PACKAGES+=(docker.io)
+elif ! command -v dockerd >/dev/null 2>&1 && ! docker info >/dev/null 2>&1; then
+    PACKAGES+=(docker.io)  # only the client is here, and no engine answers
+fi
+if ! command -v mmdebstrap >/dev/null 2>&1; then PACKAGES+=(mmdebstrap); fi
+if ! docker compose version >/dev/null 2>&1 && ! python3 -m venv --help >/dev/null 2>&1; then
+    PACKAGES+=(python3-venv)
+fi
+if [ ${#PACKAGES[@]} -gt 0 ]; then
+    log "installing ${PACKAGES[*]} (Debian)"
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
     $SUDO env DEBIAN_FRONTEND=noninteractive \
-        apt-get install -y -qq --no-install-recommends docker.io mmdebstrap >/dev/null
+        apt-get install -y -qq --no-install-recommends --no-remove "${PACKAGES[@]}" >/dev/null
 fi
 
 if ! docker compose version >/dev/null 2>&1; then

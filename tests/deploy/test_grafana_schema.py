@@ -39,8 +39,9 @@ def checker(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("schema-check")
     for name in ("package.json", "package-lock.json", "tsconfig.json", "dashboard-types.ts"):
         shutil.copy(SCHEMA_CHECK / name, folder / name)
-    subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=folder,
-                   check=True, capture_output=True, timeout=300)
+    done = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+                          cwd=folder, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, f"npm ci failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return folder
 
 

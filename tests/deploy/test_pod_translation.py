@@ -41,7 +41,8 @@ def test_the_deployment_becomes_locked_down_docker_run_flags(tmp_path: Path) -> 
     assert "postgresql://u:p@db/x" not in " ".join(argv), "secrets go by environment only"
 
 
-@pytest.mark.parametrize("fault", ["pod field", "container field", "capability", "volume"])
+@pytest.mark.parametrize("fault", ["pod field", "container field", "capability", "volume",
+                                   "configMap items", "emptyDir medium", "exec probe"])
 def test_a_field_the_translation_does_not_know_is_refused(tmp_path: Path, fault: str) -> None:
     manifests = render(VALUES)
     pod = copy.deepcopy(by_kind(manifests)["Deployment"]["spec"]["template"]["spec"])
@@ -52,7 +53,14 @@ def test_a_field_the_translation_does_not_know_is_refused(tmp_path: Path, fault:
         container["lifecycle"] = {"preStop": {"exec": {"command": ["sleep", "5"]}}}
     elif fault == "capability":
         container["securityContext"]["seLinuxOptions"] = {"level": "s0"}
-    else:
+    elif fault == "volume":
         pod["volumes"][0] = {"name": pod["volumes"][0]["name"], "hostPath": {"path": "/"}}
-    with pytest.raises(AssertionError, match="not"):
+    elif fault == "configMap items":
+        config = next(v for v in pod["volumes"] if "configMap" in v)
+        config["configMap"]["items"] = [{"key": "sustain.yaml", "path": "other.yaml"}]
+    elif fault == "emptyDir medium":
+        next(v for v in pod["volumes"] if "emptyDir" in v)["emptyDir"]["medium"] = "Memory"
+    else:
+        container["livenessProbe"] = {"exec": {"command": ["true"]}}
+    with pytest.raises(AssertionError, match=r"does not handle|not translated"):
         translate(pod, _cluster(tmp_path, manifests))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -78,18 +79,29 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
                                        start_new_session=True)
         try:
             wait_for_engine(60)
-        except AssertionError:
-            process.terminate()
-            _unavailable(f"dockerd did not start: {log.read_text()[-2000:]}")
+        except BaseException:
+            _stop(process)
+            if os.environ.get("CI"):
+                raise
+            pytest.skip(f"live deploy suite: dockerd did not start: {log.read_text()[-2000:]}")
     TIMINGS["engine"] = time.monotonic() - started
-    yield
-    if process is not None:
-        process.terminate()  # by PID: dockerd stops its containers, then exits
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+    try:
+        yield
+    finally:
+        if process is not None:
+            _stop(process)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """Stop the dockerd this session started, by its PID: SIGTERM (it stops its containers and
+    its containerd, then exits); if it has not within 60 s, SIGKILL to its process group (its
+    own session, so its containerd and shims go with it)."""
+    process.terminate()
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
 
 
 @pytest.fixture(scope="session")

@@ -48,8 +48,11 @@ def engine_answers() -> bool:
     """Whether a Docker engine answers on the default socket."""
     if shutil.which("docker") is None:
         return False
-    return docker("info", "--format", "{{.ServerVersion}}", timeout_s=30,
-                  check=False).returncode == 0
+    try:
+        return docker("info", "--format", "{{.ServerVersion}}", timeout_s=30,
+                      check=False).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
 
 
 def wait_for_engine(timeout_s: float) -> None:
@@ -64,8 +67,11 @@ def wait_for_engine(timeout_s: float) -> None:
 def run_script(script: Path, *args: str, timeout_s: float = 900) -> float:
     """Run one of deploy/'s scripts; seconds it took. DockerError with its output on failure."""
     started = time.monotonic()
-    done = subprocess.run([str(script), *args], capture_output=True, text=True,
-                          timeout=timeout_s, check=False, cwd=ROOT)
+    try:
+        done = subprocess.run([str(script), *args], capture_output=True, text=True,
+                              timeout=timeout_s, check=False, cwd=ROOT)
+    except subprocess.TimeoutExpired as error:
+        raise DockerError(f"{script.relative_to(ROOT)} took over {timeout_s:.0f} s") from error
     if done.returncode != 0:
         raise DockerError(f"{script.relative_to(ROOT)} exited {done.returncode}:\n"
                           f"{done.stdout[-4000:]}\n{done.stderr[-4000:]}")

@@ -116,10 +116,13 @@ def _volumes(pod_volumes: list[dict[str, Any]], mounts: list[dict[str, Any]],
     for mount in mounts:
         _unknown("volumeMount", set(mount), {"name", "mountPath", "readOnly"})
         volume = volumes[mount["name"]]
+        _unknown(f"volume {mount['name']}", set(volume), {"name", "emptyDir", "configMap"})
         if "emptyDir" in volume:
+            _unknown("emptyDir", set(volume["emptyDir"]), set())
             # A pod's emptyDir is a fresh, writable, world-writable directory.
             flags += ["--tmpfs", f"{mount['mountPath']}:rw,exec,mode=1777"]
         elif "configMap" in volume:
+            _unknown("configMap volume", set(volume["configMap"]), {"name"})
             data = cluster.config_maps[volume["configMap"]["name"]]
             folder = cluster.volume_root / mount["name"]
             folder.mkdir(parents=True, exist_ok=True)
@@ -153,7 +156,10 @@ def translate(pod: dict[str, Any], cluster: Cluster) -> Translated:
     for kind in ("readinessProbe", "livenessProbe"):
         probe = container.get(kind)
         if probe:
+            _unknown(kind, set(probe), {"httpGet", "initialDelaySeconds", "periodSeconds",
+                                        "failureThreshold", "timeoutSeconds"})
             get = probe["httpGet"]
+            _unknown(f"{kind}.httpGet", set(get), {"path", "port"})
             assert get["port"] in out.ports or isinstance(get["port"], int)
             path = str(get["path"])
             if kind == "readinessProbe":

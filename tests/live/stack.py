@@ -39,6 +39,7 @@ class ComposeStack:
     def up(self) -> None:
         taken = [f"{name} ({port})" for name, port in PORTS.items() if _port_taken(port)]
         assert not taken, f"loopback ports the compose file publishes are taken: {taken}"
+        self.down()  # what a crashed earlier session may have left (volumes included)
         self.compose("up", "--detach", "--wait", "--wait-timeout", "240", "--no-build",
                      "--pull", "never", *SERVICES, timeout_s=300)
 

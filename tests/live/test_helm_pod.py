@@ -32,8 +32,9 @@ VALUES: dict[str, Any] = {
 
 def test_the_charts_pods_migrate_and_serve_on_the_compose_postgres(
         stack: ComposeStack, tmp_path: Path) -> None:
-    stack.compose("exec", "-T", "postgres", "psql", "--username", "sustain", "--dbname",
-                  "sustain", "--command", f"CREATE DATABASE {DATABASE}")
+    for sql in (f"DROP DATABASE IF EXISTS {DATABASE}", f"CREATE DATABASE {DATABASE}"):
+        stack.compose("exec", "-T", "postgres", "psql", "--username", "sustain", "--dbname",
+                      "sustain", "--command", sql)
     manifests = render(VALUES)
     kinds = by_kind(manifests)
     cluster = Cluster(
