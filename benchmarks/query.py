@@ -42,7 +42,7 @@ from sustain.service.db import partitions
 from sustain.service.db.engine import create_engine
 from sustain.service.domain.finals import RunFinal
 from sustain.service.domain.rows import SampleTuple, sample_tuple
-from sustain.service.ingest.writer import store
+from sustain.service.ingest.store import store
 from tests.integration.service.storage import create_probe_rows, final_of, synthetic_samples
 
 DATABASE = "sustain_bench_query"

@@ -35,6 +35,7 @@ from sustain.service.api.routes import (
 from sustain.service.config import Settings
 from sustain.service.domain.keys import Role
 from sustain.service.runtime import Replica
+from sustain.service.strict_json import StrictJSONResponse
 from sustain.service.web import routes as web_routes
 from sustain.service.web.headers import SecurityHeadersMiddleware
 
@@ -80,14 +81,16 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
     # log need an admin for both.
     readers = [Depends(Access(read=Role.viewer, write=Role.editor))]
     admins = [Depends(Access(read=Role.admin, write=Role.admin))]
-    api = APIRouter(prefix=API_PREFIX)
+    # Every JSON answer goes through the strict encoder (a NaN or infinity fails loudly
+    # instead of reaching a client); FastAPI's own fast path would write it as null.
+    api = APIRouter(prefix=API_PREFIX, default_response_class=StrictJSONResponse)
     for module in (endpoints, probes, history, drift, runs, replicas, slos, alerts,
                    silences, notifiers, deliveries, compare):
         api.include_router(module.router, dependencies=readers)
     for module in (keys, audit):
         api.include_router(module.router, dependencies=admins)
     app.include_router(api)
-    app.include_router(health.router)
+    app.include_router(health.router, default_response_class=StrictJSONResponse)
     app.include_router(metrics.router, dependencies=readers if settings.metrics_auth else [])
     app.include_router(web_routes.router)
     return app

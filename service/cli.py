@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import sys
@@ -23,6 +22,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from sustain.service import strict_json
 from sustain.service.config import Settings
 from sustain.service.db.embedded import DataDirInUseError, EmbeddedPostgres
 from sustain.service.db.engine import create_engine, safe_url, session_factory
@@ -429,7 +429,7 @@ def probe(
         report = json_report(result)
         if run_id is not None:
             report["run_id"] = run_id
-        print(json.dumps(report))
+        print(strict_json.dumps(report))
     elif run_id is not None:
         console.print(f"saved as run {run_id}")
     if oneshot.unreachable(result):
@@ -630,7 +630,7 @@ def compare(
             console.print(f"[red]{exc}[/red]")
             raise typer.Exit(2) from None
     if json_output:
-        print(found.model_dump_json(by_alias=True))
+        print(strict_json.dumps(found.model_dump(mode="json", by_alias=True)))
         return
     Console(width=None if sys.stdout.isatty() else 160).print(comparison_table(found))
 
@@ -758,7 +758,7 @@ def keys_list(database_url: DbOpt = None, data_dir: DataDirOpt = None,
 
     found = _keys("list", database_url, data_dir)
     if json_output:
-        print(json.dumps([k.model_dump(mode="json") for k in found]))
+        print(strict_json.dumps([k.model_dump(mode="json") for k in found]))
         return
     table = Table("id", "name", "role", "prefix", "created", "last used", "revoked")
     for k in found:

@@ -16,6 +16,7 @@ from prometheus_client.registry import Collector
 from sustain.probes.measure.sample import Outcome, Sample
 from sustain.service.db.runs import LastRun
 from sustain.service.db.slos import SloSnapshot
+from sustain.service.domain.refusals import REASONS
 from sustain.service.evaluation.slo_status import window_label
 from sustain.service.ingest.buffer import SampleBuffer
 from sustain.service.ingest.writer import SampleWriter
@@ -223,8 +224,17 @@ class WriteBufferCollector(Collector):
             "Samples discarded because their run was deleted before they were written.",
             value=self.writer.orphaned_total)
         yield CounterMetricFamily(
-            "sustain_write_failures", "Failed attempts to write a batch (each is retried).",
+            "sustain_write_failures",
+            "Failed attempts to write a batch while the database was unavailable (each is "
+            "retried).",
             value=self.writer.failures_total)
+        rejected = CounterMetricFamily(
+            "sustain_storage_rejected",
+            "Records the database refused (kept in dead_letters, their run failed), by reason.",
+            labels=["reason"])
+        for reason in REASONS:
+            rejected.add_metric([reason], self.writer.refusals.by_reason[reason])
+        yield rejected
 
 
 class Metrics:

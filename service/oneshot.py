@@ -40,7 +40,7 @@ from sustain.service.domain.finals import RunFinal, completed
 from sustain.service.domain.limits import LoadLimits, Path, limit_violations, planned_load
 from sustain.service.domain.rows import sample_tuple, sent_at
 from sustain.service.domain.targets import target_of
-from sustain.service.ingest.writer import store
+from sustain.service.ingest.store import store_each
 from sustain.service.probe_flags import FLAG_OF, FlagError, ProbeFlags, flag_error
 from sustain.service.schemas.endpoints import EndpointCreate
 
@@ -257,5 +257,5 @@ async def save(session: AsyncSession, shot: OneShot, result: RunResult) -> int:
                                scheduled_for=run.scheduled_for, status="failed"), result)
     connection = await session.connection()
     await partitions.ensure(connection, {partitions.utc_day(sent_at(row)) for row in rows})
-    await store(connection, rows, [final])
+    await store_each(connection, rows, [final])  # a refused record fails the run, with why
     return run.id

@@ -93,7 +93,7 @@ class Replica:
         self.peers = PeerLoads()
         self.executor = RunExecutor(self.sessions, self.measurer, self.metrics, self.replica_id,
                                     self.buffer, self.peers, settings.load_limits(),
-                                    reach=self.reach)
+                                    reach=self.reach, refusals=self.writer.refusals)
         self.liveness = Liveness(self.engine, self.replica_id, settings.heartbeat_seconds,
                                  lambda: self.executor.in_flight, self.executor.run_ids,
                                  self.peers)

@@ -31,6 +31,12 @@ Send = Callable[[Message], Awaitable[None]]
 
 FAULT_PATH = "/sim/fault"
 STATUS_FAULTS = {Fault.HTTP_400: 400, Fault.HTTP_429: 429, Fault.HTTP_500: 500}
+AT_ONCE = frozenset({Fault.ONE_WRITE, Fault.USAGE_ONLY, Fault.IDENTICAL_TIMESTAMPS,
+                     Fault.INSTANT})
+"""Faults whose tokens are all due with the first one (TTFT after the start): no ITL."""
+TEXT_ONLY = frozenset({Fault.OVERLONG, Fault.INSTANT})
+"""Faults that answer in text even when a tool is offered (a call's arguments cannot be
+stretched past their length, nor are they one text)."""
 
 
 def _sse(payload: dict[str, Any] | str) -> bytes:
@@ -39,8 +45,10 @@ def _sse(payload: dict[str, Any] | str) -> bytes:
 
 
 async def _sleep_until(deadline: float) -> None:
-    delay = deadline - time.perf_counter()
-    if delay > 0:
+    """Return once perf_counter() has reached `deadline` (s), never before: the event loop may
+    wake a timer a little early, and a later deadline equal to this one must find itself due
+    (so the events after it join the same write)."""
+    while (delay := deadline - time.perf_counter()) > 0:  # noqa: ASYNC110 (a clock, no event)
         await asyncio.sleep(delay)
 
 
@@ -88,6 +96,10 @@ class _Completion:
     def token(k: int) -> str:
         return f"tok{k} "
 
+    def text(self) -> str:
+        """Every token's text, concatenated."""
+        return "".join(self.token(k) for k in range(self.tokens))
+
     def output(self, k: int) -> dict[str, Any]:
         """Token `k` as a chunk: a word, or the next piece of the tool call's arguments
         (the first piece names the call)."""
@@ -125,7 +137,7 @@ class _Completion:
         return usage
 
     def whole(self, finish: str) -> dict[str, Any]:
-        text = "".join(self.token(k) for k in range(self.tokens))
+        text = self.text()
         choice: dict[str, Any] = {"index": 0, "finish_reason": finish, "logprobs": None}
         if self.chat and self.tool is not None and self.tokens:
             choice["message"] = {"role": "assistant", "content": None, "tool_calls": [{
@@ -364,14 +376,21 @@ class SimulatorApp:
         limit = max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else None
         tokens = config.output_tokens if limit is None else min(limit, config.output_tokens)
         finish = "length" if limit is not None and limit <= config.output_tokens else "stop"
+        if fault is Fault.EMPTY:
+            tokens = 0
+        elif fault is Fault.SINGLE_TOKEN:
+            tokens, finish = 1, "stop"
+        elif fault is Fault.ZERO_TOKENS:
+            tokens, finish = 0, "stop"
+        elif fault is Fault.OVERLONG:
+            tokens, finish = 2 * (limit or config.output_tokens) + 3, "length"
         words = _prompt_words(body)
         cached = None if self._cache is None else self._cache.admit(words)
         self.metrics.admitted(len(words), cached)
         tool = _tool_call(body["tools"], tokens) if chat and config.tool_calls and \
-            _wants_tool(body) else None
-        completion = _Completion(chat, str(body.get("model", config.model)),
-                                 0 if fault is Fault.EMPTY else tokens, len(words), cached,
-                                 tool)
+            fault not in TEXT_ONLY and _wants_tool(body) else None
+        completion = _Completion(chat, str(body.get("model", config.model)), tokens,
+                                 len(words), cached, tool)
         if tool is not None and completion.tokens:
             finish = "tool_calls"
         if self._cache is not None and chat and completion.tokens:
@@ -400,10 +419,14 @@ class SimulatorApp:
             config.prefill_ms_per_token * prefill / 1000.0
         token_times = [first]
         for _ in range(max(completion.tokens - 1, 0)):
-            token_times.append(token_times[-1] + self._jitter(config.itl_ms, config.itl_sigma))
+            gap = 0.0 if fault in AT_ONCE else self._jitter(config.itl_ms, config.itl_sigma)
+            token_times.append(token_times[-1] + gap)
         if not body.get("stream"):
             await _sleep_until(token_times[-1])
-            await _json(send, 200, completion.whole(finish))
+            whole = completion.whole(finish)
+            if fault is Fault.USAGE_ONLY:
+                whole["choices"] = []
+            await _json(send, 200, whole)
             return
         options = body.get("stream_options")
         include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
@@ -438,6 +461,8 @@ class SimulatorApp:
                 waited = True
                 continue
             pending.append(part)
+            if fault is Fault.IDENTICAL_TIMESTAMPS:  # one write per event, none coalesced
+                await flush()
         await flush()
         await send({"type": "http.response.body", "body": b"", "more_body": False})
         if self._truth is not None:
@@ -468,13 +493,21 @@ async def _hang(receive: Receive, seconds: float) -> bool:
 
 def _stream(completion: _Completion, config: SimulatorConfig, token_times: list[float],
             fault: Fault, finish: str, include_usage: bool) -> list[bytes | float]:
-    """The stream as a plan: bytes to send, and floats that are deadlines to wait for."""
+    """The stream as a plan: bytes to send, and floats that are deadlines to wait for. The
+    bytes due by a deadline already past join the write of those before them."""
+    usage = _sse({**completion.chunk(None), "usage": completion.usage()})
+    if fault is Fault.USAGE_ONLY:
+        return [token_times[0], usage, _sse("[DONE]")]
     plan: list[bytes | float] = []
-    if completion.chat:
+    if fault in (Fault.ONE_WRITE, Fault.INSTANT):  # the role chunk waits for the rest
+        plan.append(token_times[0])
+    if completion.chat and fault is not Fault.ZERO_TOKENS:
         plan.append(_sse(completion.chunk({"delta": {"role": "assistant", "content": ""},
                                            "finish_reason": None})))
+    if fault is Fault.INSTANT:
+        plan.append(_sse(completion.delta(completion.text(), None)))
     middle = completion.tokens // 2
-    for k in range(completion.tokens):
+    for k in range(0 if fault is Fault.INSTANT else completion.tokens):
         plan.append(token_times[k])
         if fault is Fault.TRUNCATE and k >= middle:
             return plan
@@ -489,11 +522,11 @@ def _stream(completion: _Completion, config: SimulatorConfig, token_times: list[
             plan.append(_sse(completion.output(k)))
     if fault is Fault.TRUNCATE:
         return plan
-    if not token_times[:completion.tokens]:
+    if not completion.tokens:
         plan.append(token_times[0])
     plan.append(_sse(completion.delta(None if completion.chat else "", finish)))
-    if include_usage:
-        plan.append(_sse({**completion.chunk(None), "usage": completion.usage()}))
+    if include_usage or fault is Fault.ZERO_TOKENS:
+        plan.append(usage)
     plan.append(_sse("[DONE]"))
     return plan
 

@@ -7,7 +7,12 @@ from dataclasses import dataclass
 
 
 class Fault(enum.StrEnum):
-    """A misbehaviour to inject; a request picks one with the `x-sim-fault` header."""
+    """A misbehaviour to inject; a request picks one with the `x-sim-fault` header.
+
+    From `one_write` on, the faults are pathological but well-formed streams (each ends with
+    `data: [DONE]`): fixtures that prove a client copes with timings and counts a normal
+    server never produces. Times are from the start of generation; TTFT and ITL are the
+    configured (jittered) delays."""
 
     NONE = "none"
     HTTP_400 = "http_400"
@@ -21,6 +26,39 @@ class Fault(enum.StrEnum):
     ERROR_EVENT = "error_event"
     HUGE_CHUNK = "huge_chunk"
     TRICKLE = "trickle"
+    ONE_WRITE = "one_write"
+    """The whole stream in one write when the first token is due (TTFT): the role chunk, every
+    token's chunk, the finish chunk, the usage chunk when asked and `[DONE]`, as a buffering
+    gateway or a server detokenising in big batches delivers it. A client reads every token
+    at once: TPOT 0, every ITL gap 0. A non-streamed request gets its body at TTFT."""
+    SINGLE_TOKEN = "single_token"
+    """Exactly one content token whatever max_tokens allows: finish_reason "stop", usage
+    completion_tokens 1 (a non-streamed body likewise)."""
+    ZERO_TOKENS = "zero_tokens"
+    """No content at all, as when a model stops at once: no role chunk, then at TTFT the finish
+    chunk (finish_reason "stop"), the usage chunk even when not asked (completion_tokens 0)
+    and `[DONE]`, in one write. Unlike `empty`, which sends the role chunk at once, ends
+    with "length" when max_tokens caps the output, and reports usage only when asked.
+    A non-streamed body has empty content and completion_tokens 0."""
+    USAGE_ONLY = "usage_only"
+    """No choices at all: at TTFT, in one write, only the usage chunk (`choices: []`, usage
+    counting the tokens a normal answer would have had), sent even when not asked, and
+    `[DONE]`. A non-streamed body has `choices: []` and that usage."""
+    IDENTICAL_TIMESTAMPS = "identical_timestamps"
+    """The role chunk at once, then every other event in its own write (one per SSE event,
+    none coalesced) with no wait between them, all when the first token is due (TTFT): every
+    token of the stream has the same time (and, as in every stream, every chunk the same
+    `created`). A non-streamed request gets its body at TTFT."""
+    OVERLONG = "overlong"
+    """More content tokens than max_tokens allows: 2 * max_tokens + 3 (2 * output_tokens + 3
+    when the request sets none), usage (when asked) counting all of them, finish_reason
+    "length"; always text, never a tool call. A non-streamed body likewise."""
+    INSTANT = "instant"
+    """All of the stream in one write at TTFT, its content in ONE delta (every token's text,
+    concatenated), with the role chunk before it and the finish chunk, the usage chunk when
+    asked (counting every token) and `[DONE]` after it: the first content and the last byte
+    leave at the same instant. Always text, never a tool call. A non-streamed request gets
+    its normal body at TTFT."""
 
 
 FAULT_HEADER = "x-sim-fault"

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 from sustain.probes.load.profiles import PERCENTILE_FIELDS, CapacitySlo
+from sustain.probes.measure.finite import ratio
 from sustain.probes.measure.percentiles import Distribution
 from sustain.probes.measure.summary import RunSummary
 
@@ -53,9 +54,10 @@ def verdict(summary: RunSummary, slo: CapacitySlo) -> Verdict:
 
 
 def tps_per_user(summary: RunSummary) -> float | None:
-    """1000 / TPOT p90 (tokens per second one user sees); None without TPOT."""
+    """1000 / TPOT p90 in ms (tokens per second one user sees); None without TPOT, and
+    when its p90 is 0 (every token in one read: no streaming rate to speak of)."""
     p90 = summary.tpot_ms.p90
-    return 1000.0 / p90 if p90 else None
+    return None if p90 is None else ratio(1000.0, p90)
 
 
 class CurvePoint(BaseModel):

@@ -9,13 +9,16 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 from sustain.probes.measure.confidence import CONFIDENCE, upper_bound_rank
+from sustain.probes.measure.finite import mean as finite_mean
 
 QUANTILES: dict[str, float] = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99, "p999": 0.999}
 """The reported percentiles and their quantile levels."""
 
 
 def quantile(sorted_values: Sequence[float], q: float) -> float:
-    """Linear interpolation between closest ranks (NumPy's default), on pre-sorted values."""
+    """Linear interpolation between closest ranks (NumPy's default), on pre-sorted finite
+    values, in their unit; always between its two ranks' values, so finite (the gap between
+    values of opposite signs near the float maximum would overflow: it is then not formed)."""
     if not sorted_values:
         raise ValueError("quantile of no values")
     if not 0.0 <= q <= 1.0:
@@ -24,7 +27,9 @@ def quantile(sorted_values: Sequence[float], q: float) -> float:
     lo = math.floor(pos)
     hi = min(lo + 1, len(sorted_values) - 1)
     frac = pos - lo
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * frac
+    low, high = sorted_values[lo], sorted_values[hi]
+    value = low + (high - low) * frac
+    return value if math.isfinite(value) else low * (1.0 - frac) + high * frac
 
 
 class Distribution(BaseModel):
@@ -46,7 +51,8 @@ class Distribution(BaseModel):
 
 
 def distribution(values: Sequence[float]) -> Distribution:
-    """Exact summary of `values`; an empty input gives count 0 and no statistics."""
+    """Exact summary of finite `values` (ms); an empty input gives count 0 and no statistics.
+    Every figure is finite: the mean too, when the values' sum is beyond the float range."""
     if not values:
         return Distribution(count=0, low_count=list(QUANTILES))
     ordered = sorted(values)
@@ -58,7 +64,7 @@ def distribution(values: Sequence[float]) -> Distribution:
             bounds[name] = ordered[rank - 1]
     return Distribution(
         count=n,
-        mean=math.fsum(ordered) / n,
+        mean=finite_mean(ordered),
         min=ordered[0],
         max=ordered[-1],
         upper_bounds=bounds,

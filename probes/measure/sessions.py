@@ -5,12 +5,12 @@ time between turns left out."""
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Sequence
 
 from pydantic import BaseModel
 
+from sustain.probes.measure.finite import mean, ratio, total
 from sustain.probes.measure.percentiles import Distribution, distribution
 from sustain.probes.measure.sample import Outcome, Sample
 
@@ -68,7 +68,7 @@ def turns_by_index(samples: Sequence[Sample]) -> list[TurnFigures] | None:
         inputs = [n for s in ok if (n := s.measurement.input_tokens) is not None]
         rows.append(TurnFigures(
             turn=turn, count=len(group),
-            input_tokens_mean=math.fsum(inputs) / len(inputs) if inputs else None,
+            input_tokens_mean=mean(inputs),
             ttft_ms=distribution([v for s in ok if (v := s.ttft_ms) is not None]),
             e2e_ms=distribution([s.e2e_ms for s in ok])))
     return rows
@@ -77,9 +77,10 @@ def turns_by_index(samples: Sequence[Sample]) -> list[TurnFigures] | None:
 def e2e_interactivity(samples: Sequence[Sample]) -> float | None:
     """Output tokens per second of turn time (sum over successful turns of output tokens
     over sum of their end-to-end times): think and tool time are not turn time. None
-    outside sessions or without a successful turn."""
+    outside sessions, without a successful turn, or when those turns took no time (every
+    one an E2E of 0 ms: a rate over no time is undefined)."""
     ok = [s for s in samples if s.conversation is not None and s.outcome is Outcome.SUCCESS]
-    seconds = math.fsum(s.e2e_ms for s in ok) / 1000.0
-    if not ok or seconds <= 0:
+    if not ok:
         return None
-    return sum(s.measurement.output_tokens for s in ok) / seconds
+    seconds = total([s.e2e_ms for s in ok]) / 1000.0
+    return ratio(sum(s.measurement.output_tokens for s in ok), seconds)

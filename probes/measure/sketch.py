@@ -16,12 +16,16 @@ from ddsketch.pb.ddsketch_pb2 import DDSketch as DDSketchMessage
 from ddsketch.pb.proto import DDSketchProto, KeyMappingProto
 from ddsketch.store import DenseStore
 
+from sustain.probes.measure import finite
+
 RELATIVE_ACCURACY = 0.01
 _HEADER = struct.Struct("<3d")  # sum, min, max: the protobuf form keeps only the bins
 
 
 class MetricSketch:
-    """A DDSketch with exact count, sum, min and max."""
+    """A DDSketch with exact count, sum, min and max. An empty sketch's min and max are +inf
+    and -inf (the identities of merging), never reported: `quantile`, `mean` and the
+    statistics built on them answer None for it."""
 
     def __init__(self, sketch: BaseDDSketch | None = None, *, total: float = 0.0,
                  low: float = math.inf, high: float = -math.inf) -> None:
@@ -61,7 +65,9 @@ class MetricSketch:
         lower = self._at_rank(low)
         if high == low or position == low:
             return lower
-        return lower + (self._at_rank(high) - lower) * (position - low)
+        upper, frac = self._at_rank(high), position - low
+        value = lower + (upper - lower) * frac
+        return value if math.isfinite(value) else lower * (1.0 - frac) + upper * frac
 
     def _at_rank(self, rank: int) -> float:
         """The value at 0-based rank `rank`, within 1 %. DDSketch answers rank r' with the
@@ -75,7 +81,9 @@ class MetricSketch:
 
     @property
     def mean(self) -> float | None:
-        return self.sum / self.count if self.count else None
+        """sum / count, in the values' unit; None when empty, or when the sum went past the
+        float range (values near the float maximum)."""
+        return finite.ratio(self.sum, self.count) if math.isfinite(self.sum) else None
 
     def merge(self, other: MetricSketch) -> None:
         self._sketch.merge(other._sketch)
@@ -86,16 +94,20 @@ class MetricSketch:
     def count_at_or_below(self, threshold: float) -> int:
         """About how many values are at or under `threshold`: exact outside [min, max]; else
         whole bins below the threshold's bin, plus the share of that bin's (log-)width under
-        the threshold."""
+        the threshold. A threshold within the zero bin (at or below the smallest positive
+        value the mapping tells apart, 0 included) counts that bin and every negative value
+        (latencies have none)."""
         if self.count == 0 or threshold < self.min:
             return 0
         if threshold >= self.max:
             return self.count
         sketch: Any = self._sketch
         mapping = sketch._mapping
+        below: float = sketch._zero_count + sketch._negative_store.count
+        if threshold <= mapping.min_possible:
+            return round(below)
         key = mapping.key(threshold)
         store = sketch._store
-        below: float = sketch._zero_count + sketch._negative_store.count
         below += sum(c for i, c in enumerate(store.bins) if store.offset + i < key)
         index = key - store.offset
         if 0 <= index < len(store.bins):
@@ -189,7 +201,7 @@ class _Bins:
             for index, count in keys.items():
                 counts[index] = counts.get(index, 0.0) + count
         self.zero += sum(1 for v in values if -floor <= v <= floor)
-        self.sum += math.fsum(values)
+        self.sum += finite.total(values)
         self.min = min(self.min, min(values))
         self.max = max(self.max, max(values))
 

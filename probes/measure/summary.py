@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 from sustain.probes.measure.deployment import Efficiency
+from sustain.probes.measure.finite import ratio
 from sustain.probes.measure.percentiles import Distribution, distribution, quantile
 from sustain.probes.measure.quality import QualityCounts
 from sustain.probes.measure.sample import Outcome, Sample
@@ -118,7 +119,9 @@ def generator_health(samples: Sequence[Sample]) -> GeneratorHealth:
 
 
 def _rate(count: int, duration_s: float) -> float | None:
-    return count / duration_s if duration_s > 0 else None
+    """count per second of `duration_s`; None over no time (or a quotient past the float
+    range, over a denormal duration)."""
+    return ratio(count, duration_s)
 
 
 def summarise(samples: Sequence[Sample], duration_s: float, slo: SloThresholds | None = None,
@@ -159,7 +162,7 @@ def summarise(samples: Sequence[Sample], duration_s: float, slo: SloThresholds |
         lag_ms=distribution([v for s in samples if (v := s.lag_ms) is not None]),
         generator=generator or generator_health(samples),
         cached_tokens=cached,
-        cache_hit_ratio=None if cached is None or not prompt else cached / prompt,
+        cache_hit_ratio=None if cached is None else ratio(cached, prompt),
         tool_call_ms=distribution(calls) if (calls := [
             v for s in ok if (v := s.measurement.tool_call_ms) is not None]) else None,
         quality=quality_counts(ok),

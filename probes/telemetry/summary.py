@@ -3,11 +3,11 @@ value over the scrapes, and for a counter its increase over the run."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel
 
+from sustain.probes.measure.finite import finite, mean
 from sustain.probes.telemetry.families import is_counter
 
 Point = tuple[float, float]
@@ -40,7 +40,7 @@ def summarise_series(series: Mapping[str, Sequence[Point]]) -> dict[str, ServerM
         if not values:
             continue
         out[name] = ServerMetric(
-            min=min(values), max=max(values), mean=math.fsum(values) / len(values),
-            last=values[-1], points=len(values),
-            increase=values[-1] - values[0] if is_counter(name) else None)
+            min=min(values), max=max(values), mean=mean(values), last=values[-1],
+            points=len(values),
+            increase=finite(values[-1] - values[0]) if is_counter(name) else None)
     return out

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -51,8 +52,8 @@ class Telemetry:
             return
         if self.scrapes > MAX_SCRAPES:
             return
-        for name, value in values.items():
-            if isinstance(value, int | float):
+        for name, value in values.items():  # a sum over label sets may overflow: left out
+            if isinstance(value, int | float) and math.isfinite(value):
                 self.series.setdefault(str(name), []).append((float(at), float(value)))
 
 

@@ -10,7 +10,6 @@ change."""
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -33,6 +32,7 @@ from sustain.probes.client.secrets import (
 )
 from sustain.service.alerting import messages
 from sustain.service.domain.reach import EGRESS_SETTINGS, Reach
+from sustain.service.strict_json import dumps
 
 RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 QUICK_TRIES = 3
@@ -90,11 +90,11 @@ def request_for(target: Target, payloads: list[dict[str, Any]], delivery_id: int
     if target.kind == "alertmanager":
         body: Any = [messages.alertmanager_alert(p, link, now, valid_for)
                      for p, link in zip(payloads, links, strict=True)]
-        return f"{target.url.rstrip('/')}/api/v2/alerts", json.dumps(body).encode(), headers
+        return f"{target.url.rstrip('/')}/api/v2/alerts", dumps(body).encode(), headers
     if target.kind == "slack":
-        return target.url, json.dumps(messages.slack_body(payloads[0], links[0])).encode(), \
+        return target.url, dumps(messages.slack_body(payloads[0], links[0])).encode(), \
             headers
-    data = json.dumps(messages.webhook_body(payloads[0], delivery_id, links[0])).encode()
+    data = dumps(messages.webhook_body(payloads[0], delivery_id, links[0])).encode()
     headers[messages.DELIVERY_HEADER] = str(delivery_id)
     if target.signing_secret is not None:
         stamp = int(time.time())

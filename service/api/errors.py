@@ -7,12 +7,12 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from sustain.probes.load.profiles import PROFILE_KINDS
 from sustain.service.errors import FieldError, ServiceError, UnauthenticatedError
+from sustain.service.strict_json import StrictJSONResponse
 
 logger = logging.getLogger(__name__)
 
@@ -21,10 +21,10 @@ DATA_EXCEPTION_CLASS = "22"
 
 
 def problem(request: Request, status: int, title: str, detail: str,
-            **extra: Any) -> JSONResponse:
+            **extra: Any) -> StrictJSONResponse:
     body = {"type": "about:blank", "title": title, "status": status, "detail": detail,
             "instance": request.url.path, **extra}
-    return JSONResponse(body, status_code=status, media_type=PROBLEM_TYPE)
+    return StrictJSONResponse(body, status_code=status, media_type=PROBLEM_TYPE)
 
 
 def _field(loc: tuple[int | str, ...]) -> str:
@@ -52,25 +52,25 @@ def validation_errors(exc: RequestValidationError) -> list[dict[str, str]]:
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
-    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+    async def _invalid(request: Request, exc: RequestValidationError) -> StrictJSONResponse:
         errors = validation_errors(exc)
         detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
         return problem(request, 422, "Invalid request", detail, errors=errors)
 
     @app.exception_handler(FieldError)
-    async def _field_error(request: Request, exc: FieldError) -> JSONResponse:
+    async def _field_error(request: Request, exc: FieldError) -> StrictJSONResponse:
         return problem(request, 422, exc.title, str(exc),
                        errors=[{"field": f, "message": m} for f, m in exc.problems])
 
     @app.exception_handler(ServiceError)
-    async def _service(request: Request, exc: ServiceError) -> JSONResponse:
+    async def _service(request: Request, exc: ServiceError) -> StrictJSONResponse:
         response = problem(request, exc.status, exc.title, str(exc))
         if isinstance(exc, UnauthenticatedError):
             response.headers["WWW-Authenticate"] = 'Bearer realm="sustain"'
         return response
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> StrictJSONResponse:
         title = {404: "Not found", 405: "Method not allowed",
                  413: "Content too large"}.get(exc.status_code, "Error")
         response = problem(request, exc.status_code, title, str(exc.detail))
@@ -79,7 +79,7 @@ def install_error_handlers(app: FastAPI) -> None:
         return response
 
     @app.exception_handler(DBAPIError)
-    async def _database(request: Request, exc: DBAPIError) -> JSONResponse:
+    async def _database(request: Request, exc: DBAPIError) -> StrictJSONResponse:
         state = str(getattr(exc.orig, "sqlstate", "") or "")
         if state.startswith(DATA_EXCEPTION_CLASS):
             return problem(request, 422, "Invalid request",
@@ -90,7 +90,7 @@ def install_error_handlers(app: FastAPI) -> None:
                        "the database could not complete the request; retry later")
 
     @app.exception_handler(OSError)
-    async def _unreachable(request: Request, exc: OSError) -> JSONResponse:
+    async def _unreachable(request: Request, exc: OSError) -> StrictJSONResponse:
         logger.error("database unreachable on %s %s: %s", request.method, request.url.path,
                      type(exc).__name__)
         return problem(request, 503, "Database unavailable",
@@ -98,6 +98,6 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request,
-                          exc: Exception) -> JSONResponse:  # noqa: ARG001 - logged by logger.exception
+                          exc: Exception) -> StrictJSONResponse:  # noqa: ARG001 - logged by logger.exception
         logger.exception("unhandled error on %s %s", request.method, request.url.path)
         return problem(request, 500, "Internal error", "an unexpected error occurred")

@@ -14,6 +14,7 @@ from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from sustain.probes.measure.finite import ratio
 from sustain.service.db.models import DriftFinding, Probe, Run, RunSketch
 from sustain.service.evaluation.drift import DriftReport
 from sustain.service.evaluation.drift_runs import RunValue, SketchRow, compare_runs
@@ -102,8 +103,8 @@ async def run_throughputs(session: AsyncSession, probe_id: int, start: datetime,
         .where(Run.probe_id == probe_id, Run.scheduled_for >= start, Run.scheduled_for < end,
                Run.attempts.is_not(None), Run.measured_s > 0)
         .order_by(Run.scheduled_for, Run.id))
-    return [float(tokens) / float(seconds) for tokens, seconds in rows
-            if tokens and seconds is not None]
+    return [rate for tokens, seconds in rows if tokens and seconds is not None
+            and (rate := ratio(float(tokens), float(seconds))) is not None]
 
 
 async def save_finding(session: AsyncSession, probe_id: int, metric: str, stat: str,

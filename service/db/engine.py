@@ -10,6 +10,8 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from sustain.service.strict_json import dumps
+
 
 def async_url(url: str | URL) -> URL:
     """The same database, addressed through the asyncpg driver."""
@@ -23,8 +25,11 @@ def safe_url(url: str | URL) -> str:
 
 
 def create_engine(url: str | URL, *, pool_size: int = 10) -> AsyncEngine:
+    """JSON columns are written through the strict encoder: a NaN or infinity is refused
+    here, naming where it was, rather than by PostgreSQL with no hint of the field."""
     return create_async_engine(
-        async_url(url), pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True
+        async_url(url), pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True,
+        json_serializer=dumps,
     )
 
 

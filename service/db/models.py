@@ -551,3 +551,35 @@ class AuditEntry(Base):
     path: Mapped[str] = mapped_column(Text)
     object_id: Mapped[str | None] = mapped_column(Text)
     status: Mapped[int] = mapped_column(Integer)
+
+
+DEAD_LETTER_KINDS = ("sample", "final")
+
+
+class DeadLetter(Base):
+    """A record the database refused (a value out of range, text or JSON it cannot hold),
+    kept as it was with the database's words; its run is failed with the reason. Bounded:
+    the writer keeps the newest rows only."""
+
+    __tablename__ = "dead_letters"
+
+    id: Mapped[int] = _id()
+    at: Mapped[datetime] = mapped_column(server_default=func.now())
+    kind: Mapped[str] = mapped_column(String(16))
+    """`sample` or `final`."""
+    run_id: Mapped[int] = mapped_column(BigInteger, index=True)
+    """No foreign key: the evidence outlives a deleted run."""
+    probe_id: Mapped[int] = mapped_column(BigInteger)
+    pos: Mapped[int | None] = mapped_column(Integer)
+    """A sample's position in its run."""
+    reason: Mapped[str] = mapped_column(String(32))
+    """non_finite, out_of_range, invalid_text, too_long, constraint or invalid_value."""
+    error: Mapped[str] = mapped_column(Text)
+    """What the database (or the JSON encoder) said, bounded."""
+    record: Mapped[str] = mapped_column(Text)
+    """The record as JSON text (non-finite numbers spelled as strings), bounded."""
+
+    __table_args__ = (
+        CheckConstraint("kind IN (" + ", ".join(f"'{k}'" for k in DEAD_LETTER_KINDS) + ")",
+                        name="dead_letter_kind_known"),
+    )

@@ -10,7 +10,6 @@ of the same probe and hour take turns instead of deadlocking or losing a merge.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sustain.probes.measure.sketch import MetricSketch, SketchMerger
 from sustain.service.domain.finals import RunFinal
 from sustain.service.history.aggregate import Aggregate, Counts
+from sustain.service.strict_json import dumps
 
 ROLLUP_WIDTHS_S = (3600, 86400)
 """Hourly and daily rollups."""
@@ -156,7 +156,7 @@ async def apply_all(connection: AsyncConnection, finals: Sequence[RunFinal]) -> 
     for f in finals:
         c = f.counts
         rows.append((
-            f.run_id, f.status, f.error, None if f.summary is None else json.dumps(f.summary),
+            f.run_id, f.status, f.error, None if f.summary is None else dumps(f.summary),
             f.samples_dropped, None if c is None else c.attempts,
             None if c is None else c.successes, None if c is None else c.good,
             None if c is None else c.output_tokens, None if c is None else c.measured_s,

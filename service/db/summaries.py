@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from sustain.probes.measure.deployment import Deployment, Efficiency
 from sustain.probes.measure.efficiency import efficiency_of
+from sustain.probes.measure.finite import ratio
 from sustain.probes.measure.percentiles import QUANTILES
 from sustain.probes.measure.run_sketches import METRICS
 from sustain.probes.measure.sketch import SketchMerger
@@ -70,7 +71,7 @@ async def window_efficiency(session: AsyncSession, probe_id: int, start: datetim
         select(func.sum(Run.summary["good_output_tokens"].as_integer()))
         .where(Run.probe_id == probe_id, Run.scheduled_for >= start, Run.scheduled_for < end,
                Run.attempts.is_not(None)))
-    good_tps = None if good is None or measured_s <= 0 else float(good) / measured_s
+    good_tps = None if good is None else ratio(float(good), measured_s)
     return efficiency_of(tps, good_tps, Deployment.model_validate(raw))
 
 

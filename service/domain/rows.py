@@ -23,7 +23,7 @@ SAMPLE_TYPES: tuple[str, ...] = (
 )
 """Postgres types of SAMPLE_COLUMNS, for the array parameters of the batch insert."""
 
-RUN_ID, POS, SENT_AT = 0, 1, 5
+RUN_ID, POS, PROBE_ID, SENT_AT = 0, 1, 2, 5
 
 SampleTuple = tuple[Any, ...]
 

@@ -38,6 +38,8 @@ from typing import Literal, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
+from sustain.probes.measure.finite import finite, halfway
+
 Verdict = Literal["regressed", "improved", "no_change", "insufficient_data"]
 FloatArray: TypeAlias = npt.NDArray[np.float64]
 IntArray: TypeAlias = npt.NDArray[np.int64]
@@ -59,7 +61,9 @@ class DriftReport:
 
     verdict: Verdict
     ratio: float | None
-    """Median of recent values / median of baseline values."""
+    """Median of recent values / median of baseline values; None without enough data, or
+    when it is past the float range (values hundreds of orders of magnitude apart; the
+    verdict still holds). The other ratios are None likewise."""
     ci_low: float | None
     """Lower bound of the CONFIDENCE (95 %) percentile-bootstrap interval of `ratio`."""
     ci_high: float | None
@@ -155,25 +159,41 @@ def bootstrap_medians(values: Values, rounds: int, rng: np.random.Generator) -> 
     if ordered.size == 0:
         raise ValueError("cannot resample no values")
     low, high = _resampled_median_positions(ordered.size, rounds, rng)
-    medians: FloatArray = (ordered[low] + ordered[high]) / 2
+    lower, upper = ordered[low], ordered[high]
+    with np.errstate(over="ignore"):
+        medians: FloatArray = (lower + upper) / 2
+    overflowed = ~np.isfinite(medians)
+    if bool(np.any(overflowed)):  # a sum near the float maximum: halve first (exact there)
+        medians[overflowed] = lower[overflowed] / 2 + upper[overflowed] / 2
     return medians
 
 
-def bootstrap_ratio(baseline: Values, recent: Values, *, rounds: int, confidence: float,
-                    seed: int) -> tuple[float, float]:
-    """Percentile-bootstrap interval, at `confidence` (e.g. 0.95), of median(recent) /
-    median(baseline) (unitless), from `rounds` resamples of each; deterministic for a seed.
-    Rounds whose baseline median is not > 0 are left out."""
+def _bootstrap_bounds(baseline: Values, recent: Values, *, rounds: int, confidence: float,
+                      seed: int) -> tuple[float, float]:
+    """bootstrap_ratio's bounds as computed: +inf for a bound past the float range, which
+    still compares as the verdict needs (a ratio that large is beyond any effect)."""
     rng = np.random.default_rng(seed)
     base = bootstrap_medians(baseline, rounds, rng)
     new = bootstrap_medians(recent, rounds, rng)
     keep = base > 0
-    ratios = np.sort(new[keep] / base[keep])
+    with np.errstate(over="ignore"):
+        ratios = np.sort(new[keep] / base[keep])
     if ratios.size == 0:
         raise ValueError("no bootstrap round had a baseline median > 0")
     tail = (1 - confidence) / 2
     last = ratios.size - 1
     return float(ratios[int(tail * last)]), float(ratios[int((1 - tail) * last)])
+
+
+def bootstrap_ratio(baseline: Values, recent: Values, *, rounds: int, confidence: float,
+                    seed: int) -> tuple[float | None, float | None]:
+    """Percentile-bootstrap interval, at `confidence` (e.g. 0.95), of median(recent) /
+    median(baseline) (unitless), from `rounds` resamples of each; deterministic for a seed.
+    Rounds whose baseline median is not > 0 are left out. A bound is None when it is past
+    the float range (values hundreds of orders of magnitude apart)."""
+    low, high = _bootstrap_bounds(baseline, recent, rounds=rounds, confidence=confidence,
+                                  seed=seed)
+    return finite(low), finite(high)
 
 
 def change_point(values: Values, candidates: Sequence[int] | None = None) -> int:
@@ -195,7 +215,11 @@ def change_point(values: Values, candidates: Sequence[int] | None = None) -> int
 
 
 def _median(values: FloatArray) -> float:
-    return float(np.median(values))
+    """The median of finite values (their unit): np.median's, without its overflow to an
+    infinity when the two middle values sum past the float maximum."""
+    ordered = np.sort(values)
+    n = ordered.size
+    return halfway(float(ordered[(n - 1) // 2]), float(ordered[n // 2]))
 
 
 def detect(baseline: Values, recent: Values, *, alpha: float = ALPHA,
@@ -210,8 +234,8 @@ def detect(baseline: Values, recent: Values, *, alpha: float = ALPHA,
     base = _positive(baseline, "baseline")
     new = _positive(recent, "recent")
     ratio = _median(new) / _median(base)
-    low, high = bootstrap_ratio(base, new, rounds=BOOTSTRAP, confidence=CONFIDENCE,
-                                seed=seed)
+    low, high = _bootstrap_bounds(base, new, rounds=BOOTSTRAP, confidence=CONFIDENCE,
+                                  seed=seed)
     values = np.concatenate([base, new])
     candidates = range(base.size, values.size - MIN_AFTER + 1)
     k = change_point(values, candidates)
@@ -222,7 +246,7 @@ def detect(baseline: Values, recent: Values, *, alpha: float = ALPHA,
     if p < alpha and abs(shift - 1) >= min_effect:
         worse = shift > 1 if higher_is_worse else shift < 1
         verdict = "regressed" if worse else "improved"
-    return DriftReport(verdict, ratio, low, high, p, shift,
+    return DriftReport(verdict, finite(ratio), finite(low), finite(high), p, finite(shift),
                        k if verdict != "no_change" else None, base.size, new.size)
 
 
@@ -239,8 +263,8 @@ def detect_against(reference: float, recent: Values, *,
     _positive([reference], "reference")
     new = _positive(recent, "recent")
     ratio = _median(new) / reference
-    low, high = bootstrap_ratio([reference], new, rounds=BOOTSTRAP, confidence=CONFIDENCE,
-                                seed=seed)
+    low, high = _bootstrap_bounds([reference], new, rounds=BOOTSTRAP, confidence=CONFIDENCE,
+                                  seed=seed)
     verdict: Verdict = "no_change"
     if low >= 1 + min_effect or high <= 1 - min_effect:
         worse = ratio > 1 if higher_is_worse else ratio < 1
@@ -249,4 +273,5 @@ def detect_against(reference: float, recent: Values, *,
     if verdict != "no_change" and new.size > MIN_AFTER:
         index = change_point(np.concatenate([[reference], new]),
                              range(1, new.size - MIN_AFTER + 2))
-    return DriftReport(verdict, ratio, low, high, None, ratio, index, 1, new.size)
+    return DriftReport(verdict, finite(ratio), finite(low), finite(high), None, finite(ratio),
+                       index, 1, new.size)

@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from sustain.probes.measure.finite import coefficient_of_variation
+
 Band = Literal["excellent", "good", "fair", "unstable"]
 MIN_RUNS = 3
 
@@ -17,9 +19,12 @@ MIN_RUNS = 3
 class Stability(BaseModel):
     runs: int
     cov: float | None
-    """Sample standard deviation over the mean of the runs' values; None with fewer than
-    MIN_RUNS runs."""
+    """Sample standard deviation over the mean of the runs' values (unitless); 0 when they
+    are all equal; None with fewer than MIN_RUNS runs, or when every value is 0 (a CoV over a
+    mean of 0 is undefined), or a value that is not a finite number: `reason` says which."""
     band: Band | None
+    reason: str | None = None
+    """Why `cov` is None; None when it is a number."""
 
 
 def band(cov: float) -> Band:
@@ -33,11 +38,16 @@ def band(cov: float) -> Band:
 
 
 def stability(values: Sequence[float]) -> Stability:
-    """The stability of run-level `values` (each > 0)."""
+    """The stability of run-level `values` (each >= 0, finite, in any one unit)."""
     n = len(values)
     if n < MIN_RUNS:
-        return Stability(runs=n, cov=None, band=None)
-    mean = math.fsum(values) / n
-    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
-    cov = sd / mean if mean > 0 else math.inf
+        return Stability(runs=n, cov=None, band=None,
+                         reason=f"{n} runs: fewer than {MIN_RUNS}")
+    if not all(math.isfinite(v) for v in values):
+        return Stability(runs=n, cov=None, band=None,
+                         reason="a run's value is not a finite number")
+    cov = coefficient_of_variation(values)
+    if cov is None:
+        return Stability(runs=n, cov=None, band=None,
+                         reason="every run's value is 0: a CoV over a mean of 0 is undefined")
     return Stability(runs=n, cov=cov, band=band(cov))

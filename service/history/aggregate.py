@@ -13,6 +13,7 @@ from functools import cache
 from typing import Literal, get_args
 
 from sustain.probes.measure.confidence import min_samples
+from sustain.probes.measure.finite import ratio
 from sustain.probes.measure.percentiles import QUANTILES
 from sustain.probes.measure.sketch import MetricSketch, SketchMerger
 from sustain.service.history.windows import Cover, cover
@@ -110,12 +111,14 @@ def latency_stat(sketch: MetricSketch, stat: str) -> StatValue:
 
 
 def _rate(numerator: float, seconds: float) -> float | None:
-    return numerator / seconds if seconds > 0 else None
+    """numerator per second of `seconds`; None over no time, or past the float range (a
+    count over a denormal time)."""
+    return ratio(numerator, seconds)
 
 
 def count_stat(agg: Aggregate, stat: str) -> StatValue:
     if stat == "availability":
-        value = agg.successes / agg.attempts if agg.attempts else None
+        value = ratio(agg.successes, agg.attempts)
         return StatValue(value, agg.attempts, agg.attempts == 0)
     if stat == "request_throughput":
         return StatValue(_rate(agg.successes, agg.measured_s), agg.successes, agg.runs == 0)

@@ -29,6 +29,7 @@ from sustain.service.domain.reach import Reach
 from sustain.service.domain.schedule import Schedule, tick_for_firing
 from sustain.service.domain.targets import slo_of, target_of
 from sustain.service.ingest.buffer import RunSink, SampleBuffer
+from sustain.service.ingest.writer import RefusalCounts
 from sustain.service.metrics import Metrics
 from sustain.service.scheduling.claims import claim_delay, tick_owner
 from sustain.service.scheduling.liveness import PeerLoads
@@ -53,7 +54,7 @@ class RunExecutor:
     def __init__(self, sessions: async_sessionmaker[AsyncSession], measurer: Measurer,
                  metrics: Metrics, replica_id: str, buffer: SampleBuffer,
                  peers: PeerLoads | None = None, limits: LoadLimits | None = None, *,
-                 reach: Reach | None = None) -> None:
+                 reach: Reach | None = None, refusals: RefusalCounts | None = None) -> None:
         self.sessions = sessions
         self.measurer = measurer
         """Where runs send and time their requests: worker processes (the default) or this
@@ -78,7 +79,7 @@ class RunExecutor:
         self.limits = limits
         """Each run's profile is checked against these when it starts, and the run is held to
         their budget while it goes (None: unlimited)."""
-        self.offline = OfflineRuns(buffer.capacity, replica_id)
+        self.offline = OfflineRuns(buffer.capacity, replica_id, refusals)
         """Ticks measured during a database outage, until it is back."""
         self._known: dict[int, tuple[Probe, Endpoint]] = {}
         """The enabled probes and their endpoints as last read: what an offline tick runs."""

@@ -17,6 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+import asyncpg
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.exc import TimeoutError as SATimeoutError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
@@ -26,11 +27,13 @@ from sustain.service.db import partitions
 from sustain.service.db import runs as run_queries
 from sustain.service.domain.finals import RunFinal
 from sustain.service.domain.rows import sample_tuple, sent_at
-from sustain.service.ingest.writer import store
+from sustain.service.ingest.store import Stored, store_each
+from sustain.service.ingest.writer import RefusalCounts
 
 logger = logging.getLogger(__name__)
 
-DATABASE_ERRORS = (OSError, DBAPIError, TimeoutError, SATimeoutError)
+DATABASE_ERRORS = (OSError, DBAPIError, TimeoutError, SATimeoutError, asyncpg.PostgresError,
+                   asyncpg.InterfaceError)
 
 
 @dataclass(slots=True)
@@ -68,9 +71,12 @@ class OfflineSink:
 class OfflineRuns:
     """The runs this replica measured during a database outage, until they are stored."""
 
-    def __init__(self, capacity: int, replica_id: str) -> None:
+    def __init__(self, capacity: int, replica_id: str,
+                 refusals: RefusalCounts | None = None) -> None:
         self.capacity = capacity
         self.replica_id = replica_id
+        self.refusals = refusals if refusals is not None else RefusalCounts()
+        """Where records the database refuses are counted (the writer's)."""
         self.samples = 0
         """Samples held, over all offline runs."""
         self.finished: deque[HeldRun] = deque()
@@ -98,6 +104,7 @@ class OfflineRuns:
             held = self.finished[0]
             assert held.final is not None
             run_id = duplicate = None
+            stored = Stored()
             try:
                 async with sessions.begin() as session:
                     run_id = await run_queries.claim_measured(
@@ -108,7 +115,7 @@ class OfflineRuns:
                             held.started_at, duplicate_error(self.replica_id,
                                                              len(held.samples) + held.dropped))
                     else:
-                        await store_whole(await session.connection(), run_id, held)
+                        stored = await store_whole(await session.connection(), run_id, held)
             except IntegrityError:
                 logger.info("probe %s was deleted during the outage; its tick %s measured "
                             "offline is dropped", held.probe_id, held.tick)
@@ -119,6 +126,8 @@ class OfflineRuns:
                 return done
             self._forget(held)
             done += 1
+            if stored.refused:
+                self.refusals.add(stored, "run measured during the outage")
             if run_id is None:
                 self.duplicates += 1
                 logger.warning("tick %s of probe %s was measured elsewhere too during the "
@@ -135,14 +144,16 @@ class OfflineRuns:
         self.samples -= len(held.samples)
 
 
-async def store_whole(connection: AsyncConnection, run_id: int, held: HeldRun) -> None:
-    """A held run's samples and final record, as the writer stores a buffered run's."""
+async def store_whole(connection: AsyncConnection, run_id: int, held: HeldRun) -> Stored:
+    """A held run's samples and final record, as the writer stores a buffered run's: what
+    the database refuses of it is kept in dead_letters and fails the run, never holds back
+    the runs after it."""
     assert held.final is not None
     rows = [sample_tuple(run_id, pos, held.probe_id, sample)
             for pos, sample in enumerate(held.samples)]
     await partitions.ensure(connection, {partitions.utc_day(sent_at(row)) for row in rows})
-    await store(connection, rows, [replace(held.final, run_id=run_id,
-                                           samples_dropped=held.dropped)])
+    return await store_each(connection, rows, [replace(held.final, run_id=run_id,
+                                                       samples_dropped=held.dropped)])
 
 
 def duplicate_error(replica: str, samples: int) -> str:

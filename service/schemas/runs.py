@@ -110,3 +110,26 @@ class ServerTelemetry(BaseModel):
 
     run_id: DbId
     series: list[ServerSeries]
+
+
+class DeadLetterRead(BaseModel):
+    """A record of the run the database refused, kept as it was (see the run's `error`)."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    id: DbId
+    at: datetime
+    kind: Literal["sample", "final"]
+    pos: int | None
+    """A sample's position in the run."""
+    reason: str
+    """non_finite, out_of_range, invalid_text, too_long, constraint or invalid_value."""
+    error: str
+    """What the database (or the JSON encoder) said."""
+    record: str
+    """The record as JSON text, non-finite numbers spelled as strings (at most 64 KiB)."""
+
+
+class DeadLetters(BaseModel):
+    run_id: DbId
+    items: list[DeadLetterRead]

@@ -6,11 +6,11 @@ import asyncio
 from typing import Any
 
 from fastapi import APIRouter
-from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
 from sustain.service.api.deps import StateDep
 from sustain.service.db.migrate import current_revision, head_revision, known_revisions
+from sustain.service.strict_json import StrictJSONResponse
 
 router = APIRouter(tags=["health"])
 
@@ -38,8 +38,24 @@ async def _database_checks(state: StateDep) -> dict[str, Any]:
     return {"database": "ok", "migrations": migrations}
 
 
+def _writer_check(state: StateDep) -> str:
+    """Whether buffered samples are being written: retrying while the database is
+    unavailable (not ready), or `ok`, saying so when the database has refused records (each
+    kept in dead_letters, its run failed: the database itself is fine)."""
+    writer = state.writer
+    if writer.last_error is not None:
+        return (f"retrying: the database is unavailable ({writer.last_error}); "
+                f"{state.buffer.samples} samples waiting")
+    refusals = writer.refusals
+    if not refusals.total:
+        return "ok"
+    return (f"ok ({refusals.total} records refused by the database since start, kept in "
+            f"dead_letters with their runs failed; newest: {refusals.newest}, at "
+            f"{refusals.newest_at:%Y-%m-%dT%H:%M:%SZ})")
+
+
 @router.get("/readyz")
-async def readyz(state: StateDep) -> JSONResponse:
+async def readyz(state: StateDep) -> StrictJSONResponse:
     """200 when the database answers, the schema is at head, the scheduler runs, buffered
     samples are being written with room to spare and no tick measured during an outage waits
     to be stored; else 503 with the reason."""
@@ -53,13 +69,12 @@ async def readyz(state: StateDep) -> JSONResponse:
     buffer = state.buffer
     checks["buffer"] = "ok" if buffer.accepting else (
         f"nearly full ({buffer.samples} of {buffer.capacity} samples): new runs paused")
-    checks["writer"] = "ok" if state.writer.last_error is None else (
-        f"retrying ({state.writer.last_error}); {buffer.samples} samples waiting")
+    checks["writer"] = _writer_check(state)
     offline = state.executor.offline
     if offline.pending:
         checks["offline_runs"] = (f"{offline.pending} ticks measured (or still measuring) "
                                   "while the database was unreachable wait to be stored "
                                   f"({offline.samples} samples)")
     ready = all(value == "ok" or value.startswith("ok (") for value in checks.values())
-    return JSONResponse({"status": "ready" if ready else "not ready", "checks": checks},
+    return StrictJSONResponse({"status": "ready" if ready else "not ready", "checks": checks},
                         status_code=200 if ready else 503)

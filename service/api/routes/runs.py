@@ -1,4 +1,5 @@
-"""/api/v1/runs, and /api/v1/runs/{id}/samples (JSON pages or streamed CSV)."""
+"""/api/v1/runs, /api/v1/runs/{id}/samples (JSON pages or streamed CSV), its server's
+metrics and the records of it the database refused."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from fastapi.responses import StreamingResponse
 
 from sustain.service.api import cursor
 from sustain.service.api.deps import SessionDep, StateDep
+from sustain.service.db import dead_letters
 from sustain.service.db import runs as run_queries
 from sustain.service.db import samples as sample_queries
 from sustain.service.db.models import FINAL_RUN_STATUSES, Probe, Run
@@ -18,6 +20,8 @@ from sustain.service.export.csv_rows import MEDIA_TYPE as CSV_MEDIA
 from sustain.service.export.csv_rows import csv_text
 from sustain.service.schemas.common import MAX_DB_ID, ApiTime
 from sustain.service.schemas.runs import (
+    DeadLetterRead,
+    DeadLetters,
     RunList,
     RunRead,
     RunStatus,
@@ -117,6 +121,17 @@ async def run_server_metrics(run_id: RunId, session: SessionDep) -> ServerTeleme
     rows = await run_queries.server_series(session, run_id)
     return ServerTelemetry(run_id=run_id, series=[
         ServerSeries(name=row.name, at=row.at, value=row.value) for row in rows])
+
+
+@router.get("/{run_id}/dead-letters")
+async def run_dead_letters(run_id: RunId, session: SessionDep,
+                           limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> DeadLetters:
+    """The run's records the database refused (a value out of range, text or JSON it cannot
+    hold), oldest first, as they were, with the database's words; the run is `failed` with
+    the reason. Empty for a run the database took whole."""
+    await run_queries.get(session, run_id)
+    rows = await dead_letters.of_run(session, run_id, limit)
+    return DeadLetters(run_id=run_id, items=[DeadLetterRead.model_validate(r) for r in rows])
 
 
 def _disposition(run_id: int) -> dict[str, str]:

@@ -17,7 +17,7 @@ from sustain.probes.runner import RunResult
 from sustain.service.db import partitions
 from sustain.service.domain.finals import RunFinal, completed
 from sustain.service.domain.rows import sample_tuple, sent_at
-from sustain.service.ingest.writer import store
+from sustain.service.ingest.store import store
 
 
 def synthetic_samples(count: int, start: datetime, rng: random.Random, *,

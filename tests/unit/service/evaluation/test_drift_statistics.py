@@ -74,6 +74,8 @@ def test_the_bootstrap_interval_is_the_same_for_the_same_seed() -> None:
     other = bootstrap_ratio(values[:WEEK], values[WEEK:], rounds=1000, confidence=0.95, seed=4)
     assert first == again
     assert first != other
+    assert first[0] is not None
+    assert first[1] is not None
     assert first[0] < float(np.median(values[WEEK:]) / np.median(values[:WEEK])) < first[1]
 
 

@@ -1,0 +1,42 @@
+"""Records the database refused: kept with the reason, bounded, newest first."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import select, text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+
+from sustain.service.db.models import DeadLetter
+from sustain.service.domain.refusals import Refused
+
+MAX_DEAD_LETTERS = 10_000
+"""Rows kept; older ones are deleted as new ones come (about 650 MB at the 64 KiB bound on
+a record, typically far less)."""
+
+INSERT = text(
+    "INSERT INTO dead_letters (kind, run_id, probe_id, pos, reason, error, record) "
+    "VALUES (:kind, :run_id, :probe_id, :pos, :reason, :error, :record)")
+
+PRUNE = text(
+    "DELETE FROM dead_letters WHERE id <= (SELECT id FROM dead_letters ORDER BY id DESC "
+    "OFFSET :keep LIMIT 1)")
+
+
+async def keep(connection: AsyncConnection, refused: Sequence[Refused],
+               limit: int = MAX_DEAD_LETTERS) -> None:
+    """Add `refused` (inside the writer's transaction) and drop the oldest beyond `limit`."""
+    if not refused:
+        return
+    await connection.execute(INSERT, [
+        {"kind": r.kind, "run_id": r.run_id, "probe_id": r.probe_id, "pos": r.pos,
+         "reason": r.reason, "error": r.error, "record": r.record} for r in refused])
+    await connection.execute(PRUNE, {"keep": limit})
+
+
+async def of_run(session: AsyncSession, run_id: int, limit: int) -> Sequence[DeadLetter]:
+    """A run's refused records, oldest first."""
+    rows = await session.execute(
+        select(DeadLetter).where(DeadLetter.run_id == run_id).order_by(DeadLetter.id)
+        .limit(limit))
+    return rows.scalars().all()

@@ -1,0 +1,164 @@
+"""Storing sample rows and final records: all at once, or record by record when the database
+refuses some of them.
+
+`store` is the fast path: a batch's rows and finals in a handful of set-based statements. If
+the database refuses anything in it, the whole statement fails and says nothing of which
+record it was; `store_each` then stores the batch run by run under savepoints, halving a
+run's rows until each refused row stands alone, so everything the database accepts is
+stored, and returns what it refused. A run with a refused record is stored `failed`, with the
+reason, and a refused final record is stored again without the parts that can be refused
+(its summary; then everything but the status and the reason).
+
+Both run inside the caller's transaction; anything but a refusal (see
+`domain.refusals.refusal_reason`) propagates, so the caller retries the batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from sustain.service.db import dead_letters, results, samples, slo_counts
+from sustain.service.domain.finals import RunFinal
+from sustain.service.domain.refusals import (
+    Refused,
+    refusal_reason,
+    refused_final,
+    refused_sample,
+    run_error,
+)
+from sustain.service.domain.rows import PROBE_ID, RUN_ID, SampleTuple
+
+
+async def store(connection: AsyncConnection, rows: Sequence[SampleTuple],
+                finals: Sequence[RunFinal]) -> int:
+    """Write rows, then finals (inside a transaction, partitions in place). Rows and finals of
+    runs deleted meanwhile are skipped; returns how many rows were kept."""
+    alive = await samples.live_runs(
+        connection, {row[RUN_ID] for row in rows} | {f.run_id for f in finals})
+    kept = [row for row in rows if row[RUN_ID] in alive]
+    await samples.insert(connection, kept)
+    applied = await results.apply_all(connection, [f for f in finals if f.run_id in alive])
+    await slo_counts.count_runs(connection, sorted(applied))
+    return len(kept)
+
+
+@dataclass(frozen=True, slots=True)
+class RunRefusals:
+    """What the database refused of one run so far: how many samples, and the first."""
+
+    samples: int
+    first: Refused
+
+
+@dataclass(slots=True)
+class Stored:
+    """What `store_each` did."""
+
+    kept: int = 0
+    """Sample rows stored."""
+    refused: list[Refused] = field(default_factory=list)
+    """Records refused, in the order met; kept in dead_letters by then."""
+    pending: dict[int, RunRefusals] = field(default_factory=dict)
+    """Runs with refused samples whose final record was not in this batch: it must be stored
+    failed when it comes."""
+    failed: dict[int, str] = field(default_factory=dict)
+    """Runs stored failed because of a refusal, with the error recorded on each."""
+    unrecorded: list[int] = field(default_factory=list)
+    """Runs whose final record was refused even with its status and reason only: they stay
+    `running` until they are found abandoned."""
+
+
+def failed_final(final: RunFinal, refusals: RunRefusals | None) -> RunFinal:
+    """`final`, failed with the reason when some of its run's samples were refused."""
+    if refusals is None:
+        return final
+    return replace(final, status="failed",
+                   error=run_error(refusals.samples, refusals.first, None))
+
+
+async def store_each(connection: AsyncConnection, rows: Sequence[SampleTuple],
+                     finals: Sequence[RunFinal],
+                     earlier: Mapping[int, RunRefusals] | None = None) -> Stored:
+    """Store what the database accepts of `rows` and `finals`, run by run, and keep what it
+    refuses in dead_letters. `earlier`: refusals of these runs' samples in earlier batches
+    (their finals are stored failed)."""
+    earlier = earlier or {}
+    groups: dict[int, tuple[list[SampleTuple], list[RunFinal]]] = {}
+    for row in rows:
+        groups.setdefault(row[RUN_ID], ([], []))[0].append(row)
+    for final in finals:
+        groups.setdefault(final.run_id, ([], []))[1].append(final)
+    stored = Stored()
+    for run_id, (run_rows, run_finals) in groups.items():
+        kept, refused = await _rows(connection, run_rows)
+        stored.kept += kept
+        stored.refused += refused
+        so_far = earlier.get(run_id)
+        if refused:
+            so_far = RunRefusals((so_far.samples if so_far else 0) + len(refused),
+                                 so_far.first if so_far else refused[0])
+        if not run_finals:
+            if so_far is not None and refused:
+                stored.pending[run_id] = so_far
+            continue
+        final = failed_final(run_finals[-1], so_far)
+        error = await _final(connection, final, so_far, stored)
+        if error is not None:
+            stored.failed[run_id] = error
+    await dead_letters.keep(connection, stored.refused)
+    return stored
+
+
+async def _rows(connection: AsyncConnection, rows: list[SampleTuple]
+                ) -> tuple[int, list[Refused]]:
+    """Store `rows` under a savepoint; where refused, each half on its own, down to the
+    single rows the database refuses. Returns (rows kept, rows refused)."""
+    if not rows:
+        return 0, []
+    try:
+        async with connection.begin_nested():
+            return await store(connection, rows, []), []
+    except Exception as exc:
+        if refusal_reason(exc) is None:
+            raise
+        if len(rows) == 1:
+            return 0, [refused_sample(rows[0], rows[0][PROBE_ID], exc)]
+    middle = len(rows) // 2
+    kept_a, refused_a = await _rows(connection, rows[:middle])
+    kept_b, refused_b = await _rows(connection, rows[middle:])
+    return kept_a + kept_b, refused_a + refused_b
+
+
+async def _final(connection: AsyncConnection, final: RunFinal,
+                 so_far: RunRefusals | None, stored: Stored) -> str | None:
+    """Store a run's final record; if refused, again without its summary, then with its
+    status and reason only. Returns the error stored on the run when it was failed for a
+    refusal, else None."""
+    try:
+        async with connection.begin_nested():
+            await store(connection, [], [final])
+        return final.error if so_far is not None else None
+    except Exception as exc:
+        if refusal_reason(exc) is None:
+            raise
+        refusal = refused_final(final, exc)
+    stored.refused.append(refusal)
+    error = run_error(so_far.samples if so_far else 0, so_far.first if so_far else None,
+                      refusal)
+    without_summary = replace(final, status="failed", error=error, summary=None)
+    bare = RunFinal(run_id=final.run_id, probe_id=final.probe_id,
+                    scheduled_for=final.scheduled_for, status="failed", error=error,
+                    samples_dropped=final.samples_dropped)
+    for candidate in (without_summary, bare):
+        try:
+            async with connection.begin_nested():
+                await store(connection, [], [candidate])
+            return error
+        except Exception as exc:
+            if refusal_reason(exc) is None:
+                raise
+    stored.unrecorded.append(final.run_id)
+    return None
