@@ -8,8 +8,10 @@ and 64 tokens, and logs when it handed the first token and the last byte to the 
     E2E error  = client E2E  - (server last-byte write   - client t_send)
 
 so the error is what sustain adds on top of the real latency: loopback, the event loop, HTTP
-and SSE parsing. Targets: median <= 1 ms and p99 <= 3 ms at concurrency 1, 16 and 64. Side by
-side in the same run: sustain's lean transport and the same measurement over httpx.
+and SSE parsing. Targets: median <= 1 ms and p99 <= 3 ms at concurrency 1, 16 and 64, and the
+median inter-token gap the client measures within 1 ms of the simulator's 10 ms. Side by side
+in the same run: sustain's lean transport and the same measurement over httpx. These are the
+figures the tests only bound from below (a TTFT is never under the simulator's 50 ms).
 
     python benchmarks/accuracy.py [--requests 100,300,640] [--no-record]
 """
@@ -47,6 +49,7 @@ from sustain.probes.workload.spec import Workload
 LEVELS = (1, 16, 64)
 CLIENTS = {"lean": "sustain (lean HTTP/1.1 transport)", "httpx": "baseline: httpx"}
 TOKENS = 64
+ITL_MS = 10.0
 
 
 async def run_level(base_url: str, concurrency: int, requests: int, tag: str, client: str
@@ -107,8 +110,8 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "truth.jsonl"
-        with Simulator(["--ttft-ms", "50", "--itl-ms", "10", "--output-tokens", str(TOKENS),
-                        "--truth-log", str(log)], cpu=1) as sim:
+        with Simulator(["--ttft-ms", "50", "--itl-ms", f"{ITL_MS:g}", "--output-tokens",
+                        str(TOKENS), "--truth-log", str(log)], cpu=1) as sim:
             results = {}
             for concurrency, count in zip(LEVELS, counts, strict=True):
                 for client in CLIENTS:
@@ -123,18 +126,23 @@ def main() -> None:
                 truth[record_["request_id"]] = record_
     for (client, concurrency), (tag, samples, clock) in results.items():
         ttft, e2e = errors(samples, clock, truth, tag)
+        gaps = sorted(gap for s in samples if s.measurement.error_class is None
+                      for gap in s.measurement.itl_ms)
+        itl = f"{quantile(gaps, 0.5):.3f}" if gaps else "-"
         rows.append(f"| {CLIENTS[client]} | {concurrency} | {len(ttft)} | {stats(ttft)} | "
-                    f"{stats(e2e)} |")
-    table = ("TTFT and E2E error in ms (client minus server truth), median | p99 | min | max:\n\n"
+                    f"{stats(e2e)} | {itl} |")
+    table = ("TTFT and E2E error in ms (client minus server truth), median | p99 | min | max; "
+             f"the median ITL the client measured (the simulator's gap is {ITL_MS:g} ms):\n\n"
              "| client | concurrency | requests | TTFT median | TTFT p99 | TTFT min | TTFT max | "
-             "E2E median | E2E p99 | E2E min | E2E max |\n"
-             "|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows))
+             "E2E median | E2E p99 | E2E min | E2E max | ITL median |\n"
+             "|---|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows))
     command = f"python benchmarks/accuracy.py --requests {args.requests} --loop {args.loop}"
     if args.no_record:
         print(table)
     else:
         record("accuracy: TTFT and E2E error against server-side truth", command,
-               table + "\n\nTarget: median <= 1 ms and p99 <= 3 ms at every concurrency.")
+               table + "\n\nTarget: median <= 1 ms and p99 <= 3 ms at every concurrency; "
+               f"ITL median within 1 ms of {ITL_MS:g} ms.")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@
 samples CSV, /metrics in a loop), measured in worker processes (the default) and, side by
 side in the same run, in the service process itself (SUSTAIN_MEASURE_WORKERS=0: how every
 run measured before issue 15). Target: lag p99 <= 5 ms and reported TTFT p99 within 3 ms of
-the simulator's, readers or not.
+the simulator's (over the same requests: the warmup's left out of both), readers or not. These
+are the figures tests/e2e/test_busy_service.py does not bound (a slow or noisy machine moves
+them); each row prints them next to their targets.
 
     python benchmarks/busy_service.py [--seconds 20] [--readers 4]
 """
@@ -23,6 +25,10 @@ from tests.busy_service import BusyFigures, busy_probe
 
 DATABASE = "sustain_bench_busy"
 MODES = {"workers": {}, "in-process": {"SUSTAIN_MEASURE_WORKERS": "0"}}
+LAG_TARGET_MS = 5.0
+"""p99 of the generator's lag (send time minus intended time)."""
+ERROR_TARGET_MS = 3.0
+"""abs(sustain's TTFT p99 - the simulator's TTFT p99)."""
 
 
 def main() -> None:
@@ -43,16 +49,21 @@ def main() -> None:
             finally:
                 drop_database(args.server_url, DATABASE)
             error = figures.ttft_p99_ms - figures.truth_ttft_p99_ms
-            ok = figures.lag_p99_ms <= 5.0 and abs(error) <= 3.0
+            lag_ok = figures.lag_p99_ms <= LAG_TARGET_MS
+            error_ok = abs(error) <= ERROR_TARGET_MS
             rows.append(f"| {mode} | {readers} | {figures.reads} | {figures.requests} | "
-                        f"{figures.lag_p99_ms:.2f} | {figures.ttft_p99_ms:.2f} | "
+                        f"{figures.lag_p99_ms:.2f} / {LAG_TARGET_MS:g} "
+                        f"{'pass' if lag_ok else 'FAIL'} | {figures.ttft_p99_ms:.2f} | "
                         f"{figures.truth_ttft_p99_ms:.2f} | {error:+.2f} | "
-                        f"{'pass' if ok else 'fail'} |")
+                        f"{abs(error):.2f} / {ERROR_TARGET_MS:g} "
+                        f"{'pass' if error_ok else 'FAIL'} |")
             print(rows[-1], flush=True)
-    body = ("| measured in | readers | reads done | requests | lag p99 ms | TTFT p99 ms "
-            "(sustain) | TTFT p99 ms (simulator) | error ms | |\n"
+    body = ("| measured in | readers | reads done | requests | lag p99 ms / target | "
+            "TTFT p99 ms (sustain) | TTFT p99 ms (simulator) | error ms | "
+            "abs(error) ms / target |\n"
             "|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) +
-            "\n\nTarget: lag p99 <= 5 ms and TTFT p99 within 3 ms of the simulator's.")
+            f"\n\nTarget: lag p99 <= {LAG_TARGET_MS:g} ms and TTFT p99 within "
+            f"{ERROR_TARGET_MS:g} ms of the simulator's.")
     command = f"python benchmarks/busy_service.py --seconds {args.seconds:g} " \
               f"--readers {args.readers}"
     if args.no_record:

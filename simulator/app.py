@@ -398,15 +398,16 @@ class SimulatorApp:
             # sends it back as history, finds it.
             reply = completion.whole(finish)["choices"][0]["message"]
             self._cache.admit(words + _message_text(reply).split())
-        if self._slots is not None:
+        slots = self._slots  # a switch of max_batch meanwhile leaves this request's own
+        if slots is not None:  # semaphore to it: its slot goes back where it came from
             with self.metrics.waiting():
-                await self._slots.acquire()
+                await slots.acquire()
         try:
             with self.metrics.running():
                 await self._respond(scope, send, body, completion, arrival, fault, finish)
         finally:
-            if self._slots is not None:
-                self._slots.release()
+            if slots is not None:
+                slots.release()
         self.metrics.generated(completion.tokens)
 
     async def _respond(self, scope: Scope, send: Send, body: dict[str, Any],

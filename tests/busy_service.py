@@ -7,14 +7,24 @@ SUSTAIN_MEASURE_WORKERS=0). `readers` threads read the status page, the probe's 
 drift and series, a run's samples as CSV, and /metrics in a loop for as long as the measured
 run goes. The reported TTFT p99 is compared with the simulator's own: from the moment each
 request arrived to the moment its first token was written.
+
+Besides the figures (for the benchmark), BusyFigures carries what the e2e test checks without
+a bound on any measured time: every request stored, the readers' work during the run, the
+run's own saturation verdict, and each request's TTFT as stored next to the earliest the
+simulator could have answered it (its first token is not due before `ttft_ms` after the start
+of generation, and the client's clock starts before the request arrives).
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import math
 import threading
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import httpx
@@ -23,30 +33,55 @@ from sustain.probes.measure.percentiles import quantile
 from tests.processes import SustainProcess, admin_client, free_port
 
 RATE = 100.0
+TTFT_MS = 50.0
+"""The simulator's TTFT, without jitter: no first token is due sooner after generation starts."""
+PATHS_PER_PASS = 6
+"""API reads in one pass of a reader (see busy_probe)."""
 
 
 @dataclass(frozen=True, slots=True)
 class BusyFigures:
     requests: int
+    failures: int
     lag_p99_ms: float
+    """The run's generator health, as sustain reported it."""
+    lag_threshold_ms: float
+    saturated: bool
     ttft_p99_ms: float
     """As sustain reported it."""
     truth_ttft_p99_ms: float
-    """As the simulator timed it: first token written minus request arrival."""
+    """As the simulator timed it: first token written minus request arrival, over the same
+    requests (the warmup's left out)."""
     reads: int
-    """API reads the readers completed during the run."""
+    """API reads the readers completed (during the run and just around it)."""
     read_errors: int
+    reads_during_run: int
+    """Reads that completed between the run's start and its end (the run's own times)."""
+    stored: int
+    """Samples of the measured run as stored and exported (CSV)."""
+    stored_ttft_ms: tuple[float, ...]
+    """TTFT of each stored sample of the measured run (the samples as stored and exported)."""
+    truth_due_ms: tuple[float, ...]
+    """For each request the simulator served for the measured run (the warmup's left out):
+    when its first token became due minus when it arrived; a lower bound of its client TTFT."""
 
 
-def truth_ttft_ms(log: Path) -> list[float]:
+def truth_records(log: Path, since: float = 0.0) -> list[dict[str, float]]:
+    """The simulator's truth lines for requests that arrived at or after `since`
+    (perf_counter seconds: the simulator's clock is this machine's monotonic clock)."""
     records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    return [r for r in records if r["arrival"] >= since]
+
+
+def truth_ttft_ms(records: list[dict[str, float]]) -> list[float]:
     return sorted((r["first_token"] - r["arrival"]) * 1000.0 for r in records
                   if r.get("first_token") is not None)
 
 
-def read_loop(base: str, paths: list[str], stop: threading.Event,
-              counts: list[int]) -> None:
-    """Read every path in turn until `stop`; counts[0] reads, counts[1] failures."""
+def read_loop(base: str, paths: list[str], stop: threading.Event, counts: list[int],
+              done_at: list[float]) -> None:
+    """Read every path in turn until `stop`; counts[0] reads, counts[1] failures; the wall
+    clock time (time.time()) at which each good read completed goes to `done_at`."""
     with admin_client(base, timeout=60) as api:
         while not stop.is_set():
             for path in paths:
@@ -55,17 +90,21 @@ def read_loop(base: str, paths: list[str], stop: threading.Event,
                 except httpx.HTTPError:
                     ok = False
                 counts[0 if ok else 1] += 1
+                if ok:
+                    done_at.append(time.time())
                 if stop.is_set():
                     return
 
 
 def busy_probe(tmp_path: Path, database_url: str, readers: int, duration_s: float,
-               env: dict[str, str] | None = None) -> BusyFigures:
-    """One run of RATE req/s for `duration_s` with `readers` API readers going meanwhile."""
+               env: dict[str, str] | None = None, warmup_s: float = 1.0) -> BusyFigures:
+    """One run of RATE req/s for `duration_s` with `readers` API readers going meanwhile.
+    With `warmup_s` 0 every request the simulator serves for the run is a measured one, so
+    `truth_due_ms` and `stored_ttft_ms` are the same requests."""
     sim_port, port = free_port(), free_port()
     truth = tmp_path / "truth.jsonl"
     simulator = SustainProcess(
-        ["simulate", "--port", str(sim_port), "--ttft-ms", "50", "--itl-ms", "10",
+        ["simulate", "--port", str(sim_port), "--ttft-ms", f"{TTFT_MS:g}", "--itl-ms", "10",
          "--output-tokens", "32", "--truth-log", str(truth)], tmp_path / "simulator.log")
     service = SustainProcess(["serve", "--port", str(port)], tmp_path / "serve.log",
                              env={"SUSTAIN_DATABASE_URL": database_url, **(env or {})})
@@ -77,16 +116,17 @@ def busy_probe(tmp_path: Path, database_url: str, readers: int, duration_s: floa
             "name": "sim", "base_url": f"http://127.0.0.1:{sim_port}/v1",
             "model": "sim-model"}).json()
 
-        def probe(name: str, seconds: float) -> int:
+        def probe(name: str, seconds: float, warmup: float) -> int:
             created = api.post("/api/v1/probes", json={
                 "name": name, "endpoint_id": endpoint["id"], "interval_seconds": 3600,
                 "enabled": False, "workload": {"max_tokens": 32},
                 "profile": {"kind": "constant", "rate": RATE, "duration_s": seconds,
-                            "warmup_s": 1.0}}).json()
+                            "warmup_s": warmup}}).json()
             return int(created["id"])
 
         def run(probe_id: int) -> dict[str, object]:
             run_id = api.post(f"/api/v1/probes/{probe_id}/runs").json()["id"]
+            # Only guards against a run that never ends: it takes duration_s and a moment.
             deadline = time.monotonic() + duration_s + 120
             while time.monotonic() < deadline:
                 body: dict[str, object] = api.get(f"/api/v1/runs/{run_id}").json()
@@ -95,32 +135,51 @@ def busy_probe(tmp_path: Path, database_url: str, readers: int, duration_s: floa
                 time.sleep(0.25)
             raise AssertionError(f"run {run_id} did not finish:\n{service.output()[-3000:]}")
 
-        first = probe("history", 3.0)
+        first = probe("history", 3.0, 1.0)
         earlier = run(first)
-        measured = probe("busy", duration_s)
+        measured = probe("busy", duration_s, warmup_s)
         paths = ["/", f"/api/v1/probes/{first}/summary", f"/api/v1/probes/{first}/drift",
                  f"/api/v1/probes/{first}/series?step=1m",
                  f"/api/v1/runs/{earlier['id']}/samples?format=csv", "/metrics"]
+        assert len(paths) == PATHS_PER_PASS
         truth.write_text("")
         stop = threading.Event()
         counts = [[0, 0] for _ in range(readers)]
-        threads = [threading.Thread(target=read_loop, args=(base, paths, stop, counts[i]),
+        done_at: list[list[float]] = [[] for _ in range(readers)]
+        threads = [threading.Thread(target=read_loop,
+                                    args=(base, paths, stop, counts[i], done_at[i]),
                                     daemon=True) for i in range(readers)]
         for thread in threads:
             thread.start()
+        since = time.perf_counter()  # every request of the measured run arrives after this
         try:
             body = run(measured)
         finally:
             stop.set()
             for thread in threads:
                 thread.join(60)
-    assert body["status"] == "succeeded", body
+        assert body["status"] == "succeeded", body
+        exported = api.get(f"/api/v1/runs/{body['id']}/samples", params={"format": "csv"})
+        assert exported.status_code == 200, exported.text
     summary = body["summary"]
     assert isinstance(summary, dict)
-    truth_ttft = truth_ttft_ms(truth)
+    rows = list(csv.DictReader(io.StringIO(exported.text)))
+    began = datetime.fromisoformat(str(body["started_at"])).timestamp()
+    ended = datetime.fromisoformat(str(body["finished_at"])).timestamp()
+    # The warmup's requests come first (10 ms apart, in order); the figures are the measured.
+    records = sorted(truth_records(truth, since), key=lambda r: r["arrival"])
+    records = records[math.ceil(warmup_s * RATE - 1e-9):]
+    generator = summary["generator"]
     return BusyFigures(
-        requests=int(summary["attempts"]),
-        lag_p99_ms=float(summary["lag_ms"]["p99"]),
+        requests=int(summary["attempts"]), failures=int(summary["failures"]),
+        lag_p99_ms=float(generator["lag_p99_ms"]),
+        lag_threshold_ms=float(generator["threshold_ms"]),
+        saturated=bool(generator["saturated"]),
         ttft_p99_ms=float(summary["ttft_ms"]["p99"]),
-        truth_ttft_p99_ms=quantile(truth_ttft, 0.99),
-        reads=sum(c[0] for c in counts), read_errors=sum(c[1] for c in counts))
+        truth_ttft_p99_ms=quantile(truth_ttft_ms(records), 0.99),
+        reads=sum(c[0] for c in counts), read_errors=sum(c[1] for c in counts),
+        reads_during_run=sum(began <= t <= ended for times in done_at for t in times),
+        stored=len(rows),
+        stored_ttft_ms=tuple(float(r["ttft_ms"]) for r in rows if r["ttft_ms"]),
+        truth_due_ms=tuple((r["first_token_due"] - r["arrival"]) * 1000.0
+                           for r in records))

@@ -26,6 +26,18 @@ from tests.processes import SustainProcess, free_port
 
 T = TypeVar("T")
 
+WORKERS_PER_CPU = 2
+"""Most tests wait on a server, a subprocess or a timer rather than compute, so two workers
+a CPU keep the CPUs busy; no test depends on how busy they are."""
+MIN_WORKERS, MAX_WORKERS = 4, 8
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: two workers a CPU, at least 4 and at most 8 (each may start a service,
+    a simulator and a browser of its own)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(MIN_WORKERS, min(MAX_WORKERS, WORKERS_PER_CPU * (cpus or 1)))
+
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine to completion on a fresh loop in another thread (safe from sync fixtures

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import socket
@@ -22,10 +23,32 @@ def sustain_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "sustain"]
 
 
+PORT_BAND_START = 20_000
+PORT_BAND_WIDTH = 500
+"""Each test process (an xdist worker, or the only one) takes the ports of its own band, below
+the kernel's ephemeral range (32768 on): a port one worker found free is never handed to a
+server of another worker, nor taken meanwhile by an outgoing connection."""
+_next_port = itertools.count()
+
+
+def _band_start() -> int:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    index = int(worker) if worker.isdigit() else 0
+    return PORT_BAND_START + (index % 24) * PORT_BAND_WIDTH
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback port free now, from this process's band, not handed out before by it."""
+    start = _band_start()
+    for _ in range(PORT_BAND_WIDTH):
+        port = start + next(_next_port) % PORT_BAND_WIDTH
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {start}-{start + PORT_BAND_WIDTH - 1}")
 
 
 def wait_until(predicate: Any, timeout_s: float, step_s: float = 0.1) -> float:

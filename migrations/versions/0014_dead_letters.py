@@ -38,9 +38,11 @@ def upgrade() -> None:
         sa.Column("record", sa.Text(), nullable=False),
         sa.CheckConstraint("kind IN ('sample', 'final')", name="dead_letter_kind_known"),
     )
-    op.create_index("ix_dead_letters_run_id", "dead_letters", ["run_id"])
+    # a record is kept once: a batch retried after a commit whose answer was lost meets it
+    op.create_index("uq_dead_letters_record", "dead_letters",
+                    ["run_id", "kind", sa.text("coalesce(pos, -1)")], unique=True)
 
 
 def downgrade() -> None:
-    op.drop_index("ix_dead_letters_run_id", table_name="dead_letters")
+    op.drop_index("uq_dead_letters_record", table_name="dead_letters")
     op.drop_table("dead_letters")

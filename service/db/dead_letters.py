@@ -16,7 +16,8 @@ a record, typically far less)."""
 
 INSERT = text(
     "INSERT INTO dead_letters (kind, run_id, probe_id, pos, reason, error, record) "
-    "VALUES (:kind, :run_id, :probe_id, :pos, :reason, :error, :record)")
+    "VALUES (:kind, :run_id, :probe_id, :pos, :reason, :error, :record) "
+    "ON CONFLICT (run_id, kind, (coalesce(pos, -1))) DO NOTHING")
 
 PRUNE = text(
     "DELETE FROM dead_letters WHERE id <= (SELECT id FROM dead_letters ORDER BY id DESC "
@@ -25,7 +26,8 @@ PRUNE = text(
 
 async def keep(connection: AsyncConnection, refused: Sequence[Refused],
                limit: int = MAX_DEAD_LETTERS) -> None:
-    """Add `refused` (inside the writer's transaction) and drop the oldest beyond `limit`."""
+    """Add `refused` (inside the writer's transaction; a record kept before is kept once) and
+    drop the oldest beyond `limit`."""
     if not refused:
         return
     await connection.execute(INSERT, [

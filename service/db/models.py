@@ -567,7 +567,7 @@ class DeadLetter(Base):
     at: Mapped[datetime] = mapped_column(server_default=func.now())
     kind: Mapped[str] = mapped_column(String(16))
     """`sample` or `final`."""
-    run_id: Mapped[int] = mapped_column(BigInteger, index=True)
+    run_id: Mapped[int] = mapped_column(BigInteger)
     """No foreign key: the evidence outlives a deleted run."""
     probe_id: Mapped[int] = mapped_column(BigInteger)
     pos: Mapped[int | None] = mapped_column(Integer)
@@ -582,4 +582,6 @@ class DeadLetter(Base):
     __table_args__ = (
         CheckConstraint("kind IN (" + ", ".join(f"'{k}'" for k in DEAD_LETTER_KINDS) + ")",
                         name="dead_letter_kind_known"),
+        Index("uq_dead_letters_record", "run_id", "kind", text("coalesce(pos, -1)"),
+              unique=True),
     )

@@ -42,6 +42,10 @@ _BY_SQLSTATE = {
     "22001": "too_long",  # string_data_right_truncation
 }
 
+NO_PARTITION = "no partition of relation"
+"""How PostgreSQL words a row with no partition to go to (SQLSTATE 23514): the day's partition
+is missing (dropped, or not yet made), which the writer repairs and retries."""
+
 MAX_ERROR_CHARS = 1000
 """A refusal's message is cut here: asyncpg quotes whole array parameters in its messages."""
 MAX_RECORD_CHARS = 65_536
@@ -65,6 +69,8 @@ def refusal_reason(exc: BaseException) -> str | None:
     state = sqlstate(exc)
     if state is None or state[:2] not in REFUSAL_CLASSES:
         return None
+    if NO_PARTITION in str(exc):  # 23514 too, but the table's state, not the row's fault
+        return None
     if state.startswith("23"):
         return "constraint"
     if state in _BY_SQLSTATE:
@@ -81,6 +87,7 @@ def describe(exc: BaseException) -> str:
                     .splitlines() if line.strip())
     if isinstance(exc, NonFiniteNumberError):
         text = f"not JSON: {exc}"
+    text = text.replace("\x00", "\\x00")
     if len(text) > MAX_ERROR_CHARS:
         text = text[:MAX_ERROR_CHARS - 1] + "…"
     return f"{text} (SQLSTATE {state})" if state else text
@@ -131,9 +138,15 @@ def record_text(value: Any) -> str:
 
 
 def refused_sample(row: SampleTuple, probe_id: int, exc: BaseException) -> Refused:
+    """A sample row the database refused with `exc`."""
     reason = refusal_reason(exc)
     assert reason is not None
-    return Refused("sample", int(row[RUN_ID]), probe_id, reason, describe(exc),
+    return sample_refusal(row, probe_id, reason, describe(exc))
+
+
+def sample_refusal(row: SampleTuple, probe_id: int, reason: str, error: str) -> Refused:
+    """A sample row refused for `reason` (one of REASONS), in `error`'s words."""
+    return Refused("sample", int(row[RUN_ID]), probe_id, reason, error,
                    record_text(dict(zip(SAMPLE_COLUMNS, row, strict=True))), int(row[POS]))
 
 

@@ -3,6 +3,7 @@ a million of (ITL gaps are reduced to count, mean and max)."""
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import Any
 
@@ -40,6 +41,42 @@ def sample_tuple(run_id: int, pos: int, probe_id: int, sample: Sample) -> Sample
         None if m.error_class is None else str(m.error_class), m.http_status,
         m.cached_tokens, sample.conversation, sample.turn, m.tool_call_ms, sample.quality,
     )
+
+
+_INTEGER_RANGES = {"smallint": 2**15, "integer": 2**31, "bigint": 2**63}
+"""Each integer column type's bound: values lie in [-bound, bound - 1]."""
+
+
+def row_problem(row: SampleTuple) -> tuple[str, str] | None:
+    """Why PostgreSQL (or its driver) would refuse this row, as (reason, message), or None:
+    an integer outside its column's range (a server's broken usage report), text it cannot
+    hold (NUL, lone surrogates), a NaN or infinity where a figure belongs, a value of the
+    wrong type. Checked in Python, so the writer can set such rows aside without asking the
+    database about each."""
+    for name, kind, value in zip(SAMPLE_COLUMNS, SAMPLE_TYPES, row, strict=True):
+        if value is None:
+            continue
+        if kind in _INTEGER_RANGES:
+            bound = _INTEGER_RANGES[kind]
+            if isinstance(value, bool) or not isinstance(value, int):
+                return "invalid_value", f"{name}: {type(value).__name__} is not an integer"
+            if not -bound <= value < bound:
+                return "out_of_range", f"{name}: {value} is outside the {kind} column's range"
+        elif kind == "float8":
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                return "invalid_value", f"{name}: {type(value).__name__} is not a number"
+            if not math.isfinite(value):
+                return "non_finite", f"{name}: {value!r} is not a finite number"
+        elif kind == "text":
+            if not isinstance(value, str):
+                return "invalid_value", f"{name}: {type(value).__name__} is not text"
+            if "\x00" in value:
+                return "invalid_text", f"{name}: text with a NUL character"
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return "invalid_text", f"{name}: text that is not valid Unicode"
+    return None
 
 
 def sent_at(row: SampleTuple) -> datetime:

@@ -24,12 +24,14 @@ from sustain.service.db import dead_letters, results, samples, slo_counts
 from sustain.service.domain.finals import RunFinal
 from sustain.service.domain.refusals import (
     Refused,
+    describe,
     refusal_reason,
     refused_final,
     refused_sample,
     run_error,
+    sample_refusal,
 )
-from sustain.service.domain.rows import PROBE_ID, RUN_ID, SampleTuple
+from sustain.service.domain.rows import PROBE_ID, RUN_ID, SampleTuple, row_problem
 
 
 async def store(connection: AsyncConnection, rows: Sequence[SampleTuple],
@@ -69,14 +71,24 @@ class Stored:
     unrecorded: list[int] = field(default_factory=list)
     """Runs whose final record was refused even with its status and reason only: they stay
     `running` until they are found abandoned."""
+    unkept: str | None = None
+    """Why the refused records could not be kept in dead_letters (the database refused them
+    too); None when they were."""
+
+
+def failed(final: RunFinal, error: str) -> RunFinal:
+    """`final` with a refusal's `error` added: a run that would have succeeded is `failed`;
+    one already failed, cancelled or abandoned keeps its status, and its own error comes
+    first."""
+    return replace(final, status="failed" if final.status == "succeeded" else final.status,
+                   error=f"{final.error}; {error}" if final.error else error)
 
 
 def failed_final(final: RunFinal, refusals: RunRefusals | None) -> RunFinal:
     """`final`, failed with the reason when some of its run's samples were refused."""
     if refusals is None:
         return final
-    return replace(final, status="failed",
-                   error=run_error(refusals.samples, refusals.first, None))
+    return failed(final, run_error(refusals.samples, refusals.first, None))
 
 
 async def store_each(connection: AsyncConnection, rows: Sequence[SampleTuple],
@@ -84,79 +96,106 @@ async def store_each(connection: AsyncConnection, rows: Sequence[SampleTuple],
                      earlier: Mapping[int, RunRefusals] | None = None) -> Stored:
     """Store what the database accepts of `rows` and `finals`, run by run, and keep what it
     refuses in dead_letters. `earlier`: refusals of these runs' samples in earlier batches
-    (their finals are stored failed)."""
+    (their finals are stored failed: pass `finals` as the runs made them)."""
     earlier = earlier or {}
     groups: dict[int, tuple[list[SampleTuple], list[RunFinal]]] = {}
     for row in rows:
         groups.setdefault(row[RUN_ID], ([], []))[0].append(row)
     for final in finals:
         groups.setdefault(final.run_id, ([], []))[1].append(final)
+    alive = await samples.live_runs(connection, set(groups))
     stored = Stored()
     for run_id, (run_rows, run_finals) in groups.items():
+        if run_id not in alive:  # deleted meanwhile, as `store` skips them
+            continue
         kept, refused = await _rows(connection, run_rows)
         stored.kept += kept
         stored.refused += refused
-        so_far = earlier.get(run_id)
+        before = earlier.get(run_id)
+        so_far = before
         if refused:
-            so_far = RunRefusals((so_far.samples if so_far else 0) + len(refused),
-                                 so_far.first if so_far else refused[0])
+            so_far = RunRefusals((before.samples if before else 0) + len(refused),
+                                 before.first if before else refused[0])
         if not run_finals:
             if so_far is not None and refused:
                 stored.pending[run_id] = so_far
             continue
-        final = failed_final(run_finals[-1], so_far)
-        error = await _final(connection, final, so_far, stored)
+        error = await _final(connection, run_finals[-1], so_far, stored)
         if error is not None:
             stored.failed[run_id] = error
-    await dead_letters.keep(connection, stored.refused)
+    if stored.refused:
+        try:
+            async with connection.begin_nested():
+                await dead_letters.keep(connection, stored.refused)
+        except Exception as exc:
+            if refusal_reason(exc) is None:
+                raise
+            stored.unkept = describe(exc)
     return stored
 
 
 async def _rows(connection: AsyncConnection, rows: list[SampleTuple]
                 ) -> tuple[int, list[Refused]]:
-    """Store `rows` under a savepoint; where refused, each half on its own, down to the
-    single rows the database refuses. Returns (rows kept, rows refused)."""
+    """Store one live run's `rows`: those Python can tell the database would refuse are set
+    aside at once; the rest go in under a savepoint and, where refused, each half on its own,
+    down to the single rows the database refuses. Returns (rows kept, rows refused)."""
+    refused: list[Refused] = []
+    good: list[SampleTuple] = []
+    for row in rows:
+        problem = row_problem(row)
+        if problem is None:
+            good.append(row)
+        else:
+            refused.append(sample_refusal(row, row[PROBE_ID], *problem))
+    kept, rest = await _halving(connection, good)
+    return kept, sorted([*refused, *rest], key=lambda r: r.pos or 0)
+
+
+async def _halving(connection: AsyncConnection, rows: list[SampleTuple]
+                   ) -> tuple[int, list[Refused]]:
     if not rows:
         return 0, []
     try:
         async with connection.begin_nested():
-            return await store(connection, rows, []), []
+            await samples.insert(connection, rows)
+        return len(rows), []
     except Exception as exc:
         if refusal_reason(exc) is None:
             raise
         if len(rows) == 1:
             return 0, [refused_sample(rows[0], rows[0][PROBE_ID], exc)]
     middle = len(rows) // 2
-    kept_a, refused_a = await _rows(connection, rows[:middle])
-    kept_b, refused_b = await _rows(connection, rows[middle:])
+    kept_a, refused_a = await _halving(connection, rows[:middle])
+    kept_b, refused_b = await _halving(connection, rows[middle:])
     return kept_a + kept_b, refused_a + refused_b
 
 
 async def _final(connection: AsyncConnection, final: RunFinal,
                  so_far: RunRefusals | None, stored: Stored) -> str | None:
-    """Store a run's final record; if refused, again without its summary, then with its
-    status and reason only. Returns the error stored on the run when it was failed for a
-    refusal, else None."""
+    """Store a run's final record (failed when `so_far` says samples of it were refused); if
+    refused, again without its summary, then with its status and reason only. Returns the
+    error stored on the run when it was failed for a refusal, else None."""
+    marked = failed_final(final, so_far)
     try:
         async with connection.begin_nested():
-            await store(connection, [], [final])
-        return final.error if so_far is not None else None
+            await store(connection, [], [marked])
+        return marked.error if so_far is not None else None
     except Exception as exc:
         if refusal_reason(exc) is None:
             raise
-        refusal = refused_final(final, exc)
+        refusal = refused_final(marked, exc)
     stored.refused.append(refusal)
     error = run_error(so_far.samples if so_far else 0, so_far.first if so_far else None,
                       refusal)
-    without_summary = replace(final, status="failed", error=error, summary=None)
+    without_summary = replace(failed(final, error), summary=None)
     bare = RunFinal(run_id=final.run_id, probe_id=final.probe_id,
-                    scheduled_for=final.scheduled_for, status="failed", error=error,
-                    samples_dropped=final.samples_dropped)
+                    scheduled_for=final.scheduled_for, status=without_summary.status,
+                    error=without_summary.error, samples_dropped=final.samples_dropped)
     for candidate in (without_summary, bare):
         try:
             async with connection.begin_nested():
                 await store(connection, [], [candidate])
-            return error
+            return candidate.error
         except Exception as exc:
             if refusal_reason(exc) is None:
                 raise

@@ -41,6 +41,11 @@ LINGER_S = 0.05
 """How long a small batch waits for company: fewer, larger transactions."""
 BATCH_TIMEOUT_S = 60.0
 """A batch that takes longer (a hung connection) is abandoned and retried."""
+ISOLATING_TIMEOUT_S = 900.0
+"""The same for a batch stored record by record: rows Python can tell are refused are set
+aside without a round trip, but each row the database itself refuses costs a few."""
+RETRY_UNEXPECTED_S = 5.0
+"""Wait before trying again a batch whose write failed in a way nothing here foresaw."""
 MAX_PENDING_RUNS = 10_000
 """Runs remembered as having refused samples until their final record comes (a run whose
 final never comes, abandoned, is forgotten first)."""
@@ -76,6 +81,9 @@ class RefusalCounts:
         if len(stored.refused) > LOGGED_PER_BATCH:
             logger.warning("the database refused %d more records of the %s; kept in "
                            "dead_letters", len(stored.refused) - LOGGED_PER_BATCH, context)
+        if stored.unkept is not None:
+            logger.error("the refused records could not be kept in dead_letters either (%s); "
+                         "their runs are failed with the reason", stored.unkept)
         for run_id in stored.unrecorded:
             logger.error("the database refused even a bare failed record of run %s; it stays "
                          "running until found abandoned", run_id)
@@ -115,7 +123,15 @@ class SampleWriter:
             if self.buffer.samples < self.batch_samples:
                 await asyncio.sleep(self.linger_s)
             items = self.buffer.peek(self.batch_samples)
-            await self._write_until_done(items)
+            try:
+                await self._write_until_done(items)
+            except Exception:  # never end the writer: what is buffered would wait forever
+                self.failures_total += 1
+                self.last_error = "unexpected"
+                logger.exception("writing %d buffered samples failed unexpectedly; trying "
+                                 "again in %ss", self.buffer.samples, RETRY_UNEXPECTED_S)
+                await asyncio.sleep(RETRY_UNEXPECTED_S)
+                continue
             self.buffer.pop(len(items))
 
     async def _write_until_done(self, items: list[SampleTuple | RunFinal]) -> None:
@@ -129,8 +145,7 @@ class SampleWriter:
         async for attempt in retrying:
             with attempt:
                 started = time.perf_counter()
-                async with asyncio.timeout(BATCH_TIMEOUT_S):
-                    await self._write(items)
+                await self._write(items)
         if self.on_batch is not None:
             self.on_batch(time.perf_counter() - started)
         self.last_error = None
@@ -145,22 +160,27 @@ class SampleWriter:
                        state.attempt_number, exc_info=not _is_database_error(exc))
 
     async def _write(self, items: list[SampleTuple | RunFinal]) -> None:
+        """One batch: at once, within BATCH_TIMEOUT_S (a hung connection is abandoned and
+        the batch retried); when the database refuses a record of it, record by record,
+        within ISOLATING_TIMEOUT_S (a batch of many refused rows takes longer, and must not
+        be taken for an unavailable database)."""
         rows = [item for item in items if isinstance(item, tuple)]
-        finals = [failed_final(item, self._pending.get(item.run_id))
-                  for item in items if isinstance(item, RunFinal)]
-        new_days = {partitions.utc_day(sent_at(row)) for row in rows} - self._days
-        if new_days:
-            async with self.engine.begin() as connection:
-                await partitions.ensure(connection, new_days)
-            self._days |= new_days
+        finals = [item for item in items if isinstance(item, RunFinal)]
         refused_rows = 0
         try:
-            async with self.engine.begin() as connection:
-                kept = await store(connection, rows, finals)
+            async with asyncio.timeout(BATCH_TIMEOUT_S):
+                new_days = {partitions.utc_day(sent_at(row)) for row in rows} - self._days
+                if new_days:
+                    async with self.engine.begin() as connection:
+                        await partitions.ensure(connection, new_days)
+                    self._days |= new_days
+                async with self.engine.begin() as connection:
+                    kept = await store(connection, rows, [
+                        failed_final(f, self._pending.get(f.run_id)) for f in finals])
         except Exception as exc:
             if refusal_reason(exc) is None:
                 raise
-            async with self.engine.begin() as connection:
+            async with asyncio.timeout(ISOLATING_TIMEOUT_S), self.engine.begin() as connection:
                 stored = await store_each(connection, rows, finals, self._pending)
             kept = stored.kept
             refused_rows = sum(1 for r in stored.refused if r.kind == "sample")

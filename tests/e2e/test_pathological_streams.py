@@ -4,32 +4,30 @@ token, usage only, identical timestamps, more tokens than asked, first and last 
 instant) beside a normal probe, stores every run, and answers every reading of them (runs,
 samples, summary, series, drift, capacity, Pareto, efficiency, compare, the status page, the
 HTML report, /metrics) with figures that are finite or null; the next run of another probe is
-stored too. `sustain probe --json` stays strict JSON for every mode of the simulator."""
+stored too."""
 
 from __future__ import annotations
 
 import json
 import math
-import subprocess
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from sustain.simulator.config import Fault
-from tests.conftest import SimulatorHandle
 from tests.e2e.test_replicas import db
 from tests.integration.service.helpers import samples_of
-from tests.processes import SustainProcess, admin_client, free_port, sustain_command, wait_until
+from tests.processes import SustainProcess, admin_client, free_port, wait_until
 
 STREAM_MODES = (Fault.ONE_WRITE, Fault.SINGLE_TOKEN, Fault.ZERO_TOKENS, Fault.USAGE_ONLY,
                 Fault.IDENTICAL_TIMESTAMPS, Fault.OVERLONG, Fault.INSTANT)
 CONSTANT = {"kind": "constant", "rate": 20, "duration_s": 2}
 """40 requests: enough completed ones (32) for a steady-state judgement of the stage."""
-CAPACITY = {"kind": "capacity", "slo": {"ttft_ms": 500}, "minimum": 2, "maximum": 8,
+CAPACITY = {"kind": "capacity", "slo": {"ttft_ms": 5000}, "minimum": 2, "maximum": 8,
             "duration_s": 1}
+"""No batch limit and a TTFT of 30 ms: every level passes an SLO 100 times as loose, however
+busy the machine."""
 PARETO = {"kind": "pareto", "max_concurrency": 8, "points": 3, "duration_s": 1}
 DEPLOYMENT = {"accelerator": "H200", "accelerators": 2, "price_per_hour": 7.5,
               "power_kw": 1.4}
@@ -155,9 +153,11 @@ def test_every_stream_mode_is_stored_and_read_back_finite(tmp_path: Path,
         metrics = api.get("/metrics")
         assert metrics.status_code == 200
         finite_metrics(metrics.text)
-        # no retry loop: no batch write failed
         assert samples_of(metrics.text)["sustain_write_failures_total"] == [({}, 0.0)]
-        assert 'sustain_storage_rejected_total{reason="non_finite"} 0.0' in metrics.text
+        # nothing refused, no retry loop: no batch write failed
+        rejected = samples_of(metrics.text)["sustain_storage_rejected_total"]
+        assert rejected
+        assert {value for _, value in rejected} == {0.0}
         ready = get_json(api, "/readyz")
         assert ready["checks"]["writer"] == "ok"
 
@@ -169,44 +169,3 @@ def test_every_stream_mode_is_stored_and_read_back_finite(tmp_path: Path,
         assert newest["status"] == "succeeded"
         assert service.stop() == 0
     assert "samples not written" not in service.output()
-    assert "refused" not in service.output()
-
-
-def requests_of(mode: Fault) -> int:
-    """40 requests (a steady-state judgement needs 32 completed), but one round of 8 for
-    `hang`, whose requests each wait out the first-token timeout (30 s)."""
-    return 8 if mode is Fault.HANG else 40
-
-
-def probe_json(base_url: str, mode: Fault, tmp_path: Path) -> tuple[Fault, str, str, int]:
-    done = subprocess.run(
-        [*sustain_command(), "probe", base_url, "--model", "m", "--profile", "concurrency",
-         "--concurrency", "8", "--max-requests", str(requests_of(mode)),
-         "--output-tokens", "16",
-         "--header", f"x-sim-fault:{mode.value}", "--slo-ttft-ms", "500",
-         "--price-per-hour", "7.5", "--power-kw", "1.4", "--json",
-         "--html", str(tmp_path / f"{mode.value}.html")],
-        capture_output=True, text=True, timeout=120)
-    return mode, done.stdout, done.stderr, done.returncode
-
-
-def test_probe_json_is_strict_json_for_every_simulator_mode(simulator: SimulatorHandle,
-                                                            tmp_path: Path) -> None:
-    with ThreadPoolExecutor(4) as pool:
-        outcomes = list(pool.map(lambda m: probe_json(simulator.base_url, m, tmp_path), Fault))
-    for mode, stdout, stderr, code in outcomes:
-        assert code in (0, 1), f"{mode}: exit {code}\n{stderr}"
-        assert "Traceback" not in stderr, f"{mode}:\n{stderr}"
-        report = strict(stdout)
-        assert report["requests"] == requests_of(mode), mode
-        assert (tmp_path / f"{mode.value}.html").stat().st_size > 0
-
-
-@pytest.mark.parametrize("mode", [Fault.ONE_WRITE, Fault.INSTANT])
-def test_a_stream_read_at_once_reports_zero_tpot(
-        simulator: SimulatorHandle, mode: Fault, tmp_path: Path) -> None:
-    _, stdout, stderr, code = probe_json(simulator.base_url, mode, tmp_path)
-    assert code == 0, stderr
-    report = strict(stdout)
-    assert report["successes"] == 40
-    assert report["tpot_ms"]["p90"] == 0.0

@@ -20,8 +20,8 @@ async def stored_samples(database_url: str, run_id: int) -> list[asyncpg.Record]
     connection = await asyncpg.connect(asyncpg_dsn(database_url))
     try:
         return list(await connection.fetch(
-            "SELECT outcome, ttft_ms, output_tokens, tokens_server_counted, conversation, turn, "
-            "tool_call_ms, quality FROM samples "
+            "SELECT outcome, ttft_ms, lag_ms, output_tokens, tokens_server_counted, "
+            "conversation, turn, tool_call_ms, quality FROM samples "
             "WHERE run_id = $1", run_id))
     finally:
         await connection.close()
@@ -67,11 +67,14 @@ def test_scheduled_probe_end_to_end(tmp_path: Path, database_url: str) -> None:
             print(f"\ne2e: TTFT p50 {ttft_p50:.2f} ms, mean {summary['ttft_ms']['mean']:.2f} ms,"
                   f" max {summary['ttft_ms']['max']:.2f} ms over {summary['ttft_ms']['count']}"
                   " requests (simulator TTFT 50 ms)")
-            assert 45.0 <= ttft_p50 <= 60.0
+            # The simulator answers no sooner than its 50 ms TTFT (how close sustain gets to
+            # the true TTFT is benchmarks/accuracy.py's figure).
+            assert ttft_p50 >= 50.0
 
             samples = asyncio.run(stored_samples(database_url, int(str(run["id"]))))
             assert len(samples) == 30
             assert all(s["outcome"] == "success" for s in samples)
+            assert all(s["ttft_ms"] >= 50.0 for s in samples)
             assert all(s["output_tokens"] == 32 and s["tokens_server_counted"] for s in samples)
 
             families = {f.name: f for f in text_string_to_metric_families(api.get("/metrics").text)}
@@ -91,5 +94,7 @@ def test_scheduled_probe_end_to_end(tmp_path: Path, database_url: str) -> None:
             assert bad.status_code == 422
             assert bad.json()["errors"][0]["field"] == "interval_seconds"
         started = time.monotonic()
-        assert service.stop(signal.SIGTERM) == 0
-        assert time.monotonic() - started < 15
+        assert service.stop(signal.SIGTERM, timeout_s=60) == 0
+        # Only guards against a hang: SIGTERM lets a run in flight (3 s at most) finish; the
+        # alternative is waiting out the 30 s shutdown grace.
+        assert time.monotonic() - started < 25

@@ -60,6 +60,8 @@ def test_image_runs_locked_down_turns_healthy_and_drains_on_sigterm() -> None:
         took = time.monotonic() - started
         state = inspect(name)["State"]
         assert (exit_code, state["OOMKilled"]) == (0, False)
+        # Only guards against a hang: shutdown (the embedded PostgreSQL included) takes a few
+        # seconds; the bound is the grace an orchestrator gives before SIGKILL.
         assert took < GRACE_S, f"shutdown took {took:.1f} s, more than the {GRACE_S} s grace"
         logs = docker("logs", name).stderr + docker("logs", name).stdout
         assert "embedded PostgreSQL stopped" in logs

@@ -1,8 +1,21 @@
 """Capacity under SLO and the Pareto curve against a simulator with an exactly known knee
-(issue 17): it serves 8 generations at once (20 ms to the first token, then 5 ms a token, 16
-tokens: 95 ms each) and queues the rest, so from 9 users on some request waits for a whole
-generation before its first token. A TTFT p99 SLO of 60 ms, between the unqueued 20 ms and
-the queued ~115 ms, passes 8 and fails 9; below the knee a user streams at 1000 / 5 ms."""
+(issue 17): it serves 8 generations at once and queues the rest, so from 9 users on some
+request waits for a whole generation before its first token.
+
+The numbers make each level's verdict insensitive to how fast or quiet the machine is. Up to
+8 users every first token comes 10 ms after the request (noise adds to that, but would have
+to add 190 ms to break the 200 ms TTFT p99 SLO). From 9 users on, the users' first requests
+start together (a level begins with all its users at once, on an idle simulator), 8 of them
+take the slots and each later one waits until one of those ends: not before its 10 ms TTFT
+plus 15 gaps of 60 ms, by the simulator's own deadlines, so its TTFT is at least 920 ms
+(less only by how far apart the first requests arrive) and noise can only make it longer.
+Each level's duration (0.2 s) is shorter than a generation, so each user sends one request
+and the queued ones are always part of the level: 9 users give TTFTs of 8 x 10 ms and one of
+>= 920 ms, whose p99 (interpolated) is about 850 ms. So 8 passes and 9 fails on any machine;
+benchmarks/knee.py runs the search many times, with these numbers and with tighter ones
+(20 ms TTFT, 5 ms gaps, a 60 ms SLO) where noise does move the knee, and prints what it
+found. Below the knee a user streams at about 1000 / 60 ms tokens a second.
+"""
 
 from __future__ import annotations
 
@@ -20,7 +33,10 @@ from sustain.probes.workload.spec import Workload
 from tests.conftest import SimulatorHandle
 from tests.processes import SustainProcess, free_port
 
-BATCH, TTFT_MS, ITL_MS, TOKENS = 8, 20, 5, 16
+BATCH, TTFT_MS, ITL_MS, TOKENS = 8, 10, 60, 16
+SLO_TTFT_MS = 200
+LEVEL_S = 0.2
+"""Seconds per level: shorter than a generation (910 ms), so each user sends one request."""
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +57,8 @@ def target(server: SimulatorHandle, deployment: Deployment | None = None) -> Tar
 
 async def test_the_capacity_search_finds_the_batch_limit_exactly(
         batched: SimulatorHandle) -> None:
-    profile = CapacityProfile(slo=CapacitySlo(ttft_ms=60), minimum=1, maximum=32,
-                              duration_s=1.5)
+    profile = CapacityProfile(slo=CapacitySlo(ttft_ms=SLO_TTFT_MS), minimum=1, maximum=32,
+                              duration_s=LEVEL_S)
     async with HttpClients() as clients:
         result = await execute(clients, target(batched), Workload(max_tokens=TOKENS),
                                profile)
@@ -55,7 +71,8 @@ async def test_the_capacity_search_finds_the_batch_limit_exactly(
     failing = next(p for p in capacity.points if p.level == 9)
     assert failing.reason is not None
     assert failing.reason.startswith("TTFT p99")
-    assert all(p.low_count for p in capacity.points), "a few hundred requests: no p99 bound"
+    assert all(p.low_count for p in capacity.points), "a few requests: no p99 bound"
+    assert [p.count for p in capacity.points] == levels, "one request per user and level"
     assert [s.label for s in result.stages][:2] == ["capacity 1 users", "capacity 2 users"]
 
 
@@ -63,13 +80,19 @@ async def test_a_pareto_curve_has_its_points_and_streams_at_1000_over_itl_below_
         batched: SimulatorHandle) -> None:
     async with HttpClients() as clients:
         result = await execute(clients, target(batched), Workload(max_tokens=TOKENS),
-                               ParetoProfile(max_concurrency=16, points=7, duration_s=1.0))
+                               ParetoProfile(max_concurrency=16, points=7, duration_s=0.5))
     points = result.pareto
     assert points is not None
     assert [p.level for p in points] == [1, 2, 3, 4, 6, 10, 16]
     for point in points:
         if point.level <= BATCH:
-            assert point.tps_per_user == pytest.approx(1000 / ITL_MS, rel=0.1)
+            # 1000 / TPOT p90; TPOT is (last token - first token) / 15 and the simulator's
+            # deadlines make it 60 ms, so only a stall of 300 ms (on the first token alone)
+            # or 900 ms (on the last) could move it out of this band: it catches a TPOT over
+            # the wrong span or count, not noise. How exactly sustain times tokens is
+            # benchmarks/accuracy.py's.
+            assert point.tps_per_user is not None
+            assert 0.5 * 1000 / ITL_MS <= point.tps_per_user <= 2 * 1000 / ITL_MS
     assert any(p.on_front for p in points)
     top = max(points, key=lambda p: p.system_tps or 0.0)
     assert top.on_front
@@ -77,11 +100,12 @@ async def test_a_pareto_curve_has_its_points_and_streams_at_1000_over_itl_below_
 
 async def test_efficiency_figures_are_their_formulas(batched: SimulatorHandle) -> None:
     deployment = Deployment(accelerators=4, price_per_hour=12.0, power_kw=2.5)
-    profile = CapacityProfile(slo=CapacitySlo(ttft_ms=60), minimum=4, maximum=4,
-                              duration_s=1.0)
+    profile = CapacityProfile(slo=CapacitySlo(ttft_ms=SLO_TTFT_MS), minimum=4, maximum=4,
+                              duration_s=LEVEL_S)
     async with HttpClients() as clients:
         result = await execute(clients, target(batched, deployment),
-                               Workload(max_tokens=TOKENS), profile, SloThresholds(ttft_ms=60))
+                               Workload(max_tokens=TOKENS), profile,
+                               SloThresholds(ttft_ms=SLO_TTFT_MS))
     summary = result.summary
     tps = summary.output_token_throughput
     assert tps is not None

@@ -1,5 +1,7 @@
-"""Replaying a Mooncake and an Azure trace against the simulator: every request at its time
-(lag p99 <= 5 ms), with the trace's output length, in one process and over two workers."""
+"""Replaying a Mooncake and an Azure trace against the simulator: every request intended at
+its time, with the trace's output length, in one process and over two workers. How late the
+requests actually leave (lag p99 <= 5 ms) depends on the machine: the open loop's lag is
+benchmarks/capacity.py's figure; here the run's saturation verdict must be its own lag's."""
 
 from __future__ import annotations
 
@@ -60,7 +62,11 @@ def check(result: RunResult, rows: list[tuple[float, int, int]]) -> None:
         assert (sample.t_sched_ms or 0.0) - first == pytest.approx(at * 1000, abs=0.01)
         assert sample.measurement.output_tokens == out
         assert sample.measurement.input_tokens == inp  # the run's salt counted in
-    assert (result.summary.lag_ms.p99 or 0.0) <= 5.0
+    assert result.summary.lag_ms.count == COUNT
+    generator = result.summary.generator
+    assert generator.lag_p99_ms is not None
+    assert generator.threshold_ms is not None
+    assert generator.saturated == (generator.lag_p99_ms > generator.threshold_ms)
 
 
 @pytest.mark.parametrize("fmt", ["mooncake", "azure"])

@@ -95,7 +95,7 @@ async def test_run_now_measures_the_simulator_and_stores_samples(
     assert summary["attempts"] == 10
     assert summary["availability"] == 1.0
     assert summary["ttft_ms"]["count"] == 10
-    assert 45.0 <= summary["ttft_ms"]["p50"] <= 75.0
+    assert summary["ttft_ms"]["p50"] >= 50.0, "the simulator's TTFT is 50 ms"
     assert "p99" in summary["ttft_ms"]["low_count"]
 
     runs = (await api.get("/api/v1/runs", params={"probe_id": probe["id"]})).json()["items"]

@@ -127,12 +127,13 @@ async def test_a_replica_reaps_only_after_beating_for_three_intervals(
     liveness = Liveness(engine, "me", interval_s=0.2, in_flight=lambda: 0)
     liveness.start()
     try:
-        for _ in range(40):
-            await asyncio.sleep(0.1)
-            (status,) = (await fetch(engine, "SELECT status FROM runs WHERE id = :i",
-                                     i=run_id))[0]
-            if status == "abandoned":
-                break
+        async with asyncio.timeout(30):  # ~0.6 s (three intervals); a hang guard only
+            while True:
+                await asyncio.sleep(0.1)
+                (status,) = (await fetch(engine, "SELECT status FROM runs WHERE id = :i",
+                                         i=run_id))[0]
+                if status == "abandoned":
+                    break
         assert status == "abandoned"
     finally:
         await liveness.close()
@@ -200,30 +201,26 @@ async def test_probe_changes_are_announced_to_every_listener(
     listener = ProbeListener(database_url, on_change, on_reconnect)
     listener.start()
     try:
-        for _ in range(50):
-            if listener.connected:
-                break
-            await asyncio.sleep(0.1)
-        assert listener.connected
+        async with asyncio.timeout(30):  # the waits below are for conditions; hang guards
+            while not listener.connected:  # noqa: ASYNC110 - no event to wait on
+                await asyncio.sleep(0.1)
         probe_id = await create_probe_rows(engine)
         async with session_factory(engine).begin() as session:
             await probe_queries.notify_changed(session, probe_id)
-            await asyncio.sleep(0.3)
+            await asyncio.sleep(0.3)  # the behaviour: nothing arrives before the commit
             assert heard == [], "delivered only on commit"
-        for _ in range(50):
-            if heard:
-                break
-            await asyncio.sleep(0.1)
+        async with asyncio.timeout(30):
+            while not heard:  # noqa: ASYNC110
+                await asyncio.sleep(0.1)
         assert heard == [probe_id]
 
         async with engine.connect() as connection:
             await connection.execute(text(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                 "WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()"))
-        for _ in range(100):
-            if reconnects:
-                break
-            await asyncio.sleep(0.1)
+        async with asyncio.timeout(30):
+            while not reconnects:  # noqa: ASYNC110
+                await asyncio.sleep(0.1)
         assert reconnects, "a lost connection is re-opened and followed by a reconcile"
     finally:
         await listener.close()

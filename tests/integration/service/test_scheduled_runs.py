@@ -23,22 +23,26 @@ async def test_new_probe_runs_its_current_tick_then_every_interval(
         api: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
     endpoint = await create_endpoint(api, simulator.base_url)
     probe = await create_probe(api, endpoint["id"], interval_seconds=2)
-    deadline = asyncio.get_running_loop().time() + 15
+    deadline = asyncio.get_running_loop().time() + 60  # a hang guard: ~2 s are needed
     runs: list[dict[str, Any]] = []
     while asyncio.get_running_loop().time() < deadline:
         runs = (await api.get("/api/v1/runs", params={"probe_id": probe["id"]})).json()["items"]
         if len([r for r in runs if r["status"] == "succeeded"]) >= 2:
             break
         await asyncio.sleep(0.2)
-    finished = sorted((r for r in runs if r["status"] == "succeeded"), key=lambda r: r["id"])
+    finished = [r for r in runs if r["status"] == "succeeded"]
     assert len(finished) >= 2, runs
-    assert all(r["trigger"] == "schedule" for r in finished)
-    ticks = [datetime.fromisoformat(str(r["scheduled_for"])) for r in finished]
-    assert all(b - a == timedelta(seconds=2) for a, b in itertools.pairwise(ticks))
-    for run in finished[1:]:
+    assert all(r["trigger"] == "schedule" for r in runs)
+    # every run is a tick of the 2 s interval, and no tick has two runs (under load a tick
+    # may find the previous run still going: it is recorded `skipped`, on the same grid)
+    ticks = sorted(datetime.fromisoformat(str(r["scheduled_for"])) for r in runs)
+    gaps = [b - a for a, b in itertools.pairwise(ticks)]
+    assert all(gap > timedelta(0) and gap % timedelta(seconds=2) == timedelta(0)
+               for gap in gaps), ticks
+    for run in finished:
+        # never before its tick (how soon after: benchmarks/scheduler.py)
         started = datetime.fromisoformat(str(run["started_at"]))
-        assert timedelta(0) <= started - datetime.fromisoformat(str(run["scheduled_for"])) \
-            < timedelta(seconds=1)
+        assert started >= datetime.fromisoformat(str(run["scheduled_for"]))
 
 
 async def test_a_second_scheduler_on_the_same_database_never_runs_a_tick_twice(
@@ -50,7 +54,15 @@ async def test_a_second_scheduler_on_the_same_database_never_runs_a_tick_twice(
     async with other.router.lifespan_context(other):
         probe = await create_probe(api, endpoint["id"], interval_seconds=1)
         await runtime_of(other).scheduler.refresh(probe["id"])
-        await asyncio.sleep(4.5)
+
+        async def ticks_so_far() -> int:
+            listed = (await api.get("/api/v1/runs", params={"probe_id": probe["id"],
+                                                            "limit": 100})).json()["items"]
+            return len(listed)
+
+        async with asyncio.timeout(60):  # both schedulers run until 4 ticks are recorded
+            while await ticks_so_far() < 4:  # noqa: ASYNC110 - the database's state
+                await asyncio.sleep(0.2)
     runs = (await api.get("/api/v1/runs", params={"probe_id": probe["id"], "limit": 100})
             ).json()["items"]
     for run in runs:

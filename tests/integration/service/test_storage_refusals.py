@@ -105,7 +105,7 @@ async def test_a_refused_sample_is_quarantined_its_run_failed_and_other_runs_sto
     [letter] = await fetch(engine, "SELECT kind, run_id, probe_id, pos, reason, error, record "
                            "FROM dead_letters")
     assert letter[:5] == ("sample", run_a, probe_a, 17, "out_of_range")
-    assert "int32" in letter[5]
+    assert letter[5] == "input_tokens: 1099511627776 is outside the integer column's range"
     assert json.loads(letter[6])["input_tokens"] == INT32_PAST
     assert writer.refusals.by_reason == {"out_of_range": 1}
 
@@ -205,6 +205,85 @@ async def test_many_refused_rows_of_one_run_are_each_quarantined(engine: AsyncEn
     assert stored.failed[run_id].startswith("the database refused 5 of this run's samples")
     assert await fetch(engine, "SELECT pos FROM dead_letters ORDER BY pos") == \
         [(p,) for p in sorted(bad)]
+
+
+async def test_rows_only_the_database_can_refuse_are_found_by_halving(
+        engine: AsyncEngine) -> None:
+    """A check of the database's own (here one this test adds) that Python cannot foresee."""
+    probe_id = await create_probe_rows(engine)
+    run_id = await create_run(engine, probe_id, NOW)
+    samples = synthetic_samples(100, NOW, random.Random(8))
+    async with engine.begin() as connection:
+        await connection.execute(text(
+            "ALTER TABLE samples ADD CONSTRAINT test_refuses_some CHECK (seq NOT IN (7, 77))"))
+    buffer = SampleBuffer(capacity=1000)
+    writer = SampleWriter(engine, buffer)
+    sink = buffer.open(run_id, probe_id)
+    for sample in samples:
+        sink.put(sample)
+    sink.finish(final_of(run_id, probe_id, NOW, samples))
+
+    await drain(writer)
+
+    assert await fetch(engine, "SELECT count(*) FROM samples") == [(98,)]
+    assert await fetch(engine, "SELECT pos, reason FROM dead_letters ORDER BY pos") == \
+        [(7, "constraint"), (77, "constraint")]
+    [(status, error)] = await fetch(engine, "SELECT status, error FROM runs")
+    assert status == "failed"
+    assert "refused 2 of this run's samples (constraint: " in error
+    assert "test_refuses_some" in error
+
+
+async def test_a_summary_the_database_cannot_hold_is_refused_and_the_run_kept(
+        engine: AsyncEngine) -> None:
+    """PostgreSQL's jsonb holds no NUL character (SQLSTATE 22P05): a server's text with one,
+    in a summary, is the database's refusal, not an outage."""
+    probe_id = await create_probe_rows(engine)
+    run_id = await create_run(engine, probe_id, NOW)
+    samples = synthetic_samples(10, NOW, random.Random(9))
+    final = final_of(run_id, probe_id, NOW, samples)
+    assert final.summary is not None
+    final = dataclasses.replace(final, summary={**final.summary, "model": "m\x00"})
+    rows = [sample_tuple(run_id, pos, probe_id, s) for pos, s in enumerate(samples)]
+    async with engine.begin() as connection:
+        await partitions.ensure(connection, {partitions.utc_day(NOW)})
+        stored = await store_each(connection, rows, [final])
+    assert [(r.kind, r.reason) for r in stored.refused] == [("final", "invalid_text")]
+    assert await fetch(engine, "SELECT status, summary IS NULL, attempts FROM runs") == \
+        [("failed", True, 10)]
+
+
+async def test_a_refusal_keeps_a_cancelled_runs_status_and_its_own_error(
+        engine: AsyncEngine) -> None:
+    probe_id = await create_probe_rows(engine)
+    run_id = await create_run(engine, probe_id, NOW)
+    samples = synthetic_samples(10, NOW, random.Random(10))
+    samples[2] = with_bad_usage(samples[2])
+    final = dataclasses.replace(final_of(run_id, probe_id, NOW, samples), status="cancelled",
+                                error="cancelled over the API")
+    rows = [sample_tuple(run_id, pos, probe_id, s) for pos, s in enumerate(samples)]
+    async with engine.begin() as connection:
+        await partitions.ensure(connection, {partitions.utc_day(NOW)})
+        await store_each(connection, rows, [final])
+    [(status, error)] = await fetch(engine, "SELECT status, error FROM runs")
+    assert status == "cancelled"
+    assert error.startswith("cancelled over the API; the database refused 1 of this run's")
+
+
+async def test_a_record_kept_once_is_not_kept_twice_when_its_batch_is_written_again(
+        engine: AsyncEngine) -> None:
+    """A retry after a commit whose answer was lost meets the same refused record."""
+    probe_id = await create_probe_rows(engine)
+    run_id = await create_run(engine, probe_id, NOW)
+    samples = synthetic_samples(5, NOW, random.Random(11))
+    samples[1] = with_bad_usage(samples[1])
+    rows = [sample_tuple(run_id, pos, probe_id, s) for pos, s in enumerate(samples)]
+    for _ in range(2):
+        async with engine.begin() as connection:
+            await partitions.ensure(connection, {partitions.utc_day(NOW)})
+            await store_each(connection, rows, [])
+    assert await fetch(engine, "SELECT count(*) FROM dead_letters") == [(1,)]
+    assert await fetch(engine, "SELECT count(*) FROM samples") == [(4,)]
 
 
 async def test_a_run_measured_during_an_outage_with_a_refused_sample_is_stored_failed(

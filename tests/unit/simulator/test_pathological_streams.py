@@ -15,13 +15,14 @@ from sustain.simulator.app import SimulatorApp
 from sustain.simulator.config import FAULT_HEADER, Fault, SimulatorConfig
 
 TTFT_S = 0.030
-ITL_S = 0.100
+ITL_S = 1.0
 """Large against a busy machine's scheduling noise, so a wait between tokens cannot pass
 unseen."""
-SLACK_S = 4 * ITL_S
+SLACK_S = ITL_S
 """Most a write may come after its due time, or after another with no wait between them:
-the least a stream of ASK's 5 tokens would take if it did wait ITL between them (so the
-checks hold on a machine however busy, and still fail a stream that waits)."""
+the least a stream that did wait between its tokens would be late by (so the checks hold on
+a machine however busy, and still fail a stream that waits). Only the normal stream below
+waits it out."""
 CHAT = "/v1/chat/completions"
 ASK = {"model": "m", "messages": [{"role": "user", "content": "a b c"}], "max_tokens": 5,
        "stream": True, "stream_options": {"include_usage": True}}
@@ -214,11 +215,15 @@ async def test_identical_timestamps_writes_each_event_alone_with_no_wait_between
 
 async def test_normal_stream_waits_itl_between_tokens() -> None:
     """The contrast that makes the timing checks above mean something."""
-    r = await call(simulator(), ASK)
+    r = await call(simulator(), {**ASK, "max_tokens": 2})
     content = [w.at for w in r.writes if any(
         isinstance(e, dict) and e["choices"] and e["choices"][0]["delta"].get("content")
         for e in w.events)]
-    assert content[-1] - content[0] > 3 * ITL_S  # 4 ITL, less a late first write
+    # Never before its deadline: the second token is due ITL after the first, which is due
+    # at TTFT (a stream that did not wait would end at TTFT).
+    assert len(content) == 2
+    assert content[0] >= TTFT_S
+    assert content[-1] >= TTFT_S + ITL_S
 
 
 async def test_overlong_streams_more_tokens_than_max_tokens() -> None:

@@ -81,7 +81,9 @@ async def test_reaching_the_turn_cap_stops_users_in_their_think_time_at_once() -
     samples, _ = await run_sessions(3, conversations, Endpoint().prepare, context(),
                                     duration_s=None, max_requests=3)
     assert len(samples) == 3
-    assert loop.time() - began < 5.0  # not the 30 s think time of the second turns
+    # Only guards against a hang: the cap ends the run at once, not after the 30 s think
+    # time of the second turns.
+    assert loop.time() - began < 5.0
 
 
 def test_every_stage_plays_its_conversations_anew_and_counts_them_on_their_own() -> None:

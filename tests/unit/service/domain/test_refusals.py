@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from datetime import UTC, datetime
+from typing import Any
 
 import asyncpg
 import pytest
@@ -23,6 +24,7 @@ from sustain.service.domain.refusals import (
     refused_final,
     run_error,
 )
+from sustain.service.domain.rows import SAMPLE_COLUMNS, row_problem
 from sustain.service.strict_json import NonFiniteNumberError
 
 
@@ -65,6 +67,8 @@ def test_asyncpgs_own_encoding_refusal_is_a_refusal() -> None:
     asyncpg.DiskFullError("could not extend file"),
     asyncpg.InterfaceError("connection is closed"),
     asyncpg.UndefinedTableError('relation "samples" does not exist'),
+    # the day's partition is missing: the table's state, which the writer repairs
+    asyncpg.CheckViolationError('no partition of relation "samples" found for row'),
 ])
 def test_an_unavailable_database_is_not_a_refusal(error: BaseException) -> None:
     assert refusal_reason(error) is None
@@ -107,3 +111,36 @@ def test_a_runs_error_says_what_was_refused_why_and_where_it_is_kept() -> None:
     assert "refused 3 of this run's samples (out_of_range: value out of int32 range)" in text
     assert "final record (non_finite: summary.cov is inf)" in text
     assert text.endswith("kept in dead_letters")
+
+
+def sample_row(**values: Any) -> tuple[Any, ...]:
+    """A valid sample row, with `values` in place of its columns."""
+    row = dict.fromkeys(SAMPLE_COLUMNS)
+    row.update(run_id=1, pos=0, probe_id=1, seq=0, stage=0,
+               sent_at=datetime(2026, 1, 1, tzinfo=UTC), e2e_ms=10.0, itl_count=0,
+               output_tokens=3, tokens_server_counted=True, outcome="success")
+    row.update(values)
+    return tuple(row[name] for name in SAMPLE_COLUMNS)
+
+
+@pytest.mark.parametrize(("values", "reason", "column"), [
+    ({"input_tokens": 2**40}, "out_of_range", "input_tokens"),
+    ({"http_status": 70_000}, "out_of_range", "http_status"),
+    ({"cached_tokens": -(2**31) - 1}, "out_of_range", "cached_tokens"),
+    ({"conversation": "a\x00b"}, "invalid_text", "conversation"),
+    ({"conversation": "\ud800"}, "invalid_text", "conversation"),
+    ({"ttft_ms": math.nan}, "non_finite", "ttft_ms"),
+    ({"e2e_ms": math.inf}, "non_finite", "e2e_ms"),
+    ({"output_tokens": 3.5}, "invalid_value", "output_tokens"),
+])
+def test_a_row_the_database_would_refuse_is_told_in_python(
+        values: dict[str, Any], reason: str, column: str) -> None:
+    problem = row_problem(sample_row(**values))
+    assert problem is not None
+    assert problem[0] == reason
+    assert problem[1].startswith(f"{column}: ")
+
+
+def test_a_valid_row_has_no_problem() -> None:
+    assert row_problem(sample_row(input_tokens=2**31 - 1, http_status=32_767,
+                                  conversation="c-1", ttft_ms=0.0)) is None
