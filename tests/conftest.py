@@ -32,7 +32,7 @@ a CPU keep the CPUs busy; no test depends on how busy they are."""
 MIN_WORKERS, MAX_WORKERS = 4, 8
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:  # noqa: ARG001 - hook
     """`-n auto`: two workers a CPU, at least 4 and at most 8 (each may start a service,
     a simulator and a browser of its own)."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
