@@ -12,6 +12,7 @@ is kept as a sample-free `skipped` record (trigger `partition`), never as a seco
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -84,6 +85,9 @@ class OfflineRuns:
         """Offline runs still measuring."""
         self.stored = 0
         self.duplicates = 0
+        self._storing = asyncio.Lock()
+        """One store at a time (the executor's watcher, its shutdown, a test): two would both
+        take the oldest held run, and store its tick twice."""
 
     def open(self, probe_id: int, tick: datetime, started_at: datetime) -> OfflineSink:
         self.measuring += 1
@@ -99,6 +103,10 @@ class OfflineRuns:
         many were stored (as runs or as duplicates). Each goes in one transaction, claim,
         samples and final record together: the tick's run is never seen `running` (which
         would make the probe's next tick `skipped`), and a failure stores none of it."""
+        async with self._storing:
+            return await self._store(sessions)
+
+    async def _store(self, sessions: async_sessionmaker[AsyncSession]) -> int:
         done = 0
         while self.finished:
             held = self.finished[0]

@@ -72,6 +72,18 @@ async def test_a_tick_measured_offline_is_stored_as_its_run_with_every_sample(ap
 
 
 @pytest.mark.usefixtures("api")  # the lifespan: engine, writer
+async def test_stores_at_the_same_time_store_a_held_tick_once(app: FastAPI) -> None:
+    """The executor's watcher and its shutdown may both store what is held."""
+    runtime = runtime_of(app)
+    probe_id = await create_probe_rows(runtime.engine, "twice")
+    await hold(runtime.executor.offline, probe_id, TICK, 10, seed=3)
+    await asyncio.gather(*(runtime.executor.offline.store(runtime.sessions) for _ in range(3)))
+    await stored_when_written(runtime)
+    assert await fetch(runtime.engine, "SELECT trigger, status FROM runs WHERE probe_id = :p",
+                       p=probe_id) == [("schedule", "succeeded")]
+
+
+@pytest.mark.usefixtures("api")  # the lifespan: engine, writer
 async def test_a_tick_recorded_missed_meanwhile_is_taken_over(app: FastAPI) -> None:
     runtime = runtime_of(app)
     probe_id = await create_probe_rows(runtime.engine, "missed")
