@@ -5,7 +5,7 @@ a careful monitoring tool should, and every figure it yields is finite and non-n
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,17 +37,6 @@ def sim() -> Iterator[BackgroundSimulator]:
         yield server
 
 
-@pytest.fixture
-async def client() -> AsyncIterator[HttpClients]:
-    async with HttpClients() as clients:
-        yield clients
-
-
-@pytest.fixture(params=[False, True], ids=["lean-http1", "httpx"])
-def via_httpx(request: pytest.FixtureRequest) -> bool:
-    """Both client paths: the lean HTTP/1.1 transport, and httpx (HTTP/2 endpoints' path;
-    against this plain-http simulator it speaks HTTP/1.1 too)."""
-    return bool(request.param)
 
 
 async def one(client: HttpClients, base_url: str, fault: Fault | None, via_httpx: bool,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -26,11 +25,6 @@ from tests.conftest import SimulatorHandle
 
 SHORT = Workload(max_tokens=4)
 
-
-@pytest.fixture
-async def client() -> AsyncIterator[HttpClients]:
-    async with HttpClients() as clients:
-        yield clients
 
 
 def target(sim: SimulatorHandle, **headers: str) -> Target:

@@ -86,6 +86,6 @@ async def test_link_local_spellings_are_refused_at_connect_time_by_default(
     refused = await measure(None, f"http://{host}/v1", transport)
     assert refused.error_class is ErrorClass.EGRESS_DENIED, refused.error_detail
     assert "always denied" in (refused.error_detail or "")
-    # EGRESS_DENIED already says refused, not timed out; this only guards against a hang
-    # (the refusal takes milliseconds; a connect would time out after 5 s).
-    assert asyncio.get_running_loop().time() - started < 2.5
+    # EGRESS_DENIED already says refused, not timed out (a connect that timed out would be
+    # timeout_connect); this only guards against a hang.
+    assert asyncio.get_running_loop().time() - started < 30.0

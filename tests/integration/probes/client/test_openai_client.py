@@ -4,7 +4,6 @@ foundation promises, each proved by a simulator fault or a real transport failur
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -16,19 +15,6 @@ from sustain.probes.runner import execute
 from sustain.probes.workload.spec import Workload
 from sustain.simulator.config import FAULT_HEADER
 from tests.conftest import SimulatorHandle
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[HttpClients]:
-    async with HttpClients() as clients:
-        yield clients
-
-
-@pytest.fixture(params=[False, True], ids=["lean-http1", "httpx"])
-def via_httpx(request: pytest.FixtureRequest) -> bool:
-    """Both client paths: the lean HTTP/1.1 transport, and httpx (used for HTTP/2 endpoints;
-    against this plain-http simulator it speaks HTTP/1.1 too)."""
-    return bool(request.param)
 
 
 def target(sim: SimulatorHandle, fault: str | None = None, http2: bool = False,

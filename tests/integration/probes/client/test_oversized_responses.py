@@ -39,10 +39,6 @@ async def clients() -> AsyncIterator[HttpClients]:
         yield shared
 
 
-@pytest.fixture(params=[False, True], ids=["lean-http1", "httpx"])
-def via_httpx(request: pytest.FixtureRequest) -> bool:
-    return bool(request.param)
-
 
 async def send(clients: HttpClients, via_httpx: bool, base_url: str, *, stream: bool = True,
                **kw: float) -> Measurement:
@@ -237,5 +233,6 @@ async def test_never_ending_trailers_after_done_leave_the_request_measured_and_e
     # Ended at a limit on the trailers, not by reading them until the 1 s drain deadline
     # (loopback would carry far more than this in a second).
     assert written.body_bytes < 32 * MIB, "the client read trailers on"
-    # Only guards against a hang (it ends in milliseconds; the drain deadline is 1 s).
-    assert took < 0.5, "read trailers until the 1 s drain deadline"
+    # Only guards against a hang (it ends in milliseconds); the bytes written, above, tell
+    # it apart from reading on until the 1 s drain deadline.
+    assert took < 10.0, "hung on the trailers"
