@@ -47,6 +47,11 @@ class Settings(BaseSettings):
     replica_id: str | None = Field(
         default=None, description="This replica's id in runs.claimed_by (default: hostname-pid)."
     )
+    database_pool_size: int = Field(
+        default=10, ge=1, le=1000,
+        description="Database connections a replica keeps open; it may open as many again "
+        "under load. Size them against PostgreSQL's max_connections over every replica.",
+    )
     http_max_connections: int = Field(
         default=1000, ge=1, le=100_000,
         description="Connection pool size of the probe HTTP client (per measurement worker).",

@@ -75,7 +75,8 @@ class Replica:
         self.settings = settings
         self.database_url = database_url
         self.replica_id = settings.replica_id or default_replica_id()
-        self.engine: AsyncEngine = create_engine(database_url)
+        self.engine: AsyncEngine = create_engine(database_url,
+                                                 pool_size=settings.database_pool_size)
         self.sessions: async_sessionmaker[AsyncSession] = session_factory(self.engine)
         self.reach = settings.reach(database_url)
         """What probes and notifiers may read and reach (checked at create and again at use)."""

@@ -31,10 +31,16 @@ server of another worker, nor taken meanwhile by an outgoing connection."""
 _next_port = itertools.count()
 
 
+WORKER_BANDS, OTHER_BANDS = 16, 8
+"""xdist worker gwN takes band N (of 16); any other test process (`-n 0`, the live suite
+beside the main one) one of 8 more, by its PID."""
+
+
 def _band_start() -> int:
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
-    index = int(worker) if worker.isdigit() else 0
-    return PORT_BAND_START + (index % 24) * PORT_BAND_WIDTH
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "").removeprefix("gw")
+    index = int(worker) % WORKER_BANDS if worker.isdigit() else \
+        WORKER_BANDS + os.getpid() % OTHER_BANDS
+    return PORT_BAND_START + index * PORT_BAND_WIDTH
 
 
 def free_port() -> int:
@@ -80,7 +86,8 @@ class SustainProcess:
         self.program = program
         self.args = args
         self.log_path = log
-        self.env = {**os.environ, "SUSTAIN_ADMIN_KEY": TEST_ADMIN_KEY, **(env or {})}
+        self.env = {**os.environ, "SUSTAIN_ADMIN_KEY": TEST_ADMIN_KEY,
+                    "SUSTAIN_DATABASE_POOL_SIZE": TEST_POOL_SIZE, **(env or {})}
         self.proc: subprocess.Popen[bytes] | None = None
         self.started_at = 0.0
 
@@ -142,6 +149,10 @@ class SustainProcess:
                 self.proc.wait(10)
 
 
+TEST_POOL_SIZE = "3"
+"""Database connections each test service keeps (SUSTAIN_DATABASE_POOL_SIZE): the parallel
+workers' services, three replicas at a time among them, share one server's max_connections
+(100 by default)."""
 TEST_ADMIN_KEY = "sk_sustain_test-admin-key-0123456789abcdefghijklmnop"
 """The bootstrap admin key (SUSTAIN_ADMIN_KEY) every test service starts with."""
 ADMIN_HEADERS = {"Authorization": f"Bearer {TEST_ADMIN_KEY}"}

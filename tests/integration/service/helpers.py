@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from pydantic import SecretStr
 
 from sustain.service.config import Settings
-from tests.processes import ADMIN_HEADERS, TEST_ADMIN_KEY
+from tests.processes import ADMIN_HEADERS, TEST_ADMIN_KEY, TEST_POOL_SIZE
 
 
 async def create_endpoint(api: httpx.AsyncClient, base_url: str, **fields: Any
@@ -72,6 +72,8 @@ SUSTAIN_SECRET_ENV): tests name their secrets TEST_..., never SUSTAIN_..."""
 
 def app_settings(database_url: str, **fields: Any) -> Settings:
     """Settings of an in-process test app: its database, the test admin key, secrets read
-    from TEST_* variables, and two measurement workers whatever the machine's CPUs."""
+    from TEST_* variables, two measurement workers whatever the machine's CPUs, and the test
+    services' small database pool."""
     return Settings(**{"admin_key": SecretStr(TEST_ADMIN_KEY), "database_url": database_url,
-                       "secret_env": TEST_SECRET_ENV, "measure_workers": 2, **fields})
+                       "secret_env": TEST_SECRET_ENV, "measure_workers": 2,
+                       "database_pool_size": int(TEST_POOL_SIZE), **fields})

@@ -61,3 +61,15 @@ def test_json_log_format_writes_one_object_per_line(
     assert record["message"] == "run 7 finished"
     assert record["level"] == "INFO"
     assert record["name"] == "sustain.test"
+
+
+def test_a_replicas_database_pool_is_sized_by_its_setting(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from sustain.service.runtime import Replica
+
+    monkeypatch.setenv("SUSTAIN_DATABASE_POOL_SIZE", "4")
+    replica = Replica(load_settings(), "postgresql://127.0.0.1:9/unused")
+    assert replica.engine.pool.size() == 4  # type: ignore[attr-defined]
+    monkeypatch.setenv("SUSTAIN_DATABASE_POOL_SIZE", "0")
+    with pytest.raises(typer.Exit):
+        load_settings()
