@@ -36,7 +36,7 @@ TARGET_MS = 50.0
 
 def create_probes(api: httpx.Client, simulator_url: str, count: int, interval_s: int,
                   jitter_s: float, prefix: str) -> None:
-    endpoint = api.get("/api/v1/endpoints").json()
+    endpoint = api.get("/api/v1/endpoints").json()["items"]
     if endpoint:
         endpoint_id = endpoint[0]["id"]
     else:
@@ -51,7 +51,7 @@ def create_probes(api: httpx.Client, simulator_url: str, count: int, interval_s:
 
 
 def disable(api: httpx.Client, prefix: str) -> None:
-    for probe in api.get("/api/v1/probes").json():
+    for probe in api.get("/api/v1/probes").json()["items"]:
         if probe["name"].startswith(prefix):
             api.patch(f"/api/v1/probes/{probe['id']}", json={"enabled": False})
 

@@ -123,11 +123,15 @@ T = TypeVar("T")
 @dataclass(frozen=True, slots=True)
 class RunBudget:
     """Hard bounds on one run, whatever its profile plans: the run stops `seconds` after it
-    began, or once it has started `requests` requests. (Closed-loop users send as fast as
-    the endpoint answers, so no plan can bound their request count.)"""
+    began, or once it has started `requests` requests, and its closed-loop stages send at
+    most `max_rate` requests/s however many users they have. (Closed-loop users send as fast
+    as the endpoint answers, so no plan can bound their request count or rate.)"""
 
     seconds: float
     requests: int
+    max_rate: float | None = None
+    """Requests/s a closed-loop stage may send in all (users wait their turn); None: as fast
+    as the endpoint answers."""
 
 
 class RunStop:
@@ -301,7 +305,7 @@ async def execute(
         try:
             with quiet_gc():
                 result = await _execute(prepare, profile, slo, live, on_sample, stop, replay,
-                                        sessions)
+                                        sessions, None if budget is None else budget.max_rate)
         finally:
             if timer is not None:
                 timer.cancel()
@@ -384,7 +388,8 @@ class RunBook:
 async def _execute(prepare: Prepare, profile: LoadProfile, slo: SloThresholds | None,
                    live: LiveStats | None, on_sample: Callable[[Sample], None] | None,
                    stop: RunStop, replay: Replay | None = None,
-                   sessions: Sessions | None = None) -> RunResult:
+                   sessions: Sessions | None = None, max_rate: float | None = None
+                   ) -> RunResult:
     clock = RunClock.start()
     seqs = itertools.count()
     book = RunBook(profile, replay)
@@ -397,7 +402,7 @@ async def _execute(prepare: Prepare, profile: LoadProfile, slo: SloThresholds | 
                 on_sample(sample)
 
         ctx = StageContext(clock=clock, seqs=seqs, stage=len(book.results), live=live,
-                           on_sample=measured)
+                           on_sample=measured, max_rate=max_rate)
         outcome = await unless_stopped(run_stage(stage, prepare, ctx, sessions=sessions),
                                        stop)
         stage_samples, stage_s = stopped_stage(so_far) if outcome is None else outcome

@@ -33,11 +33,14 @@ from sustain.service.api.routes import (
     slos,
 )
 from sustain.service.config import Settings
+from sustain.service.domain.hosts import parse_allowed_hosts
 from sustain.service.domain.keys import Role
 from sustain.service.runtime import Replica
 from sustain.service.strict_json import StrictJSONResponse
 from sustain.service.web import routes as web_routes
+from sustain.service.web.docs import install_docs
 from sustain.service.web.headers import SecurityHeadersMiddleware
+from sustain.service.web.hosts import AllowedHosts, PathOnlyRedirects
 
 API_PREFIX = "/api/v1"
 
@@ -70,12 +73,18 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
         summary="Continuous monitoring of LLM inference endpoints.",
         version="0.1.0",
         lifespan=lifespan,
+        # /docs is served from this package's own copy of Swagger UI (install_docs below)
+        docs_url=None,
+        redoc_url=None,
     )
     install_error_handlers(app)
-    # the last added is outermost: security headers on every answer, then the audit log
-    # (which sees 413s too), then the body cap
+    # the last added is outermost: security headers on every answer, then the Host check
+    # (a refused Host reaches nothing else), redirects made path-only, the audit log (which
+    # sees 413s too), then the body cap
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(AuditMiddleware)
+    app.add_middleware(PathOnlyRedirects)
+    app.add_middleware(AllowedHosts, patterns=parse_allowed_hosts(settings.allowed_hosts))
     app.add_middleware(SecurityHeadersMiddleware)
     # Every API router gets a rule: reads need a viewer, writes an editor; keys and the audit
     # log need an admin for both.
@@ -93,4 +102,5 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
     app.include_router(health.router, default_response_class=StrictJSONResponse)
     app.include_router(metrics.router, dependencies=readers if settings.metrics_auth else [])
     app.include_router(web_routes.router)
+    install_docs(app)
     return app

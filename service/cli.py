@@ -15,7 +15,6 @@ from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-import uvicorn
 import uvloop
 from pydantic import SecretStr, ValidationError
 from rich.console import Console
@@ -94,11 +93,12 @@ def database(settings: Settings) -> Iterator[str]:
 
 def _serve(settings: Settings, url: str) -> None:
     from sustain.service.app import create_app
+    from sustain.service.http_protocol import guarded_config
     from sustain.service.server import GracefulServer
 
     app = create_app(settings, url)
-    server = GracefulServer(uvicorn.Config(
-        app, host=settings.host, port=settings.port,
+    server = GracefulServer(guarded_config(
+        app, settings, host=settings.host, port=settings.port,
         log_config=None, access_log=False, timeout_graceful_shutdown=10,
     ), app)
     with suppress(KeyboardInterrupt):
@@ -113,13 +113,14 @@ ConfigOpt = Annotated[Path | None, typer.Option(
 
 def _check_config(path: Path, settings: Settings) -> bool:
     """Print every problem of the file (file:line: field: message), probe profiles beyond the
-    load limits of `settings` and what its secret, dataset and egress policies refuse
-    included; whether it is valid."""
+    load limits of `settings` and what its secret, dataset, egress and `${NAME}` expansion
+    (SUSTAIN_CONFIG_ENV) policies refuse included; whether it is valid."""
     from sustain.service.config_file.load import read
     from sustain.service.config_file.yaml_lines import ConfigError
 
     try:
-        config, _ = read(path, limits=settings.load_limits(), reach=settings.reach())
+        config, _ = read(path, limits=settings.load_limits(), reach=settings.reach(),
+                         expandable=settings.config_expansion())
     except ConfigError as exc:
         for line in exc.lines():
             console.print(line, markup=False, highlight=False)
@@ -140,10 +141,38 @@ def serve(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None
                              data_dir=data_dir, log_level=log_level, log_format=log_format,
                              config=config)
     configure_logging(settings.log_level, settings.log_format)
+    _check_anonymous_read(settings)
     if settings.config is not None and not _check_config(settings.config, settings):
         raise typer.Exit(2)
     with database(settings) as url:
         _serve(settings, url)
+
+
+def _check_anonymous_read(settings: Settings) -> None:
+    """Refuse to serve anonymous reads beyond loopback unless asked for in so many words;
+    warn when asked."""
+    import logging
+
+    from sustain.service.domain.exposure import (
+        ANONYMOUS_READ_VAR,
+        anonymous_read_explicit,
+        anonymous_read_exposure,
+    )
+
+    exposure = anonymous_read_exposure(settings.host, settings.anonymous_read,
+                                       anonymous_read_explicit(os.environ))
+    if exposure == "refused":
+        console.print(f"[red]--host {settings.host!r} is reachable from other machines and "
+                      f"anonymous reads are on: anyone who can connect would read every "
+                      f"endpoint, probe, run and alert without a key. Set {ANONYMOUS_READ_VAR}"
+                      f"=true to mean it, or bind loopback (127.0.0.1), or unset "
+                      f"{ANONYMOUS_READ_VAR}[/red]", highlight=False)
+        raise typer.Exit(2)
+    if exposure == "network":
+        logging.getLogger("sustain.service.cli").warning(
+            "%s=true on %s, which other machines can reach: anyone who can connect reads "
+            "every endpoint, probe, run and alert without a key", ANONYMOUS_READ_VAR,
+            settings.host)
 
 
 async def _slo_rules_from_database(url: str) -> list[SloRules]:
@@ -173,16 +202,16 @@ def rules(config: ConfigOpt = None, database_url: DbOpt = None,
     from sustain.service.config_file.yaml_lines import ConfigError
     from sustain.service.evaluation.rules import SloRules, rules_document
 
+    settings = load_settings(database_url=database_url, data_dir=data_dir)
     if config is not None:
         try:
-            parsed, _ = read(config)
+            parsed, _ = read(config, expandable=settings.config_expansion())
         except ConfigError as exc:
             for line in exc.lines():
                 console.print(line, markup=False, highlight=False)
             raise typer.Exit(2) from None
         slos = [SloRules(s.name, s.objective, s.tiers, s.description) for s in parsed.slos]
     else:
-        settings = load_settings(database_url=database_url, data_dir=data_dir)
         with database(settings) as url:
             slos = asyncio.run(_slo_rules_from_database(url))
     sys.stdout.write(yaml.safe_dump(rules_document(slos), sort_keys=False, width=1000))
@@ -191,9 +220,9 @@ def rules(config: ConfigOpt = None, database_url: DbOpt = None,
 @app.command()
 def validate(path: Annotated[Path, typer.Argument(help="The YAML config file.")]) -> None:
     """Check a config file: every problem with its line; exit 1 if there is any. Probe
-    profiles, secret references, datasets and URLs are checked against this environment's
-    SUSTAIN_* settings (SUSTAIN_MAX_RATE, SUSTAIN_SECRET_ENV, ...), so run it with the
-    service's."""
+    profiles, secret references, datasets, URLs and `${NAME}` expansions are checked against
+    this environment's SUSTAIN_* settings (SUSTAIN_MAX_RATE, SUSTAIN_SECRET_ENV,
+    SUSTAIN_CONFIG_ENV, ...), so run it with the service's."""
     if not _check_config(path, load_settings()):
         raise typer.Exit(1)
 
@@ -221,14 +250,9 @@ async def _seed_demo(url: str, simulator_url: str) -> None:
 
 def _loopback(host: str) -> bool:
     """Whether a bind address only accepts connections from this machine."""
-    import ipaddress
+    from sustain.service.domain.exposure import is_loopback
 
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+    return is_loopback(host)
 
 
 @app.command()

@@ -13,7 +13,8 @@ from sustain.probes.client.egress import EgressPolicy, parse_targets
 from sustain.probes.client.secret_policy import SecretPolicy, own_credentials, parse_env_globs
 from sustain.probes.workers.pool import available_cpus
 from sustain.probes.workload.dataset import DatasetPolicy
-from sustain.service.domain.limits import LoadLimits
+from sustain.service.domain.expansion import ExpansionPolicy
+from sustain.service.domain.limits import LoadLimits, ObjectLimits
 from sustain.service.domain.reach import Reach
 
 
@@ -160,7 +161,8 @@ class Settings(BaseSettings):
     admin_key: SecretStr | None = Field(
         default=None,
         description="A bootstrap admin API key (sk_sustain_ followed by at least 32 "
-        "characters). Checked in memory, never stored; create named keys with it.",
+        "characters that look random: repeated, cyclic or sequential characters are refused). "
+        "Checked in memory, never stored; create named keys with it.",
     )
     metrics_auth: bool = Field(
         default=False, description="Require a viewer key on /metrics.")
@@ -200,7 +202,8 @@ class Settings(BaseSettings):
     allowed_targets: str = Field(
         default="",
         description="Comma-separated CIDRs (10.0.0.0/8) and host globs (*.internal) that "
-        "endpoints and notifiers may reach (empty: any address not denied).",
+        "endpoints and notifiers may reach (empty: any address not denied, but no "
+        "`http_check.body_contains`: a body check only on listed targets).",
     )
     denied_targets: str = Field(
         default="",
@@ -225,12 +228,58 @@ class Settings(BaseSettings):
         description="Largest request body the API accepts, in bytes (larger: 413).",
     )
 
+    max_total_rate: float = Field(
+        default=10_000.0, gt=0, le=10_000_000,
+        description="Highest request rate all enabled probes together may plan, in "
+        "requests/s (a closed loop counts at SUSTAIN_MAX_RATE); beyond it a create, change "
+        "or enable is a 409.")
+    # --- how many objects, and how much of each (issue 27) ---
+    max_endpoints: int = Field(
+        default=1000, ge=1, le=1_000_000, description="Most endpoints (beyond: 409).")
+    max_probes: int = Field(
+        default=10_000, ge=1, le=1_000_000, description="Most probes (beyond: 409).")
+    max_slos: int = Field(
+        default=1000, ge=1, le=1_000_000, description="Most SLOs (beyond: 409).")
+    max_notifiers: int = Field(
+        default=100, ge=1, le=100_000, description="Most notifiers (beyond: 409).")
+    page_size: int = Field(
+        default=100, ge=1, le=10_000,
+        description="Items a list answers when the caller names no `limit`.")
+    max_page_size: int = Field(
+        default=1000, ge=1, le=100_000, description="Largest `limit` a list accepts.")
+    # --- the HTTP server (issue 27) ---
+    http_header_timeout_seconds: float = Field(
+        default=10.0, gt=0, le=600,
+        description="How long a client may take to send a whole request head (and a body "
+        "after it); slower connections are closed.")
+    http_max_open_connections: int = Field(
+        default=2000, ge=16, le=1_000_000,
+        description="Open client connections the server keeps; past it the oldest idle or "
+        "slow ones are closed first.")
+    allowed_hosts: str = Field(
+        default="",
+        description="Comma-separated host names (globs: *.example.com) the service answers "
+        "for, checked against the Host header (empty: any).")
+    # --- audit and sign-in (issue 27) ---
+    audit_retention_days: int = Field(
+        default=90, ge=1, le=36500,
+        description="Days audit log rows are kept; expired sign-in sessions are purged too.")
+    config_env: str = Field(
+        default="",
+        description="Comma-separated environment variable names or globs a config file's "
+        "${NAME} may expand (empty: none). SUSTAIN_*, database variables and anything "
+        "SUSTAIN_SECRET_ENV allows are never expanded.")
+
     def load_limits(self) -> LoadLimits:
         """The limits every load profile is held to (see sustain.service.domain.limits)."""
         return LoadLimits(max_rate=self.max_rate, max_concurrency=self.max_concurrency,
                           max_run_seconds=self.max_run_seconds,
                           max_run_requests=self.max_run_requests,
-                          max_workers=max(1, self.worker_processes()))
+                          max_workers=max(1, self.worker_processes()),
+                          max_total_rate=self.max_total_rate,
+                          objects=ObjectLimits(endpoints=self.max_endpoints,
+                                               probes=self.max_probes, slos=self.max_slos,
+                                               notifiers=self.max_notifiers))
 
     def worker_processes(self) -> int:
         """Measurement worker processes of a replica (0: it measures in-process)."""
@@ -272,9 +321,17 @@ class Settings(BaseSettings):
             raise ValueError("must be an http:// or https:// URL")
         return value or None
 
-    @field_validator("secret_env")
+    @field_validator("allowed_hosts")
     @classmethod
-    def _secret_env(cls, value: str) -> str:
+    def _allowed_hosts(cls, value: str) -> str:
+        from sustain.service.domain.hosts import parse_allowed_hosts
+
+        parse_allowed_hosts(value)
+        return value
+
+    @field_validator("secret_env", "config_env")
+    @classmethod
+    def _env_globs(cls, value: str) -> str:
         parse_env_globs(value)
         return value
 
@@ -296,17 +353,19 @@ class Settings(BaseSettings):
             egress=EgressPolicy.parse(self.allowed_targets, self.denied_targets),
             datasets=DatasetPolicy(directory=self.dataset_dir, max_bytes=self.dataset_max_bytes))
 
+    def config_expansion(self, database_url: str | None = None) -> ExpansionPolicy:
+        """The variables a config file's `${NAME}` may expand: those SUSTAIN_CONFIG_ENV names,
+        less those the secret policy of reach(database_url) forbids or lets `env:` read."""
+        return ExpansionPolicy(parse_env_globs(self.config_env), self.reach(database_url).secrets)
+
     @field_validator("admin_key")
     @classmethod
     def _admin_key(cls, value: SecretStr | None) -> SecretStr | None:
         if value is None or not value.get_secret_value():
             return None
-        from sustain.service.domain.keys import KEY_PREFIX, MIN_KEY_CHARS
+        from sustain.service.domain.keys import weak_key_reason
 
-        key = value.get_secret_value()
-        if not key.startswith(KEY_PREFIX) or len(key) - len(KEY_PREFIX) < MIN_KEY_CHARS:
-            raise ValueError(f"must be {KEY_PREFIX} followed by at least {MIN_KEY_CHARS} "
-                             "characters (`sustain keys generate` prints one)")
-        if not key.isascii() or not key.isprintable() or " " in key:
-            raise ValueError("must be printable ASCII without spaces")
+        reason = weak_key_reason(value.get_secret_value())
+        if reason is not None:
+            raise ValueError(reason)
         return value

@@ -16,6 +16,7 @@ from prometheus_client.registry import Collector
 from sustain.probes.measure.sample import Outcome, Sample
 from sustain.service.db.runs import LastRun
 from sustain.service.db.slos import SloSnapshot
+from sustain.service.domain.auth_failures import AuthFailure
 from sustain.service.domain.refusals import REASONS
 from sustain.service.evaluation.slo_status import window_label
 from sustain.service.ingest.buffer import SampleBuffer
@@ -294,6 +295,14 @@ class Metrics:
             "silenced, skipped (a resolved whose firing never went out), resent, "
             "resend_failed (Alertmanager re-sends of firing alerts).",
             ["notifier", "result"], registry=self.registry)
+        self.auth_failures = Counter(
+            "sustain_auth_failures",
+            "Refused authentication by reason: missing_key, unknown_key, revoked_key, "
+            "forbidden_role, bad_session, login_failed, login_throttled, cross_site (each is "
+            "counted; the audit log keeps a sample).",
+            ["reason"], registry=self.registry)
+        for reason in AuthFailure:  # every reason is a series from the start, at 0
+            self.auth_failures.labels(reason.value)
         self.last_runs = LastRunCollector()
         self.registry.register(self.last_runs)
         self.slos = SloCollector()
@@ -333,6 +342,9 @@ class Metrics:
 
     def observe_notification(self, notifier: str, result: str) -> None:
         self.notifications.labels(notifier, result).inc()
+
+    def observe_auth_failure(self, reason: AuthFailure) -> None:
+        self.auth_failures.labels(reason.value).inc()
 
     def observe_run(self, probe: str, status: str) -> None:
         self.runs.labels(probe, status).inc()

@@ -104,7 +104,8 @@ class Replica:
         self.reloader = None if settings.config is None else ConfigReloader(
             settings.config, self.sessions, self.scheduler, self.metrics,
             settings.config_reload_seconds, settings.sample_retention_days,
-            settings.load_limits(), reach=self.reach)
+            settings.load_limits(), reach=self.reach,
+            expandable=settings.config_expansion(database_url))
         self.notify_client = egress_client(self.reach.egress, trust_env=True)
         self.delivery = DeliveryWorker(
             self.sessions, self.notify_client, self.replica_id, external_url(settings),
@@ -138,6 +139,15 @@ class Replica:
         gc.freeze()  # what exists now lives as long as the replica: full collections skip it
         logger.info("sustain replica %s ready on database %s", self.replica_id,
                     safe_url(self.database_url))
+
+    def stopped_loops(self) -> list[str]:
+        """The background loops of a started replica that no longer run (each is meant to
+        outlive any failure until `stop`): for /readyz, which reports the scheduler itself."""
+        loops = {"heartbeat": self.liveness.alive,
+                 "probe listener": self.listener.alive, "cancel watcher": self.executor.alive,
+                 "alert evaluation": self.alerts.alive,
+                 "notification delivery": self.delivery.alive}
+        return [name for name, running in loops.items() if not running]
 
     async def drain(self) -> None:
         """Stop taking work and wait for the runs in flight, up to the shutdown grace."""

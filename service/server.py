@@ -1,7 +1,8 @@
 """uvicorn, stopped the Kubernetes way: on SIGTERM the replica first turns /readyz to 503,
 stops claiming ticks and lets its runs finish (up to SUSTAIN_SHUTDOWN_GRACE_SECONDS) while it
 still answers HTTP; only then does uvicorn stop, and the app's lifespan abandons what is left
-and flushes buffered samples. SIGINT (Ctrl-C) skips the wait."""
+and flushes buffered samples. SIGINT (Ctrl-C) skips the wait. What each client connection
+may hold (a request deadline, an open-connection cap) is sustain.service.http_protocol's."""
 
 from __future__ import annotations
 

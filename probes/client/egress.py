@@ -144,19 +144,37 @@ class EgressPolicy:
     allowed_hosts: tuple[str, ...] = ()
     denied_networks: tuple[IPNetwork, ...] = ()
     denied_hosts: tuple[str, ...] = ()
+    body_checks_anywhere: bool = True
+    """Whether an `http` check may compare a response body (`body_contains`) on any target it
+    may reach: a library user's or a one-shot CLI run's own requests. The service's policy
+    (`parse`) sets False: a body check is a one-bit oracle of what a target answers, so it
+    is allowed only while an allow-list is in force, that is on the targets the operator
+    listed."""
 
     @classmethod
-    def parse(cls, allowed: str = "", denied: str = "") -> EgressPolicy:
-        """From the comma-separated lists (SUSTAIN_ALLOWED_TARGETS, SUSTAIN_DENIED_TARGETS);
-        ValueError names a bad entry."""
+    def parse(cls, allowed: str = "", denied: str = "", *,
+              body_checks_anywhere: bool = False) -> EgressPolicy:
+        """The service's policy, from the comma-separated lists (SUSTAIN_ALLOWED_TARGETS,
+        SUSTAIN_DENIED_TARGETS); ValueError names a bad entry."""
         allowed_networks, allowed_hosts = parse_targets(allowed)
         denied_networks, denied_hosts = parse_targets(denied)
-        return cls(allowed_networks, allowed_hosts, denied_networks, denied_hosts)
+        return cls(allowed_networks, allowed_hosts, denied_networks, denied_hosts,
+                   body_checks_anywhere)
 
     @property
     def restricted(self) -> bool:
         """Whether an allow-list is in force."""
         return bool(self.allowed_networks or self.allowed_hosts)
+
+    def body_check_refusal(self) -> str | None:
+        """Why an `http` check may not look for a text in a response body, or None. With an
+        allow-list every connection goes to a listed target (a name matching a listed glob,
+        or every address it resolves to in a listed network: check_connection), so a body
+        check may run wherever the target itself may be reached."""
+        if self.body_checks_anywhere or self.restricted:
+            return None
+        return ("body_contains is allowed only on targets listed in SUSTAIN_ALLOWED_TARGETS, "
+                "which is empty (a body check tells its reader what the target answers)")
 
     def _denied_name(self, name: str) -> str | None:
         for glob in ALWAYS_DENIED_HOSTS:

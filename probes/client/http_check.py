@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 import httpx
 
+from sustain.probes.client.egress import EgressPolicy
 from sustain.probes.client.httpx_transport import classify_transport_error, failure_detail
 from sustain.probes.client.status import error_class_for_status
 from sustain.probes.client.target import HttpCheck, Target
@@ -24,8 +25,15 @@ def check_url(target: Target, check: HttpCheck) -> str:
 
 
 async def send_http(client: httpx.AsyncClient, target: Target, check: HttpCheck,
-                    headers: Mapping[str, str], t_send_ns: int) -> Measurement:
-    """Send the check's request once and measure it; never raises for endpoint misbehaviour."""
+                    headers: Mapping[str, str], t_send_ns: int, *,
+                    egress: EgressPolicy | None = None) -> Measurement:
+    """Send the check's request once and measure it; never raises for endpoint misbehaviour.
+    A `body_contains` that `egress` refuses (EgressPolicy.body_check_refusal: the service's
+    settings may have changed since the endpoint was saved) sends nothing: the request is an
+    `egress_denied` failure saying why."""
+    if check.body_contains is not None and egress is not None and \
+            (refusal := egress.body_check_refusal()) is not None:
+        return _result(t_send_ns, None, ErrorClass.EGRESS_DENIED, refusal)
     timeout = httpx.Timeout(connect=target.timeout_connect_s, read=None,
                             write=target.timeout_total_s, pool=None)
     status: int | None = None

@@ -116,7 +116,8 @@ def http_check_over_httpx(clients: HttpClients, target: Target, _workload: Workl
     """Every request is the same check; the workload does not apply."""
     client = clients.httpx(tls_verify=target.tls_verify, http2=target.http2)
     check = target.http_check or HttpCheck()
-    request: SendFn = partial(send_http, client, target, check, headers)
+    request: SendFn = partial(send_http, client, target, check, headers,
+                              egress=clients.egress)
 
     def prepare(_seq: int, _dialogue: Dialogue | None = None) -> SendFn:
         return request

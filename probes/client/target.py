@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from pydantic import Field
@@ -19,6 +19,29 @@ class ApiKind(enum.StrEnum):
     HTTP = "http"
 
 
+CLIENT_HEADERS = frozenset({
+    # Message framing: the client frames the body it sends; a second Content-Length or a
+    # Transfer-Encoding beside it is a malformed (or smuggled) request.
+    "content-length", "transfer-encoding", "expect",
+    # The target: the client names the host it connects to (the egress policy judged it).
+    "host",
+    # Hop-by-hop (RFC 9110 7.6.1, RFC 9112 9.6): about this connection, not the request.
+    "connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade",
+    "http2-settings", "proxy-authenticate", "proxy-authorization",
+})
+"""Header names (lower case) only the HTTP client may set: an endpoint may not give them."""
+MAX_CHECK_BODY_CHARS = 1_000_000
+"""Longest request body of an `http` check."""
+MAX_BODY_CONTAINS_CHARS = 10_000
+"""Longest text an `http` check looks for in a response."""
+
+
+def client_headers(names: Iterable[str]) -> list[str]:
+    """Those of `names` (compared case-insensitively) that only the client may set, in
+    order."""
+    return [name for name in names if name.lower() in CLIENT_HEADERS]
+
+
 class HttpCheck(InputModel):
     """What an `http` probe sends and expects: a plain request, timed end to end."""
 
@@ -26,10 +49,12 @@ class HttpCheck(InputModel):
     path: str = Field(default="/", pattern=r"^/[^\s]*$", max_length=2048,
                       description="Appended to the endpoint's base URL.")
     expected_status: int = Field(default=200, ge=100, le=599)
-    body: str | None = Field(default=None, max_length=1_000_000,
+    body: str | None = Field(default=None, max_length=MAX_CHECK_BODY_CHARS,
                              description="Request body, sent as is.")
-    body_contains: str | None = Field(default=None, min_length=1, max_length=10_000,
-                                      description="The response must contain this text.")
+    body_contains: str | None = Field(
+        default=None, min_length=1, max_length=MAX_BODY_CONTAINS_CHARS,
+        description="The response must contain this text. The service allows it only on "
+        "targets the operator listed in SUSTAIN_ALLOWED_TARGETS.")
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,14 @@ class StageContext:
     live: LiveStats | None = None
     on_sample: Callable[[Sample], None] | None = None
     """Called with each measured sample (warmup left out) as soon as it completes."""
+    max_rate: float | None = None
+    """Requests/s a closed-loop stage may send in all (this process's share of it when the
+    stage is sharded over workers); None: as fast as the endpoint answers. Open-loop stages
+    keep their planned times, which the limits already hold to the same rate."""
+
+    def pacer(self) -> Pacer | None:
+        """A fresh pacer for a closed-loop stage, or None when it is not paced."""
+        return None if self.max_rate is None else Pacer(self.max_rate)
 
     def measured(self, sample: Sample) -> Sample:
         if self.on_sample is not None:
@@ -70,6 +78,32 @@ async def sleep_until_ns(deadline_ns: int) -> None:
     left; a request is never sent before its intended time."""
     while (remaining := deadline_ns - time.perf_counter_ns()) > 0:  # noqa: ASYNC110
         await asyncio.sleep(remaining / 1e9)
+
+
+class Pacer:
+    """Holds a closed loop to at most `rate` sends per second, however many users it has:
+    users take turns (first come, first served), and each turn starts at least 1/rate
+    seconds after the previous one, so a stage that lasts T seconds sends at most
+    1 + rate x T requests. Only the user whose turn is next sleeps (at most 1/rate), so a
+    stage that ends releases every waiting user at once."""
+
+    def __init__(self, rate: float) -> None:
+        if not rate > 0:
+            raise ValueError("a pace needs a positive rate")
+        self._interval_ns = max(1, round(1e9 / rate))
+        self._next_ns = 0
+        self._turns = asyncio.Lock()
+
+    async def turn(self, wanted: Callable[[], bool]) -> bool:
+        """Wait for the next send slot; False (at once, or after the wait) when `wanted()`
+        no longer holds: the stage ended meanwhile, and the caller must not send."""
+        async with self._turns:
+            if not wanted():
+                return False
+            slot = max(self._next_ns, time.perf_counter_ns())
+            await sleep_until_ns(slot)
+            self._next_ns = slot + self._interval_ns
+            return wanted()
 
 
 def measured_seconds(samples: list[Sample], start_ms: float) -> float:
@@ -124,7 +158,9 @@ async def run_closed_loop(
 ) -> tuple[list[Sample], float]:
     """`users` users, each sending its next request when its previous one ended (plus think
     time), until `duration_s` after the warmup (and, with `min_requests`, at least that
-    many measured requests) or `max_requests` measured requests."""
+    many measured requests) or `max_requests` measured requests. With `ctx.max_rate`, the
+    users together send at most that many requests/s (see Pacer): a user whose response
+    came back waits its turn, and that wait is not part of any request's latency."""
     if duration_s is None and max_requests is None:
         raise ValueError("a closed loop needs duration_s or max_requests")
     loop = asyncio.get_running_loop()
@@ -134,18 +170,24 @@ async def run_closed_loop(
     stage_origin_ms = ctx.clock.ms(time.perf_counter_ns())
     samples: list[Sample] = []
     started = 0
+    pacer = ctx.pacer()
+
+    def going() -> bool:
+        """Whether the stage still wants another request."""
+        now = loop.time()
+        if stop_at is not None and now >= stop_at and \
+                (min_requests is None or started >= min_requests):
+            return False
+        return not (now >= warmup_end and max_requests is not None
+                    and started >= max_requests)
 
     async def user() -> None:
         nonlocal started
         while True:
-            now = loop.time()
-            if stop_at is not None and now >= stop_at and \
-                    (min_requests is None or started >= min_requests):
+            if not going() or (pacer is not None and not await pacer.turn(going)):
                 return
-            counted = now >= warmup_end
+            counted = loop.time() >= warmup_end
             if counted:
-                if max_requests is not None and started >= max_requests:
-                    return
                 started += 1
             sample = await ctx.send(prepare, None)
             if counted:

@@ -36,9 +36,14 @@ async def run_sessions(
     started = 0
     capped = asyncio.Event()
     """Set once the turn cap is reached: users in their think or tool time stop at once."""
+    pacer = ctx.pacer()
+    """With ctx.max_rate, turns wait for a send slot: at most that many turns/s in all."""
 
     def full() -> bool:
         return max_requests is not None and started >= max_requests
+
+    def going() -> bool:
+        return not full() and (stop_at is None or loop.time() < stop_at)
 
     async def pause(delay: float) -> None:
         """The think or tool time before a turn, cut short by the end of the stage."""
@@ -56,6 +61,8 @@ async def run_sessions(
                 if full() or talk.too_long:
                     break
                 await pause(talk.delay_s)
+                if pacer is not None and not await pacer.turn(going):
+                    return
                 now = loop.time()
                 if stop_at is not None and now >= stop_at:
                     return

@@ -20,7 +20,7 @@ import signal
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 
 import uvloop
 
@@ -31,6 +31,7 @@ from sustain.probes.load.clock import RunClock
 from sustain.probes.load.drivers import Prepare, Request, StageContext, sleep_until_ns
 from sustain.probes.load.plan import OpenStage
 from sustain.probes.load.quiet_gc import quiet_gc
+from sustain.probes.log_lines import OneLineFormatter
 from sustain.probes.measure.sample import Sample
 from sustain.probes.runner import RunStop, prepare_requests, run_stage, unless_stopped
 from sustain.probes.workers import wire
@@ -162,8 +163,10 @@ class Worker:
             def measured(sample: Sample) -> None:
                 self.queue(key, sample)
 
+            max_rate = message.get("max_rate")
             ctx = StageContext(clock=clock, seqs=shard.seqs(int(message["seq"])),
-                               stage=int(message["index"]), on_sample=measured)
+                               stage=int(message["index"]), on_sample=measured,
+                               max_rate=None if max_rate is None else float(max_rate))
             offsets = shard.offsets() if isinstance(shard.stage, OpenStage) else None
             stage = shard.stage
 
@@ -254,12 +257,19 @@ async def serve(in_fd: int, out_fd: int) -> None:
     out.close()
 
 
+def log_handler(stream: TextIO) -> logging.Handler:
+    """A worker's log handler: one line per record, as the service's text format (a dataset
+    path or an error text with a newline cannot forge a line)."""
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(OneLineFormatter(
+        f"sustain-worker[{os.getpid()}] %(levelname)s %(name)s: %(message)s"))
+    return handler
+
+
 def main() -> None:
     """Keep the pipe to the parent on private descriptors; stray prints go to stderr."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format=f"sustain-worker[{os.getpid()}] %(levelname)s %(name)s: "
-                               "%(message)s")
+    logging.basicConfig(level=logging.WARNING, handlers=[log_handler(sys.stderr)])
     in_fd, out_fd = os.dup(0), os.dup(1)
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     os.dup2(2, 1)

@@ -64,6 +64,14 @@ def request_shares(budget: RunBudget | None, sent: int, shards: list[Shard]
     return shares
 
 
+def rate_share(budget: RunBudget | None, shards: list[Shard]) -> float | None:
+    """The requests/s each shard of a closed-loop stage may send: the run's max_rate divided
+    evenly among the shards that send in this stage (None: unpaced)."""
+    if budget is None or budget.max_rate is None:
+        return None
+    return budget.max_rate / max(1, sum(1 for shard in shards if shard.stage is not None))
+
+
 async def conduct(channels: list[RunChannel], profile: LoadProfile, slo: SloThresholds | None,
                   live: LiveStats | None, on_sample: Callable[[Sample], None] | None,
                   stop: RunStop, budget: RunBudget | None, replay: Replay | None = None
@@ -100,7 +108,8 @@ async def conduct(channels: list[RunChannel], profile: LoadProfile, slo: SloThre
             start_ns = time.perf_counter_ns() + START_LEAD_NS
             shards = shard_stage(stage, len(channels))
             done = await run_shards(channels, shards, index, seq, start_ns,
-                                    request_shares(budget, sent, shards), limit_reason, stop)
+                                    request_shares(budget, sent, shards), limit_reason, stop,
+                                    rate_share(budget, shards))
             seq = next_base(seq, len(channels), [d.sends for d in done])
             sent += sum(d.sends for d in done)
             interrupted = stop.is_set
@@ -124,7 +133,8 @@ async def conduct(channels: list[RunChannel], profile: LoadProfile, slo: SloThre
 
 async def run_shards(channels: list[RunChannel], shards: list[Shard],
                      index: int, seq: int, start_ns: int, shares: list[int | None],
-                     limit_reason: str, stop: RunStop) -> list[StageDone]:
+                     limit_reason: str, stop: RunStop, max_rate: float | None = None
+                     ) -> list[StageDone]:
     """Every shard with a share of the stage, from `start_ns`, until all are done; `stop`
     stops them all, and a shard that stopped early on its own stops the others."""
     if stop.is_set:
@@ -135,7 +145,7 @@ async def run_shards(channels: list[RunChannel], shards: list[Shard],
             continue
         channel = channels[position]
         pending[asyncio.create_task(channel.stage(index, shard, seq, start_ns, share,
-                                                  limit_reason))] = channel
+                                                  limit_reason, max_rate))] = channel
     finished: list[StageDone] = []
     waiter: asyncio.Future[Any] = asyncio.create_task(stop.wait())
     stopping = False

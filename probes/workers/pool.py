@@ -143,16 +143,19 @@ class RunChannel:
         await self._opened
 
     async def stage(self, index: int, shard: Shard, seq: int, start_ns: int,
-                    max_sends: int | None, limit_reason: str) -> StageDone:
+                    max_sends: int | None, limit_reason: str,
+                    max_rate: float | None = None) -> StageDone:
         """Run `shard` of stage `index` from `start_ns` (perf_counter_ns), its sequence
-        numbers from `seq`, sending at most `max_sends` requests."""
+        numbers from `seq`, sending at most `max_sends` requests, and a closed loop at most
+        `max_rate` requests/s."""
         assert self.clock is not None
         self._stage = self._future()
         self.worker.send({"op": "stage", "run": self.key, "index": index,
                           "shard": pickle.dumps(shard), "seq": seq, "start_ns": start_ns,
                           "clock_ns": self.clock.origin_ns,
                           "clock_wall": pickle.dumps(self.clock.origin_wall),
-                          "max_sends": max_sends, "limit_reason": limit_reason})
+                          "max_sends": max_sends, "limit_reason": limit_reason,
+                          "max_rate": max_rate})
         return await self._stage
 
     def stop(self, reason: str) -> None:

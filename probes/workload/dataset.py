@@ -69,18 +69,26 @@ def _entry(record: Any, where: str) -> DatasetEntry:
                         max_tokens=max_tokens, expect=expect)
 
 
-def read_lines(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> list[str]:
-    """The lines of a UTF-8 text file of at most `max_bytes`; DatasetError for anything else
-    (a larger file, a device or FIFO, bad UTF-8), naming the file."""
+def read_bytes(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
+    """The bytes of a regular file of at most `max_bytes`; DatasetError for anything else (a
+    larger file, a directory, device or FIFO, one that cannot be opened), naming the file."""
     file = Path(path)
     try:
-        return read_capped(file, max_bytes).decode("utf-8").splitlines()
+        return read_capped(file, max_bytes)
     except FileRefusedError as exc:
         raise DatasetError(f"{file}: {exc}") from None
     except OSError as exc:
         raise DatasetError(f"{file}: cannot read ({exc.strerror})") from None
+
+
+def read_lines(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> list[str]:
+    """The lines of a UTF-8 text file of at most `max_bytes`; DatasetError for anything else
+    (a larger file, a device or FIFO, bad UTF-8), naming the file."""
+    data = read_bytes(path, max_bytes)
+    try:
+        return data.decode("utf-8").splitlines()
     except UnicodeDecodeError as exc:
-        raise DatasetError(f"{file}: cannot read ({exc})") from None
+        raise DatasetError(f"{Path(path)}: cannot read ({exc})") from None
 
 
 def load_jsonl(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> list[DatasetEntry]:
@@ -106,7 +114,8 @@ def load_jsonl(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Dat
 
 @dataclass(frozen=True, slots=True)
 class DatasetPolicy:
-    """Where datasets may be read from, and how large they may be. The default allows none:
+    """Where datasets (and the other files a workload names: sessions, traces, tokenizers) may
+    be read from, and how large they may be. The default allows none:
     the service builds its policy from SUSTAIN_DATASET_DIR; a one-shot CLI run, reading its
     user's own file, uses `anywhere`."""
 
@@ -131,6 +140,14 @@ class DatasetPolicy:
         if not within(path, self.directory):
             return f"not under SUSTAIN_DATASET_DIR ({self.directory})"
         return None
+
+    def read(self, path: str) -> bytes:
+        """The bytes of the file at `path` (a tokenizer), checked now and read up to the cap;
+        DatasetError otherwise."""
+        reason = self.check(path)
+        if reason is not None:
+            raise DatasetError(f"{path}: {reason}")
+        return read_bytes(path, self.max_bytes)
 
     def lines(self, path: str) -> list[str]:
         """The lines of a text file at `path` (a trace), checked now and read up to the cap;

@@ -39,7 +39,8 @@ class RequestBuilder:
         self.api_kind = api_kind
         self.model = model
         self.tokenizer: PromptTokenizer = (
-            HFTokenizer(workload.tokenizer) if workload.tokenizer else WhitespaceTokenizer())
+            HFTokenizer(workload.tokenizer, datasets or DatasetPolicy()) if workload.tokenizer
+            else WhitespaceTokenizer())
         self.dataset: list[DatasetEntry] | None = None
         self._order: list[int] = []
         self.prefix = "" if not workload.shared_prefix_tokens else self.tokenizer.prompt(

@@ -20,11 +20,15 @@ class WorkloadError(ValueError):
 
 MAX_EXTRA_BODY_BYTES = 64 * 1024
 """Largest `extra_body`, as compact JSON."""
+MAX_PROMPT_CHARS = 1_000_000
+"""Longest fixed `prompt` (a long-context probe's, some 250k tokens of English)."""
+MAX_PATH_CHARS = 4096
+"""Longest path of a file a workload names (PATH_MAX on Linux)."""
 
 
 class Workload(InputModel):
     prompt: str | None = Field(
-        default=None, min_length=1, max_length=1_000_000,
+        default=None, min_length=1, max_length=MAX_PROMPT_CHARS,
         description="Fixed prompt text for every request.",
     )
     input_tokens: int = Field(default=32, ge=1, le=200_000,
@@ -33,11 +37,11 @@ class Workload(InputModel):
         default=None, description="Synthetic prompt length distribution (fixed, uniform, "
         "normal), drawn per request.")
     dataset: str | None = Field(
-        default=None, min_length=1, max_length=4096,
+        default=None, min_length=1, max_length=MAX_PATH_CHARS,
         description="Path of a JSONL file of {prompt} or {messages} lines, cycled in a "
         "seeded order.")
     sessions: str | None = Field(
-        default=None, min_length=1, max_length=4096,
+        default=None, min_length=1, max_length=MAX_PATH_CHARS,
         description="Path of a JSONL sessions file (multi-turn, agentic): one line per turn "
         "with conversation_id, turn, messages and optional tools, tool_calls, delay_seconds "
         "and max_tokens. Each conversation plays in order with its history; a concurrency "
@@ -56,9 +60,10 @@ class Workload(InputModel):
         description="Send each turn's conversation as an X-Session-ID header (for sticky "
         "routing to the replica that holds its cache).")
     tokenizer: str | None = Field(
-        default=None, min_length=1, max_length=4096,
+        default=None, min_length=1, max_length=MAX_PATH_CHARS,
         description="Path of a local Hugging Face tokenizer.json used to count synthetic "
-        "input tokens; unset: one whitespace-separated word per token.")
+        "input tokens; unset: one whitespace-separated word per token. Read as datasets are: "
+        "from under SUSTAIN_DATASET_DIR, a regular file up to SUSTAIN_DATASET_MAX_BYTES.")
     cache: Literal["defeat", "allow"] = Field(
         default="defeat",
         description="defeat: every request's prompt starts with a fresh random salt (64 bits, "

@@ -1,11 +1,16 @@
 """Counting input length in tokens: the built-in whitespace tokenizer (one word, one token),
-or a Hugging Face tokenizer file the user names (optional `tokenizers` package, extra `hf`)."""
+or a Hugging Face tokenizer.json file the user names (optional `tokenizers` package, extra
+`hf`). The file is read as a dataset is: only where the DatasetPolicy allows (under
+SUSTAIN_DATASET_DIR, links resolved), a regular file up to its size cap, checked when the run
+reads it; a file that cannot be used fails the run with a TokenizerError saying why."""
 
 from __future__ import annotations
 
 import random
 from pathlib import Path
 from typing import Any, Protocol
+
+from sustain.probes.workload.dataset import DatasetError, DatasetPolicy
 
 VOCABULARY = (
     "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho "
@@ -31,19 +36,38 @@ class WhitespaceTokenizer:
         return len(text.split())
 
 
+MAX_REASON_CHARS = 200
+"""How much of the tokenizers library's own explanation a TokenizerError quotes."""
+
+
+class TokenizerError(DatasetError):
+    """The tokenizer file may not be read, or is not a tokenizer: `tokenizer PATH: why`. A
+    DatasetError, so a run fails with this message as it does for a dataset."""
+
+
 class HFTokenizer:
     """A local tokenizer.json. Prompts are cut at exactly N token ids, then decoded."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, files: DatasetPolicy) -> None:
+        """Read `path` where `files` allows, up to its size cap (read once, then parsed from
+        memory, so the file checked is the file parsed); TokenizerError otherwise."""
         try:
             from tokenizers import Tokenizer
         except ImportError:
-            raise ValueError("a Hugging Face tokenizer needs the 'tokenizers' package "
-                             "(pip install 'sustain[hf]')") from None
+            raise TokenizerError(f"tokenizer {path}: a Hugging Face tokenizer needs the "
+                                 "'tokenizers' package (pip install 'sustain[hf]')") from None
         try:
-            self._tokenizer: Any = Tokenizer.from_file(str(path))
+            text = files.read(str(path)).decode("utf-8")
+        except DatasetError as exc:
+            raise TokenizerError(f"tokenizer {exc}") from None
+        except UnicodeDecodeError:
+            raise TokenizerError(f"tokenizer {path}: not a tokenizer file (not UTF-8 "
+                                 "text)") from None
+        try:
+            self._tokenizer: Any = Tokenizer.from_str(text)
         except Exception as exc:  # noqa: BLE001 (tokenizers raises plain Exception)
-            raise ValueError(f"cannot load tokenizer {path}: {exc}") from None
+            reason = " ".join(str(exc).split())[:MAX_REASON_CHARS] or type(exc).__name__
+            raise TokenizerError(f"tokenizer {path}: not a tokenizer file ({reason})") from None
 
     def prompt(self, tokens: int, rng: random.Random) -> str:
         """Cut at `tokens` ids and decode; a decode that re-encodes to another length (token

@@ -28,6 +28,10 @@ logger = logging.getLogger(__name__)
 Observe = Callable[[str, str], None]
 """Called with (notifier name, result) for every attempt's result."""
 
+PASS_BACKOFF_MAX_S = 30.0
+"""After passes that failed in a row (database down, no file descriptors left), the next
+waits poll_s doubled per failure, up to this."""
+
 
 def retry_delay(attempts: int, base_s: float, max_s: float) -> float:
     """Seconds before attempt `attempts + 1`: base, doubled per attempt made, capped."""
@@ -96,8 +100,15 @@ class DeliveryWorker:
     def _spawn(self, work: Any) -> asyncio.Task[None]:
         task: asyncio.Task[None] = asyncio.create_task(work)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._ended)
         return task
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        """Forget a finished send; one that failed unexpectedly is logged (by type only: a
+        message may carry a notifier's URL) rather than left for the garbage collector."""
+        self._tasks.discard(task)
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            logger.error("a notification task failed unexpectedly (%s)", type(exc).__name__)
 
     async def _deliver(self, item: queries.Claimed, silences: list[SilenceWindow]) -> None:
         """Send one delivery and record the outcome; any failure of our own becomes a
@@ -185,6 +196,17 @@ class DeliveryWorker:
         return [self._spawn(self._resend_to(n, firing)) for n in targets]
 
     async def _resend_to(self, notifier: Notifier, firing: list[dict[str, Any]]) -> None:
+        """Re-send the firing alerts routed to an Alertmanager; a failure (database or
+        network down, no file descriptor left) is logged and counted, and the next period
+        re-sends anyway."""
+        try:
+            await self._resend_once(notifier, firing)
+        except Exception as exc:  # noqa: BLE001 - the next period re-sends
+            logger.warning("notifier %s: re-sending firing alerts failed (%s); next try in "
+                           "%ss", notifier.name, type(exc).__name__, self.policy.resend_s)
+            self.observe(notifier.name, "resend_failed")
+
+    async def _resend_once(self, notifier: Notifier, firing: list[dict[str, Any]]) -> None:
         async with self.sessions() as session:  # re-read: one may have resolved meanwhile
             still = await queries.firing_fingerprints(session)
         chosen = [p for p in firing if p["fingerprint"] in still
@@ -201,10 +223,19 @@ class DeliveryWorker:
     def start(self) -> None:
         self._loop = asyncio.create_task(self._run(), name="alert-delivery")
 
+    @property
+    def alive(self) -> bool:
+        """Whether its loop runs (started, and neither ended nor cancelled)."""
+        return self._loop is not None and not self._loop.done()
+
     async def _run(self) -> None:
         started: list[asyncio.Task[None]] = []
+        failures = 0
         while True:
-            if started:
+            if failures:
+                await asyncio.sleep(retry_delay(failures, self.policy.poll_s,
+                                                PASS_BACKOFF_MAX_S))
+            elif started:
                 await asyncio.sleep(0)  # a backlog: claim the next batch straight away
             else:
                 with contextlib.suppress(TimeoutError):
@@ -212,9 +243,13 @@ class DeliveryWorker:
                 self._wake.clear()
             try:
                 started = await self.pass_once()
+                failures = 0
             except Exception as exc:  # noqa: BLE001 - the delivery loop outlives any one pass
                 started = []
-                logger.warning("notification delivery pass failed (%s)", type(exc).__name__)
+                failures += 1
+                logger.warning("notification delivery pass failed (%s); next in %.1fs",
+                               type(exc).__name__, retry_delay(failures, self.policy.poll_s,
+                                                               PASS_BACKOFF_MAX_S))
 
     async def close(self, grace_s: float = 5.0) -> None:
         """Stop passing; give sends in flight `grace_s` to finish (unfinished ones are

@@ -123,6 +123,11 @@ class AlertEvaluator:
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="alert-evaluator")
 
+    @property
+    def alive(self) -> bool:
+        """Whether its loop runs (started, and neither ended nor cancelled)."""
+        return self._task is not None and not self._task.done()
+
     async def _run(self) -> None:
         while True:
             await asyncio.sleep(self.interval_s)

@@ -1,7 +1,12 @@
 """The audit log as ASGI middleware: every call that is not a read (POST, PUT, PATCH, DELETE,
 on the API or the status page's sign-in) is recorded once its answer is sent: who (the key's
 name, never the key), method, path, the object's id and the status. Bodies are never stored:
-the only thing read from a response is the `id` of a created object."""
+the only thing read from a response is the `id` of a created object.
+
+Calls by an authenticated caller are all recorded. Refused calls (no key, a bad key, a role
+that may not, a failed sign-in) and other calls without a caller (a POST to no route) are only
+sampled: the first per source and reason each minute (AuditSampler), so anonymous traffic
+cannot fill the table; every refusal is still counted in sustain_auth_failures_total."""
 
 from __future__ import annotations
 
@@ -11,8 +16,15 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from sustain.service.api.auth import PRINCIPAL_SCOPE_KEY, SAFE_METHODS, Principal
+from sustain.service.api.auth import (
+    AUTH_FAILURE_SCOPE_KEY,
+    PRINCIPAL_SCOPE_KEY,
+    SAFE_METHODS,
+    Principal,
+    client_source,
+)
 from sustain.service.db import audit as audit_queries
+from sustain.service.domain.auth_failures import AuditSampler, AuthFailure
 from sustain.service.runtime import Replica
 
 logger = logging.getLogger(__name__)
@@ -20,6 +32,8 @@ logger = logging.getLogger(__name__)
 MAX_ID_BODY_BYTES = 64 * 1024
 """A created object's answer is read for its id only up to this size."""
 MAX_PATH_CHARS = 512
+UNAUTHENTICATED = "anonymous"
+"""The sampling reason of a call without a caller that no check refused (e.g. a 404)."""
 
 
 def object_id(path_params: dict[str, Any], status: int, body: bytes) -> str | None:
@@ -40,6 +54,17 @@ def object_id(path_params: dict[str, Any], status: int, body: bytes) -> str | No
 class AuditMiddleware:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+        self.sampler = AuditSampler()
+        """This app's memory of refusals already written (per replica, bounded)."""
+
+    def sampled_out(self, scope: Scope) -> bool:
+        """Whether a call is left out of the log: one without an authenticated caller, or
+        refused, whose source and reason already have a row this minute."""
+        principal: Principal | None = scope.get(PRINCIPAL_SCOPE_KEY)
+        reason: AuthFailure | None = scope.get(AUTH_FAILURE_SCOPE_KEY)
+        if principal is not None and reason is None:
+            return False
+        return not self.sampler.admit(client_source(scope), reason or UNAUTHENTICATED)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] in SAFE_METHODS:
@@ -64,7 +89,7 @@ class AuditMiddleware:
 
     async def _record(self, scope: Scope, status: int, body: bytes) -> None:
         replica: Replica | None = getattr(scope["app"].state, "sustain", None)
-        if replica is None:
+        if replica is None or self.sampled_out(scope):
             return
         principal: Principal | None = scope.get(PRINCIPAL_SCOPE_KEY)
         try:

@@ -2,7 +2,9 @@
 
 `Access(read=…, write=…)` is attached to whole routers in `create_app`: safe methods need the
 read role, everything else the write role, so a route cannot be added without a rule. The caller
-found is left in the request scope for the audit log (service/api/audit.py)."""
+found is left in the request scope for the audit log (service/api/audit.py); a refusal is
+counted (sustain_auth_failures_total{reason}) and its reason left there instead, so the audit
+log samples refusals rather than writing one row each."""
 
 from __future__ import annotations
 
@@ -13,8 +15,10 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.types import Scope
 
 from sustain.service.db import keys as key_queries
+from sustain.service.domain.auth_failures import AuthFailure
 from sustain.service.domain.keys import (
     Role,
     allows,
@@ -30,6 +34,8 @@ logger = logging.getLogger(__name__)
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 PRINCIPAL_SCOPE_KEY = "sustain.principal"
 """Where the authenticated caller is left in the ASGI scope (read by the audit log)."""
+AUTH_FAILURE_SCOPE_KEY = "sustain.auth_failure"
+"""Where a refused call's AuthFailure is left in the ASGI scope (the audit log samples those)."""
 BOOTSTRAP_ACTOR = "SUSTAIN_ADMIN_KEY"
 SESSION_COOKIE = "sustain_session"
 
@@ -51,33 +57,82 @@ class Principal:
 ANONYMOUS_VIEWER = Principal("anonymous", Role.viewer)
 
 
-async def principal_for_hash(replica: Replica, digest: str) -> Principal | None:
+async def authenticate_hash(replica: Replica, digest: str) -> Principal | AuthFailure:
     """The caller holding the key whose SHA-256 is `digest`: the bootstrap admin key, or an
-    active stored key (its last use recorded), else None."""
+    active stored key (its last use recorded); else why not."""
     admin = replica.settings.admin_key
     if admin is not None and same_hash(digest, key_hash(admin.get_secret_value())):
         return Principal(BOOTSTRAP_ACTOR, Role.admin)
     async with replica.sessions() as session:
-        stored = await key_queries.active_by_hash(session, digest)
+        stored = await key_queries.by_hash(session, digest)
         if stored is None:
-            return None
+            return AuthFailure.unknown_key
+        if stored.revoked:
+            return AuthFailure.revoked_key
         await key_queries.touch(session, stored, datetime.now(UTC))
         await session.commit()
     return Principal(stored.name, stored.role, stored.id)
 
 
-async def principal_for_key(replica: Replica, key: str) -> Principal | None:
+async def principal_for_hash(replica: Replica, digest: str) -> Principal | None:
+    found = await authenticate_hash(replica, digest)
+    return found if isinstance(found, Principal) else None
+
+
+async def authenticate_key(replica: Replica, key: str) -> Principal | AuthFailure:
     """The caller holding `key` (compared through its hash, in constant time)."""
-    return await principal_for_hash(replica, key_hash(key))
+    return await authenticate_hash(replica, key_hash(key))
+
+
+async def principal_for_key(replica: Replica, key: str) -> Principal | None:
+    found = await authenticate_key(replica, key)
+    return found if isinstance(found, Principal) else None
+
+
+async def authenticate_header(replica: Replica, header: str) -> Principal | AuthFailure:
+    """The caller an `Authorization: Bearer <key>` header names; a malformed header is an
+    unknown key."""
+    token = bearer_token(header)
+    return AuthFailure.unknown_key if token is None else await authenticate_key(replica, token)
+
+
+async def authenticate_cookie(replica: Replica, token: str | None) -> Principal | AuthFailure:
+    """The caller behind a status-page sign-in cookie (its key must still be valid)."""
+    if not token or len(token) > 128:
+        return AuthFailure.bad_session
+    async with replica.sessions() as session:
+        digest = await key_queries.session_key_hash(session, token, datetime.now(UTC))
+    found = AuthFailure.bad_session if digest is None else await authenticate_hash(replica,
+                                                                                    digest)
+    return AuthFailure.bad_session if isinstance(found, AuthFailure) else found
 
 
 async def principal_for_cookie(replica: Replica, token: str | None) -> Principal | None:
-    """The caller behind a status-page sign-in cookie (its key must still be valid)."""
-    if not token or len(token) > 128:
-        return None
-    async with replica.sessions() as session:
-        digest = await key_queries.session_key_hash(session, token, datetime.now(UTC))
-    return None if digest is None else await principal_for_hash(replica, digest)
+    found = await authenticate_cookie(replica, token)
+    return found if isinstance(found, Principal) else None
+
+
+def client_source(scope: Scope) -> str:
+    """The caller's address as this app sees it (uvicorn puts a trusted proxy's
+    X-Forwarded-For here): what refusals are sampled and sign-ins throttled by."""
+    client = scope.get("client")
+    return str(client[0])[:64] if client else "unknown"
+
+
+def refuse(request: Request, reason: AuthFailure) -> None:
+    """Count a failed authentication, and mark the call so the audit log samples it instead
+    of writing a row per refusal."""
+    request.scope[AUTH_FAILURE_SCOPE_KEY] = reason
+    replica: Replica = request.app.state.sustain
+    replica.metrics.observe_auth_failure(reason)
+
+
+UNAUTHENTICATED_DETAIL = {
+    AuthFailure.missing_key: "this call needs an API key: Authorization: Bearer <key>",
+    AuthFailure.bad_session: "the sign-in has expired or its key was revoked",
+}
+"""What a 401 says; unknown and revoked keys get the same words (which one it was is only
+counted)."""
 
 
 class Access:
@@ -96,30 +151,27 @@ class Access:
         replica: Replica = request.app.state.sustain
         needed = self.read if request.method in SAFE_METHODS else self.write
         header = request.headers.get("authorization")
-        principal: Principal | None
+        found: Principal | AuthFailure
         cookie = request.cookies.get(SESSION_COOKIE)
         if header is None and cookie is not None and request.method in SAFE_METHODS:
             # a signed-in status-page user follows its links to the API (reads only: the
             # cookie is SameSite=Strict, and writes need the key itself)
-            principal = await principal_for_cookie(replica, cookie)
-            if principal is None:
-                raise UnauthenticatedError("the sign-in has expired or its key was revoked")
+            found = await authenticate_cookie(replica, cookie)
         elif header is None:
-            if replica.settings.anonymous_read and needed == Role.viewer:
-                principal = ANONYMOUS_VIEWER
-            else:
-                raise UnauthenticatedError(
-                    "this call needs an API key: Authorization: Bearer <key>")
+            found = ANONYMOUS_VIEWER if replica.settings.anonymous_read \
+                and needed == Role.viewer else AuthFailure.missing_key
         else:
-            token = bearer_token(header)
-            principal = None if token is None else await principal_for_key(replica, token)
-            if principal is None:
-                raise UnauthenticatedError("the API key is unknown, revoked or malformed")
-        request.scope[PRINCIPAL_SCOPE_KEY] = principal
-        if not allows(principal.role, needed):
+            found = await authenticate_header(replica, header)
+        if isinstance(found, AuthFailure):
+            refuse(request, found)
+            raise UnauthenticatedError(UNAUTHENTICATED_DETAIL.get(
+                found, "the API key is unknown, revoked or malformed"))
+        request.scope[PRINCIPAL_SCOPE_KEY] = found
+        if not allows(found.role, needed):
+            refuse(request, AuthFailure.forbidden_role)
             raise ForbiddenError(
-                f"the {principal.role.value} role may not do this; it needs {needed.value}")
-        return principal
+                f"the {found.role.value} role may not do this; it needs {needed.value}")
+        return found
 
 
 def current_principal(request: Request) -> Principal:

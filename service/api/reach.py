@@ -22,14 +22,17 @@ def refuse_unreachable(values: Mapping[str, object], reach: Reach) -> None:
 
 def refuse_dataset(workload: Workload | None, reach: Reach,
                    profile: LoadProfile | None = None) -> None:
-    """FieldError (`workload.dataset`, `workload.sessions`, `profile.path`) when the workload
-    names a dataset or sessions file, or a trace profile a trace file, that the dataset policy
-    refuses."""
+    """FieldError (`workload.dataset`, `workload.sessions`, `workload.tokenizer`,
+    `profile.path`) when the workload names a dataset, sessions or tokenizer file, or a trace
+    profile a trace file, that the dataset policy refuses."""
     for field, message in dataset_problems(None if workload is None else workload.dataset,
                                            reach):
         raise FieldError(field, message)
     for field, message in dataset_problems(None if workload is None else workload.sessions,
                                            reach, "workload.sessions"):
+        raise FieldError(field, message)
+    for field, message in dataset_problems(None if workload is None else workload.tokenizer,
+                                           reach, "workload.tokenizer"):
         raise FieldError(field, message)
     if isinstance(profile, TraceProfile):
         for field, message in dataset_problems(profile.path, reach, "profile.path"):

@@ -14,8 +14,14 @@ from sustain.probes.load.plan import sessions_problem
 from sustain.probes.load.profiles import TraceProfile
 from sustain.service.config_file.model import ConfigFile
 from sustain.service.config_file.yaml_lines import ConfigError, Located, Problem, dotted, load
+from sustain.service.domain.expansion import ExpansionPolicy
 from sustain.service.domain.limits import LoadLimits, limit_violations, planned_load
-from sustain.service.domain.reach import Reach, dataset_problems, target_problems
+from sustain.service.domain.reach import (
+    WORKLOAD_FILES,
+    Reach,
+    dataset_problems,
+    target_problems,
+)
 
 
 def _data_path(data: Any, loc: tuple[int | str, ...], missing: bool
@@ -101,20 +107,21 @@ def _beyond_limits(config: ConfigFile, limits: LoadLimits | None
 def _reach_problems(config: ConfigFile, reach: Reach, environ: Mapping[str, str]
                     ) -> list[tuple[tuple[str | int, ...], str]]:
     """What the operator's policies refuse: endpoint and notifier URLs and secret references,
-    datasets of named and inline workloads (each at its path in the file)."""
+    endpoints' body checks, the files (datasets, sessions, tokenizers) of named and inline
+    workloads (each at its path in the file)."""
     found: list[tuple[tuple[str | int, ...], str]] = []
     for kind, specs in (("endpoints", config.endpoints), ("notifiers", config.notifiers)):
         for i, spec in enumerate(specs):
             values = spec.model_dump(mode="json")
-            found.extend(((kind, i, name), message)
+            found.extend(((kind, i, *name.split(".")), message)
                          for name, message in target_problems(values, reach, environ))
     for i, workload in enumerate(config.workloads):
-        for name in ("dataset", "sessions"):
+        for name in WORKLOAD_FILES:
             found.extend((("workloads", i, name), message)
                          for _, message in dataset_problems(getattr(workload, name), reach))
     for i, probe in enumerate(config.probes):
         if not isinstance(probe.workload, str):
-            for name in ("dataset", "sessions"):
+            for name in WORKLOAD_FILES:
                 found.extend((("probes", i, "workload", name), message) for _, message
                              in dataset_problems(getattr(probe.workload, name), reach))
         profile = getattr(probe, "profile", None)
@@ -125,14 +132,15 @@ def _reach_problems(config: ConfigFile, reach: Reach, environ: Mapping[str, str]
 
 
 def parse(text: str, file: str, environ: Mapping[str, str] | None = None,
-          limits: LoadLimits | None = None, reach: Reach | None = None
-          ) -> tuple[ConfigFile, Located]:
-    """The validated config and where each value came from; ConfigError otherwise. With
+          limits: LoadLimits | None = None, reach: Reach | None = None,
+          expandable: ExpansionPolicy | None = None) -> tuple[ConfigFile, Located]:
+    """The validated config and where each value came from; ConfigError otherwise. `${NAME}`
+    expands from `environ` only the variables `expandable` allows (None: none). With
     `limits`, every probe's profile must stay within them (as over REST); with `reach`, what
     its policies refuse is a problem too (the service and `sustain validate` pass the
     settings' limits and policies)."""
     environ = os.environ if environ is None else environ
-    located = load(text, file, environ)
+    located = load(text, file, environ, expandable or ExpansionPolicy())
     if not isinstance(located.data, dict):
         raise ConfigError(file, [*located.problems, Problem(
             1, "", "the file must be a mapping with endpoints, workloads and probes")])
@@ -151,8 +159,9 @@ def parse(text: str, file: str, environ: Mapping[str, str] | None = None,
 
 
 def _together(building: list[Problem], others: list[Problem]) -> list[Problem]:
-    """Every problem, the unset variables first; a field whose variable was unset is reported
-    once, for the variable, not again for the empty value it was left with."""
+    """Every problem, the refused and unset variables first; a field whose variable was
+    refused or unset is reported once, for the variable, not again for the empty value it was
+    left with."""
     named = {p.field for p in building}
     return [*building, *(p for p in others if p.field not in named)]
 
@@ -162,8 +171,10 @@ MAX_FILE_BYTES = 4 * 1024 * 1024
 
 
 def read(path: Path, environ: Mapping[str, str] | None = None,
-         limits: LoadLimits | None = None, reach: Reach | None = None
-         ) -> tuple[ConfigFile, Located]:
+         limits: LoadLimits | None = None, reach: Reach | None = None,
+         expandable: ExpansionPolicy | None = None) -> tuple[ConfigFile, Located]:
+    """The validated file at `path` (see parse); ConfigError also when it cannot be read, is
+    not UTF-8 or is larger than MAX_FILE_BYTES."""
     try:
         with path.open("rb") as handle:
             raw = handle.read(MAX_FILE_BYTES + 1)
@@ -176,4 +187,4 @@ def read(path: Path, environ: Mapping[str, str] | None = None,
             from None
     except UnicodeDecodeError:
         raise ConfigError(str(path), [Problem(None, "", "not UTF-8 text")]) from None
-    return parse(text, str(path), environ, limits, reach)
+    return parse(text, str(path), environ, limits, reach, expandable)

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sustain.service.config_file.load import read
 from sustain.service.config_file.sync import SyncResult, sync
 from sustain.service.config_file.yaml_lines import ConfigError
+from sustain.service.domain.expansion import ExpansionPolicy
 from sustain.service.domain.limits import LoadLimits
 from sustain.service.domain.reach import Reach
 from sustain.service.metrics import Metrics
@@ -32,7 +33,8 @@ class ConfigReloader:
     def __init__(self, path: Path, sessions: async_sessionmaker[AsyncSession],
                  scheduler: ProbeScheduler, metrics: Metrics, interval_s: float,
                  sample_retention_days: int = 14, limits: LoadLimits | None = None,
-                 reach: Reach | None = None) -> None:
+                 reach: Reach | None = None,
+                 expandable: ExpansionPolicy | None = None) -> None:
         self.path = path
         self.source = str(path.resolve())
         """How managed_by names this file: the same on every replica that mounts it alike."""
@@ -45,6 +47,8 @@ class ConfigReloader:
         """Probe profiles of the file must stay within these (as over REST)."""
         self.reach = reach or Reach()
         """What the file's endpoints, notifiers and workloads may read and reach."""
+        self.expandable = expandable or ExpansionPolicy()
+        """The variables the file's `${NAME}` may expand (default: none)."""
         self._lock = asyncio.Lock()
         self.pending = False
         """The last sync could not reach the database: retried every RETRY_S."""
@@ -57,10 +61,10 @@ class ConfigReloader:
         async with self._lock:
             try:
                 config, located = await asyncio.to_thread(read, self.path, None, self.limits,
-                                                          self.reach)
+                                                          self.reach, self.expandable)
                 async with self.sessions.begin() as session:
                     result = await sync(session, config, located, self.source,
-                                        self.sample_retention_days)
+                                        self.sample_retention_days, self.limits)
             except ConfigError as exc:
                 self.metrics.config_reloads.labels("invalid").inc()
                 if strict:

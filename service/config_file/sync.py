@@ -22,9 +22,11 @@ from sustain.service.config_file.yaml_lines import ConfigError, Located, Problem
 from sustain.service.db import endpoints as endpoint_queries
 from sustain.service.db import notifiers as notifier_queries
 from sustain.service.db import probes as probe_queries
+from sustain.service.db import quotas
 from sustain.service.db import runs as run_queries
 from sustain.service.db import slos as slo_queries
 from sustain.service.db.models import Endpoint, NamedResource, Notifier, Probe, Slo
+from sustain.service.domain.limits import LoadLimits, too_many, total_rate_problem
 from sustain.service.schemas.probes import ProbeCreate
 
 R = TypeVar("R", bound=NamedResource)
@@ -83,11 +85,17 @@ def _owner(row: NamedResource) -> str:
 
 
 async def sync(session: AsyncSession, config: ConfigFile, located: Located, source: str,
-               sample_retention_days: int = 14) -> SyncResult:
+               sample_retention_days: int = 14, limits: LoadLimits | None = None
+               ) -> SyncResult:
     """Make the database match `config` (call inside a transaction; ConfigError on a
     conflict, before anything is written). `source` identifies the file in managed_by; SLOs
-    created, or changed in what they count, are recounted (see slo_queries.recount)."""
+    created, or changed in what they count, are recounted (see slo_queries.recount). With
+    `limits`, a file that would leave more objects of a kind than its limit, or enabled
+    probes planning more than max_total_rate, is a ConfigError too (raised after writing:
+    the caller's transaction rolls it all back), unless it does not add to a total already
+    over its limit (the limit was lowered)."""
     await session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SYNC_LOCK_KEY})
+    before = None if limits is None else await _totals(session, limits)
     endpoints = {e.name: e for e in (await session.execute(select(Endpoint))).scalars()}
     probes = {p.name: p for p in (await session.execute(select(Probe))).scalars()}
     slos = {s.name: s for s in (await session.execute(select(Slo))).scalars()}
@@ -162,9 +170,46 @@ async def sync(session: AsyncSession, config: ConfigFile, located: Located, sour
     await session.flush()
     await _sync_slos(session, config, slos, source, sample_retention_days, result)
     await _sync_notifiers(session, config, notifiers, source, result)
+    if limits is not None and before is not None:
+        await session.flush()
+        problems = _beyond_quotas(before, await _totals(session, limits), limits, located)
+        if problems:
+            raise ConfigError(source, problems)
     for probe_id in result.changed_probes:
         await probe_queries.notify_changed(session, probe_id)
     return result
+
+
+Totals = dict[str, float]
+"""Objects stored of each kind (endpoint, ...) and the enabled probes' planned rate."""
+
+
+async def _totals(session: AsyncSession, limits: LoadLimits) -> Totals:
+    """What the limits count, under their locks (held until the transaction ends, so REST
+    writers wait for the sync)."""
+    await quotas.lock(session, *quotas.LOCK_ORDER)
+    totals: Totals = {kind: await quotas.count(session, kind) for kind in quotas.MODELS}
+    totals["rate"] = await quotas.stored_total_rate(session, limits.max_rate)
+    return totals
+
+
+def _beyond_quotas(before: Totals, after: Totals, limits: LoadLimits, located: Located
+                   ) -> list[Problem]:
+    """A problem for each total the sync raised beyond its limit."""
+    problems = []
+    if limits.objects is not None:
+        for kind in quotas.MODELS:
+            count = int(after[kind])
+            message = too_many(kind, count, limits.objects.of(kind))
+            if message is not None and count > before[kind]:
+                path = (f"{kind}s",)
+                problems.append(Problem(located.line_of(path), dotted(path),
+                                        f"{count:,} {kind}s in all with this file; {message}"))
+    if limits.max_total_rate is not None and after["rate"] > before["rate"]:
+        message = total_rate_problem(after["rate"], limits.max_total_rate)
+        if message is not None:
+            problems.append(Problem(located.line_of(("probes",)), "probes", message))
+    return problems
 
 
 async def _sync_slos(session: AsyncSession, config: ConfigFile, slos: dict[str, Slo],

@@ -3,7 +3,8 @@
 PyYAML's node tree carries positions; we build the Python values from it ourselves so that
 each path (("probes", 0, "schedule", "every")) maps to its 1-based line, duplicate keys are
 errors rather than silently last-wins, and `${NAME}` / `${NAME:-default}` in string scalars
-are expanded from the environment (an unset variable without a default is an error).
+are expanded from the environment: only names the ExpansionPolicy allows (any other is an
+error on its line, default or not), and an unset variable without a default is an error.
 
 The input is bounded before anything is built: nesting deeper than MAX_DEPTH is refused from
 the parser's event stream (PyYAML's composer recurses, so deep input would end in a
@@ -19,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+
+from sustain.service.domain.expansion import ExpansionPolicy
 
 Path = tuple[str | int, ...]
 
@@ -55,8 +58,8 @@ class Located:
     data: Any
     lines: dict[Path, int] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
-    """Unset variables: reported together with the validation's problems, so that one does
-    not hide the others."""
+    """Refused and unset variables: reported together with the validation's problems, so that
+    one does not hide the others."""
 
     def line_of(self, path: Path) -> int | None:
         """The line of the value at `path`, or of its nearest ancestor that has one."""
@@ -84,13 +87,14 @@ class _TooLarge(Exception):
 
 
 class _Builder:
-    def __init__(self, environ: Mapping[str, str]) -> None:
+    def __init__(self, environ: Mapping[str, str], expandable: ExpansionPolicy) -> None:
         self.environ = environ
+        self.expandable = expandable
         self.lines: dict[Path, int] = {}
         self.problems: list[Problem] = []
         """Structural problems (keys): the data cannot be validated."""
-        self.unset: list[Problem] = []
-        """Unset variables: the data can still be validated."""
+        self.expansions: list[Problem] = []
+        """Refused and unset variables: the data can still be validated."""
         self.values = 0
         self.building: set[int] = set()
         """Ids of the collection nodes being built: meeting one again is a recursive alias."""
@@ -139,12 +143,18 @@ class _Builder:
     def expand(self, text: str, path: Path, line: int) -> str:
         def replace(match: re.Match[str]) -> str:
             name, default = match.group(1), match.group(2)
+            refusal = self.expandable.refusal(name, self.environ)
+            if refusal is not None:
+                self.expansions.append(Problem(
+                    line, dotted(path), f"environment variable {name} may not be expanded: "
+                    f"{refusal}"))
+                return ""
             if name in self.environ:
                 return self.environ[name]
             if default is not None:
                 return default
-            self.unset.append(Problem(line, dotted(path),
-                                      f"environment variable {name} is not set"))
+            self.expansions.append(Problem(line, dotted(path),
+                                           f"environment variable {name} is not set"))
             return ""
         return ENV_REFERENCE.sub(replace, text)
 
@@ -164,10 +174,12 @@ def _too_deep(text: str) -> Problem | None:
     return None
 
 
-def load(text: str, file: str, environ: Mapping[str, str]) -> Located:
-    """Parse YAML text; ConfigError (with lines) for syntax errors, duplicate or non-string
-    keys and files over the bounds. Unset variables are kept in Located.problems for the
-    caller to report with the validation's."""
+def load(text: str, file: str, environ: Mapping[str, str],
+         expandable: ExpansionPolicy) -> Located:
+    """Parse YAML text, expanding from `environ` the variables `expandable` allows;
+    ConfigError (with lines) for syntax errors, duplicate or non-string keys and files over
+    the bounds. Refused and unset variables are kept in Located.problems for the caller to
+    report with the validation's."""
     try:
         too_deep = _too_deep(text)
         if too_deep is not None:
@@ -181,11 +193,11 @@ def load(text: str, file: str, environ: Mapping[str, str]) -> Located:
         raise ConfigError(file, [Problem(None, "", f"not valid YAML: {exc}")]) from None
     if node is None:
         return Located({}, {})
-    builder = _Builder(environ)
+    builder = _Builder(environ, expandable)
     try:
         data = builder.build(node, ())
     except _TooLarge as exc:
         raise ConfigError(file, [exc.problem]) from None
     if builder.problems:
-        raise ConfigError(file, [*builder.problems, *builder.unset])
-    return Located(data, builder.lines, builder.unset)
+        raise ConfigError(file, [*builder.problems, *builder.expansions])
+    return Located(data, builder.lines, builder.expansions)

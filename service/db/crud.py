@@ -78,6 +78,15 @@ async def list_all(session: AsyncSession, model: type[M]) -> Sequence[M]:
     return (await session.execute(select(model).order_by(model.id))).scalars().all()
 
 
+async def page(session: AsyncSession, model: type[M], after_id: int | None,
+               limit: int) -> Sequence[M]:
+    """At most `limit` objects in id order, those after `after_id` (a page's last id)."""
+    query = select(model).order_by(model.id).limit(limit)
+    if after_id is not None:
+        query = query.where(model.id > after_id)
+    return (await session.execute(query)).scalars().all()
+
+
 def check_unmanaged(obj: NamedResource, resource: str) -> None:
     """Objects a config file owns are changed in the file, not over REST."""
     if obj.managed_by is not None:

@@ -36,9 +36,12 @@ async def keep(connection: AsyncConnection, refused: Sequence[Refused],
     await connection.execute(PRUNE, {"keep": limit})
 
 
-async def of_run(session: AsyncSession, run_id: int, limit: int) -> Sequence[DeadLetter]:
-    """A run's refused records, oldest first."""
-    rows = await session.execute(
-        select(DeadLetter).where(DeadLetter.run_id == run_id).order_by(DeadLetter.id)
-        .limit(limit))
+async def of_run(session: AsyncSession, run_id: int, limit: int,
+                 after_id: int | None = None) -> Sequence[DeadLetter]:
+    """A run's refused records, oldest first: at most `limit`, after `after_id` (a page's
+    last id)."""
+    query = select(DeadLetter).where(DeadLetter.run_id == run_id).order_by(DeadLetter.id)
+    if after_id is not None:
+        query = query.where(DeadLetter.id > after_id)
+    rows = await session.execute(query.limit(limit))
     return rows.scalars().all()

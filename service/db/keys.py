@@ -45,6 +45,14 @@ async def list_all(session: AsyncSession) -> Sequence[ApiKey]:
     return (await session.execute(select(ApiKey).order_by(ApiKey.id))).scalars().all()
 
 
+async def page(session: AsyncSession, after_id: int | None, limit: int) -> Sequence[ApiKey]:
+    """At most `limit` keys in id order, those after `after_id` (a page's last id)."""
+    query = select(ApiKey).order_by(ApiKey.id).limit(limit)
+    if after_id is not None:
+        query = query.where(ApiKey.id > after_id)
+    return (await session.execute(query)).scalars().all()
+
+
 async def revoke(session: AsyncSession, key_id: int, now: datetime) -> ApiKey:
     """Revoke a key (idempotent) and end its status-page sessions; the row stays."""
     row = await session.get(ApiKey, key_id)
@@ -62,17 +70,18 @@ class StoredKey:
     name: str
     role: Role
     last_used_at: datetime | None
+    revoked: bool = False
 
 
-async def active_by_hash(session: AsyncSession, digest: str) -> StoredKey | None:
-    """The active key with this hash, or None."""
+async def by_hash(session: AsyncSession, digest: str) -> StoredKey | None:
+    """The key with this hash, revoked or not (hashes are unique), or None."""
     row = (await session.execute(
-        select(ApiKey.id, ApiKey.name, ApiKey.role, ApiKey.last_used_at)
-        .where(ApiKey.key_hash == digest, ApiKey.revoked_at.is_(None)))).first()
+        select(ApiKey.id, ApiKey.name, ApiKey.role, ApiKey.last_used_at, ApiKey.revoked_at)
+        .where(ApiKey.key_hash == digest))).first()
     if row is None:
         return None
     return StoredKey(id=row.id, name=row.name, role=Role(row.role),
-                     last_used_at=row.last_used_at)
+                     last_used_at=row.last_used_at, revoked=row.revoked_at is not None)
 
 
 async def touch(session: AsyncSession, key: StoredKey, now: datetime) -> None:

@@ -47,6 +47,22 @@ async def list_all(session: AsyncSession) -> Sequence[Silence]:
     return (await session.execute(select(Silence).order_by(Silence.id.desc()))).scalars().all()
 
 
+async def page(session: AsyncSession, state: str | None, now: datetime,
+               before_id: int | None, limit: int) -> Sequence[Silence]:
+    """At most `limit` silences, newest first, older than `before_id` (a page's last id);
+    with `state`, only those in it as of `now` (see evaluation.matchers.silence_state)."""
+    query = select(Silence).order_by(Silence.id.desc()).limit(limit)
+    if state == "pending":
+        query = query.where(Silence.starts_at > now)
+    elif state == "active":
+        query = query.where(Silence.starts_at <= now, Silence.ends_at > now)
+    elif state == "expired":
+        query = query.where(Silence.starts_at <= now, Silence.ends_at <= now)
+    if before_id is not None:
+        query = query.where(Silence.id < before_id)
+    return (await session.execute(query)).scalars().all()
+
+
 async def get(session: AsyncSession, silence_id: int) -> Silence:
     silence = await session.get(Silence, silence_id)
     if silence is None:

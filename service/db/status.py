@@ -1,17 +1,25 @@
-"""What the status page reads: every probe with its endpoint and newest finished run, and the
-alerts that are pending or firing."""
+"""What the status page reads, a page at a time: how many probes are in each state, one page
+of probes (worst state first) with their endpoints and newest finished runs, and the alerts
+that are pending or firing. Each probe's state is worked out here, in SQL, so counting and
+ordering thousands of probes never loads them all."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal, get_args
 
-from sqlalchemy import select, text
+from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from sustain.service.db.models import AlertRow, Endpoint, Probe
+from sustain.service.db.models import AlertRow
+
+ProbeState = Literal["down", "failing", "no data", "degraded", "waiting", "ok", "disabled"]
+STATE_ORDER: tuple[ProbeState, ...] = get_args(ProbeState)
+"""A probe's states, worst first (the page's order): disabled; else down or no data while a
+SustainEndpointDown or SustainNoData alert on it fires; else by its newest finished run:
+none yet (waiting), succeeded (ok), failed (failing), anything else (degraded)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +31,8 @@ class ProbeRow:
     enabled: bool
     interval_s: int
     cron: str | None
-    labels: dict[str, str]
+    labels: dict[str, Any]
+    state: ProbeState
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,36 +54,77 @@ class LatestRun:
     """The run's efficiency under its endpoint's deployment."""
 
 
-async def probes(session: AsyncSession) -> list[ProbeRow]:
-    rows = await session.execute(
-        select(Probe.id, Probe.name, Endpoint.name, Endpoint.model, Probe.enabled,
-               Probe.interval_seconds, Probe.cron, Probe.labels)
-        .join(Endpoint, Probe.endpoint_id == Endpoint.id).order_by(Probe.name))
+_FINISHED = "finished_at IS NOT NULL AND status NOT IN ('missed', 'skipped', 'cancelled')"
+"""A run that says something of its endpoint: finished, and not missed, skipped or cancelled."""
+
+_STATES = f"""
+WITH down AS (
+    SELECT DISTINCT ON (labels ->> 'probe') labels ->> 'probe' AS probe,
+           CASE alertname WHEN 'SustainEndpointDown' THEN 'down' ELSE 'no data' END AS state
+    FROM alerts
+    WHERE state = 'firing' AND alertname IN ('SustainEndpointDown', 'SustainNoData')
+      AND labels ? 'probe'
+    ORDER BY labels ->> 'probe', severity, alertname),
+states AS (
+    SELECT p.id, CASE WHEN NOT p.enabled THEN 'disabled'
+                      WHEN d.state IS NOT NULL THEN d.state
+                      WHEN r.status IS NULL THEN 'waiting'
+                      WHEN r.status = 'succeeded' THEN 'ok'
+                      WHEN r.status = 'failed' THEN 'failing'
+                      ELSE 'degraded' END AS state
+    FROM probes p
+    LEFT JOIN down d ON d.probe = p.name
+    LEFT JOIN LATERAL (
+        SELECT status FROM runs WHERE probe_id = p.id AND {_FINISHED}
+        ORDER BY scheduled_for DESC LIMIT 1) r ON true)
+"""
+"""Every probe's state (see STATE_ORDER): one backward index scan of its runs per probe."""
+
+
+async def state_counts(session: AsyncSession) -> dict[ProbeState, int]:
+    """How many probes are in each state (states with none left out)."""
+    rows = await session.execute(text(_STATES + "SELECT state, count(*) FROM states "
+                                                "GROUP BY state"))
+    return {state: int(count) for state, count in rows.all()}
+
+
+async def probe_page(session: AsyncSession, state: ProbeState | None, offset: int,
+                     limit: int) -> list[ProbeRow]:
+    """`limit` probes from `offset` on, worst state first, then by name (in `state` only,
+    if named)."""
+    rows = await session.execute(text(_STATES + """
+SELECT p.id, p.name, e.name, e.model, p.enabled, p.interval_seconds, p.cron, p.labels, s.state
+FROM states s JOIN probes p ON p.id = s.id JOIN endpoints e ON e.id = p.endpoint_id
+WHERE CAST(:state AS text) IS NULL OR s.state = CAST(:state AS text)
+ORDER BY array_position(CAST(:order AS text[]), s.state), p.name
+LIMIT :limit OFFSET :offset"""), {"state": state, "order": list(STATE_ORDER),
+                                  "limit": limit, "offset": offset})
     return [ProbeRow(*row) for row in rows.all()]
 
 
-_LATEST = text("""
+_LATEST = text(f"""
 SELECT p.id AS probe_id, r.id, r.status, r.scheduled_for, r.finished_at,
        r.summary -> 'cache_hit_ratio' AS cache_hit_ratio, r.summary -> 'quality' AS quality,
        r.summary -> 'sessions' AS sessions,
-       r.summary #> '{server_metrics,waiting,max}' AS queue_max,
+       r.summary #> '{{server_metrics,waiting,max}}' AS queue_max,
        CASE WHEN jsonb_typeof(r.summary -> 'capacity') = 'object'
             THEN (r.summary -> 'capacity') - 'points' END AS capacity,
        r.summary -> 'efficiency' AS efficiency
 FROM probes p
 CROSS JOIN LATERAL (
     SELECT id, status, scheduled_for, finished_at, summary FROM runs
-    WHERE probe_id = p.id AND finished_at IS NOT NULL
-      AND status NOT IN ('missed', 'skipped', 'cancelled')
+    WHERE probe_id = p.id AND {_FINISHED}
     ORDER BY scheduled_for DESC LIMIT 1) r
+WHERE p.id = ANY(CAST(:ids AS bigint[]))
 """)
 
 
-async def latest_runs(session: AsyncSession) -> dict[int, LatestRun]:
-    """Each probe's newest run that has finished (any outcome but missed, skipped or
+async def latest_runs(session: AsyncSession, probe_ids: Collection[int]
+                      ) -> dict[int, LatestRun]:
+    """Each of `probe_ids`' newest run that has finished (any outcome but missed, skipped or
     cancelled, which say nothing of the endpoint): one backward index scan per probe, not a
     scan of every retained run."""
-    rows = await session.execute(_LATEST)
+    rows = await session.execute(_LATEST, {"ids": list(probe_ids)})
     return {r.probe_id: LatestRun(r.id, r.status, r.scheduled_for, r.finished_at,
                                   _number(r.cache_hit_ratio), _object(r.quality),
                                   _object(r.sessions), _number(r.queue_max),
@@ -91,18 +141,27 @@ def _object(value: object) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-async def first_runs_since(session: AsyncSession, since: datetime) -> dict[int, datetime]:
-    """Each probe's earliest run scheduled since `since` (for charts that start there)."""
+async def first_runs_since(session: AsyncSession, since: datetime, probe_ids: Collection[int]
+                           ) -> dict[int, datetime]:
+    """Each of `probe_ids`' earliest run scheduled since `since` (for charts that start
+    there)."""
     rows = await session.execute(text(
         "SELECT probe_id, min(scheduled_for) AS first FROM runs "
-        "WHERE scheduled_for >= :since GROUP BY probe_id"), {"since": since})
+        "WHERE scheduled_for >= :since AND probe_id = ANY(CAST(:ids AS bigint[])) "
+        "GROUP BY probe_id"), {"since": since, "ids": list(probe_ids)})
     return {r.probe_id: r.first for r in rows}
 
 
-async def active_alerts(session: AsyncSession) -> Sequence[AlertRow]:
-    return (await session.execute(
-        select(AlertRow).where(AlertRow.state.in_(("firing", "pending")))
-        .order_by(AlertRow.state, AlertRow.severity, AlertRow.alertname))).scalars().all()
+async def active_alerts(session: AsyncSession, limit: int) -> tuple[Sequence[AlertRow], int]:
+    """The first `limit` pending or firing alerts (firing first, then by severity and name),
+    and how many there are in all."""
+    active = AlertRow.state.in_(("firing", "pending"))
+    total = (await session.execute(select(func.count()).where(active))).scalar_one()
+    rows = (await session.execute(
+        select(AlertRow).where(active)
+        .order_by(AlertRow.state, AlertRow.severity, AlertRow.alertname, AlertRow.fingerprint)
+        .limit(limit))).scalars().all()
+    return rows, int(total)
 
 
 MAX_REPORT_SAMPLES = 100_000

@@ -1,5 +1,7 @@
 """What a load profile asks for, and whether that stays within the operator's limits
-(SUSTAIN_MAX_RATE, SUSTAIN_MAX_CONCURRENCY, SUSTAIN_MAX_RUN_SECONDS, SUSTAIN_MAX_RUN_REQUESTS).
+(SUSTAIN_MAX_RATE, SUSTAIN_MAX_CONCURRENCY, SUSTAIN_MAX_RUN_SECONDS, SUSTAIN_MAX_RUN_REQUESTS),
+and whether all enabled probes together, and the number of stored objects, stay within theirs
+(SUSTAIN_MAX_TOTAL_RATE; SUSTAIN_MAX_ENDPOINTS, _PROBES, _SLOS, _NOTIFIERS).
 
 Pure functions over plain data: `planned_load(profile)` says what a run of the profile plans
 to do, each figure with the profile field that sets it; `limit_violations(load, limits)` lists
@@ -13,7 +15,9 @@ by a RunBudget of the same limits (sustain.probes.runner).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from sustain.probes.load.pareto_levels import pareto_levels
 from sustain.probes.load.profiles import (
@@ -50,11 +54,76 @@ class LoadLimits:
     """Requests a run may plan to send, warmups included."""
     max_workers: int | None = None
     """Measurement worker processes one run may use (the service's pool); None: unchecked."""
+    max_total_rate: float | None = None
+    """Requests/s all enabled probes together may plan (see `total_rate`); None: unchecked."""
+    objects: ObjectLimits | None = None
+    """How many endpoints, probes, SLOs and notifiers may be stored; None: unchecked."""
 
     def budget(self) -> RunBudget:
-        """The bounds a run is held to while it goes."""
+        """The bounds a run is held to while it goes: its length, its request count, and the
+        pace of its closed loops (at most max_rate requests/s, whatever the users)."""
         return RunBudget(seconds=self.max_run_seconds + BUDGET_GRACE_S,
-                         requests=self.max_run_requests)
+                         requests=self.max_run_requests, max_rate=self.max_rate)
+
+
+ObjectKind = Literal["endpoint", "probe", "slo", "notifier"]
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectLimits:
+    """The most objects of each kind the database may hold. Every list answer is paged, but
+    each object still costs memory in every replica's scheduler and status page."""
+
+    endpoints: int
+    probes: int
+    slos: int
+    notifiers: int
+
+    def of(self, kind: ObjectKind) -> int:
+        return {"endpoint": self.endpoints, "probe": self.probes, "slo": self.slos,
+                "notifier": self.notifiers}[kind]
+
+
+OBJECT_SETTINGS: dict[ObjectKind, str] = {
+    "endpoint": "SUSTAIN_MAX_ENDPOINTS", "probe": "SUSTAIN_MAX_PROBES",
+    "slo": "SUSTAIN_MAX_SLOS", "notifier": "SUSTAIN_MAX_NOTIFIERS"}
+
+
+def too_many(kind: ObjectKind, count: int, limit: int) -> str | None:
+    """Why `count` objects of `kind` are too many (None when they are not), naming the
+    setting: "at most 1,000 endpoints (SUSTAIN_MAX_ENDPOINTS)"."""
+    if count <= limit:
+        return None
+    return f"at most {_n(limit)} {kind}s ({OBJECT_SETTINGS[kind]})"
+
+
+def peak_rate(profile: LoadProfile, max_rate: float) -> float:
+    """The most requests/s a run of `profile` may send, as the total-rate limit counts it:
+    its fastest open-loop stage, or `max_rate` (the pace closed loops are held to, see
+    RunBudget) when it has a closed-loop stage or a rate no plan can tell (a trace); a
+    single request counts as 1 request/s."""
+    if isinstance(profile, SingleProfile):
+        return 1.0
+    planned = _planned(profile).peak_rate
+    open_rate = 0.0 if planned is None else planned.value
+    closed = planned is None or (isinstance(profile, StepsProfile) and any(
+        stage.concurrency is not None for stage in profile.stages))
+    return max(open_rate, max_rate) if closed else open_rate
+
+
+def total_rate(profiles: Iterable[LoadProfile], max_rate: float) -> float:
+    """The requests/s all of `profiles` (the enabled probes') may send at once: the sum of
+    their peak rates."""
+    return math.fsum(peak_rate(p, max_rate) for p in profiles)
+
+
+def total_rate_problem(total: float, max_total_rate: float) -> str | None:
+    """Why `total` requests/s over all enabled probes is too much (None when it is not)."""
+    if total <= max_total_rate:
+        return None
+    return (f"enabled probes would plan {_n(total)} requests/s in all; at most "
+            f"{_n(max_total_rate)} (SUSTAIN_MAX_TOTAL_RATE; a closed loop counts at "
+            "SUSTAIN_MAX_RATE)")
 
 
 @dataclass(frozen=True, slots=True)

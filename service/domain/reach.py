@@ -3,8 +3,9 @@ the check every endpoint, notifier and workload passes when it is created or cha
 for the REST API and the config file.
 
 A check returns problems as (field, message) pairs, field named as the API names it
-(`base_url`, `url`, `auth_secret_ref`, `workload.dataset`): the API answers the first as a 422,
-the config file reports them all with their lines. The same policies hold again at run and
+(`base_url`, `url`, `auth_secret_ref`, `http_check.body_contains`, `workload.dataset`,
+`workload.tokenizer`): the API answers the first as a 422, the config file reports them all
+with their lines. The same policies hold again at run and
 delivery time (the settings may have changed since), where a refusal is a run error, a
 failed delivery or an `egress_denied` sample. Messages name references and hosts, which are
 not secret, never a secret's value.
@@ -19,6 +20,8 @@ from sustain.probes.client.egress import EgressPolicy
 from sustain.probes.client.secret_policy import SecretPolicy
 from sustain.probes.workload.dataset import DatasetPolicy
 
+WORKLOAD_FILES = ("dataset", "sessions", "tokenizer")
+"""A workload's fields that name a file it reads: each under SUSTAIN_DATASET_DIR."""
 URL_FIELDS = frozenset({"base_url", "url", "metrics_url"})
 """Fields holding a URL sustain connects to (an endpoint's API root and metrics, a
 notifier's URL)."""
@@ -60,12 +63,27 @@ def target_problems(values: Mapping[str, object], reach: Reach,
             reason = reach.secrets.check(str(value), environ)
             if reason is not None:
                 problems.append((name, f"{value}: {reason}"))
+        elif name == "http_check":
+            problems.extend(body_check_problems(value, reach))
     return problems
+
+
+def body_check_problems(check: object, reach: Reach) -> list[Problem]:
+    """Problems of an `http` check (its column value, a mapping): a `body_contains` tells
+    whoever reads the run whether a target's response holds a text, so it is allowed only
+    where the operator listed the targets (see EgressPolicy.body_check_refusal)."""
+    contains = check.get("body_contains") if isinstance(check, Mapping) else \
+        getattr(check, "body_contains", None)
+    if contains is None:
+        return []
+    reason = reach.egress.body_check_refusal()
+    return [] if reason is None else [("http_check.body_contains", reason)]
 
 
 def dataset_problems(dataset: str | None, reach: Reach, field_name: str = "workload.dataset"
                      ) -> list[Problem]:
-    """Problems of a workload's dataset path (None: no dataset, no problem)."""
+    """Problems of a file a workload names (a dataset, sessions, a tokenizer, a trace: None,
+    no file, no problem); `field_name` is the field it is in."""
     if dataset is None:
         return []
     reason = reach.datasets.check(dataset)

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from sustain.probes.client.target import ApiKind, HttpCheck, Target
+from sustain.probes.client.target import CLIENT_HEADERS, ApiKind, HttpCheck, Target
 from sustain.probes.measure.deployment import Deployment
 from sustain.probes.measure.slo import SloThresholds
 
@@ -60,13 +60,16 @@ class SloFields(Protocol):
 
 
 def target_of(endpoint: EndpointFields) -> Target:
-    """The Target a probe of `endpoint` sends to; the secret stays a reference."""
+    """The Target a probe of `endpoint` sends to; the secret stays a reference. Headers only
+    the HTTP client may set (framing, Host, hop-by-hop), which an endpoint saved before they
+    were refused may still hold, are left out: the client sets its own."""
     check = endpoint.http_check
     return Target(
         base_url=str(endpoint.base_url),
         api_kind=ApiKind(endpoint.api_kind),
         model=endpoint.model,
-        headers=dict(endpoint.headers),
+        headers={name: value for name, value in endpoint.headers.items()
+                 if name.lower() not in CLIENT_HEADERS},
         auth_secret_ref=endpoint.auth_secret_ref,
         timeout_connect_s=endpoint.timeout_connect_s,
         timeout_first_token_s=endpoint.timeout_first_token_s,

@@ -95,6 +95,11 @@ class RunExecutor:
         measured during an outage, once the database is back)."""
         self._watcher = asyncio.create_task(self._watch_cancels(), name="cancel-watcher")
 
+    @property
+    def alive(self) -> bool:
+        """Whether its loop runs (started, and neither ended nor cancelled)."""
+        return self._watcher is not None and not self._watcher.done()
+
     def remember(self, pairs: Iterable[tuple[Probe, Endpoint]]) -> None:
         """The enabled probes with their endpoints, as just read (kept for offline ticks)."""
         self._known = {probe.id: (probe, endpoint) for probe, endpoint in pairs}
@@ -105,20 +110,24 @@ class RunExecutor:
         answer is asked again next time."""
         while True:
             await asyncio.sleep(CANCEL_POLL_S)
-            if self.offline.pending:
-                await self.offline.store(self.sessions)
-            watched = sorted(run_id for run_id in self._stops if run_id > 0)
-            if not watched:
-                continue
             try:
-                async with self.sessions() as session:
-                    wanted = await run_queries.cancel_wanted(await session.connection(),
-                                                             watched)
+                await self._watch_once()
             except (OSError, DBAPIError, TimeoutError, SATimeoutError) as exc:
                 logger.debug("cannot look for cancelled runs (%s)", type(exc).__name__)
-                continue
-            for run_id in wanted:
-                self.cancel(run_id)
+            except Exception as exc:  # noqa: BLE001 - the watcher outlives any one pass
+                logger.warning("looking for cancelled runs failed unexpectedly (%s); again "
+                               "in %ss", type(exc).__name__, CANCEL_POLL_S)
+
+    async def _watch_once(self) -> None:
+        if self.offline.pending:
+            await self.offline.store(self.sessions)
+        watched = sorted(run_id for run_id in self._stops if run_id > 0)
+        if not watched:
+            return
+        async with self.sessions() as session:
+            wanted = await run_queries.cancel_wanted(await session.connection(), watched)
+        for run_id in wanted:
+            self.cancel(run_id)
 
     def cancel(self, run_id: int) -> bool:
         """Stop a run executing here (its record becomes `cancelled`, with what it measured

@@ -36,6 +36,11 @@ class ProbeListener:
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="probe-listener")
 
+    @property
+    def alive(self) -> bool:
+        """Whether its loop runs (started, and neither ended nor cancelled)."""
+        return self._task is not None and not self._task.done()
+
     async def _run(self) -> None:
         delay = 0.2
         first = True

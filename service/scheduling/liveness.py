@@ -65,6 +65,11 @@ class Liveness:
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="heartbeat")
 
+    @property
+    def alive(self) -> bool:
+        """Whether its loop runs (started, and neither ended nor cancelled)."""
+        return self._task is not None and not self._task.done()
+
     async def _run(self) -> None:
         while True:
             started = time.monotonic()

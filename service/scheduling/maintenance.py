@@ -1,6 +1,6 @@
 """The hourly storage job: sample partitions for the coming days, retention of old partitions,
-runs and rollups. Idempotent, and safe on every replica at once (advisory locks, plain
-deletes)."""
+runs, rollups and audit log rows, and expired sign-ins. Idempotent, and safe on every replica
+at once (advisory locks, plain deletes)."""
 
 from __future__ import annotations
 
@@ -21,10 +21,14 @@ class MaintenanceReport:
     dropped: list[str]
     runs_deleted: int
     rollups_deleted: int
+    audit_deleted: int = 0
+    sessions_deleted: int = 0
 
 
 async def maintain(engine: AsyncEngine, *, sample_retention_days: int,
-                   run_retention_days: int, now: datetime | None = None) -> MaintenanceReport:
+                   run_retention_days: int, audit_retention_days: int = 90,
+                   now: datetime | None = None) -> MaintenanceReport:
+    """One pass; retentions are in days (SUSTAIN_SAMPLE_/RUN_/AUDIT_RETENTION_DAYS)."""
     now = now or datetime.now(UTC)
     today = partitions.utc_day(now)
     async with engine.begin() as connection:
@@ -34,11 +38,18 @@ async def maintain(engine: AsyncEngine, *, sample_retention_days: int,
     cutoff = now - timedelta(days=run_retention_days)
     runs_deleted = await retention.delete_old_runs(engine, cutoff)
     rollups_deleted = await retention.delete_old_rollups(engine, cutoff)
+    audit_deleted = await retention.delete_old_audit(
+        engine, now - timedelta(days=audit_retention_days))
+    sessions_deleted = await retention.delete_expired_sessions(engine, now)
     report = MaintenanceReport(
         created=[partitions.partition_name(d) for d in created],
         dropped=[partitions.partition_name(d) for d in dropped],
-        runs_deleted=runs_deleted, rollups_deleted=rollups_deleted)
-    if created or dropped or runs_deleted or rollups_deleted:
-        logger.info("storage maintenance: created %s, dropped %s, deleted %d runs and %d "
-                    "rollups", report.created, report.dropped, runs_deleted, rollups_deleted)
+        runs_deleted=runs_deleted, rollups_deleted=rollups_deleted,
+        audit_deleted=audit_deleted, sessions_deleted=sessions_deleted)
+    if created or dropped or runs_deleted or rollups_deleted or audit_deleted \
+            or sessions_deleted:
+        logger.info("storage maintenance: created %s, dropped %s, deleted %d runs, %d "
+                    "rollups, %d audit rows and %d expired sign-ins", report.created,
+                    report.dropped, runs_deleted, rollups_deleted, audit_deleted,
+                    sessions_deleted)
     return report

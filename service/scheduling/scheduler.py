@@ -14,8 +14,6 @@ from datetime import UTC, datetime, timedelta
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.exc import TimeoutError as SATimeoutError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from sustain.service.config import Settings
@@ -102,23 +100,26 @@ class ProbeScheduler:
             self._scheduler.pause()
 
     async def maintain(self) -> None:
-        """Storage maintenance; a failure (database down) waits for the next hour."""
+        """Storage maintenance; a failure (database down, no file descriptor left, anything
+        unexpected) waits for the next hour."""
         try:
             await maintain(self.engine,
                            sample_retention_days=self.settings.sample_retention_days,
-                           run_retention_days=self.settings.run_retention_days)
-        except (OSError, DBAPIError) as exc:
+                           run_retention_days=self.settings.run_retention_days,
+                           audit_retention_days=self.settings.audit_retention_days)
+        except Exception as exc:  # noqa: BLE001 - the job outlives any one pass
             logger.warning("storage maintenance failed (%s); next try in %ss",
                            type(exc).__name__, MAINTENANCE_INTERVAL_S)
 
     async def reconcile(self) -> bool:
         """Make the jobs match every enabled probe in the database, and record missed ticks.
-        False (and a warning) if the database cannot answer."""
+        False (and a warning) if the database cannot answer, or anything else fails: the
+        job runs again in reconcile_seconds."""
         started = time.monotonic()
         try:
             async with self.sessions() as session:
                 pairs = await probe_queries.enabled_with_endpoints(session)
-        except (OSError, DBAPIError, TimeoutError, SATimeoutError) as exc:
+        except Exception as exc:  # noqa: BLE001 - the job outlives any one pass
             logger.warning("cannot read probes (%s); retrying every %ss",
                            type(exc).__name__, self.settings.reconcile_seconds)
             return False
@@ -136,7 +137,7 @@ class ProbeScheduler:
         self.loaded = True
         try:
             await self.record_missed(probes)
-        except (OSError, DBAPIError, TimeoutError, SATimeoutError) as exc:
+        except Exception as exc:  # noqa: BLE001 - recorded at the next reconcile
             logger.warning("cannot record missed ticks (%s)", type(exc).__name__)
         return True
 

@@ -5,16 +5,48 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    AnyHttpUrl,
+    BaseModel,
+    Field,
+    StringConstraints,
+    UrlConstraints,
+)
 from pydantic_core import PydanticCustomError
 
 MAX_DB_ID = 2**63 - 1
 
+# How much a caller may store in one object: every caller-given string and collection is
+# bounded, so that no write can make every later read (and every run or notification built
+# from it) large. Beyond a bound: 422 naming the field.
+MAX_NAME_CHARS = 100
+"""A resource's name (endpoint, probe, workload, SLO, notifier, key)."""
+MAX_LABELS = 32
+"""Labels of one object (and label matchers of one SLO or notifier)."""
+MAX_LABEL_KEY_CHARS = 63
+MAX_LABEL_VALUE_CHARS = 256
+MAX_HEADERS = 64
+"""Extra request headers of one endpoint."""
+MAX_HEADER_NAME_CHARS = 128
+MAX_HEADER_VALUE_CHARS = 4096
+MAX_HEADER_BYTES = 16 * 1024
+"""Bytes of an endpoint's extra headers, names and values together (as sent, ASCII): what
+common servers accept in a whole request head (8-16 KiB) leaves no room for more."""
+MAX_URL_CHARS = 2048
+"""A URL sustain connects to (an endpoint's API root and metrics, a notifier's URL)."""
+MAX_MODEL_CHARS = 512
+MAX_DESCRIPTION_CHARS = 2000
+"""Free text: an SLO's description, a silence's comment."""
+
 Name = Annotated[
     str,
-    StringConstraints(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$"),
+    StringConstraints(min_length=1, max_length=MAX_NAME_CHARS,
+                      pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$"),
 ]
 """A resource name: also used as a metric label, so a restricted alphabet."""
+Url = Annotated[AnyHttpUrl, UrlConstraints(max_length=MAX_URL_CHARS)]
+"""An http(s) URL of at most MAX_URL_CHARS characters."""
 
 
 def _no_nul(value: str) -> str:
@@ -24,10 +56,10 @@ def _no_nul(value: str) -> str:
 
 
 Text = Annotated[str, AfterValidator(_no_nul)]
-LabelKey = Annotated[str, StringConstraints(min_length=1, max_length=63,
+LabelKey = Annotated[str, StringConstraints(min_length=1, max_length=MAX_LABEL_KEY_CHARS,
                                             pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
-LabelValue = Annotated[Text, StringConstraints(max_length=256)]
-Labels = Annotated[dict[LabelKey, LabelValue], Field(max_length=32)]
+LabelValue = Annotated[Text, StringConstraints(max_length=MAX_LABEL_VALUE_CHARS)]
+Labels = Annotated[dict[LabelKey, LabelValue], Field(max_length=MAX_LABELS)]
 DbId = Annotated[int, Field(ge=1, le=MAX_DB_ID)]
 
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)

@@ -20,15 +20,27 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from sustain.probes.client.secrets import SECRET_REF_PATTERN
-from sustain.probes.client.target import HttpCheck
+from sustain.probes.client.target import HttpCheck, client_headers
 from sustain.probes.inputs import InputModel
 from sustain.probes.measure.deployment import Deployment
 from sustain.probes.telemetry.families import MAX_EXTRA_NAMES, NAME_PATTERN
-from sustain.service.schemas.common import DbId, Labels, Name, Text, reject_nulls
+from sustain.service.schemas.common import (
+    MAX_HEADER_BYTES,
+    MAX_HEADER_NAME_CHARS,
+    MAX_HEADER_VALUE_CHARS,
+    MAX_HEADERS,
+    MAX_MODEL_CHARS,
+    DbId,
+    Labels,
+    Name,
+    Text,
+    Url,
+    reject_nulls,
+)
 
 ApiKindName = Literal["openai-chat", "openai-completions", "http"]
 SecretRef = Annotated[str, StringConstraints(pattern=SECRET_REF_PATTERN, max_length=1024)]
-HeaderName = Annotated[str, StringConstraints(min_length=1, max_length=128,
+HeaderName = Annotated[str, StringConstraints(min_length=1, max_length=MAX_HEADER_NAME_CHARS,
                                               pattern=r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")]
 
 
@@ -38,7 +50,10 @@ def _printable_ascii(value: str) -> str:
     return value
 
 
-HeaderValue = Annotated[str, StringConstraints(max_length=4096), AfterValidator(_printable_ascii)]
+HeaderValue = Annotated[str, StringConstraints(max_length=MAX_HEADER_VALUE_CHARS),
+                        AfterValidator(_printable_ascii)]
+Headers = Annotated[dict[HeaderName, HeaderValue], Field(max_length=MAX_HEADERS)]
+Model = Annotated[Text, StringConstraints(min_length=1, max_length=MAX_MODEL_CHARS)]
 Timeout = Annotated[float, Field(gt=0, le=3600)]
 MetricsInterval = Annotated[float, Field(ge=0.2, le=60)]
 SeriesName = Annotated[str, StringConstraints(pattern=NAME_PATTERN.pattern)]
@@ -61,6 +76,19 @@ def looks_like_credential(name: str) -> bool:
 
 
 def _check_headers(headers: dict[str, str] | None) -> dict[str, str] | None:
+    """Refuse headers the HTTP client sets itself (framing, the host, hop-by-hop: the error
+    names the first, as `headers.<Name>`, and lists them all), more than MAX_HEADER_BYTES of
+    names and values, and headers that carry credentials."""
+    if reserved := client_headers(headers or {}):
+        raise PydanticCustomError(
+            "client_header", "{names}: set by the HTTP client itself (message framing, the "
+            "host and hop-by-hop headers may not be given)",
+            {"field": reserved[0], "names": ", ".join(reserved)})
+    size = sum(len(name) + len(value) for name, value in (headers or {}).items())
+    if size > MAX_HEADER_BYTES:
+        raise PydanticCustomError(
+            "too_large", "at most {limit} bytes of header names and values in all, not {size}",
+            {"limit": MAX_HEADER_BYTES, "size": size})
     for name, value in (headers or {}).items():
         if looks_like_credential(name) or value.lower().startswith(CREDENTIAL_SCHEMES):
             raise ValueError(
@@ -115,10 +143,15 @@ class _EndpointFields(InputModel):
 
 class EndpointCreate(_EndpointFields):
     name: Name
-    base_url: AnyHttpUrl = Field(description="API root, e.g. http://vllm:8000/v1")
+    base_url: Url = Field(description="API root, e.g. http://vllm:8000/v1")
     api_kind: ApiKindName = "openai-chat"
-    model: Annotated[Text, StringConstraints(min_length=1, max_length=512)]
-    headers: dict[HeaderName, HeaderValue] = Field(default_factory=dict, max_length=64)
+    model: Model
+    headers: Headers = Field(
+        default_factory=dict,
+        description=f"Extra request headers: at most {MAX_HEADERS}, {MAX_HEADER_BYTES} bytes "
+        "of names and values in all; none the HTTP client sets itself (Host, Content-Length, "
+        "Transfer-Encoding, Connection and other hop-by-hop headers), none carrying "
+        "credentials (use auth_secret_ref).")
     auth_secret_ref: SecretRef | None = Field(
         default=None, description="env:NAME or file:/path; sent as a bearer token."
     )
@@ -129,7 +162,7 @@ class EndpointCreate(_EndpointFields):
     http2: bool = Field(default=False, description="Offer HTTP/2 (https endpoints).")
     http_check: HttpCheck | None = Field(
         default=None, description="api_kind http: the request to send and what to expect.")
-    metrics_url: AnyHttpUrl | None = Field(
+    metrics_url: Url | None = Field(
         default=None, description="The server's own Prometheus metrics (e.g. vLLM's "
         "http://vllm:8000/metrics), scraped during every run of the endpoint's probes: "
         "queue, KV-cache use, prefix-cache hits and preemptions beside the client's figures.")
@@ -156,16 +189,16 @@ class EndpointUpdate(_EndpointFields):
     """PATCH body: only the fields given change."""
 
     name: Name | None = None
-    base_url: AnyHttpUrl | None = None
+    base_url: Url | None = None
     api_kind: ApiKindName | None = None
-    model: Annotated[Text, StringConstraints(min_length=1, max_length=512)] | None = None
-    headers: dict[HeaderName, HeaderValue] | None = Field(default=None, max_length=64)
+    model: Model | None = None
+    headers: Headers | None = None
     auth_secret_ref: SecretRef | None = None
     timeout_connect_s: Timeout | None = None
     timeout_first_token_s: Timeout | None = None
     timeout_total_s: Timeout | None = None
     tls_verify: bool | None = None
-    metrics_url: AnyHttpUrl | None = None
+    metrics_url: Url | None = None
     metrics_interval_s: MetricsInterval | None = None
     metrics_names: list[SeriesName] | None = Field(default=None, max_length=MAX_EXTRA_NAMES)
     deployment: Deployment | None = None

@@ -9,7 +9,7 @@ from pydantic import AnyHttpUrl, BaseModel, Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from sustain.probes.inputs import InputModel
-from sustain.service.schemas.common import Labels, Name, reject_nulls
+from sustain.service.schemas.common import Labels, Name, Url, reject_nulls
 from sustain.service.schemas.endpoints import SecretRef, check_url_has_no_credentials
 
 NotifierKind = Literal["webhook", "slack", "alertmanager"]
@@ -25,7 +25,7 @@ def _check_url(url: AnyHttpUrl | None) -> AnyHttpUrl | None:
 
 class _NotifierChecks(InputModel):
     kind: NotifierKind | None = None
-    url: AnyHttpUrl | None = None
+    url: Url | None = None
     url_secret_ref: SecretRef | None = None
     signing_secret_ref: SecretRef | None = None
 
@@ -49,7 +49,7 @@ class _NotifierChecks(InputModel):
 class NotifierCreate(_NotifierChecks):
     name: Name
     kind: NotifierKind
-    url: AnyHttpUrl | None = Field(
+    url: Url | None = Field(
         default=None, description="Webhook URL, or an Alertmanager's root URL.")
     url_secret_ref: SecretRef | None = Field(
         default=None, description="env:NAME or file:/path holding the URL (required for "

@@ -133,3 +133,5 @@ class DeadLetterRead(BaseModel):
 class DeadLetters(BaseModel):
     run_id: DbId
     items: list[DeadLetterRead]
+    next_cursor: str | None = None
+    """Pass as `cursor` for the next page; null on the last page."""

@@ -9,7 +9,14 @@ from pydantic_core import PydanticCustomError
 
 from sustain.probes.inputs import InputModel
 from sustain.service.evaluation.patterns import PatternError, anchored
-from sustain.service.schemas.common import LabelKey, LabelValue, Text, supported_time
+from sustain.service.schemas.common import (
+    MAX_DESCRIPTION_CHARS,
+    MAX_LABELS,
+    LabelKey,
+    LabelValue,
+    Text,
+    supported_time,
+)
 
 
 class MatcherBody(InputModel):
@@ -30,10 +37,10 @@ class MatcherBody(InputModel):
 
 
 class SilenceCreate(InputModel):
-    matchers: list[MatcherBody] = Field(min_length=1, max_length=32)
+    matchers: list[MatcherBody] = Field(min_length=1, max_length=MAX_LABELS)
     starts_at: datetime | None = Field(default=None, strict=False, description="Default: now.")
     ends_at: datetime = Field(strict=False, description="RFC 3339 with a time zone.")
-    comment: Text = Field(min_length=1, max_length=2000)
+    comment: Text = Field(min_length=1, max_length=MAX_DESCRIPTION_CHARS)
     created_by: Text | None = Field(
         default=None, min_length=1, max_length=200,
         description="Who asked for it (free text, as in Alertmanager); default: the key's name.")

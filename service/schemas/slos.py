@@ -10,7 +10,7 @@ from pydantic import BaseModel, BeforeValidator, Field, model_validator
 from sustain.probes.inputs import InputModel
 from sustain.service.evaluation.tiers import DEFAULT_TIERS, BurnTier
 from sustain.service.history.windows import parse_duration
-from sustain.service.schemas.common import Labels, Name, reject_nulls
+from sustain.service.schemas.common import MAX_DESCRIPTION_CHARS, Labels, Name, Text, reject_nulls
 
 SliKind = Literal["availability", "latency", "goodput", "quality"]
 """availability: successful / attempted requests; latency: successful requests at or under
@@ -54,7 +54,7 @@ class Sli(InputModel):
 
 class SloCreate(InputModel):
     name: Name
-    description: str | None = Field(default=None, max_length=2000)
+    description: Text | None = Field(default=None, max_length=MAX_DESCRIPTION_CHARS)
     probes: list[Name] = Field(default_factory=list, max_length=1000,
                                description="Probe names covered.")
     probe_labels: Labels = Field(default_factory=dict,
@@ -77,7 +77,7 @@ class SloUpdate(InputModel):
     """PATCH body: only the fields given change (sli and tiers are replaced whole)."""
 
     name: Name | None = None
-    description: str | None = Field(default=None, max_length=2000)
+    description: Text | None = Field(default=None, max_length=MAX_DESCRIPTION_CHARS)
     probes: list[Name] | None = Field(default=None, max_length=1000)
     probe_labels: Labels | None = None
     sli: Sli | None = None

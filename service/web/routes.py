@@ -2,8 +2,9 @@
 statuses and active alerts, then renders service/web/templates/status.html.
 
 The page needs a viewer (unless SUSTAIN_PUBLIC_STATUS_PAGE): a person signs in at /login with a
-key through a form and gets an HttpOnly, SameSite=Strict session cookie; the key never appears in
-a URL. Scripts, bearer keys work too."""
+key through a form and gets an HttpOnly, SameSite=Strict session cookie (Secure over HTTPS); the
+key never appears in a URL. The form is refused when posted from another site, and a source's
+failed keys are throttled. Scripts, bearer keys work too."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Annotated
 from urllib.parse import parse_qs
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi import Path as FastPath
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
@@ -23,8 +24,11 @@ from sustain.service.api.auth import (
     PRINCIPAL_SCOPE_KEY,
     SESSION_COOKIE,
     Principal,
-    principal_for_cookie,
+    authenticate_cookie,
+    authenticate_header,
+    client_source,
     principal_for_key,
+    refuse,
 )
 from sustain.service.api.deps import SessionDep, StateDep
 from sustain.service.config import Settings
@@ -34,7 +38,9 @@ from sustain.service.db import keys as key_queries
 from sustain.service.db import slos as slo_queries
 from sustain.service.db import status as status_queries
 from sustain.service.db.models import Endpoint, Probe, Run
-from sustain.service.domain.keys import bearer_token, key_hash
+from sustain.service.domain.auth_failures import AuthFailure, LoginThrottle
+from sustain.service.domain.keys import key_hash
+from sustain.service.domain.origin import is_cross_site
 from sustain.service.errors import FieldError
 from sustain.service.history.windows import parse_duration
 from sustain.service.schemas.common import MAX_DB_ID
@@ -54,15 +60,21 @@ MAX_FORM_BYTES = 4096
 
 
 async def page_viewer(request: Request) -> Principal | None:
-    """Who is looking at the page: anyone when it is public, else a bearer key or a sign-in."""
+    """Who is looking at the page: anyone when it is public, else a bearer key or a sign-in
+    (a bad one is counted as a failed authentication; no cookie at all is just a visitor)."""
     replica = request.app.state.sustain
     if replica.settings.public_status_page or replica.settings.anonymous_read:
         return ANONYMOUS_VIEWER
     header = request.headers.get("authorization")
-    if header is not None:
-        token = bearer_token(header)
-        return None if token is None else await principal_for_key(replica, token)
-    return await principal_for_cookie(replica, request.cookies.get(SESSION_COOKIE))
+    cookie = request.cookies.get(SESSION_COOKIE)
+    if header is None and cookie is None:
+        return None
+    found = await (authenticate_header(replica, header) if header is not None
+                   else authenticate_cookie(replica, cookie))
+    if isinstance(found, AuthFailure):
+        refuse(request, found)
+        return None
+    return found
 
 
 def _login_form(request: Request, error: str | None, status_code: int) -> HTMLResponse:
@@ -75,9 +87,38 @@ async def login_form(request: Request) -> HTMLResponse:
     return _login_form(request, None, 200)
 
 
+def login_throttle(request: Request) -> LoginThrottle:
+    """This app's failed sign-ins per source (in memory, per replica, bounded)."""
+    throttle: LoginThrottle | None = getattr(request.app.state, "login_throttle", None)
+    if throttle is None:
+        throttle = request.app.state.login_throttle = LoginThrottle()
+    return throttle
+
+
+def _from_another_site(request: Request, settings: Settings) -> bool:
+    """Whether a browser posted this form from another site's page (login CSRF: signing the
+    victim in as the attacker)."""
+    own = [request.headers.get("host", ""), *filter(None, [settings.external_url])]
+    return is_cross_site(request.headers.get("sec-fetch-site"), request.headers.get("origin"),
+                         own)
+
+
 @router.post("/login", response_class=HTMLResponse)
 async def login(request: Request, state: StateDep) -> Response:
-    """Check the key from the form; on success a session cookie and a redirect to the page."""
+    """Check the key from the form; on success a session cookie and a redirect to the page.
+    A form from another site is a 403; a source with too many failed keys is a 429 (with
+    Retry-After) until its window ends, its key not even checked."""
+    if _from_another_site(request, state.settings):
+        refuse(request, AuthFailure.cross_site)
+        return _login_form(request, "Sign in from this site's own form.", 403)
+    throttle, source = login_throttle(request), client_source(request.scope)
+    wait_s = throttle.retry_after(source)
+    if wait_s is not None:
+        refuse(request, AuthFailure.login_throttled)
+        refused = _login_form(request, "Too many keys were not accepted; try again later.",
+                              429)
+        refused.headers["Retry-After"] = str(wait_s)
+        return refused
     body = await request.body()
     if len(body) > MAX_FORM_BYTES:
         return _login_form(request, "The form is too large.", 413)
@@ -85,7 +126,10 @@ async def login(request: Request, state: StateDep) -> Response:
     key = keys[0].strip()
     principal = await principal_for_key(state, key) if key else None
     if principal is None:
+        throttle.failed(source)
+        refuse(request, AuthFailure.login_failed)
         return _login_form(request, "That key was not accepted.", 401)
+    throttle.succeeded(source)
     request.scope[PRINCIPAL_SCOPE_KEY] = principal
     async with state.sessions() as session:
         lifetime = timedelta(hours=state.settings.session_hours)
@@ -95,13 +139,15 @@ async def login(request: Request, state: StateDep) -> Response:
     response = RedirectResponse("/", status_code=303)
     response.set_cookie(SESSION_COOKIE, token, max_age=int(lifetime.total_seconds()),
                         path="/", httponly=True, samesite="strict",
-                        secure=request.url.scheme == "https" or _https(state.settings))
+                        secure=_secure(request, state.settings))
     return response
 
 
-def _https(settings: Settings) -> bool:
-    """Whether users reach the service over TLS (then the cookie is Secure)."""
-    return (settings.external_url or "").startswith("https://")
+def _secure(request: Request, settings: Settings) -> bool:
+    """Whether the cookie is Secure: the request came over TLS (uvicorn sets the scheme from
+    X-Forwarded-Proto when the proxy is trusted: FORWARDED_ALLOW_IPS), or users reach the
+    service at an https SUSTAIN_EXTERNAL_URL."""
+    return request.url.scheme == "https" or (settings.external_url or "").startswith("https://")
 
 
 @router.post("/logout")
@@ -112,34 +158,48 @@ async def logout(request: Request, state: StateDep) -> Response:
             await key_queries.close_session(session, token)
             await session.commit()
     response = RedirectResponse("/login", status_code=303)
-    response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
+    response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict",
+                           secure=_secure(request, state.settings))
     return response
 
 
 @router.get("/", response_class=HTMLResponse)
-async def status_page(request: Request, session: SessionDep) -> Response:
+async def status_page(request: Request, session: SessionDep,
+                      page: Annotated[int, Query(ge=1, le=view.MAX_PAGE)] = 1,
+                      state: Annotated[status_queries.ProbeState | None, Query()] = None
+                      ) -> Response:
+    """How many probes are in each state, then one page of PROBES_PER_PAGE probes, worst state
+    first (`?page=2`, `?state=failing`), the active alerts and the SLOs: the page's size and
+    its queries stay bounded however many probes there are."""
     viewer = await page_viewer(request)
     if viewer is None:
         return RedirectResponse("/login", status_code=303)
     now = datetime.now(UTC)
     start = now - timedelta(hours=24)
-    alerts = await status_queries.active_alerts(session)
-    down = view.down_states([(a.alertname, a.state, a.labels) for a in alerts])
-    latest = await status_queries.latest_runs(session)
-    firsts = await status_queries.first_runs_since(session, start)
+    alerts, alert_total = await status_queries.active_alerts(session, view.ALERTS_SHOWN)
+    counts = await status_queries.state_counts(session)
+    rows = await status_queries.probe_page(session, state, view.offset_of(page),
+                                           view.PROBES_PER_PAGE)
+    ids = [probe.id for probe in rows]
+    latest = await status_queries.latest_runs(session, ids)
+    firsts = await status_queries.first_runs_since(session, start, ids)
     cards = []
-    for probe in await status_queries.probes(session):
+    for probe in rows:
         spans = view.chart_windows(max(start, firsts.get(probe.id, start)), now,
                                    probe.interval_s)
         hourly = await history.aggregates(session, probe.id, spans, ["ttft", "e2e"])
-        cards.append(view.probe_card(probe, latest.get(probe.id), down,
-                                     view.day_figures(hourly)))
-    bars = [view.slo_bar(s.name, s.objective, s.status.compliance, s.status.budget_remaining)
-            for s in await slo_queries.snapshots(session, now)]
+        cards.append(view.probe_card(probe, latest.get(probe.id), view.day_figures(hourly)))
+    all_bars = [view.slo_bar(s.name, s.objective, s.status.compliance,
+                             s.status.budget_remaining)
+                for s in await slo_queries.snapshots(session, now)]
     lines = [view.alert_line(a.alertname, a.severity, a.state, a.labels, a.annotations,
                              a.fired_at or a.active_since) for a in alerts]
+    total = counts.get(state, 0) if state else sum(counts.values())
     return templates().TemplateResponse(request, "status.html", {
-        "now": now, "cards": cards, "slos": bars, "alerts": lines, "refresh_s": REFRESH_S,
+        "now": now, "cards": cards, "slos": view.worst_slos(all_bars),
+        "slo_total": len(all_bars), "alerts": lines, "alert_total": alert_total,
+        "probe_total": sum(counts.values()), "states": view.state_counts(counts),
+        "paging": view.paging(page, total, state, shown=len(cards)), "refresh_s": REFRESH_S,
         "signed_in": None if viewer is ANONYMOUS_VIEWER else viewer.name})
 
 

@@ -1,5 +1,6 @@
-"""The status page's content, shaped from plain data: a card per probe, a bar per SLO, a line
-per active alert. Pure; service.web.routes reads the database and renders."""
+"""The status page's content, shaped from plain data: how many probes are in each state, a
+card per probe of one page, links to the other pages, a bar per SLO, a line per active alert.
+Pure; service.web.routes reads the database and renders."""
 
 from __future__ import annotations
 
@@ -7,14 +8,22 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from urllib.parse import urlencode
 
 from sustain.probes.measure.sketch import MetricSketch
-from sustain.service.db.status import LatestRun, ProbeRow
+from sustain.service.db.status import STATE_ORDER, LatestRun, ProbeRow, ProbeState
 from sustain.service.history.aggregate import Aggregate, latency_stat
 from sustain.service.history.windows import aligned_windows
 from sustain.service.web.charts import Sparkline, budget_width, sparkline
 
-DOWN_ALERTS = {"SustainEndpointDown": "down", "SustainNoData": "no data"}
+PROBES_PER_PAGE = 100
+MAX_PAGE = 1_000_000
+"""Highest ?page= accepted: far beyond any deployment (SUSTAIN_MAX_PROBES is at most 10^6)."""
+"""Probe rows on one page: the page's size and work stay bounded however many probes exist."""
+ALERTS_SHOWN = 100
+"""Active alerts listed at most (firing first); the rest are counted and linked."""
+SLOS_SHOWN = 100
+"""SLO bars shown at most, least budget left first; the rest are counted and linked."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,24 +122,67 @@ def day_figures(hourly: Sequence[Aggregate]) -> DayFigures:
                       per_hour["ttft"], per_hour["e2e"])
 
 
-def probe_state(probe: ProbeRow, last: LatestRun | None, alert_states: Mapping[str, str]
-                ) -> str:
-    if not probe.enabled:
-        return "disabled"
-    if probe.name in alert_states:
-        return alert_states[probe.name]
-    if last is None:
-        return "waiting"
-    return {"succeeded": "ok", "failed": "failing"}.get(last.status, "degraded")
-
-
-def probe_card(probe: ProbeRow, last: LatestRun | None, alert_states: Mapping[str, str],
-               day: DayFigures) -> ProbeCard:
+def probe_card(probe: ProbeRow, last: LatestRun | None, day: DayFigures) -> ProbeCard:
     schedule = f"cron {probe.cron}" if probe.cron else f"every {probe.interval_s} s"
-    return ProbeCard(probe.id, probe.name, probe.endpoint, probe.model, schedule,
-                     probe_state(probe, last, alert_states), last, day.availability,
-                     day.ttft_p99_ms, day.e2e_p99_ms, sparkline(day.ttft_hourly),
-                     sparkline(day.e2e_hourly), [] if last is None else run_notes(last))
+    return ProbeCard(probe.id, probe.name, probe.endpoint, probe.model, schedule, probe.state,
+                     last, day.availability, day.ttft_p99_ms, day.e2e_p99_ms,
+                     sparkline(day.ttft_hourly), sparkline(day.e2e_hourly),
+                     [] if last is None else run_notes(last))
+
+
+@dataclass(frozen=True, slots=True)
+class StateCount:
+    state: str
+    count: int
+    href: str
+    """This page listing only probes in the state."""
+
+
+@dataclass(frozen=True, slots=True)
+class Paging:
+    """Where one page of probes stands among all (in the state filtered on, if any)."""
+
+    page: int
+    """1-based."""
+    pages: int
+    total: int
+    first: int
+    """1-based position of the page's first probe (0 when the page is empty)."""
+    last: int
+    state: str | None
+    previous_href: str | None
+    next_href: str | None
+    first_href: str
+    last_href: str
+
+
+def page_href(page: int, state: str | None) -> str:
+    """The status page's URL for one page of probes (in one state)."""
+    query = urlencode({k: v for k, v in (("state", state), ("page", page)) if v and v != 1})
+    return ("/?" + query if query else "/") + "#probes"
+
+
+def state_counts(counts: Mapping[ProbeState, int]) -> list[StateCount]:
+    """Each state that has probes, worst first, with the link that lists just those."""
+    return [StateCount(state, counts[state], page_href(1, state))
+            for state in STATE_ORDER if counts.get(state)]
+
+
+def offset_of(page: int, per_page: int = PROBES_PER_PAGE) -> int:
+    return (page - 1) * per_page
+
+
+def paging(page: int, total: int, state: str | None, per_page: int = PROBES_PER_PAGE,
+           shown: int | None = None) -> Paging:
+    """Page `page` of `total` probes; `shown` is how many rows it really holds (the counts
+    and the rows are read apart, so they may differ by a probe created in between)."""
+    pages = max(1, math.ceil(total / per_page))
+    first = offset_of(page, per_page) + 1
+    rows = min(per_page, max(0, total - first + 1)) if shown is None else shown
+    return Paging(page, pages, total, first if rows else 0, first + rows - 1 if rows else 0,
+                  state, page_href(min(page - 1, pages), state) if page > 1 else None,
+                  page_href(page + 1, state) if page < pages else None,
+                  page_href(1, state), page_href(pages, state))
 
 
 def run_notes(run: LatestRun) -> list[str]:
@@ -161,16 +213,6 @@ def run_notes(run: LatestRun) -> list[str]:
     return notes
 
 
-def down_states(alerts: Sequence[tuple[str, str, Mapping[str, str]]]) -> dict[str, str]:
-    """Probe name -> state, from firing endpoint-down and no-data alerts
-    ((alertname, state, labels) each)."""
-    out: dict[str, str] = {}
-    for alertname, state, labels in alerts:
-        if state == "firing" and alertname in DOWN_ALERTS and "probe" in labels:
-            out.setdefault(labels["probe"], DOWN_ALERTS[alertname])
-    return out
-
-
 def slo_bar(name: str, objective: float, compliance: float | None,
             budget_remaining: float | None) -> SloBar:
     if budget_remaining is None:
@@ -183,6 +225,12 @@ def slo_bar(name: str, objective: float, compliance: float | None,
         state = "healthy"
     return SloBar(name, objective, compliance, budget_remaining, budget_width(budget_remaining),
                   state)
+
+
+def worst_slos(bars: Sequence[SloBar], limit: int = SLOS_SHOWN) -> list[SloBar]:
+    """The `limit` bars with the least error budget left (those without data after them)."""
+    return sorted(bars, key=lambda b: (b.budget_remaining is None, b.budget_remaining or 0.0)
+                  )[:limit]
 
 
 def alert_line(alertname: str, severity: str, state: str, labels: Mapping[str, str],

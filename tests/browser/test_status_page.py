@@ -55,7 +55,7 @@ def live(tmp_path: Path, database_url: str) -> Iterator[str]:
 
         def ready() -> bool:
             runs = api.get("/api/v1/runs", params={"status": "succeeded"}).json()["items"]
-            firing = api.get("/api/v1/alerts", params={"state": "firing"}).json()
+            firing = api.get("/api/v1/alerts", params={"state": "firing"}).json()["items"]
             return len(runs) >= 2 and any(a["alertname"] == "SustainEndpointDown"
                                           for a in firing)
         wait_until(ready, 60, step_s=0.3)

@@ -30,6 +30,7 @@ EVERYTHING = {
     "autoscaling": {"enabled": True, "minReplicas": 2, "maxReplicas": 5},
     "apiKeys": {"existingSecret": "sustain-keys"},
     "secretEnv": [{"name": "OPENAI_API_KEY", "secretName": "llm", "key": "openai"}],
+    "configEnv": {"REGION": "eu"},
 }
 
 
@@ -120,6 +121,37 @@ def test_secret_env_entries_fill_the_secret_allow_list_by_themselves() -> None:
     with pytest.raises(helm.HelmValuesError):
         helm.Chart.load(CHART).validate_schema({**BASE, "secretEnv": [
             {"name": "SUSTAIN_DATABASE_URL", "secretName": "db", "key": "url"}]})
+
+
+def test_config_env_sets_the_variables_and_lists_them_as_the_only_expandable_ones() -> None:
+    """A config's ${NAME} expands only names in SUSTAIN_CONFIG_ENV: configEnv's entries are
+    set in the pods and listed there; without them nothing expands."""
+    values = {**BASE, "configEnv": {"VLLM_URL": "http://vllm:8000/v1", "REGION": "eu"}}
+    container = by_kind(render(values))["Deployment"]["spec"]["template"]["spec"][
+        "containers"][0]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["SUSTAIN_CONFIG_ENV"] == "REGION,VLLM_URL"
+    assert (env["VLLM_URL"], env["REGION"]) == ("http://vllm:8000/v1", "eu")
+    own = by_kind(render({**values, "env": {"SUSTAIN_CONFIG_ENV": "VLLM_*"}}))
+    names = [e["name"] for e in own["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+             ["env"]]
+    assert names.count("SUSTAIN_CONFIG_ENV") == 1
+    none = by_kind(render(BASE))["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+    assert "SUSTAIN_CONFIG_ENV" not in {e["name"] for e in none["env"]}
+
+
+@pytest.mark.parametrize("name", ["SUSTAIN_ADMIN_KEY", "PGPASSWORD", "POSTGRES_PASSWORD",
+                                  "DATABASE_URL", "bad name"])
+def test_config_env_cannot_name_sustain_s_own_or_database_variables(name: str) -> None:
+    with pytest.raises(helm.HelmValuesError):
+        helm.Chart.load(CHART).validate_schema({**BASE, "configEnv": {name: "x"}})
+
+
+def test_a_secret_cannot_also_be_an_expandable_config_variable() -> None:
+    values = {**BASE, "configEnv": {"OPENAI_API_KEY": "x"},
+              "secretEnv": [{"name": "OPENAI_API_KEY", "secretName": "llm", "key": "o"}]}
+    with pytest.raises(helm.HelmRenderError, match=r"configEnv\.OPENAI_API_KEY"):
+        render(values)
 
 
 def test_values_that_would_inline_a_secret_or_omit_the_database_are_refused() -> None:

@@ -103,5 +103,5 @@ def test_a_capacity_drop_fires_its_alert(tmp_path: Path, database_url: str) -> N
 
 
 def _firing(api: httpx.Client) -> bool:
-    alerts = api.get("/api/v1/alerts", params={"state": "firing"}).json()
+    alerts = api.get("/api/v1/alerts", params={"state": "firing"}).json()["items"]
     return any(a["labels"]["alertname"] == "SustainCapacityDrop" for a in alerts)

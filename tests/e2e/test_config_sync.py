@@ -102,7 +102,7 @@ def test_config_file_changes_reach_the_database_and_every_replica(
     sim_port = free_port()
     ports = {"c1": free_port(), "c2": free_port()}
     env = {"SUSTAIN_DATABASE_URL": database_url, "SUSTAIN_CONFIG_RELOAD_SECONDS": "0",
-           "SIM_URL": f"http://127.0.0.1:{sim_port}/v1"}
+           "SIM_URL": f"http://127.0.0.1:{sim_port}/v1", "SUSTAIN_CONFIG_ENV": "SIM_URL"}
     simulator = SustainProcess(["simulate", "--port", str(sim_port)], tmp_path / "sim.log")
     replicas = {name: SustainProcess(
         ["serve", "--port", str(port), "--config", str(config)], tmp_path / f"{name}.log",
@@ -115,8 +115,8 @@ def test_config_file_changes_reach_the_database_and_every_replica(
             wait_for(lambda port=port: set(jobs(port)) == {"alpha", "beta"}, 10)
 
         api = admin_client(f"http://127.0.0.1:{ports['c1']}")
-        endpoint_id = api.get("/api/v1/endpoints").json()[0]["id"]
-        by_name = {p["name"]: p for p in api.get("/api/v1/probes").json()}
+        endpoint_id = api.get("/api/v1/endpoints").json()["items"][0]["id"]
+        by_name = {p["name"]: p for p in api.get("/api/v1/probes").json()["items"]}
         assert by_name["alpha"]["managed_by"] == source
         r = api.patch(f"/api/v1/probes/{by_name['alpha']['id']}", json={"enabled": False})
         assert r.status_code == 409
@@ -153,7 +153,8 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 
 
 def test_validate_accepts_the_example_and_refuses_a_broken_copy(tmp_path: Path) -> None:
-    allowed = {**os.environ, "SUSTAIN_SECRET_ENV": "VLLM_API_KEY,WEBHOOK_SECRET,SLACK_*"}
+    allowed = {**os.environ, "SUSTAIN_SECRET_ENV": "VLLM_API_KEY,WEBHOOK_SECRET,SLACK_*",
+               "SUSTAIN_CONFIG_ENV": "VLLM_URL,VLLM_MODEL,GATEWAY_URL"}
     ok = run_cli("validate", str(EXAMPLE), env=allowed)
     assert ok.returncode == 0, ok.stderr
     unlisted = run_cli("validate", str(EXAMPLE),
@@ -184,7 +185,52 @@ def test_serve_refuses_a_broken_config_before_starting(tmp_path: Path) -> None:
     broken = tmp_path / "broken.yaml"
     broken.write_text(BROKEN)
     result = run_cli("serve", "--config", str(broken), "--database-url",
-                     "postgresql://nobody@127.0.0.1:9/none", env={"SIM_URL": "http://x/v1",
-                                                                  "PATH": "/usr/bin:/bin"})
+                     "postgresql://nobody@127.0.0.1:9/none",
+                     env={"SIM_URL": "http://x/v1", "SUSTAIN_CONFIG_ENV": "SIM_URL",
+                          "PATH": "/usr/bin:/bin"})
     assert result.returncode == 2
     assert f"{broken}:14: probes[0].colour: unknown field" in result.stderr
+
+
+ADMIN_KEY_LABEL = """\
+version: 1
+endpoints:
+  - name: sim
+    base_url: http://127.0.0.1:9/v1
+    model: m
+    labels: {owner: "${SUSTAIN_ADMIN_KEY}"}
+"""
+
+
+def test_validate_and_serve_refuse_a_config_that_expands_the_admin_key(tmp_path: Path) -> None:
+    """Whoever edits the file must not get the admin key into a label (shown to viewers and
+    in /metrics) by naming its variable, whatever SUSTAIN_CONFIG_ENV allows; the error names
+    the variable at its line, never its value."""
+    config = tmp_path / "sustain.yaml"
+    config.write_text(ADMIN_KEY_LABEL)
+    key = "sk_sustain_GkpUulWzwJXiwbGA4XlqVJhAstehuU53ztfrvFLoLuk"
+    env = {"PATH": "/usr/bin:/bin", "SUSTAIN_ADMIN_KEY": key, "SUSTAIN_CONFIG_ENV": "*"}
+    refused = (f"{config}:6: endpoints[0].labels.owner: environment variable "
+               "SUSTAIN_ADMIN_KEY may not be expanded")
+    validated = run_cli("validate", str(config), env=env)
+    assert validated.returncode == 1
+    assert refused in validated.stderr
+    served = run_cli("serve", "--config", str(config), "--database-url",
+                     "postgresql://nobody@127.0.0.1:9/none", env=env)
+    assert served.returncode == 2
+    assert refused in served.stderr
+    for result in (validated, served):
+        assert key not in result.stdout + result.stderr
+        assert key[len("sk_sustain_"):] not in result.stdout + result.stderr
+
+
+def test_validate_expands_only_what_sustain_config_env_lists(tmp_path: Path) -> None:
+    config = tmp_path / "sustain.yaml"
+    config.write_text(ADMIN_KEY_LABEL.replace("SUSTAIN_ADMIN_KEY", "TEAM"))
+    env = {"PATH": "/usr/bin:/bin", "TEAM": "inference"}
+    unlisted = run_cli("validate", str(config), env=env)
+    assert unlisted.returncode == 1
+    assert "environment variable TEAM may not be expanded: not in SUSTAIN_CONFIG_ENV" \
+        in unlisted.stderr
+    listed = run_cli("validate", str(config), env={**env, "SUSTAIN_CONFIG_ENV": "TE*"})
+    assert listed.returncode == 0, listed.stderr

@@ -61,11 +61,11 @@ def test_demo_runs_on_embedded_postgres_and_cleans_up(tmp_path: Path) -> None:
         assert counted
         assert counted[0] > 0
         assert postgres_of(tmp_path / "data")
-        slos = [s["name"] for s in httpx.get(f"{base}/api/v1/slos").json()]
+        slos = [s["name"] for s in httpx.get(f"{base}/api/v1/slos").json()["items"]]
         assert slos == ["demo-availability"], "the first screen shows an SLO"
-        probes = {p["name"]: p for p in httpx.get(f"{base}/api/v1/probes").json()}
+        probes = {p["name"]: p for p in httpx.get(f"{base}/api/v1/probes").json()["items"]}
         assert probes["demo-capacity"]["profile"]["kind"] == "capacity"
-        endpoint = httpx.get(f"{base}/api/v1/endpoints").json()[0]
+        endpoint = httpx.get(f"{base}/api/v1/endpoints").json()["items"][0]
         assert endpoint["deployment"]["accelerators"] == 1
 
         second = demo(tmp_path, free_port(), "demo2.log").start()

@@ -64,7 +64,8 @@ def test_a_broken_endpoint_pages_through_alertmanager_and_resolves_when_healed(
     api = admin_client(stack.url("sustain"))
     simulator = httpx.Client(base_url=stack.url("simulator"), timeout=10)
     alertmanager = httpx.Client(base_url=stack.url("alertmanager"), timeout=10)
-    probe_id = next(p["id"] for p in api.get("/api/v1/probes").json() if p["name"] == PROBE)
+    probe_id = next(p["id"] for p in api.get("/api/v1/probes").json()["items"]
+                    if p["name"] == PROBE)
 
     def down_alerts() -> list[dict[str, Any]]:
         alerts: list[dict[str, Any]] = alertmanager.get("/api/v2/alerts", params={
@@ -89,6 +90,6 @@ def test_a_broken_endpoint_pages_through_alertmanager_and_resolves_when_healed(
 
 def _own_down(api: httpx.Client) -> list[str]:
     """States of sustain's own SustainEndpointDown alerts for the probe."""
-    return [a["state"] for a in api.get("/api/v1/alerts").json()
+    return [a["state"] for a in api.get("/api/v1/alerts").json()["items"]
             if a["labels"].get("alertname") == "SustainEndpointDown"
             and a["labels"].get("probe") == PROBE]

@@ -72,7 +72,8 @@ def test_the_charts_pods_migrate_and_serve_on_the_compose_postgres(
         ready = httpx.get(base + "/readyz", timeout=5).json()
         assert ready["checks"]["migrations"] == "ok"
         assert httpx.get(base + "/api/v1/probes", timeout=5).status_code == 401
-        probes = httpx.get(base + "/api/v1/probes", headers=ADMIN_HEADERS, timeout=5).json()
+        probes = httpx.get(base + "/api/v1/probes", headers=ADMIN_HEADERS,
+                           timeout=5).json()["items"]
         assert {p["name"] for p in probes} == {"simulator-heartbeat", "simulator-load"}
 
         started = time.monotonic()

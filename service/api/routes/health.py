@@ -64,6 +64,8 @@ async def readyz(state: StateDep) -> StrictJSONResponse:
     except Exception as exc:  # noqa: BLE001 - any failure makes the replica unready
         checks = {"database": f"unreachable ({type(exc).__name__})", "migrations": "unknown"}
     checks["scheduler"] = "ok" if state.scheduler.running else "not running"
+    if stopped := state.stopped_loops():
+        checks["background"] = f"stopped: {', '.join(stopped)}"
     if state.stopping:
         checks["shutdown"] = "shutting down: no new runs; runs in flight are finishing"
     buffer = state.buffer

@@ -6,15 +6,19 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, status
 
+from sustain.service.api import cursor as cursors
 from sustain.service.api.deps import SessionDep, StateDep
+from sustain.service.api.paging import PageDep
 from sustain.service.api.reach import refuse_unreachable
-from sustain.service.db import crud
+from sustain.service.db import crud, quotas
 from sustain.service.db import notifiers as notifier_queries
 from sustain.service.db.models import Notifier
 from sustain.service.schemas.common import MAX_DB_ID
 from sustain.service.schemas.notifiers import NotifierCreate, NotifierRead, NotifierUpdate
+from sustain.service.schemas.paging import Page
 
 router = APIRouter(prefix="/notifiers", tags=["notifiers"])
+CURSOR_KIND = "notifiers"
 
 NotifierId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
 
@@ -23,17 +27,23 @@ NotifierId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
 async def create_notifier(body: NotifierCreate, session: SessionDep,
                           state: StateDep) -> NotifierRead:
     """422 naming `url` when the egress policy refuses its host, or the `*_secret_ref` the
-    secret policy refuses (a URL behind url_secret_ref is judged at delivery)."""
+    secret policy refuses (a URL behind url_secret_ref is judged at delivery); 409 when
+    SUSTAIN_MAX_NOTIFIERS notifiers exist."""
     values = notifier_queries.columns(body)
     refuse_unreachable(values, state.reach)
+    await quotas.make_room(session, "notifier", state.settings.max_notifiers)
     notifier = await crud.create(session, Notifier, values, "notifier")
     await session.commit()
     return notifier_queries.read(notifier)
 
 
 @router.get("")
-async def list_notifiers(session: SessionDep) -> list[NotifierRead]:
-    return [notifier_queries.read(n) for n in await crud.list_all(session, Notifier)]
+async def list_notifiers(session: SessionDep, paging: PageDep) -> Page[NotifierRead]:
+    """Notifiers in id order (oldest first), a page at a time."""
+    rows = await crud.page(session, Notifier, cursors.decode(CURSOR_KIND, paging.cursor),
+                           paging.fetch)
+    page, following = paging.cut(rows, lambda n: cursors.encode(CURSOR_KIND, n.id))
+    return Page(items=[notifier_queries.read(n) for n in page], next_cursor=following)
 
 
 @router.get("/{notifier_id}")

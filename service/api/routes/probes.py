@@ -9,15 +9,25 @@ from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from sustain.probes.load.profiles import LoadProfile
+from sustain.service.api import cursor as cursors
 from sustain.service.api.deps import ExecutorDep, SchedulerDep, SessionDep, StateDep
+from sustain.service.api.paging import PageDep
 from sustain.service.api.reach import refuse_dataset, refuse_unplayable
-from sustain.service.db import crud
+from sustain.service.config import Settings
+from sustain.service.db import crud, quotas
 from sustain.service.db import probes as probe_queries
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Endpoint, Probe
-from sustain.service.domain.limits import LoadLimits, dotted, limit_violations, planned_load
+from sustain.service.domain.limits import (
+    LoadLimits,
+    dotted,
+    limit_violations,
+    peak_rate,
+    planned_load,
+)
 from sustain.service.errors import ConflictError, FieldError, NotFoundError, UnavailableError
 from sustain.service.schemas.common import MAX_DB_ID
+from sustain.service.schemas.paging import Page
 from sustain.service.schemas.probes import (
     ProbeCreate,
     ProbeRead,
@@ -27,6 +37,7 @@ from sustain.service.schemas.probes import (
 from sustain.service.schemas.runs import RunAccepted
 
 router = APIRouter(prefix="/probes", tags=["probes"])
+CURSOR_KIND = "probes"
 
 ProbeId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
 
@@ -35,6 +46,16 @@ def _check_limits(profile: LoadProfile | None, limits: LoadLimits) -> None:
     """A profile beyond this service's limits is a 422 naming each field that breaks one."""
     if profile is not None and (found := limit_violations(planned_load(profile), limits)):
         raise FieldError.of([(dotted("profile", path), message) for path, message in found])
+
+
+async def _check_total_rate(session: AsyncSession, settings: Settings, probe_id: int | None,
+                            before: LoadProfile | None, after: LoadProfile | None) -> None:
+    """409 naming SUSTAIN_MAX_TOTAL_RATE when probe `probe_id` (None: a new one), enabled with
+    profile `after` (None: disabled) instead of `before` (None: it was disabled or new),
+    would raise the enabled probes' planned rate beyond it."""
+    await quotas.check_total_rate(
+        session, probe_id, 0.0 if before is None else peak_rate(before, settings.max_rate),
+        after, settings.max_rate, settings.max_total_rate)
 
 
 async def _check_endpoint(session: AsyncSession, endpoint_id: int) -> None:
@@ -49,11 +70,16 @@ async def create_probe(body: ProbeCreate, session: SessionDep, scheduler: Schedu
                        state: StateDep) -> ProbeRead:
     """Create a probe. Its profile must stay within the load limits (SUSTAIN_MAX_RATE,
     SUSTAIN_MAX_CONCURRENCY, SUSTAIN_MAX_RUN_SECONDS, SUSTAIN_MAX_RUN_REQUESTS), and a dataset
-    must lie under SUSTAIN_DATASET_DIR."""
+    must lie under SUSTAIN_DATASET_DIR. 409 when SUSTAIN_MAX_PROBES probes exist, or when
+    it is enabled and the enabled probes would plan more than SUSTAIN_MAX_TOTAL_RATE
+    requests/s in all."""
     _check_limits(body.profile, state.settings.load_limits())
     refuse_dataset(body.workload, state.reach, body.profile)
     refuse_unplayable(body.workload, body.profile)
     await _check_endpoint(session, body.endpoint_id)
+    await quotas.make_room(session, "probe", state.settings.max_probes)
+    await _check_total_rate(session, state.settings, None, None,
+                            body.profile if body.enabled else None)
     probe = await crud.create(session, Probe, probe_queries.columns(body), "probe")
     await probe_queries.notify_changed(session, probe.id)
     await session.commit()
@@ -62,8 +88,12 @@ async def create_probe(body: ProbeCreate, session: SessionDep, scheduler: Schedu
 
 
 @router.get("")
-async def list_probes(session: SessionDep) -> list[ProbeRead]:
-    return [probe_queries.read(p) for p in await crud.list_all(session, Probe)]
+async def list_probes(session: SessionDep, paging: PageDep) -> Page[ProbeRead]:
+    """Probes in id order (oldest first), a page at a time."""
+    rows = await crud.page(session, Probe, cursors.decode(CURSOR_KIND, paging.cursor),
+                           paging.fetch)
+    page, following = paging.cut(rows, lambda p: cursors.encode(CURSOR_KIND, p.id))
+    return Page(items=[probe_queries.read(p) for p in page], next_cursor=following)
 
 
 @router.get("/{probe_id}")
@@ -75,7 +105,9 @@ async def get_probe(probe_id: ProbeId, session: SessionDep) -> ProbeRead:
 async def update_probe(probe_id: ProbeId, body: ProbeUpdate, session: SessionDep,
                        scheduler: SchedulerDep, state: StateDep) -> ProbeRead:
     """Change a probe; a new profile must stay within the load limits. Disabling it cancels
-    its run in progress, if any (within 2 s, wherever it executes)."""
+    its run in progress, if any (within 2 s, wherever it executes). 409 when enabling it, or
+    giving an enabled one a faster profile, would have the enabled probes plan more than
+    SUSTAIN_MAX_TOTAL_RATE requests/s in all."""
     probe = await crud.get(session, Probe, probe_id, "probe")
     crud.check_unmanaged(probe, "probe")
     _check_limits(body.profile, state.settings.load_limits())
@@ -90,6 +122,9 @@ async def update_probe(probe_id: ProbeId, body: ProbeUpdate, session: SessionDep
     jitter = probe.jitter_seconds if body.jitter_seconds is None else body.jitter_seconds
     if jitter >= period_of(interval if cron is None else None, cron):
         raise FieldError("jitter_seconds", "must be smaller than the interval between ticks")
+    await _check_total_rate(
+        session, state.settings, probe.id, current.profile if probe.enabled else None,
+        (body.profile or current.profile) if changes.get("enabled", probe.enabled) else None)
     if any(changes.get(k, getattr(probe, k)) != getattr(probe, k)
            for k in probe_queries.SCHEDULE_COLUMNS):
         changes["schedule_since"] = func.now()

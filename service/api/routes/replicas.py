@@ -6,23 +6,34 @@ from __future__ import annotations
 from fastapi import APIRouter
 from sqlalchemy import func, select
 
+from sustain.service.api import cursor as cursors
 from sustain.service.api.deps import SessionDep, StateDep
+from sustain.service.api.paging import PageDep
 from sustain.service.db.models import Replica
 from sustain.service.domain.schedule import Cron, Every
+from sustain.service.schemas.paging import Page
 from sustain.service.schemas.replicas import ReplicaRead, ScheduledJob, ThisReplica
 
 router = APIRouter(prefix="/replicas", tags=["replicas"])
+CURSOR_KIND = "replicas"
 
 
 @router.get("")
-async def list_replicas(session: SessionDep, state: StateDep) -> list[ReplicaRead]:
-    rows = (await session.execute(select(Replica).order_by(Replica.id))).scalars().all()
+async def list_replicas(session: SessionDep, state: StateDep,
+                        paging: PageDep) -> Page[ReplicaRead]:
+    """Replicas by id, a page at a time."""
+    query = select(Replica).order_by(Replica.id).limit(paging.fetch)
+    after = cursors.decode_key(CURSOR_KIND, paging.cursor, (str,))
+    if after is not None:
+        query = query.where(Replica.id > after[0])
+    rows = (await session.execute(query)).scalars().all()
     now = (await session.execute(select(func.now()))).scalar_one()
     stale_s = state.liveness.stale_s
-    return [ReplicaRead(
+    page, following = paging.cut(rows, lambda r: cursors.encode_key(CURSOR_KIND, (r.id,)))
+    return Page(items=[ReplicaRead(
         id=r.id, started_at=r.started_at, heartbeat_at=r.heartbeat_at, in_flight=r.in_flight,
         stopping=r.stopping, alive=(now - r.heartbeat_at).total_seconds() < stale_s)
-        for r in rows]
+        for r in page], next_cursor=following)
 
 
 @router.get("/self")

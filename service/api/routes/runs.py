@@ -11,6 +11,7 @@ from fastapi.responses import StreamingResponse
 
 from sustain.service.api import cursor
 from sustain.service.api.deps import SessionDep, StateDep
+from sustain.service.api.paging import PageDep
 from sustain.service.db import dead_letters
 from sustain.service.db import runs as run_queries
 from sustain.service.db import samples as sample_queries
@@ -39,23 +40,22 @@ RunId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
 @router.get("")
 async def list_runs(
     session: SessionDep,
+    paging: PageDep,
     probe_id: Annotated[int | None, Query(ge=1, le=MAX_DB_ID)] = None,
     status: RunStatus | None = None,
     from_: Annotated[ApiTime | None, Query(alias="from")] = None,
     to: ApiTime | None = None,
-    cursor_: Annotated[str | None, Query(alias="cursor", max_length=100)] = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
 ) -> RunList:
     """Runs, newest first; `from`/`to` bound scheduled_for. Pass `next_cursor` back as
     `cursor` for the next page; it is null on the last one."""
     start, end = from_, to
     if start is not None and end is not None and start >= end:
         raise FieldError("query.from", "must be before `to`")
-    before = cursor.decode("runs", cursor_)
+    before = cursor.decode("runs", paging.cursor)
     rows = await run_queries.list_runs(session, probe_id=probe_id, status=status, start=start,
-                                       end=end, before_id=before, limit=limit)
-    next_cursor = cursor.encode("runs", rows[-1].id) if len(rows) == limit else None
-    return RunList(items=[RunRead.model_validate(r) for r in rows], next_cursor=next_cursor)
+                                       end=end, before_id=before, limit=paging.fetch)
+    page, next_cursor = paging.cut(rows, lambda r: cursor.encode("runs", r.id))
+    return RunList(items=[RunRead.model_validate(r) for r in page], next_cursor=next_cursor)
 
 
 @router.get("/{run_id}")
@@ -125,13 +125,16 @@ async def run_server_metrics(run_id: RunId, session: SessionDep) -> ServerTeleme
 
 @router.get("/{run_id}/dead-letters")
 async def run_dead_letters(run_id: RunId, session: SessionDep,
-                           limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> DeadLetters:
+                           paging: PageDep) -> DeadLetters:
     """The run's records the database refused (a value out of range, text or JSON it cannot
     hold), oldest first, as they were, with the database's words; the run is `failed` with
-    the reason. Empty for a run the database took whole."""
+    the reason. Empty for a run the database took whole. A page at a time."""
     await run_queries.get(session, run_id)
-    rows = await dead_letters.of_run(session, run_id, limit)
-    return DeadLetters(run_id=run_id, items=[DeadLetterRead.model_validate(r) for r in rows])
+    rows = await dead_letters.of_run(session, run_id, paging.fetch,
+                                     cursor.decode("dead-letters", paging.cursor))
+    page, following = paging.cut(rows, lambda d: cursor.encode("dead-letters", d.id))
+    return DeadLetters(run_id=run_id, items=[DeadLetterRead.model_validate(r) for r in page],
+                       next_cursor=following)
 
 
 def _disposition(run_id: int) -> dict[str, str]:

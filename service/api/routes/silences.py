@@ -8,13 +8,17 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, status
 
+from sustain.service.api import cursor as cursors
 from sustain.service.api.auth import PrincipalDep
 from sustain.service.api.deps import SessionDep
+from sustain.service.api.paging import PageDep
 from sustain.service.db import silences as silence_queries
 from sustain.service.schemas.common import MAX_DB_ID
+from sustain.service.schemas.paging import Page
 from sustain.service.schemas.silences import SilenceCreate, SilenceRead
 
 router = APIRouter(prefix="/silences", tags=["silences"])
+CURSOR_KIND = "silences"
 
 SilenceId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
 State = Literal["pending", "active", "expired"]
@@ -30,10 +34,14 @@ async def create_silence(body: SilenceCreate, session: SessionDep,
 
 
 @router.get("")
-async def list_silences(session: SessionDep, state: State | None = None) -> list[SilenceRead]:
+async def list_silences(session: SessionDep, paging: PageDep,
+                        state: State | None = None) -> Page[SilenceRead]:
+    """Silences, newest first, a page at a time; with `state`, those in it now."""
     now = datetime.now(UTC)
-    found = [silence_queries.read(s, now) for s in await silence_queries.list_all(session)]
-    return [s for s in found if state is None or s.state == state]
+    rows = await silence_queries.page(session, state, now,
+                                      cursors.decode(CURSOR_KIND, paging.cursor), paging.fetch)
+    page, following = paging.cut(rows, lambda s: cursors.encode(CURSOR_KIND, s.id))
+    return Page(items=[silence_queries.read(s, now) for s in page], next_cursor=following)
 
 
 @router.get("/{silence_id}")

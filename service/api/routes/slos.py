@@ -7,15 +7,18 @@ from typing import Annotated
 from fastapi import APIRouter, Path, status
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from sustain.service.api import cursor as cursors
 from sustain.service.api.deps import SessionDep, StateDep
+from sustain.service.api.paging import PageDep
 from sustain.service.api.times import utc_or_now
-from sustain.service.db import crud, slo_counts
+from sustain.service.db import crud, quotas, slo_counts
 from sustain.service.db import slos as slo_queries
 from sustain.service.db.models import Slo
 from sustain.service.errors import FieldError
 from sustain.service.evaluation.slo_status import needed_windows
 from sustain.service.evaluation.slo_status import status as slo_status
 from sustain.service.schemas.common import MAX_DB_ID, ApiTime
+from sustain.service.schemas.paging import Page
 from sustain.service.schemas.slos import (
     SloCreate,
     SloRead,
@@ -25,6 +28,7 @@ from sustain.service.schemas.slos import (
 )
 
 router = APIRouter(prefix="/slos", tags=["slos"])
+CURSOR_KIND = "slos"
 
 SloId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
 
@@ -40,8 +44,10 @@ async def _check_probes(session: AsyncSession, names: list[str] | None) -> None:
 @router.post("", status_code=status.HTTP_201_CREATED)
 async def create_slo(body: SloCreate, session: SessionDep, state: StateDep) -> SloRead:
     """Create an SLO; runs still within its windows are counted at once (exact from raw
-    samples while retained, from sketches before). Every probe named must exist."""
+    samples while retained, from sketches before). Every probe named must exist; 409 when
+    SUSTAIN_MAX_SLOS SLOs exist."""
     await _check_probes(session, body.probes)
+    await quotas.make_room(session, "slo", state.settings.max_slos)
     slo = await crud.create(session, Slo, slo_queries.columns(body),
                             "slo")
     await slo_queries.recount(session, slo, state.settings.sample_retention_days)
@@ -50,8 +56,12 @@ async def create_slo(body: SloCreate, session: SessionDep, state: StateDep) -> S
 
 
 @router.get("")
-async def list_slos(session: SessionDep) -> list[SloRead]:
-    return [slo_queries.read(s) for s in await crud.list_all(session, Slo)]
+async def list_slos(session: SessionDep, paging: PageDep) -> Page[SloRead]:
+    """SLOs in id order (oldest first), a page at a time."""
+    rows = await crud.page(session, Slo, cursors.decode(CURSOR_KIND, paging.cursor),
+                           paging.fetch)
+    page, following = paging.cut(rows, lambda s: cursors.encode(CURSOR_KIND, s.id))
+    return Page(items=[slo_queries.read(s) for s in page], next_cursor=following)
 
 
 @router.get("/{slo_id}")

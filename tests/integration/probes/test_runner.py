@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -102,6 +103,20 @@ async def test_a_run_budget_stops_closed_loop_users_at_the_request_limit(
     assert result.stopped == "stopped at the limit of 10 requests per run"
     assert 8 <= result.summary.attempts <= 10, "the requests in flight at the limit are dropped"
     assert result.summary.attempts == len(result.samples) == result.stages[0].summary.attempts
+
+
+async def test_a_run_budget_paces_a_closed_loop_of_many_users_to_its_max_rate(
+        client: HttpClients, simulator: SimulatorHandle) -> None:
+    """200 users against the simulator would send hundreds of requests a second; the budget
+    holds them to 20/s. The bound is on the count, against the configured rate: a slow
+    machine only sends fewer."""
+    profile = ConcurrencyProfile(users=200, duration_s=1.0)
+    began = time.perf_counter()
+    async with asyncio.timeout(30):  # a hang guard: the stage lasts about a second
+        result = await execute(client, target(simulator), SHORT, profile,
+                               budget=RunBudget(seconds=60, requests=1_000_000, max_rate=20))
+    elapsed = time.perf_counter() - began
+    assert 0 < result.summary.attempts <= 1 + 20 * elapsed
 
 
 async def test_a_run_budget_stops_a_run_at_the_time_limit(

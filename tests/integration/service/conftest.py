@@ -8,8 +8,10 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 from fastapi import FastAPI
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from sustain.service.app import create_app
+from sustain.service.db.engine import create_engine
 from tests.integration.service.helpers import app_settings, serving
 
 
@@ -22,3 +24,11 @@ def app(database_url: str) -> FastAPI:
 async def api(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
     async with serving(app) as client:
         yield client
+
+
+@pytest.fixture
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    """An engine on the test's private database (storage tests that skip the app)."""
+    engine = create_engine(database_url)
+    yield engine
+    await engine.dispose()

@@ -50,11 +50,11 @@ async def test_two_replicas_fire_and_resolve_each_tier_once(
     (owed,), = await fetch(state.engine, "SELECT count(*) FROM notifications")
     assert owed == 4
 
-    listed = (await api.get("/api/v1/alerts", params={"state": "firing"})).json()
+    listed = (await api.get("/api/v1/alerts", params={"state": "firing"})).json()["items"]
     assert sorted(a["labels"]["tier"] for a in listed) == [
         "page_fast", "page_slow", "ticket_fast", "ticket_slow"]
     assert all(a["fired_at"] is not None for a in listed)
-    history = (await api.get("/api/v1/alerts/history")).json()
+    history = (await api.get("/api/v1/alerts/history")).json()["items"]
     assert [h["transition"] for h in history] == ["firing"] * 4
     metrics = samples_of((await api.get("/metrics")).text)
     assert ({"alertname": "SustainSloBurnRate", "severity": "page", "state": "firing"}, 2.0) \
@@ -91,7 +91,7 @@ async def test_a_tier_with_a_hold_is_pending_until_it_has_held(
     await burning_hour(state, probe_id, now, seed=4, last_minutes_ago=3)
     evaluator = AlertEvaluator(state.sessions, "r1", interval_s=60, repeat_s=None)
     assert await evaluator.evaluate_once(now) == []
-    assert [a["state"] for a in (await api.get("/api/v1/alerts")).json()] == ["pending"]
+    assert [a["state"] for a in (await api.get("/api/v1/alerts")).json()["items"]] == ["pending"]
     assert await evaluator.evaluate_once(now + timedelta(seconds=30)) == []
     fired = await evaluator.evaluate_once(now + timedelta(seconds=60))
     assert [t for _, t in fired] == ["firing"]

@@ -53,12 +53,12 @@ async def test_endpoint_bodies_never_cause_a_500(api: httpx.AsyncClient, body: A
 
 async def fuzz_target(api: httpx.AsyncClient) -> tuple[int, int]:
     """An endpoint and a probe to aim PATCHes and endpoint_ids at (created once per test)."""
-    endpoints = (await api.get("/api/v1/endpoints")).json()
+    endpoints = (await api.get("/api/v1/endpoints")).json()["items"]
     target = next((e for e in endpoints if e["name"] == "fz"), None)
     if target is None:
         target = (await api.post("/api/v1/endpoints", json={
             "name": "fz", "base_url": "http://127.0.0.1:9/v1", "model": "m"})).json()
-    probes = (await api.get("/api/v1/probes")).json()
+    probes = (await api.get("/api/v1/probes")).json()["items"]
     probe = next((p for p in probes if p["name"] == "fz"), None)
     if probe is None:
         probe = (await api.post("/api/v1/probes", json={

@@ -42,7 +42,7 @@ async def test_bad_probe_field_answers_422_naming_it(
     assert r.status_code == 422, r.text
     assert r.headers["content-type"] == "application/problem+json"
     assert field in [e["field"] for e in r.json()["errors"]]
-    assert (await api.get("/api/v1/probes")).json() == []
+    assert (await api.get("/api/v1/probes")).json()["items"] == []
 
 
 async def test_probe_crud_keeps_the_scheduler_in_step(

@@ -130,7 +130,8 @@ async def test_a_key_is_shown_once_stored_hashed_and_revocable(
     assert key not in " ".join(str(v) for v in stored.values())
 
     assert (await api.get("/api/v1/probes", headers=bearer(key))).status_code == 200
-    (found,) = [k for k in (await api.get("/api/v1/keys")).json() if k["id"] == created["id"]]
+    (found,) = [k for k in (await api.get("/api/v1/keys")).json()["items"]
+                if k["id"] == created["id"]]
     assert found["last_used_at"] is not None
 
     same_name = await api.post("/api/v1/keys", json={"name": "grafana", "role": "editor"})
@@ -138,7 +139,8 @@ async def test_a_key_is_shown_once_stored_hashed_and_revocable(
 
     assert (await api.delete(f"/api/v1/keys/{created['id']}")).status_code == 204
     assert (await api.get("/api/v1/probes", headers=bearer(key))).status_code == 401
-    (found,) = [k for k in (await api.get("/api/v1/keys")).json() if k["id"] == created["id"]]
+    (found,) = [k for k in (await api.get("/api/v1/keys")).json()["items"]
+                if k["id"] == created["id"]]
     assert found["revoked_at"] is not None
     again = await api.post("/api/v1/keys", json={"name": "grafana", "role": "viewer"})
     assert again.status_code == 201

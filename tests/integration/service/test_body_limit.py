@@ -36,7 +36,7 @@ async def test_a_body_over_the_cap_is_413_and_nothing_is_stored(api: httpx.Async
     assert r.status_code == 413, r.text
     assert r.headers["content-type"] == "application/problem+json"
     assert r.json()["title"] == "Content too large"
-    assert (await api.get("/api/v1/probes")).json() == []
+    assert (await api.get("/api/v1/probes")).json()["items"] == []
 
 
 async def test_a_chunked_body_over_the_cap_is_413(api: httpx.AsyncClient) -> None:
@@ -51,7 +51,7 @@ async def test_a_chunked_body_over_the_cap_is_413(api: httpx.AsyncClient) -> Non
                        headers={"Content-Type": "application/json"})
     assert r.status_code == 413, r.text
     assert r.json()["status"] == 413
-    assert (await api.get("/api/v1/probes")).json() == []
+    assert (await api.get("/api/v1/probes")).json()["items"] == []
 
 
 async def test_a_body_within_the_cap_is_handled_as_usual(api: httpx.AsyncClient) -> None:

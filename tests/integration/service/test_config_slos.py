@@ -43,7 +43,7 @@ async def apply(app: FastAPI, text: str) -> SyncResult:
 async def test_slos_follow_the_file(api: httpx.AsyncClient, app: FastAPI) -> None:
     result = await apply(app, WITH_SLOS)
     assert set(result.created) >= {"slo avail", "slo fast"}
-    slos = {s["name"]: s for s in (await api.get("/api/v1/slos")).json()}
+    slos = {s["name"]: s for s in (await api.get("/api/v1/slos")).json()["items"]}
     assert slos["fast"]["sli"] == {"kind": "latency", "metric": "e2e", "threshold_ms": 500.0}
     assert slos["fast"]["window_s"] == 7 * 86400
     assert slos["avail"]["managed_by"] == "/etc/sustain.yaml"
@@ -59,7 +59,7 @@ async def test_slos_follow_the_file(api: httpx.AsyncClient, app: FastAPI) -> Non
 
     result = await apply(app, BASE)
     assert sorted(result.deleted) == ["slo avail", "slo fast"]
-    assert (await api.get("/api/v1/slos")).json() == []
+    assert (await api.get("/api/v1/slos")).json()["items"] == []
 
 
 async def test_an_slo_created_over_rest_blocks_a_file_slo_of_the_same_name(
@@ -70,7 +70,7 @@ async def test_an_slo_created_over_rest_blocks_a_file_slo_of_the_same_name(
     assert r.status_code == 201, r.text
     with pytest.raises(ConfigError, match=r"slos\[0\]\.name: .*created over REST"):
         await apply(app, WITH_SLOS)
-    assert [s["name"] for s in (await api.get("/api/v1/slos")).json()] == ["avail"]
+    assert [s["name"] for s in (await api.get("/api/v1/slos")).json()["items"]] == ["avail"]
 
 
 WITH_NOTIFIERS = BASE + """\
@@ -89,7 +89,7 @@ notifiers:
 async def test_notifiers_follow_the_file(api: httpx.AsyncClient, app: FastAPI) -> None:
     result = await apply(app, WITH_NOTIFIERS)
     assert {"notifier hook", "notifier slack"} <= set(result.created)
-    listed = {n["name"]: n for n in (await api.get("/api/v1/notifiers")).json()}
+    listed = {n["name"]: n for n in (await api.get("/api/v1/notifiers")).json()["items"]}
     assert listed["hook"]["match"] == {"severity": "page"}
     assert listed["slack"]["url"] is None
     assert listed["slack"]["url_secret_ref"] == "env:SLACK_URL"

@@ -50,7 +50,7 @@ async def test_a_profile_beyond_the_limits_is_422_naming_each_field(
                                                "interval_seconds": 3600, "profile": profile})
     assert fields_of(r) == fields
     assert "SUSTAIN_MAX_" in r.json()["detail"]
-    assert (await api.get("/api/v1/probes")).json() == []
+    assert (await api.get("/api/v1/probes")).json()["items"] == []
 
 
 async def test_a_profile_at_the_limits_is_accepted(api: httpx.AsyncClient) -> None:

@@ -103,7 +103,7 @@ async def test_webhook_is_signed_and_carries_the_alert(
     assert (await api.get(f"/api/v1/alerts/{fingerprint}")).json()["state"] == "firing"
     assert got.headers["x-sustain-delivery"] == str(body["delivery_id"])
 
-    log = (await api.get("/api/v1/deliveries")).json()
+    log = (await api.get("/api/v1/deliveries")).json()["items"]
     assert [(d["state"], d["attempts"], d["last_status"]) for d in log] == [
         ("delivered", 1, 200)]
     assert "s3cret" not in str(log)
@@ -137,7 +137,7 @@ async def _backs_off_and_gives_up(api: httpx.AsyncClient, app: FastAPI, worker: 
         assert len(receiver.answered()) == 1
         assert len(broken.answered()) == 3, "one attempt: the quick tries of tenacity"
         (pending,) = (await api.get("/api/v1/deliveries",
-                                    params={"notifier_id": bad["id"]})).json()
+                                    params={"notifier_id": bad["id"]})).json()["items"]
         assert (pending["state"], pending["attempts"], pending["last_status"]) == (
             "pending", 1, 503)
         assert pending["last_error"] == "HTTP 503"
@@ -148,7 +148,7 @@ async def _backs_off_and_gives_up(api: httpx.AsyncClient, app: FastAPI, worker: 
                 await asyncio.sleep(0.1)
                 await worker.drain()
                 log = (await api.get("/api/v1/deliveries",
-                                     params={"notifier_id": bad["id"]})).json()
+                                     params={"notifier_id": bad["id"]})).json()["items"]
                 if log[0]["state"] != "pending":
                     break
         assert (log[0]["state"], log[0]["attempts"]) == ("failed", 3)

@@ -81,7 +81,7 @@ async def test_an_endpoint_at_a_metadata_address_is_refused_naming_base_url(
     message = refused(await api.post("/api/v1/endpoints", json={
         "name": "meta", "base_url": url, "model": "m"}), "base_url")
     assert "always denied" in message
-    assert (await api.get("/api/v1/endpoints")).json() == []
+    assert (await api.get("/api/v1/endpoints")).json()["items"] == []
 
 
 @pytest.mark.parametrize("url", ["http://169.254.169.254", "http://[::ffff:a9fe:a9fe]",
@@ -174,7 +174,7 @@ async def test_a_notifier_whose_host_resolves_to_a_denied_address_fails_at_once(
                                     FAST, reach=state.reach)
             await move(app, True, datetime.now(UTC))
             await worker.drain()
-            (delivery,) = (await api.get("/api/v1/deliveries")).json()
+            (delivery,) = (await api.get("/api/v1/deliveries")).json()["items"]
         assert delivery["state"] == "failed"
         assert delivery["attempts"] == 1
         assert delivery["last_error"].startswith("egress denied")
@@ -194,7 +194,7 @@ async def test_a_secret_notifier_url_the_policy_refuses_fails_without_naming_it(
                                 reach=state.reach)
         await move(app, True, datetime.now(UTC))
         await worker.drain()
-        (delivery,) = (await api.get("/api/v1/deliveries")).json()
+        (delivery,) = (await api.get("/api/v1/deliveries")).json()["items"]
     assert delivery["state"] == "failed"
     assert delivery["last_error"] == "egress denied: the URL of env:TEST_SLACK_URL is not " \
         "allowed (SUSTAIN_ALLOWED_TARGETS / SUSTAIN_DENIED_TARGETS)"
@@ -285,7 +285,7 @@ async def test_without_a_dataset_dir_no_dataset_may_be_named(
         refused(await api.post("/api/v1/probes", json={
             "name": "p", "endpoint_id": endpoint["id"], "interval_seconds": 60,
             "workload": {"dataset": dataset}}), "workload.dataset")
-    assert (await api.get("/api/v1/probes")).json() == []
+    assert (await api.get("/api/v1/probes")).json()["items"] == []
 
 
 async def test_datasets_are_read_from_the_dataset_dir_only_and_up_to_the_cap(

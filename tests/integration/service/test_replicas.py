@@ -5,17 +5,15 @@ once, and probe changes announced over LISTEN/NOTIFY."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
-import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from sustain.service.db import probes as probe_queries
 from sustain.service.db import runs as run_queries
-from sustain.service.db.engine import create_engine, session_factory
+from sustain.service.db.engine import session_factory
 from sustain.service.scheduling.listener import ProbeListener
 from sustain.service.scheduling.liveness import Liveness
 from sustain.service.scheduling.scheduler import ProbeScheduler
@@ -23,13 +21,6 @@ from tests.integration.service.helpers import app_settings
 from tests.integration.service.storage import create_probe_rows, fetch
 
 TICK = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = create_engine(database_url)
-    yield engine
-    await engine.dispose()
 
 
 async def claim(engine: AsyncEngine, probe_id: int, tick: datetime, replica: str

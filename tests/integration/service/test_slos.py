@@ -168,7 +168,7 @@ async def test_an_slo_naming_unknown_probes_is_422_naming_each_and_never_stored(
     assert r.status_code == 422, r.text
     assert r.json()["errors"] == [{"field": "probes.0", "message": "no probe named 'nope'"},
                                   {"field": "probes.2", "message": "no probe named 'gone'"}]
-    assert (await api.get("/api/v1/slos")).json() == []
+    assert (await api.get("/api/v1/slos")).json()["items"] == []
 
     created = await slo(api, sli={"kind": "availability"})
     r = await api.patch(f"/api/v1/slos/{created['id']}", json={"probes": ["p1", "nope"]})

@@ -46,7 +46,7 @@ async def test_a_boolean_where_a_number_belongs_is_422_naming_the_field(
     r = await api.post("/api/v1/probes", json={"name": "p", "endpoint_id": endpoint["id"],
                                                "interval_seconds": 60, **body})
     assert field in fields_of(r)
-    assert (await api.get("/api/v1/probes")).json() == []
+    assert (await api.get("/api/v1/probes")).json()["items"] == []
 
 
 async def test_a_json_integer_still_fills_a_float_field(api: httpx.AsyncClient) -> None:
@@ -70,7 +70,7 @@ async def test_a_json_integer_still_fills_a_float_field(api: httpx.AsyncClient) 
 async def test_booleans_are_not_numbers_in_any_body(
         api: httpx.AsyncClient, path: str, body: dict[str, Any], field: str) -> None:
     assert field in fields_of(await api.post(path, json=body))
-    assert (await api.get(path)).json() == []
+    assert (await api.get(path)).json()["items"] == []
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf"), 1e308, 2**64,
@@ -82,7 +82,7 @@ async def test_numbers_json_cannot_carry_in_extra_body_are_422_naming_it(
         "name": "p", "endpoint_id": endpoint["id"], "interval_seconds": 60,
         "workload": {"extra_body": {"min_tokens": value}}})
     assert fields_of(r) == ["workload.extra_body"]
-    assert (await api.get("/api/v1/probes")).json() == []
+    assert (await api.get("/api/v1/probes")).json()["items"] == []
 
 
 async def test_nan_in_a_typed_float_is_422_naming_it(api: httpx.AsyncClient) -> None:
@@ -107,7 +107,7 @@ async def test_nul_in_any_probe_string_is_422_naming_the_field(
     r = await api.post("/api/v1/probes", json={
         "name": "p", "endpoint_id": endpoint["id"], "interval_seconds": 60, **change})
     assert field in fields_of(r)
-    assert (await api.get("/api/v1/probes")).json() == []
+    assert (await api.get("/api/v1/probes")).json()["items"] == []
 
 
 @pytest.mark.parametrize(("path", "body", "field"), [
@@ -126,7 +126,7 @@ async def test_nul_in_any_probe_string_is_422_naming_the_field(
 async def test_nul_in_any_string_of_any_body_is_422_naming_the_field(
         api: httpx.AsyncClient, path: str, body: dict[str, Any], field: str) -> None:
     assert field in fields_of(await api.post(path, json=body))
-    assert (await api.get(path)).json() == []
+    assert (await api.get(path)).json()["items"] == []
 
 
 async def test_nul_in_a_patch_is_refused_and_the_probe_is_unchanged(

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime, timedelta
 
-import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from sustain.service.db import partitions
-from sustain.service.db.engine import create_engine
 from sustain.service.db.retention import delete_old_runs
 from sustain.service.domain.rows import sample_tuple
 from sustain.service.ingest.buffer import SampleBuffer
@@ -30,13 +27,6 @@ from tests.integration.service.storage import (
 )
 
 NOW = datetime.now(UTC).replace(microsecond=0)
-
-
-@pytest.fixture
-async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = create_engine(database_url)
-    yield engine
-    await engine.dispose()
 
 
 async def partition_days(engine: AsyncEngine) -> set[date]:

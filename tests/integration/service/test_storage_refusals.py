@@ -8,17 +8,15 @@ import asyncio
 import dataclasses
 import json
 import random
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
-import pytest
 from prometheus_client import generate_latest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from sustain.probes.measure.sample import Sample
 from sustain.service.db import dead_letters, partitions
-from sustain.service.db.engine import async_url, create_engine
+from sustain.service.db.engine import async_url
 from sustain.service.domain.finals import RunFinal
 from sustain.service.domain.refusals import Refused
 from sustain.service.domain.rows import sample_tuple
@@ -38,13 +36,6 @@ from tests.integration.service.storage import (
 NOW = datetime.now(UTC).replace(microsecond=0)
 INT32_PAST = 2**40
 """A token count no integer column holds: what a server's broken usage report may say."""
-
-
-@pytest.fixture
-async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = create_engine(database_url)
-    yield engine
-    await engine.dispose()
 
 
 def with_bad_usage(sample: Sample) -> Sample:

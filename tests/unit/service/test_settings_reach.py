@@ -15,7 +15,8 @@ from sustain.service.cli import load_settings
 from sustain.service.config import Settings
 
 DB_URL = "postgresql://sustain:pg-pass-42@db:5432/sustain"
-ADMIN = "sk_sustain_" + "a" * 40
+ADMIN = "sk_sustain_GkpUulWzwJXiwbGA4XlqVJhAstehuU53ztfrvFLoLuk"
+"""A fixed key printed once by `sustain keys generate` (a predictable one is refused)."""
 
 
 @pytest.mark.parametrize(("name", "value"), [

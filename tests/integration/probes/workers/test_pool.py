@@ -135,6 +135,19 @@ async def test_the_request_budget_holds_across_workers(pool: WorkerPool,
     assert result.summary.attempts <= 30
 
 
+async def test_the_closed_loop_pace_holds_across_workers(pool: WorkerPool,
+                                                          simulator: SimulatorHandle) -> None:
+    """Two workers share the run's max_rate (each paces at half of it): 200 users send at
+    most 20 requests/s in all. An upper bound on the count: slowness only lowers it."""
+    began = time.perf_counter()
+    result = await pool.measure(
+        target(simulator), SHORT,
+        parse_profile({"kind": "concurrency", "users": 200, "duration_s": 1, "workers": 2}),
+        budget=RunBudget(seconds=60, requests=1_000_000, max_rate=20))
+    # Each worker may send one request at the start of its pace (+2).
+    assert 0 < result.summary.attempts <= 2 + 20 * (time.perf_counter() - began)
+
+
 async def test_a_secret_is_resolved_in_the_worker_and_refused_there(
         pool: WorkerPool, simulator: SimulatorHandle, monkeypatch: pytest.MonkeyPatch) -> None:
     """The reference crosses the pipe, never the value: the worker reads its own environment

@@ -1,10 +1,11 @@
-"""The run's request budget goes to the shards that send in a stage."""
+"""The run's request budget, and its closed-loop pace, go to the shards that send in a
+stage."""
 
 from __future__ import annotations
 
 from sustain.probes.load.plan import ClosedStage, SingleStage
 from sustain.probes.runner import RunBudget
-from sustain.probes.workers.conductor import request_shares
+from sustain.probes.workers.conductor import rate_share, request_shares
 from sustain.probes.workers.shards import shard_stage
 
 
@@ -20,3 +21,10 @@ def test_the_rest_of_the_budget_is_divided_among_the_senders() -> None:
 
 def test_without_a_budget_nobody_is_limited() -> None:
     assert request_shares(None, 0, shard_stage(SingleStage(), 2)) == [None, None]
+
+
+def test_the_closed_loop_pace_is_shared_among_the_shards_that_send() -> None:
+    shards = shard_stage(ClosedStage("c", 2, 10.0, 0.0), 4)  # two shards get a user
+    assert rate_share(RunBudget(seconds=60, requests=100, max_rate=30), shards) == 15.0
+    assert rate_share(RunBudget(seconds=60, requests=100), shards) is None
+    assert rate_share(None, shards) is None

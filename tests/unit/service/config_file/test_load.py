@@ -10,8 +10,11 @@ import pytest
 from sustain.service.config import Settings
 from sustain.service.config_file.load import parse, read
 from sustain.service.config_file.yaml_lines import ConfigError
+from sustain.service.domain.expansion import ExpansionPolicy
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "sustain.yaml"
+EXPANDABLE = ExpansionPolicy(("SIM_URL", "MODEL"))
+"""What GOOD expands (SUSTAIN_CONFIG_ENV=SIM_URL,MODEL)."""
 
 GOOD = """\
 version: 1
@@ -38,18 +41,20 @@ probes:
 
 def problems(text: str, environ: dict[str, str] | None = None) -> list[str]:
     with pytest.raises(ConfigError) as caught:
-        parse(text, "sustain.yaml", environ or {})
+        parse(text, "sustain.yaml", environ or {}, expandable=EXPANDABLE)
     return caught.value.lines()
 
 
 def test_the_example_config_is_valid() -> None:
-    config, _ = read(EXAMPLE, environ={})
+    config, _ = read(EXAMPLE, environ={}, expandable=ExpansionPolicy(
+        ("VLLM_URL", "VLLM_MODEL", "GATEWAY_URL")))
     assert len(config.probes) >= 3
     assert {p.schedule.cron is not None for p in config.probes} == {True, False}
 
 
 def test_env_references_are_expanded_and_schedules_parsed() -> None:
-    config, located = parse(GOOD, "sustain.yaml", {"SIM_URL": "http://127.0.0.1:9/v1"})
+    config, located = parse(GOOD, "sustain.yaml", {"SIM_URL": "http://127.0.0.1:9/v1"},
+                            expandable=EXPANDABLE)
     endpoint = config.endpoints[0]
     assert str(endpoint.base_url) == "http://127.0.0.1:9/v1"
     assert endpoint.model == "sim-model"

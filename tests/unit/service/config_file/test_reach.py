@@ -13,10 +13,12 @@ from sustain.probes.client.secret_policy import SecretPolicy
 from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.service.config_file.load import parse, read
 from sustain.service.config_file.yaml_lines import ConfigError
+from sustain.service.domain.expansion import ExpansionPolicy
 from sustain.service.domain.reach import Reach
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "sustain.yaml"
 EXAMPLE_SECRETS = "VLLM_API_KEY,WEBHOOK_SECRET,SLACK_WEBHOOK_URL"
+EXAMPLE_EXPANDABLE = ExpansionPolicy(("VLLM_URL", "VLLM_MODEL", "GATEWAY_URL"))
 
 TEXT = """\
 version: 1
@@ -88,9 +90,9 @@ def test_the_operators_lists_apply_to_the_file_too() -> None:
 
 def test_the_example_names_secrets_the_operator_must_allow() -> None:
     allowed = Reach(secrets=SecretPolicy(env_globs=tuple(EXAMPLE_SECRETS.split(","))))
-    config, _ = read(EXAMPLE, {}, reach=allowed)
+    config, _ = read(EXAMPLE, {}, reach=allowed, expandable=EXAMPLE_EXPANDABLE)
     assert config.notifiers
     with pytest.raises(ConfigError) as caught:
-        read(EXAMPLE, {}, reach=Reach())
+        read(EXAMPLE, {}, reach=Reach(), expandable=EXAMPLE_EXPANDABLE)
     refused = [line for line in caught.value.lines() if "not in SUSTAIN_SECRET_ENV" in line]
     assert len(refused) == 3

@@ -14,6 +14,7 @@ from sustain.service.domain.limits import (
     BUDGET_GRACE_S,
     BeyondLimitsError,
     LoadLimits,
+    ObjectLimits,
     check_limits,
     limit_violations,
     planned_load,
@@ -31,9 +32,13 @@ def violations(**profile: Any) -> list[tuple[str, str]]:
 def test_the_settings_defaults_are_the_documented_limits() -> None:
     limits = Settings().load_limits()
     assert limits == LoadLimits(max_rate=1000, max_concurrency=2000, max_run_seconds=3600,
-                                max_run_requests=1_000_000, max_workers=available_cpus())
-    assert (limits.budget().seconds, limits.budget().requests) == (3600 + BUDGET_GRACE_S,
-                                                                   1_000_000)
+                                max_run_requests=1_000_000, max_workers=available_cpus(),
+                                max_total_rate=10_000,
+                                objects=ObjectLimits(endpoints=1000, probes=10_000,
+                                                     slos=1000, notifiers=100))
+    budget = limits.budget()
+    assert (budget.seconds, budget.requests, budget.max_rate) == (3600 + BUDGET_GRACE_S,
+                                                                  1_000_000, 1000)
 
 
 def test_a_constant_rate_plans_its_warmup_and_its_measured_requests() -> None:

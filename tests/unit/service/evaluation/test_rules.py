@@ -3,6 +3,7 @@ service's own burn-rate logic (tests/prometheus/slo_rules_test.yaml), zero traff
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -54,7 +55,9 @@ def test_generated_rules_pass_promtool_and_its_unit_tests(tmp_path: Path) -> Non
 def test_rules_of_the_example_config_pass_promtool(tmp_path: Path) -> None:
     tool = promtool()
     out = subprocess.run([*sustain_command(), "rules", "--config", str(EXAMPLE)],
-                         capture_output=True, text=True, timeout=60, check=False)
+                         capture_output=True, text=True, timeout=60, check=False,
+                         env={**os.environ,
+                              "SUSTAIN_CONFIG_ENV": "VLLM_URL,VLLM_MODEL,GATEWAY_URL"})
     assert out.returncode == 0, out.stderr
     assert yaml.safe_load(out.stdout)["groups"]
     (tmp_path / "rules.yaml").write_text(out.stdout)

@@ -1,4 +1,5 @@
-"""The status page's pieces: sparklines, budget bars, probe states and alert lines."""
+"""The status page's pieces: sparklines, budget bars, state counts, paging and alert
+lines (each probe's state is worked out in SQL: tests/integration/service/test_status_page.py)."""
 
 from __future__ import annotations
 
@@ -11,16 +12,20 @@ from sustain.service.db.status import LatestRun, ProbeRow
 from sustain.service.history.aggregate import Aggregate, Counts
 from sustain.service.web.charts import budget_width, sparkline
 from sustain.service.web.view import (
+    PROBES_PER_PAGE,
     alert_line,
     chart_windows,
     day_figures,
-    down_states,
-    probe_state,
+    page_href,
+    paging,
+    probe_card,
     run_notes,
     slo_bar,
+    state_counts,
+    worst_slos,
 )
 
-PROBE = ProbeRow(1, "chat", "vllm", "m", True, 60, None, {})
+PROBE = ProbeRow(1, "chat", "vllm", "m", True, 60, None, {}, "ok")
 RUN = LatestRun(7, "succeeded", datetime(2026, 12, 3, tzinfo=UTC), None)
 
 
@@ -44,17 +49,45 @@ def test_budget_bar_fill_and_state() -> None:
     assert slo_bar("a", 0.99, None, None).state == "no data"
 
 
-def test_probe_state_prefers_firing_down_alerts_over_the_last_run() -> None:
-    down = down_states([("SustainEndpointDown", "firing", {"probe": "chat"}),
-                        ("SustainNoData", "pending", {"probe": "embed"})])
-    assert down == {"chat": "down"}
-    assert probe_state(PROBE, RUN, down) == "down"
-    assert probe_state(PROBE, RUN, {}) == "ok"
-    assert probe_state(PROBE, None, {}) == "waiting"
-    failed = LatestRun(8, "failed", RUN.scheduled_for, None)
-    assert probe_state(PROBE, failed, {}) == "failing"
-    off = ProbeRow(2, "off", "vllm", "m", False, 60, None, {})
-    assert probe_state(off, RUN, down) == "disabled"
+def test_a_card_shows_the_state_worked_out_for_its_probe() -> None:
+    day = day_figures([])
+    assert probe_card(PROBE, RUN, day).state == "ok"
+    cron = ProbeRow(2, "off", "vllm", "m", False, 60, "*/5 * * * *", {}, "disabled")
+    card = probe_card(cron, None, day)
+    assert (card.state, card.schedule, card.notes) == ("disabled", "cron */5 * * * *", [])
+
+
+def test_state_counts_list_the_worst_states_first_each_with_its_filter_link() -> None:
+    counts = state_counts({"ok": 9_000, "failing": 12, "disabled": 3, "down": 1, "waiting": 0})
+    assert [(c.state, c.count) for c in counts] == [("down", 1), ("failing", 12), ("ok", 9_000),
+                                                    ("disabled", 3)]
+    assert counts[3].href == "/?state=disabled#probes"
+    assert page_href(1, "no data") == "/?state=no+data#probes"
+    assert page_href(1, None) == "/#probes"
+
+
+def test_paging_links_every_page_of_probes_and_only_those() -> None:
+    first = paging(1, 10_000, None)
+    assert (first.pages, first.first, first.last) == (10_000 // PROBES_PER_PAGE, 1, 100)
+    assert first.previous_href is None
+    assert first.next_href == "/?page=2#probes"
+    assert first.last_href == "/?page=100#probes"
+    last = paging(100, 10_000, None)
+    assert (last.first, last.last, last.next_href) == (9_901, 10_000, None)
+    assert last.previous_href == "/?page=99#probes"
+    partial = paging(2, 150, "failing")
+    assert (partial.first, partial.last, partial.pages) == (101, 150, 2)
+    assert partial.previous_href == "/?state=failing#probes"
+    beyond = paging(7, 150, None, shown=0)
+    assert (beyond.first, beyond.last, beyond.next_href) == (0, 0, None)
+    assert beyond.previous_href == "/?page=2#probes", "back to the last page that has probes"
+    assert paging(1, 0, None).pages == 1
+
+
+def test_the_slos_shown_are_those_with_the_least_budget_left() -> None:
+    bars = [slo_bar(f"s{i}", 0.99, None, b) for i, b in enumerate([0.9, None, -0.5, 0.2])]
+    assert [b.name for b in worst_slos(bars, 3)] == ["s2", "s3", "s0"]
+    assert [b.name for b in worst_slos(bars)] == ["s2", "s3", "s0", "s1"]
 
 
 def test_alert_line_names_its_subject() -> None:

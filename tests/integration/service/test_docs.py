@@ -1,0 +1,39 @@
+"""/docs is Swagger UI served entirely by this app: every script, stylesheet and image it
+names is a path here, each answers with its content type, and the page's policy names no
+other origin (tests/browser/test_docs.py renders it in Chromium under that policy)."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+
+ASSET_TYPES = {".js": "text/javascript", ".css": "text/css", ".png": "image/png"}
+
+
+async def test_docs_load_their_assets_from_this_app_only(api: httpx.AsyncClient) -> None:
+    page = await api.get("/docs")
+    assert page.status_code == 200
+    assert page.headers["content-type"].startswith("text/html")
+    urls = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+    assert len(urls) == 3, urls
+    assert all(url.startswith("/docs/assets/") for url in urls), urls
+    assert "http" not in page.text.replace("/openapi.json", "")
+    for url in urls:
+        asset = await api.get(url)
+        assert asset.status_code == 200, url
+        assert asset.headers["content-type"].startswith(ASSET_TYPES[url[url.rindex("."):]])
+        assert len(asset.content) > 1000
+    csp = page.headers["content-security-policy"]
+    assert "http" not in csp, "no other origin"
+    assert "*" not in csp, "no other origin"
+    assert "default-src 'none'" in csp
+    assert "'unsafe-eval'" not in csp
+    scripts = re.search(r"script-src ([^;]+);", csp)
+    assert scripts is not None
+    assert "'unsafe-inline'" not in scripts.group(1), "only the page's own inline script"
+    assert (await api.get("/openapi.json")).status_code == 200
+
+
+async def test_redoc_is_not_served(api: httpx.AsyncClient) -> None:
+    assert (await api.get("/redoc")).status_code == 404
