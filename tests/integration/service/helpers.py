@@ -72,8 +72,12 @@ SUSTAIN_SECRET_ENV): tests name their secrets TEST_..., never SUSTAIN_..."""
 
 def app_settings(database_url: str, **fields: Any) -> Settings:
     """Settings of an in-process test app: its database, the test admin key, secrets read
-    from TEST_* variables, two measurement workers whatever the machine's CPUs, and the test
-    services' small database pool."""
+    from TEST_* variables, two measurement workers whatever the machine's CPUs, the test
+    services' small database pool, and raw samples kept ten years: tests seed runs on fixed
+    dates, and the app's maintenance would otherwise drop their day partitions once those
+    dates are more than the default 14 days old (retention is tested on its own, with its
+    own clock)."""
     return Settings(**{"admin_key": SecretStr(TEST_ADMIN_KEY), "database_url": database_url,
                        "secret_env": TEST_SECRET_ENV, "measure_workers": 2,
-                       "database_pool_size": int(TEST_POOL_SIZE), **fields})
+                       "database_pool_size": int(TEST_POOL_SIZE),
+                       "sample_retention_days": 3650, **fields})
