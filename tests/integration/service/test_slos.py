@@ -12,8 +12,8 @@ import pytest
 from fastapi import FastAPI
 
 from sustain.probes.measure.sample import Sample
-from sustain.service.app import runtime_of
-from tests.integration.service.helpers import samples_of
+from sustain.service.app import create_app, runtime_of
+from tests.integration.service.helpers import app_settings, samples_of, serving
 from tests.integration.service.storage import create_probe_rows, fetch, seed_run, synthetic_samples
 
 LATENCY = {"kind": "latency", "metric": "ttft", "threshold_ms": 60.0}
@@ -109,8 +109,21 @@ async def test_an_slo_created_later_is_backfilled_and_recounted_when_changed(
     assert (good, total) == (sum(g for g, _ in exact), sum(t for _, t in exact))
 
 
+@pytest.fixture
+def retaining_14_days(database_url: str) -> FastAPI:
+    """The app with the default 14-day sample retention (test apps otherwise keep raw samples
+    ten years)."""
+    return create_app(app_settings(database_url, auto_migrate=False, sample_retention_days=14))
+
+
 async def test_runs_past_sample_retention_are_counted_from_sketches(
-        api: httpx.AsyncClient, app: FastAPI) -> None:
+        retaining_14_days: FastAPI) -> None:
+    app = retaining_14_days
+    async with serving(app) as api:
+        await _counted_from_sketches(api, app)
+
+
+async def _counted_from_sketches(api: httpx.AsyncClient, app: FastAPI) -> None:
     state = runtime_of(app)
     probe_id = await create_probe_rows(state.engine)
     old = datetime.now(UTC) - timedelta(days=20)
