@@ -11,7 +11,7 @@ ENV PIP_NO_CACHE_DIR=1 \
 WORKDIR /src
 RUN python -m venv /opt/sustain
 COPY pyproject.toml README.md ./
-COPY sustain ./sustain
+COPY src ./src
 COPY probes ./probes
 COPY service ./service
 COPY simulator ./simulator

@@ -3,10 +3,10 @@
 `sustain serve` with and without four API readers (status page, summary, drift, series,
 samples CSV, /metrics in a loop), measured in worker processes (the default) and, side by
 side in the same run, in the service process itself (SUSTAIN_MEASURE_WORKERS=0: how every
-run measured before issue 15). Target: lag p99 <= 5 ms and reported TTFT p99 within 3 ms of
-the simulator's (over the same requests: the warmup's left out of both), readers or not. These
-are the figures tests/e2e/test_busy_service.py does not bound (a slow or noisy machine moves
-them); each row prints them next to their targets.
+run measured before measurement moved into worker processes). Target: lag p99 <= 5 ms and
+reported TTFT p99 within 3 ms of the simulator's (over the same requests: the warmup's left
+out of both), readers or not. These are the figures tests/e2e/test_busy_service.py does not
+bound (a slow or noisy machine moves them); each row prints them next to their targets.
 
     python benchmarks/busy_service.py [--seconds 20] [--readers 4]
 """

@@ -79,7 +79,7 @@ def main() -> None:
                     "name": "sim", "base_url": f"http://127.0.0.1:{sim_port}/v1",
                     "model": "sim-model"}).json()
                 probe_id = int(api.post("/api/v1/probes", json={
-                    "name": "long", "endpoint_id": endpoint["id"], "interval_seconds": 3600,
+                    "name": "long", "endpoint_id": endpoint["id"], "interval_s": 3600,
                     "enabled": False, "profile": LONG,
                     "workload": {"max_tokens": 4}}).json()["id"])
                 for _ in range(args.repeats):

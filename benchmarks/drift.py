@@ -8,7 +8,7 @@ slower, one flat. The baseline implementation is `service/evaluation/drift.py` a
 --baseline-rev, read with `git show` and loaded as a module of its own; both must give the
 same verdict on both series.
 
-Target (issue 13): <= 200 ms per `detect`.
+Target: <= 200 ms per `detect`.
 
 A whole report also reduces every run's stored sketches to its statistic before `detect` sees
 it. The second table times that step (`run_window` over 11,520 one-stage runs of 100 samples

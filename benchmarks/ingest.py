@@ -14,7 +14,7 @@ Two phases, in one process with the service's own SampleBuffer and SampleWriter 
 Meanwhile a separate `sustain serve` process runs --probes probes against the simulator on the
 same database, so the writer competes with live probes for CPU and Postgres.
 
-Target (issue 5): >= 20,000 samples/s, memory bounded.
+Target: >= 20,000 samples/s, memory bounded.
 """
 
 from __future__ import annotations
@@ -54,12 +54,12 @@ def create_live_probes(api: httpx.Client, simulator_url: str, probes: int, rate:
         "name": "sim", "base_url": simulator_url, "model": "sim-model"}).json()
     for i in range(probes):
         r = api.post("/api/v1/probes", json={
-            "name": f"live-{i}", "endpoint_id": endpoint["id"], "interval_seconds": 5,
+            "name": f"live-{i}", "endpoint_id": endpoint["id"], "interval_s": 5,
             "profile": {"kind": "constant", "rate": rate, "duration_s": 4},
             "workload": {"max_tokens": 16}})
         r.raise_for_status()
     bulk = api.post("/api/v1/probes", json={
-        "name": "bulk", "endpoint_id": endpoint["id"], "interval_seconds": 3600,
+        "name": "bulk", "endpoint_id": endpoint["id"], "interval_s": 3600,
         "enabled": False, "profile": {"kind": "single"}, "workload": {"max_tokens": 16}})
     bulk.raise_for_status()
     return int(bulk.json()["id"])

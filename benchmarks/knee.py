@@ -36,8 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import Simulator, record
 from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.target import ApiKind, Target
-from sustain.probes.load.profiles import CapacityProfile, CapacitySlo
+from sustain.probes.load.profiles import CapacityProfile
 from sustain.probes.measure.capacity import CapacityResult
+from sustain.probes.measure.capacity_slo import CapacitySlo
 from sustain.probes.runner import execute
 from sustain.probes.workload.spec import Workload
 

@@ -1,4 +1,4 @@
-"""Can an endpoint stall the loop that times every other request (issue 15)? While two clients
+"""Can an endpoint stall the loop that times every other request? While two clients
 keep reading oversized responses back to back (a never-ending server-sent event line and a
 100 MB one, each refused at the 1 MiB cap), another request waits on a server that never
 answers, with a 1 s first-token timeout. The timeout's lateness (when it fired minus 1 s) is

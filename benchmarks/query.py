@@ -15,7 +15,7 @@ and `GET /probes/{id}/summary?window=30d`, 20 times each after 2 warm-up calls, 
 HTTP; the figure is the median. `EXPLAIN (ANALYZE, BUFFERS)` of the main SQL of each is
 printed.
 
-Target (issue 5): < 200 ms each, median of 20.
+Target: < 200 ms each, median of 20.
 """
 
 from __future__ import annotations

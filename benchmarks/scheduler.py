@@ -8,7 +8,7 @@ requests against the simulator, every --interval seconds; two phases: jitter 0 (
 at the same instant, the worst burst) and --jitter seconds (the usual setting). Runs of each
 probe's first tick (the catch-up run at creation) are left out.
 
-Target (issue 6): p99 <= 50 ms.
+Target: p99 <= 50 ms.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def create_probes(api: httpx.Client, simulator_url: str, count: int, interval_s:
     for i in range(count):
         r = api.post("/api/v1/probes", json={
             "name": f"{prefix}{i:03d}", "endpoint_id": endpoint_id,
-            "interval_seconds": interval_s, "jitter_seconds": jitter_s,
+            "interval_s": interval_s, "jitter_s": jitter_s,
             "profile": {"kind": "single"}, "workload": {"max_tokens": 4}})
         r.raise_for_status()
 

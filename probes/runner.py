@@ -14,7 +14,6 @@ from pydantic import BaseModel, Field
 
 from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.egress import EgressPolicy
-from sustain.probes.client.registry import sender_for
 from sustain.probes.client.secret_policy import SecretPolicy
 from sustain.probes.client.secrets import resolve_secret
 from sustain.probes.client.target import ApiKind, Target
@@ -43,6 +42,7 @@ from sustain.probes.load.profiles import (
     TraceProfile,
 )
 from sustain.probes.load.quiet_gc import quiet_gc
+from sustain.probes.load.senders import sender_for
 from sustain.probes.load.sessions import run_sessions
 from sustain.probes.measure.capacity import (
     CapacityResult,
@@ -54,10 +54,11 @@ from sustain.probes.measure.capacity import (
 from sustain.probes.measure.deployment import Deployment
 from sustain.probes.measure.efficiency import efficiency
 from sustain.probes.measure.sample import Sample
+from sustain.probes.measure.server_metrics import Point, ScrapeCounts, summarise_series
 from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.measure.steady import steady_state
 from sustain.probes.measure.summary import RunSummary, combined_health, summarise
-from sustain.probes.telemetry.summary import Point, ScrapeCounts, summarise_series
+from sustain.probes.telemetry.families import is_counter
 from sustain.probes.telemetry.watch import Telemetry, watch_server
 from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.probes.workload.sessions import Dialogue, Sessions, sessions_of
@@ -107,7 +108,7 @@ class RunResult:
         if telemetry is None:
             return self
         summary = self.summary.model_copy(update={
-            "server_metrics": summarise_series(telemetry.series),
+            "server_metrics": summarise_series(telemetry.series, is_counter),
             "server_scrapes": ScrapeCounts(scrapes=telemetry.scrapes,
                                            failures=dict(telemetry.failures))})
         return replace(self, summary=summary, server_series=telemetry.series)

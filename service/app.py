@@ -1,7 +1,9 @@
 """The FastAPI app: the REST API, /metrics, health and the status page over one Replica.
 
 Its lifespan only starts and stops the replica (sustain.service.runtime), which owns every
-resource; routes reach it through `runtime_of`."""
+resource and is kept on `app.state.sustain`; routes reach it through the dependencies of
+service/api/deps.py (`StateDep`, and `SessionDep`, `SchedulerDep` and `ExecutorDep` built on
+it)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from fastapi import APIRouter, Depends, FastAPI
 from sustain.service.api.audit import AuditMiddleware
 from sustain.service.api.auth import Access
 from sustain.service.api.body_limit import BodyLimit
+from sustain.service.api.deprecation import DeprecationWarnings
 from sustain.service.api.errors import install_error_handlers
 from sustain.service.api.routes import (
     alerts,
@@ -46,7 +49,8 @@ API_PREFIX = "/api/v1"
 
 
 def runtime_of(app: FastAPI) -> Replica:
-    """The replica an app's lifespan started (tests and the server's signal handling)."""
+    """The replica an app's lifespan started (for tests; the server's signal handling reads
+    `app.state.sustain` itself)."""
     replica: Replica = app.state.sustain
     return replica
 
@@ -81,6 +85,7 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
     # the last added is outermost: security headers on every answer, then the Host check
     # (a refused Host reaches nothing else), redirects made path-only, the audit log (which
     # sees 413s too), then the body cap
+    app.add_middleware(DeprecationWarnings)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(AuditMiddleware)
     app.add_middleware(PathOnlyRedirects)

@@ -14,8 +14,12 @@ from sustain.probes.client.secret_policy import SecretPolicy, own_credentials, p
 from sustain.probes.workers.pool import available_cpus
 from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.service.domain.expansion import ExpansionPolicy
+from sustain.service.domain.hosts import parse_allowed_hosts
+from sustain.service.domain.keys import weak_key_reason
 from sustain.service.domain.limits import LoadLimits, ObjectLimits
 from sustain.service.domain.reach import Reach
+from sustain.service.evaluation.drift_watch import parse_watched
+from sustain.service.history.windows import parse_duration
 
 
 def default_data_dir() -> Path:
@@ -157,7 +161,7 @@ class Settings(BaseSettings):
         "on SIGHUP).",
     )
 
-    # --- access (issue 14) ---
+    # --- access ---
     admin_key: SecretStr | None = Field(
         default=None,
         description="A bootstrap admin API key (sk_sustain_ followed by at least 32 "
@@ -177,7 +181,7 @@ class Settings(BaseSettings):
         default=12.0, gt=0, le=24 * 30,
         description="How long a status-page sign-in lasts.",
     )
-    # --- what probes may read and reach (issue 14) ---
+    # --- what probes may read and reach ---
     secret_env: str = Field(
         default="",
         description="Comma-separated environment variable names or globs (fnmatch, "
@@ -210,7 +214,7 @@ class Settings(BaseSettings):
         description="Comma-separated CIDRs and host globs that are refused, in addition to "
         "link-local and cloud metadata addresses (always refused).",
     )
-    # --- load and size limits (issue 14) ---
+    # --- load and size limits ---
     max_rate: float = Field(
         default=1000.0, gt=0, le=1_000_000, description="Highest request rate a profile may "
         "ask for, in requests/s.")
@@ -233,7 +237,7 @@ class Settings(BaseSettings):
         description="Highest request rate all enabled probes together may plan, in "
         "requests/s (a closed loop counts at SUSTAIN_MAX_RATE); beyond it a create, change "
         "or enable is a 409.")
-    # --- how many objects, and how much of each (issue 27) ---
+    # --- how many objects, and how much of each ---
     max_endpoints: int = Field(
         default=1000, ge=1, le=1_000_000, description="Most endpoints (beyond: 409).")
     max_probes: int = Field(
@@ -247,7 +251,7 @@ class Settings(BaseSettings):
         description="Items a list answers when the caller names no `limit`.")
     max_page_size: int = Field(
         default=1000, ge=1, le=100_000, description="Largest `limit` a list accepts.")
-    # --- the HTTP server (issue 27) ---
+    # --- the HTTP server ---
     http_header_timeout_seconds: float = Field(
         default=10.0, gt=0, le=600,
         description="How long a client may take to send a whole request head (and a body "
@@ -260,7 +264,7 @@ class Settings(BaseSettings):
         default="",
         description="Comma-separated host names (globs: *.example.com) the service answers "
         "for, checked against the Host header (empty: any).")
-    # --- audit and sign-in (issue 27) ---
+    # --- audit and sign-in ---
     audit_retention_days: int = Field(
         default=90, ge=1, le=36500,
         description="Days audit log rows are kept; expired sign-in sessions are purged too.")
@@ -300,7 +304,6 @@ class Settings(BaseSettings):
     @field_validator("drift_window", "drift_baseline")
     @classmethod
     def _duration(cls, value: str) -> str:
-        from sustain.service.history.windows import parse_duration
 
         parse_duration(value.strip())
         return value.strip()
@@ -308,7 +311,6 @@ class Settings(BaseSettings):
     @field_validator("drift_metrics")
     @classmethod
     def _watched(cls, value: str) -> str:
-        from sustain.service.evaluation.drift_watch import parse_watched
 
         if not parse_watched(value):
             raise ValueError("name at least one metric:stat pair, e.g. ttft:p99")
@@ -324,7 +326,6 @@ class Settings(BaseSettings):
     @field_validator("allowed_hosts")
     @classmethod
     def _allowed_hosts(cls, value: str) -> str:
-        from sustain.service.domain.hosts import parse_allowed_hosts
 
         parse_allowed_hosts(value)
         return value
@@ -363,7 +364,6 @@ class Settings(BaseSettings):
     def _admin_key(cls, value: SecretStr | None) -> SecretStr | None:
         if value is None or not value.get_secret_value():
             return None
-        from sustain.service.domain.keys import weak_key_reason
 
         reason = weak_key_reason(value.get_secret_value())
         if reason is not None:

@@ -1,4 +1,4 @@
-"""Prometheus exposition (SPEC section 7), on an app-owned registry.
+"""Prometheus exposition (README, Prometheus metrics), on an app-owned registry.
 
 Request counters and latency histograms are observed by this replica as its runs finish;
 Prometheus sums them over replicas. Last-run gauges are read from the database through a

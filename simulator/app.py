@@ -16,10 +16,18 @@ import dataclasses
 import json
 import random
 import time
-import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from sustain.simulator.completion import (
+    Completion,
+    history_problem,
+    message_text,
+    prompt_words,
+    stream_plan,
+    tool_call,
+    wants_tool,
+)
 from sustain.simulator.config import FAULT_HEADER, Fault, SimulatorConfig
 from sustain.simulator.metrics import EngineMetrics
 from sustain.simulator.prefix_cache import PrefixCache
@@ -39,187 +47,12 @@ TEXT_ONLY = frozenset({Fault.OVERLONG, Fault.INSTANT})
 stretched past their length, nor are they one text)."""
 
 
-def _sse(payload: dict[str, Any] | str) -> bytes:
-    data = payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"))
-    return f"data: {data}\n\n".encode()
-
-
 async def _sleep_until(deadline: float) -> None:
     """Return once perf_counter() has reached `deadline` (s), never before: the event loop may
     wake a timer a little early, and a later deadline equal to this one must find itself due
     (so the events after it join the same write)."""
     while (delay := deadline - time.perf_counter()) > 0:  # noqa: ASYNC110 (a clock, no event)
         await asyncio.sleep(delay)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _ToolCall:
-    """A simulated function call: its arguments stream one piece per token."""
-
-    id: str
-    name: str
-    pieces: tuple[str, ...]
-
-
-def _tool_call(tools: list[Any], tokens: int) -> _ToolCall | None:
-    """A call to the first function of `tools`, its arguments filling the function's
-    required string properties (or `{}`), in at most `tokens` pieces."""
-    function = next((t.get("function") for t in tools if isinstance(t, dict)
-                     and isinstance(t.get("function"), dict)), None)
-    if function is None or not isinstance(function.get("name"), str):
-        return None
-    parameters = function.get("parameters")
-    required = parameters.get("required") if isinstance(parameters, dict) else None
-    names = [n for n in required if isinstance(n, str)] if isinstance(required, list) else []
-    arguments = json.dumps({name: f"value of {name}" for name in names})
-    count = max(1, min(tokens, len(arguments)))
-    size = -(-len(arguments) // count)
-    pieces = tuple(arguments[i:i + size] for i in range(0, len(arguments), size))
-    return _ToolCall("call_" + uuid.uuid4().hex[:12], function["name"], pieces)
-
-
-class _Completion:
-    """One simulated generation, chat or text completion, shaped like vLLM's responses."""
-
-    def __init__(self, chat: bool, model: str, tokens: int, prompt_tokens: int,
-                 cached_tokens: int | None = None, tool: _ToolCall | None = None) -> None:
-        self.chat = chat
-        self.model = model
-        self.tool = tool
-        self.tokens = len(tool.pieces) if tool is not None and tokens else tokens
-        self.prompt_tokens = prompt_tokens
-        self.cached_tokens = cached_tokens
-        self.id = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex[:16]
-        self.created = int(time.time())
-
-    @staticmethod
-    def token(k: int) -> str:
-        return f"tok{k} "
-
-    def text(self) -> str:
-        """Every token's text, concatenated."""
-        return "".join(self.token(k) for k in range(self.tokens))
-
-    def output(self, k: int) -> dict[str, Any]:
-        """Token `k` as a chunk: a word, or the next piece of the tool call's arguments
-        (the first piece names the call)."""
-        if self.tool is None:
-            return self.delta(self.token(k), None)
-        piece: dict[str, Any] = {"index": 0, "function": {"arguments": self.tool.pieces[k]}}
-        if k == 0:
-            piece.update(id=self.tool.id, type="function")
-            piece["function"]["name"] = self.tool.name
-        return self.chunk({"delta": {"tool_calls": [piece]}, "finish_reason": None})
-
-    def chunk(self, choice: dict[str, Any] | None) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "object": "chat.completion.chunk" if self.chat else "text_completion",
-            "created": self.created,
-            "model": self.model,
-            "choices": [] if choice is None else [{"index": 0, "logprobs": None, **choice}],
-        }
-
-    def delta(self, text: str | None, finish: str | None) -> dict[str, Any]:
-        if self.chat:
-            delta = {} if text is None else {"content": text}
-            return self.chunk({"delta": delta, "finish_reason": finish})
-        return self.chunk({"text": text or "", "finish_reason": finish})
-
-    def usage(self) -> dict[str, Any]:
-        usage: dict[str, Any] = {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.tokens,
-            "total_tokens": self.prompt_tokens + self.tokens,
-        }
-        if self.cached_tokens is not None:
-            usage["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens}
-        return usage
-
-    def whole(self, finish: str) -> dict[str, Any]:
-        text = self.text()
-        choice: dict[str, Any] = {"index": 0, "finish_reason": finish, "logprobs": None}
-        if self.chat and self.tool is not None and self.tokens:
-            choice["message"] = {"role": "assistant", "content": None, "tool_calls": [{
-                "id": self.tool.id, "type": "function", "function": {
-                    "name": self.tool.name, "arguments": "".join(self.tool.pieces)}}]}
-        elif self.chat:
-            choice["message"] = {"role": "assistant", "content": text}
-        else:
-            choice["text"] = text
-        return {
-            "id": self.id,
-            "object": "chat.completion" if self.chat else "text_completion",
-            "created": self.created,
-            "model": self.model,
-            "choices": [choice],
-            "usage": self.usage(),
-        }
-
-
-def _message_text(message: dict[str, Any]) -> str:
-    """A chat message's text: its content (a string or text parts) and, for an assistant's
-    tool calls, their names and arguments (a server's template renders them too)."""
-    content = message.get("content")
-    parts = [content] if isinstance(content, str) else [
-        p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
-    ] if isinstance(content, list) else []
-    calls = message.get("tool_calls")
-    for call in calls if isinstance(calls, list) else []:
-        function = call.get("function") if isinstance(call, dict) else None
-        if isinstance(function, dict):
-            parts += [str(function.get("name", "")), str(function.get("arguments", ""))]
-    return " ".join(parts)
-
-
-def _prompt_words(body: dict[str, Any]) -> list[str]:
-    """The prompt's tokens: one per whitespace-separated word, over every message (the whole
-    history of a multi-turn request)."""
-    messages = body.get("messages")
-    if isinstance(messages, list):
-        text = " ".join(_message_text(m) for m in messages if isinstance(m, dict))
-    else:
-        text = str(body.get("prompt", ""))
-    return text.split()
-
-
-def _history_problem(messages: Any) -> str | None:
-    """Why a chat history is not one a server accepts, or None: an assistant's tool calls
-    must be answered, each by one tool message, before anything else is said (as OpenAI
-    and vLLM's stricter templates require), and every tool result must answer such a call."""
-    if not isinstance(messages, list):
-        return "messages must be a list"
-    pending: set[str] = set()
-    for message in messages:
-        if not isinstance(message, dict):
-            return "each message must be an object"
-        role = message.get("role")
-        if role == "tool":
-            if message.get("tool_call_id") not in pending:
-                return (f"tool message answers no pending tool call "
-                        f"({message.get('tool_call_id')!r})")
-            pending.discard(message["tool_call_id"])
-            continue
-        if pending:
-            return f"tool calls {sorted(pending)} were not answered"
-        if role == "assistant":
-            pending = {call["id"] for call in message.get("tool_calls") or []
-                       if isinstance(call, dict) and isinstance(call.get("id"), str)}
-    if pending:
-        return f"tool calls {sorted(pending)} were not answered"
-    return None
-
-
-def _wants_tool(body: dict[str, Any]) -> bool:
-    """Whether the model 'decides' to call a tool: tools were offered, tool_choice allows,
-    and the last message is not already a tool's result (then it answers in text)."""
-    tools, messages = body.get("tools"), body.get("messages")
-    if not (isinstance(tools, list) and tools and isinstance(messages, list) and messages):
-        return False
-    last = messages[-1]
-    return body.get("tool_choice") != "none" and not (
-        isinstance(last, dict) and last.get("role") == "tool")
-
 
 async def _read_body(receive: Receive) -> bytes | None:
     """The whole request body, or None if the client disconnected first."""
@@ -369,7 +202,7 @@ class SimulatorApp:
             return
         if fault is Fault.HANG and not await _hang(receive, config.hang_s):
             return
-        if chat and (problem := _history_problem(body.get("messages"))) is not None:
+        if chat and (problem := history_problem(body.get("messages"))) is not None:
             await _error(send, 400, problem)
             return
         max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
@@ -384,12 +217,12 @@ class SimulatorApp:
             tokens, finish = 0, "stop"
         elif fault is Fault.OVERLONG:
             tokens, finish = 2 * (limit or config.output_tokens) + 3, "length"
-        words = _prompt_words(body)
+        words = prompt_words(body)
         cached = None if self._cache is None else self._cache.admit(words)
         self.metrics.admitted(len(words), cached)
-        tool = _tool_call(body["tools"], tokens) if chat and config.tool_calls and \
-            fault not in TEXT_ONLY and _wants_tool(body) else None
-        completion = _Completion(chat, str(body.get("model", config.model)), tokens,
+        tool = tool_call(body["tools"], tokens) if chat and config.tool_calls and \
+            fault not in TEXT_ONLY and wants_tool(body) else None
+        completion = Completion(chat, str(body.get("model", config.model)), tokens,
                                  len(words), cached, tool)
         if tool is not None and completion.tokens:
             finish = "tool_calls"
@@ -397,7 +230,7 @@ class SimulatorApp:
             # The reply's KV stays cached too (as in vLLM): a conversation's next turn, which
             # sends it back as history, finds it.
             reply = completion.whole(finish)["choices"][0]["message"]
-            self._cache.admit(words + _message_text(reply).split())
+            self._cache.admit(words + message_text(reply).split())
         slots = self._slots  # a switch of max_batch meanwhile leaves this request's own
         if slots is not None:  # semaphore to it: its slot goes back where it came from
             with self.metrics.waiting():
@@ -411,7 +244,7 @@ class SimulatorApp:
         self.metrics.generated(completion.tokens)
 
     async def _respond(self, scope: Scope, send: Send, body: dict[str, Any],
-                       completion: _Completion, arrival: float, fault: Fault,
+                       completion: Completion, arrival: float, fault: Fault,
                        finish: str) -> None:
         config = self.config
         start = time.perf_counter()
@@ -435,7 +268,7 @@ class SimulatorApp:
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", media), (b"cache-control", b"no-cache")]})
         marks: dict[str, float] = {}
-        plan = _stream(completion, config, token_times, fault, finish, include_usage)
+        plan = stream_plan(completion, config, token_times, fault, finish, include_usage)
         waited = False
         pending: list[bytes] = []
 
@@ -490,47 +323,6 @@ async def _hang(receive: Receive, seconds: float) -> bool:
     except TimeoutError:
         return True
     return bool(message["type"] != "http.disconnect")
-
-
-def _stream(completion: _Completion, config: SimulatorConfig, token_times: list[float],
-            fault: Fault, finish: str, include_usage: bool) -> list[bytes | float]:
-    """The stream as a plan: bytes to send, and floats that are deadlines to wait for. The
-    bytes due by a deadline already past join the write of those before them."""
-    usage = _sse({**completion.chunk(None), "usage": completion.usage()})
-    if fault is Fault.USAGE_ONLY:
-        return [token_times[0], usage, _sse("[DONE]")]
-    plan: list[bytes | float] = []
-    if fault in (Fault.ONE_WRITE, Fault.INSTANT):  # the role chunk waits for the rest
-        plan.append(token_times[0])
-    if completion.chat and fault is not Fault.ZERO_TOKENS:
-        plan.append(_sse(completion.chunk({"delta": {"role": "assistant", "content": ""},
-                                           "finish_reason": None})))
-    if fault is Fault.INSTANT:
-        plan.append(_sse(completion.delta(completion.text(), None)))
-    middle = completion.tokens // 2
-    for k in range(0 if fault is Fault.INSTANT else completion.tokens):
-        plan.append(token_times[k])
-        if fault is Fault.TRUNCATE and k >= middle:
-            return plan
-        if fault is Fault.MALFORMED and k == middle:
-            plan.append(b'data: {"choices": [\n\n')
-        elif fault is Fault.ERROR_EVENT and k == middle:
-            plan.append(_sse({"error": {"message": "injected engine error", "code": 500}}))
-            return plan
-        elif fault is Fault.HUGE_CHUNK and k == middle:
-            plan.append(_sse(completion.delta("x" * config.huge_chunk_bytes, None)))
-        else:
-            plan.append(_sse(completion.output(k)))
-    if fault is Fault.TRUNCATE:
-        return plan
-    if not completion.tokens:
-        plan.append(token_times[0])
-    plan.append(_sse(completion.delta(None if completion.chat else "", finish)))
-    if include_usage or fault is Fault.ZERO_TOKENS:
-        plan.append(usage)
-    plan.append(_sse("[DONE]"))
-    return plan
-
 
 def create_app(config: SimulatorConfig) -> SimulatorApp:
     return SimulatorApp(config)

@@ -1,4 +1,4 @@
-"""A probe measured while other clients keep the service busy (issue 15), shared by the e2e
+"""A probe measured while other clients keep the service busy, shared by the e2e
 test and benchmarks/busy_service.py.
 
 The simulator (its own process, 50 ms TTFT, truth log on) serves only the probe; sustain
@@ -23,6 +23,8 @@ import json
 import math
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -96,6 +98,86 @@ def read_loop(base: str, paths: list[str], stop: threading.Event, counts: list[i
                     return
 
 
+def _constant_probe(api: httpx.Client, endpoint_id: int, name: str, seconds: float,
+                    warmup_s: float) -> int:
+    """Create a disabled probe sending RATE req/s for `seconds` after `warmup_s`; its id."""
+    created = api.post("/api/v1/probes", json={
+        "name": name, "endpoint_id": endpoint_id, "interval_s": 3600,
+        "enabled": False, "workload": {"max_tokens": 32},
+        "profile": {"kind": "constant", "rate": RATE, "duration_s": seconds,
+                    "warmup_s": warmup_s}}).json()
+    return int(created["id"])
+
+
+def _finished_run(api: httpx.Client, service: SustainProcess, probe_id: int,
+                  duration_s: float) -> dict[str, object]:
+    """Start a run of the probe now and wait until it is final; its record."""
+    run_id = api.post(f"/api/v1/probes/{probe_id}/runs").json()["id"]
+    # Only guards against a run that never ends: it takes duration_s and a moment.
+    deadline = time.monotonic() + duration_s + 120
+    while time.monotonic() < deadline:
+        body: dict[str, object] = api.get(f"/api/v1/runs/{run_id}").json()
+        if body["status"] not in ("pending", "running"):
+            return body
+        time.sleep(0.25)
+    raise AssertionError(f"run {run_id} did not finish:\n{service.output()[-3000:]}")
+
+
+@dataclass(frozen=True, slots=True)
+class _Reads:
+    """What each reader thread did: [good reads, failures], and when each good read ended."""
+
+    counts: list[list[int]]
+    done_at: list[list[float]]
+
+
+@contextmanager
+def _reading(base: str, paths: list[str], readers: int) -> Iterator[_Reads]:
+    """`readers` threads reading `paths` in a loop (read_loop) for as long as the block
+    goes; they are stopped and joined when it ends, however it ends."""
+    stop = threading.Event()
+    reads = _Reads([[0, 0] for _ in range(readers)], [[] for _ in range(readers)])
+    threads = [threading.Thread(target=read_loop,
+                                args=(base, paths, stop, reads.counts[i], reads.done_at[i]),
+                                daemon=True) for i in range(readers)]
+    for thread in threads:
+        thread.start()
+    try:
+        yield reads
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(60)
+
+
+def _figures(body: dict[str, object], exported_csv: str, records: list[dict[str, float]],
+             warmup_s: float, reads: _Reads) -> BusyFigures:
+    """The figures of the measured run (`body`), its samples as exported (`exported_csv`),
+    the simulator's truth records since the run began, and what the readers did."""
+    summary = body["summary"]
+    assert isinstance(summary, dict)
+    rows = list(csv.DictReader(io.StringIO(exported_csv)))
+    began = datetime.fromisoformat(str(body["started_at"])).timestamp()
+    ended = datetime.fromisoformat(str(body["finished_at"])).timestamp()
+    # The warmup's requests come first (10 ms apart, in order); the figures are the measured.
+    records = sorted(records, key=lambda r: r["arrival"])
+    records = records[math.ceil(warmup_s * RATE - 1e-9):]
+    generator = summary["generator"]
+    return BusyFigures(
+        requests=int(summary["attempts"]), failures=int(summary["failures"]),
+        lag_p99_ms=float(generator["lag_p99_ms"]),
+        lag_threshold_ms=float(generator["threshold_ms"]),
+        saturated=bool(generator["saturated"]),
+        ttft_p99_ms=float(summary["ttft_ms"]["p99"]),
+        truth_ttft_p99_ms=quantile(truth_ttft_ms(records), 0.99),
+        reads=sum(c[0] for c in reads.counts), read_errors=sum(c[1] for c in reads.counts),
+        reads_during_run=sum(began <= t <= ended for times in reads.done_at for t in times),
+        stored=len(rows),
+        stored_ttft_ms=tuple(float(r["ttft_ms"]) for r in rows if r["ttft_ms"]),
+        truth_due_ms=tuple((r["first_token_due"] - r["arrival"]) * 1000.0
+                           for r in records))
+
+
 def busy_probe(tmp_path: Path, database_url: str, readers: int, duration_s: float,
                env: dict[str, str] | None = None, warmup_s: float = 1.0) -> BusyFigures:
     """One run of RATE req/s for `duration_s` with `readers` API readers going meanwhile.
@@ -115,71 +197,18 @@ def busy_probe(tmp_path: Path, database_url: str, readers: int, duration_s: floa
         endpoint = api.post("/api/v1/endpoints", json={
             "name": "sim", "base_url": f"http://127.0.0.1:{sim_port}/v1",
             "model": "sim-model"}).json()
-
-        def probe(name: str, seconds: float, warmup: float) -> int:
-            created = api.post("/api/v1/probes", json={
-                "name": name, "endpoint_id": endpoint["id"], "interval_seconds": 3600,
-                "enabled": False, "workload": {"max_tokens": 32},
-                "profile": {"kind": "constant", "rate": RATE, "duration_s": seconds,
-                            "warmup_s": warmup}}).json()
-            return int(created["id"])
-
-        def run(probe_id: int) -> dict[str, object]:
-            run_id = api.post(f"/api/v1/probes/{probe_id}/runs").json()["id"]
-            # Only guards against a run that never ends: it takes duration_s and a moment.
-            deadline = time.monotonic() + duration_s + 120
-            while time.monotonic() < deadline:
-                body: dict[str, object] = api.get(f"/api/v1/runs/{run_id}").json()
-                if body["status"] not in ("pending", "running"):
-                    return body
-                time.sleep(0.25)
-            raise AssertionError(f"run {run_id} did not finish:\n{service.output()[-3000:]}")
-
-        first = probe("history", 3.0, 1.0)
-        earlier = run(first)
-        measured = probe("busy", duration_s, warmup_s)
+        first = _constant_probe(api, endpoint["id"], "history", 3.0, 1.0)
+        earlier = _finished_run(api, service, first, duration_s)
+        measured = _constant_probe(api, endpoint["id"], "busy", duration_s, warmup_s)
         paths = ["/", f"/api/v1/probes/{first}/summary", f"/api/v1/probes/{first}/drift",
                  f"/api/v1/probes/{first}/series?step=1m",
                  f"/api/v1/runs/{earlier['id']}/samples?format=csv", "/metrics"]
         assert len(paths) == PATHS_PER_PASS
         truth.write_text("")
-        stop = threading.Event()
-        counts = [[0, 0] for _ in range(readers)]
-        done_at: list[list[float]] = [[] for _ in range(readers)]
-        threads = [threading.Thread(target=read_loop,
-                                    args=(base, paths, stop, counts[i], done_at[i]),
-                                    daemon=True) for i in range(readers)]
-        for thread in threads:
-            thread.start()
-        since = time.perf_counter()  # every request of the measured run arrives after this
-        try:
-            body = run(measured)
-        finally:
-            stop.set()
-            for thread in threads:
-                thread.join(60)
+        with _reading(base, paths, readers) as reads:
+            since = time.perf_counter()  # every request of the measured run arrives after this
+            body = _finished_run(api, service, measured, duration_s)
         assert body["status"] == "succeeded", body
         exported = api.get(f"/api/v1/runs/{body['id']}/samples", params={"format": "csv"})
         assert exported.status_code == 200, exported.text
-    summary = body["summary"]
-    assert isinstance(summary, dict)
-    rows = list(csv.DictReader(io.StringIO(exported.text)))
-    began = datetime.fromisoformat(str(body["started_at"])).timestamp()
-    ended = datetime.fromisoformat(str(body["finished_at"])).timestamp()
-    # The warmup's requests come first (10 ms apart, in order); the figures are the measured.
-    records = sorted(truth_records(truth, since), key=lambda r: r["arrival"])
-    records = records[math.ceil(warmup_s * RATE - 1e-9):]
-    generator = summary["generator"]
-    return BusyFigures(
-        requests=int(summary["attempts"]), failures=int(summary["failures"]),
-        lag_p99_ms=float(generator["lag_p99_ms"]),
-        lag_threshold_ms=float(generator["threshold_ms"]),
-        saturated=bool(generator["saturated"]),
-        ttft_p99_ms=float(summary["ttft_ms"]["p99"]),
-        truth_ttft_p99_ms=quantile(truth_ttft_ms(records), 0.99),
-        reads=sum(c[0] for c in counts), read_errors=sum(c[1] for c in counts),
-        reads_during_run=sum(began <= t <= ended for times in done_at for t in times),
-        stored=len(rows),
-        stored_ttft_ms=tuple(float(r["ttft_ms"]) for r in rows if r["ttft_ms"]),
-        truth_due_ms=tuple((r["first_token_due"] - r["arrival"]) * 1000.0
-                           for r in records))
+    return _figures(body, exported.text, truth_records(truth, since), warmup_s, reads)

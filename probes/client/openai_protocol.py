@@ -329,7 +329,7 @@ class StreamState:
         return self.done or self.finished
 
     def outcome(self) -> tuple[ErrorClass | None, str | None]:
-        """Classify the stream once it has ended (SPEC section 4, 'Success')."""
+        """Classify the stream once it has ended (docs/metrics.md#success)."""
         if self.failure is not None:
             return self.failure, self.detail
         if not self.complete:

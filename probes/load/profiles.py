@@ -1,4 +1,5 @@
-"""Load profiles: how requests are issued during a run (SPEC section 5).
+"""Load profiles: how requests are issued during a run (docs/metrics.md#open-and-closed-loop,
+#warmup).
 
 Open-loop profiles (`constant`, `poisson`, rate stages) send at intended times whatever the
 endpoint does; closed-loop profiles (`concurrency`, concurrency stages, `sweep`) keep N users
@@ -10,10 +11,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, TypeAdapter, field_validator, model_validator
+from pydantic import Field, TypeAdapter, model_validator
 from pydantic_core import PydanticCustomError
 
 from sustain.probes.inputs import InputModel
+from sustain.probes.measure.capacity_slo import CapacitySlo
 
 MAX_DURATION_S = 86_400.0
 MAX_RATE = 10_000.0
@@ -153,35 +155,6 @@ class TraceProfile(_Profile):
     speedup: float = Field(default=1.0, gt=0, le=1000,
                            description="Replay this many times faster than recorded.")
     max_requests: int | None = Field(default=None, ge=1, le=MAX_REQUESTS)
-
-
-PERCENTILE_FIELDS: dict[float, str] = {50: "p50", 90: "p90", 95: "p95", 99: "p99", 99.9: "p999"}
-"""The Distribution field of each percentile a capacity SLO may name."""
-
-
-class CapacitySlo(InputModel):
-    """What a load level must meet to pass: the chosen percentile of each named latency
-    within its threshold (ms), and a success ratio of at least `min_success`."""
-
-    ttft_ms: float | None = Field(default=None, gt=0, le=3_600_000)
-    tpot_ms: float | None = Field(default=None, gt=0, le=3_600_000)
-    e2e_ms: float | None = Field(default=None, gt=0, le=3_600_000)
-    percentile: float = Field(default=99, description="50, 90, 95, 99 or 99.9.")
-    min_success: float = Field(default=0.99, ge=0, le=1)
-
-    @field_validator("percentile")
-    @classmethod
-    def _reported(cls, value: float) -> float:
-        if value not in PERCENTILE_FIELDS:
-            raise PydanticCustomError("percentile", "one of 50, 90, 95, 99 and 99.9")
-        return value
-
-    @model_validator(mode="after")
-    def _a_threshold(self) -> CapacitySlo:
-        if self.ttft_ms is None and self.tpot_ms is None and self.e2e_ms is None:
-            raise PydanticCustomError("slo", "set at least one of ttft_ms, tpot_ms and e2e_ms",
-                                      {"field": "ttft_ms"})
-        return self
 
 
 class CapacityProfile(_Profile):

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from sustain.probes.load.profiles import PERCENTILE_FIELDS, CapacitySlo
+from sustain.probes.measure.capacity_slo import PERCENTILE_FIELDS, CapacitySlo
 from sustain.probes.measure.finite import ratio
 from sustain.probes.measure.percentiles import Distribution
 from sustain.probes.measure.summary import RunSummary
@@ -81,7 +81,8 @@ class CurvePoint(BaseModel):
     reason: str | None = None
     low_count: bool | None = None
     on_front: bool | None = None
-    """Pareto: no other point has both more system_tps and more tps_per_user."""
+    """Pareto: no other point has at least its system_tps and at least its tps_per_user, one
+    of them higher (ordinary dominance)."""
 
 
 def curve_point(level: int, summary: RunSummary) -> CurvePoint:

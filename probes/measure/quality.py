@@ -13,9 +13,9 @@ from typing import Any
 import jsonschema
 from pydantic import BaseModel
 
+from sustain.probes.measure.expect import Expect
 from sustain.probes.measure.reply import Reply
 from sustain.probes.regex import compiled
-from sustain.probes.workload.expect import Expect
 
 
 class QualityCounts(BaseModel):

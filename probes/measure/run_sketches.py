@@ -1,6 +1,6 @@
 """The per-stage sketches of a run: one mergeable sketch per metric (latencies, output length,
 canary scores), from the same values the run summary uses, so windows over many runs merge
-them (SPEC section 4)."""
+them (docs/metrics.md#sketches)."""
 
 from __future__ import annotations
 

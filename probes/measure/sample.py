@@ -1,4 +1,4 @@
-"""One measured request, as defined in SPEC section 4."""
+"""One measured request, as docs/metrics.md#reference-times defines it."""
 
 from __future__ import annotations
 

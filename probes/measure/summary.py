@@ -12,6 +12,7 @@ from sustain.probes.measure.finite import ratio
 from sustain.probes.measure.percentiles import Distribution, distribution, quantile
 from sustain.probes.measure.quality import QualityCounts
 from sustain.probes.measure.sample import Outcome, Sample
+from sustain.probes.measure.server_metrics import ScrapeCounts, ServerMetric
 from sustain.probes.measure.sessions import (
     SessionCounts,
     TurnFigures,
@@ -21,14 +22,13 @@ from sustain.probes.measure.sessions import (
 )
 from sustain.probes.measure.slo import SloThresholds, meets
 from sustain.probes.measure.steady import SteadyState
-from sustain.probes.telemetry.summary import ScrapeCounts, ServerMetric
 
 GENERATOR_LAG_FLOOR_MS = 5.0
 GENERATOR_LAG_FRACTION = 0.01
 
 
 class GeneratorHealth(BaseModel):
-    """Whether the load generator kept to its schedule (SPEC section 4)."""
+    """Whether the load generator kept to its schedule (docs/metrics.md#generator-lag)."""
 
     lag_p99_ms: float | None
     threshold_ms: float | None

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 from sustain.probes.client.egress import EgressPolicy
 from sustain.probes.client.secret_policy import scrubbed_environment
+from sustain.probes.measure.server_metrics import Point
 from sustain.probes.telemetry.scraper import ScrapeConfig
-from sustain.probes.telemetry.summary import Point
 
 logger = logging.getLogger("sustain.telemetry")
 

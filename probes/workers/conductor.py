@@ -32,7 +32,7 @@ from sustain.probes.runner import (
     stopped_stage,
     summarise_stage,
 )
-from sustain.probes.workers.pool import RunChannel, StageDone
+from sustain.probes.workers.process import RunChannel, StageDone
 from sustain.probes.workers.shards import Shard, next_base, shard_stage, split_count
 from sustain.probes.workload.traces import Replay
 

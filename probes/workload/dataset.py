@@ -1,6 +1,6 @@
 """JSONL prompt datasets: one request per line, `{"prompt": "..."}` or `{"messages": [...]}`,
 optionally with its own `max_tokens` and an `expect` that makes it a quality canary
-(workload/expect.py). Read once before a run, only from where the DatasetPolicy
+(measure/expect.py). Read once before a run, only from where the DatasetPolicy
 allows and up to its size cap; errors name the file and line."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from sustain.probes.local_files import FileRefusedError, in_system_dir, read_capped, within
-from sustain.probes.workload.expect import Expect
+from sustain.probes.measure.expect import Expect
 
 MAX_LINES = 1_000_000
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024

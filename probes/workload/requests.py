@@ -2,7 +2,7 @@
 (by default) a fresh random salt in front of them, so that no request reuses another's cached
 prompt prefix. A fixed seed alone made every run of a probe send the same prompts: against a
 prefix-caching server (llama.cpp, vLLM, SGLang) every run after the first measured the
-cached prefill, ~90x faster than a new user's (issue 16)."""
+cached prefill, ~90x faster than a new user's."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from sustain.probes.client.target import ApiKind
+from sustain.probes.measure.expect import Expect
 from sustain.probes.workload.dataset import DatasetEntry, DatasetPolicy
-from sustain.probes.workload.expect import Expect
 from sustain.probes.workload.lengths import sample_length
 from sustain.probes.workload.sessions import Dialogue
 from sustain.probes.workload.spec import Workload

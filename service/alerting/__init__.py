@@ -1,2 +1,3 @@
-"""Alerts: their Postgres-backed state, the evaluation loop that moves them, and (later) the
-notifiers that deliver what they owe."""
+"""Alerts: the evaluation loop that moves their Postgres-backed state (service/db/alerts.py),
+the drift findings it reads, and the notifiers that deliver what they owe: the delivery
+worker, each kind's message and the HTTP send."""

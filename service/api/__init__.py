@@ -1,1 +1,2 @@
-"""The REST API: routers, schemas, dependencies and problem+json errors."""
+"""The REST API: routers (routes/), dependencies, auth, audit, paging and problem+json errors.
+The request and response schemas live in service/schemas/."""

@@ -53,8 +53,8 @@ def _probe_columns(spec: ProbeSpec, endpoint_id: int, config: ConfigFile) -> dic
         name=spec.name, endpoint_id=endpoint_id,
         workload=Workload.model_validate(workload.model_dump(exclude={"name"},
                                                              exclude_unset=True)),
-        profile=spec.profile, interval_seconds=spec.schedule.every, cron=spec.schedule.cron,
-        jitter_seconds=spec.schedule.jitter, enabled=spec.enabled, slo=spec.slo,
+        profile=spec.profile, interval_s=spec.schedule.every, cron=spec.schedule.cron,
+        jitter_s=spec.schedule.jitter, enabled=spec.enabled, slo=spec.slo,
         labels=spec.labels)
     return probe_queries.columns(body)
 
@@ -100,22 +100,53 @@ async def sync(session: AsyncSession, config: ConfigFile, located: Located, sour
     probes = {p.name: p for p in (await session.execute(select(Probe))).scalars()}
     slos = {s.name: s for s in (await session.execute(select(Slo))).scalars()}
     notifiers = {n.name: n for n in (await session.execute(select(Notifier))).scalars()}
-    problems = [
-        Problem(located.line_of(path), dotted(path),
-                f"a {kind} named {spec_name!r} already exists, {_owner(row)}; rename one")
-        for kind, rows, names in (
-            ("endpoint", endpoints, [e.name for e in config.endpoints]),
-            ("probe", probes, [p.name for p in config.probes]),
-            ("slo", slos, [s.name for s in config.slos]),
-            ("notifier", notifiers, [n.name for n in config.notifiers]))
-        for i, spec_name in enumerate(names)
-        if (row := rows.get(spec_name)) is not None and row.managed_by != source
-        for path in [(f"{kind}s", i, "name")]
-    ]
+    problems = _conflicts(config, located, source, endpoints=endpoints, probes=probes,
+                          slos=slos, notifiers=notifiers)
     if problems:
         raise ConfigError(source, problems)
     result = SyncResult()
+    endpoint_ids = await _sync_endpoints(session, config, endpoints, source, result)
+    for row in await _delete_undeclared(session, "probe", probes,
+                                        {p.name for p in config.probes}, source, result):
+        result.changed_probes.append(row.id)
+    await session.flush()
+    await _sync_probes(session, config, probes, endpoint_ids, source, result)
+    await _delete_undeclared_endpoints(session, config, endpoints, source, result)
+    await session.flush()
+    await _sync_slos(session, config, slos, source, sample_retention_days, result)
+    await _sync_notifiers(session, config, notifiers, source, result)
+    if limits is not None and before is not None:
+        await session.flush()
+        problems = _beyond_quotas(before, await _totals(session, limits), limits, located)
+        if problems:
+            raise ConfigError(source, problems)
+    for probe_id in result.changed_probes:
+        await probe_queries.notify_changed(session, probe_id)
+    return result
 
+
+def _conflicts(config: ConfigFile, located: Located, source: str,
+               **stored: Mapping[str, NamedResource]) -> list[Problem]:
+    """A problem for each object the file declares under a name that another source (REST,
+    another file) already uses; `stored` holds the rows of each kind (endpoints=...) by name."""
+    declared = {"endpoints": [e.name for e in config.endpoints],
+                "probes": [p.name for p in config.probes],
+                "slos": [s.name for s in config.slos],
+                "notifiers": [n.name for n in config.notifiers]}
+    return [
+        Problem(located.line_of(path), dotted(path),
+                f"a {kind[:-1]} named {spec_name!r} already exists, {_owner(row)}; rename one")
+        for kind, names in declared.items()
+        for i, spec_name in enumerate(names)
+        if (row := stored[kind].get(spec_name)) is not None and row.managed_by != source
+        for path in [(kind, i, "name")]
+    ]
+
+
+async def _sync_endpoints(session: AsyncSession, config: ConfigFile,
+                          endpoints: Mapping[str, Endpoint], source: str, result: SyncResult
+                          ) -> dict[str, int]:
+    """Create or update the file's endpoints; their ids by name."""
     endpoint_ids: dict[str, int] = {}
     for endpoint_spec in config.endpoints:
         values = endpoint_queries.columns(endpoint_spec) | {"managed_by": source}
@@ -128,12 +159,13 @@ async def sync(session: AsyncSession, config: ConfigFile, located: Located, sour
         elif _apply(endpoint, values):
             result.updated.append(f"endpoint {endpoint_spec.name}")
         endpoint_ids[endpoint_spec.name] = endpoint.id
+    return endpoint_ids
 
-    for row in await _delete_undeclared(session, "probe", probes,
-                                        {p.name for p in config.probes}, source, result):
-        result.changed_probes.append(row.id)
-    await session.flush()
 
+async def _sync_probes(session: AsyncSession, config: ConfigFile, probes: Mapping[str, Probe],
+                       endpoint_ids: Mapping[str, int], source: str, result: SyncResult) -> None:
+    """Create or update the file's probes: a changed schedule restarts from now, and a probe
+    disabled here has its run in progress cancelled."""
     for spec in config.probes:
         values = _probe_columns(spec, endpoint_ids[spec.endpoint], config)
         values["managed_by"] = source
@@ -155,6 +187,12 @@ async def sync(session: AsyncSession, config: ConfigFile, located: Located, sour
             result.updated.append(f"probe {spec.name}")
             result.changed_probes.append(row.id)
 
+
+async def _delete_undeclared_endpoints(session: AsyncSession, config: ConfigFile,
+                                       endpoints: Mapping[str, Endpoint], source: str,
+                                       result: SyncResult) -> None:
+    """Delete this file's endpoints it no longer declares; a ConfigError while a probe
+    created over REST still uses one."""
     declared_endpoints = {e.name for e in config.endpoints}
     for name, row in endpoints.items():
         if row.managed_by == source and name not in declared_endpoints:
@@ -167,17 +205,6 @@ async def sync(session: AsyncSession, config: ConfigFile, located: Located, sour
                     "created over REST still use it; delete or move them first"))])
             await session.execute(delete(Endpoint).where(Endpoint.id == row.id))
             result.deleted.append(f"endpoint {name}")
-    await session.flush()
-    await _sync_slos(session, config, slos, source, sample_retention_days, result)
-    await _sync_notifiers(session, config, notifiers, source, result)
-    if limits is not None and before is not None:
-        await session.flush()
-        problems = _beyond_quotas(before, await _totals(session, limits), limits, located)
-        if problems:
-            raise ConfigError(source, problems)
-    for probe_id in result.changed_probes:
-        await probe_queries.notify_changed(session, probe_id)
-    return result
 
 
 Totals = dict[str, float]

@@ -1,4 +1,4 @@
-"""ORM models (SPEC section 3). The schema only changes through Alembic revisions."""
+"""ORM models (README, Storage). The schema only changes through Alembic revisions."""
 
 from __future__ import annotations
 
@@ -188,7 +188,8 @@ class Run(Base):
 
 
 class SampleRow(Base):
-    """One request of a run (SPEC section 4); times in ms from t_send unless named otherwise.
+    """One request of a run (figures: docs/metrics.md#ttft, docs/metrics.md#corrected-latency);
+    times in ms from t_send unless named otherwise.
 
     Range-partitioned by sent_at, one partition per UTC day (service/db/partitions.py). `pos`
     is the sample's place in the order the service buffered the run's samples: the write is

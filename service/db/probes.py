@@ -20,6 +20,9 @@ PROBES_CHANNEL = "sustain_probes"
 SCHEDULE_COLUMNS = ("interval_seconds", "cron", "enabled")
 """A change to any of these starts the schedule afresh (see Probe.schedule_since)."""
 
+COLUMN_OF = {"interval_s": "interval_seconds", "jitter_s": "jitter_seconds"}
+"""The column of each body field named otherwise (the API's durations end in `_s`)."""
+
 
 def columns(body: ProbeCreate | ProbeUpdate) -> dict[str, Any]:
     """Column values for the fields the body sets (all of them for a create)."""
@@ -31,7 +34,7 @@ def columns(body: ProbeCreate | ProbeUpdate) -> dict[str, Any]:
         elif name in ("workload", "profile"):
             values[name] = value.model_dump(mode="json")
         else:
-            values[name] = value
+            values[COLUMN_OF.get(name, name)] = value
     if "cron" in values or "interval_seconds" in values:
         values["interval_seconds"] = period_of(values.get("interval_seconds"),
                                                values.get("cron"))
@@ -47,9 +50,9 @@ def read(probe: Probe) -> ProbeRead:
         "endpoint_id": probe.endpoint_id,
         "workload": probe.workload,
         "profile": probe.profile,
-        "interval_seconds": probe.interval_seconds,
+        "interval_s": probe.interval_seconds,
         "cron": probe.cron,
-        "jitter_seconds": probe.jitter_seconds,
+        "jitter_s": probe.jitter_seconds,
         "enabled": probe.enabled,
         "slo": {"ttft_ms": probe.slo_ttft_ms, "tpot_ms": probe.slo_tpot_ms,
                 "e2e_ms": probe.slo_e2e_ms},

@@ -1,4 +1,7 @@
-"""Run and sample queries."""
+"""Run queries: creating and claiming runs (run now, scheduled ticks, ticks measured while the
+database was away), recording missed and duplicate ticks, starting, cancelling and listing
+runs, the newest finished run per probe, and a run's server telemetry and capacity series.
+Sample queries live in service/db/samples.py."""
 
 from __future__ import annotations
 

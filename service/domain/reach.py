@@ -1,4 +1,4 @@
-"""What probes and notifiers may read and reach (issue 14): the operator's three policies, and
+"""What probes and notifiers may read and reach: the operator's three policies, and
 the check every endpoint, notifier and workload passes when it is created or changed, the same
 for the REST API and the config file.
 

@@ -1,4 +1,4 @@
-"""Error-budget arithmetic over good/total event counts (SPEC section 8).
+"""Error-budget arithmetic over good/total event counts (docs/metrics.md#slo-compliance).
 
 A window with no events has no value (None): it is neither compliant nor breached, never NaN,
 and never fires an alert. An objective of 1 (or more) allows no bad event at all: its error

@@ -1,6 +1,7 @@
-"""Multi-window, multi-burn-rate alert tiers (Google SRE Workbook, chapter 5; SPEC section 8):
-a tier fires when the burn rate over its long window AND over its short window both exceed
-its factor, so it pages fast on a heavy burn and stops as soon as the burn stops."""
+"""Multi-window, multi-burn-rate alert tiers (Google SRE Workbook, chapter 5; burn rate as
+docs/metrics.md#burn-rate defines it): a tier fires when the burn rate over its long window
+AND over its short window both exceed its factor, so it pages fast on a heavy burn and stops
+as soon as the burn stops."""
 
 from __future__ import annotations
 

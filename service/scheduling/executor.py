@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sustain.probes.client.secrets import SecretUnavailableError
 from sustain.probes.load.profiles import parse_profile
 from sustain.probes.runner import Measurer, RunStop, TooManyWorkersError
-from sustain.probes.workers.pool import WorkerDiedError
+from sustain.probes.workers.process import WorkerDiedError
 from sustain.probes.workload.dataset import DatasetError
 from sustain.probes.workload.spec import Workload, WorkloadError
 from sustain.service.db import probes as probe_queries

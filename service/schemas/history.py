@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from sustain.probes.measure.deployment import Efficiency
 from sustain.probes.measure.run_sketches import MetricName
@@ -31,11 +31,17 @@ class Series(BaseModel):
     metric: MetricName
     stat: Stat
     unit: str
-    step_seconds: int
+    step_s: int
     from_: datetime = Field(serialization_alias="from")
     to: datetime
     points: list[SeriesPoint]
     """One per step-aligned window that had runs; windows without runs are absent."""
+
+    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
+    @property
+    def step_seconds(self) -> int:
+        """Deprecated name of step_s, answered until the next release."""
+        return self.step_s
 
 
 class MetricSummary(BaseModel):

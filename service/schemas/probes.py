@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, Field, model_validator
+from pydantic import AfterValidator, BaseModel, Field, computed_field, model_validator
 from pydantic_core import PydanticCustomError
 
 from sustain.probes.inputs import InputModel
 from sustain.probes.load.profiles import LoadProfile, SingleProfile
 from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.workload.spec import Workload
+from sustain.service.domain.renamed import accept_renamed
 from sustain.service.domain.schedule import parse_cron
 from sustain.service.schemas.common import DbId, Labels, Name, reject_nulls
 
@@ -23,27 +24,32 @@ class ProbeCreate(InputModel):
     endpoint_id: DbId
     workload: Workload = Field(default_factory=Workload)
     profile: LoadProfile = Field(default_factory=SingleProfile)
-    interval_seconds: int | None = Field(
+    interval_s: int | None = Field(
         default=None, gt=0, le=MAX_INTERVAL_S,
         description="Seconds between runs (ticks on multiples since the Unix epoch); "
-        "give this or `cron`.")
+        "give this or `cron`. Formerly `interval_seconds` (still accepted, deprecated).")
     cron: Cron | None = Field(
         default=None, description="Five-field crontab expression in UTC, e.g. `*/5 * * * *`; "
-        "give this or `interval_seconds`.")
-    jitter_seconds: float = Field(default=0.0, ge=0, le=3600,
-                                  description="Delay added to each tick, below the period "
-                                  "(pseudo-random per tick, the same on every replica).")
+        "give this or `interval_s`.")
+    jitter_s: float = Field(default=0.0, ge=0, le=3600,
+                            description="Delay added to each tick, below the period "
+                            "(pseudo-random per tick, the same on every replica). Formerly "
+                            "`jitter_seconds` (still accepted, deprecated).")
     enabled: bool = True
     slo: SloThresholds = Field(default_factory=SloThresholds)
     labels: Labels = Field(default_factory=dict)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return accept_renamed(data)
+
     @model_validator(mode="after")
     def _one_schedule(self) -> ProbeCreate:
-        if (self.interval_seconds is None) == (self.cron is None):
+        if (self.interval_s is None) == (self.cron is None):
             raise PydanticCustomError(
-                "schedule", "give exactly one of interval_seconds and cron",
-                {"field": "interval_seconds"})
-        check_jitter(self.jitter_seconds, self.interval_seconds, self.cron)
+                "schedule", "give exactly one of interval_s and cron", {"field": "interval_s"})
+        check_jitter(self.jitter_s, self.interval_s, self.cron)
         return self
 
 
@@ -58,20 +64,20 @@ def _cron(value: str) -> str:
 Cron = Annotated[str, Field(max_length=200), AfterValidator(_cron)]
 
 
-def period_of(interval_seconds: int | None, cron: str | None) -> int:
+def period_of(interval_s: int | None, cron: str | None) -> int:
     """The probe's interval: its own, or the shortest gap between a cron schedule's ticks
     (over its first 20 after a fixed reference time)."""
     if cron is not None:
         return max(1, int(parse_cron(cron).shortest_gap_s()))
-    assert interval_seconds is not None
-    return interval_seconds
+    assert interval_s is not None
+    return interval_s
 
 
-def check_jitter(jitter_seconds: float, interval_seconds: int | None, cron: str | None) -> None:
-    if jitter_seconds >= period_of(interval_seconds, cron):
+def check_jitter(jitter_s: float, interval_s: int | None, cron: str | None) -> None:
+    if jitter_s >= period_of(interval_s, cron):
         raise PydanticCustomError(
             "jitter_too_large", "must be smaller than the interval between ticks",
-            {"field": "jitter_seconds"})
+            {"field": "jitter_s"})
 
 
 class ProbeUpdate(InputModel):
@@ -81,21 +87,25 @@ class ProbeUpdate(InputModel):
     endpoint_id: DbId | None = None
     workload: Workload | None = None
     profile: LoadProfile | None = None
-    interval_seconds: int | None = Field(default=None, gt=0, le=MAX_INTERVAL_S,
-                                         description="Switches a cron probe to an interval.")
+    interval_s: int | None = Field(default=None, gt=0, le=MAX_INTERVAL_S,
+                                   description="Switches a cron probe to an interval.")
     cron: Cron | None = None
-    jitter_seconds: float | None = Field(default=None, ge=0, le=3600)
+    jitter_s: float | None = Field(default=None, ge=0, le=3600)
     enabled: bool | None = None
     slo: SloThresholds | None = None
     labels: Labels | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return accept_renamed(data)
+
     @model_validator(mode="after")
     def _nulls(self) -> ProbeUpdate:
         reject_nulls(self)
-        if self.interval_seconds is not None and self.cron is not None:
+        if self.interval_s is not None and self.cron is not None:
             raise PydanticCustomError(
-                "schedule", "give at most one of interval_seconds and cron",
-                {"field": "interval_seconds"})
+                "schedule", "give at most one of interval_s and cron", {"field": "interval_s"})
         return self
 
 
@@ -105,9 +115,9 @@ class ProbeRead(BaseModel):
     endpoint_id: DbId
     workload: Workload
     profile: LoadProfile
-    interval_seconds: int
+    interval_s: int
     cron: str | None
-    jitter_seconds: float
+    jitter_s: float
     enabled: bool
     slo: SloThresholds
     labels: dict[str, str]
@@ -116,3 +126,15 @@ class ProbeRead(BaseModel):
         "when it was created over REST.")
     created_at: datetime
     updated_at: datetime
+
+    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
+    @property
+    def interval_seconds(self) -> int:
+        """Deprecated name of interval_s, answered until the next release."""
+        return self.interval_s
+
+    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
+    @property
+    def jitter_seconds(self) -> float:
+        """Deprecated name of jitter_s, answered until the next release."""
+        return self.jitter_s

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 
 class ReplicaRead(BaseModel):
@@ -19,10 +19,22 @@ class ReplicaRead(BaseModel):
 class ScheduledJob(BaseModel):
     probe_id: int
     probe: str
-    interval_seconds: int | None
+    interval_s: int | None
     cron: str | None
-    jitter_seconds: float
+    jitter_s: float
     next_fire_at: datetime | None
+
+    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
+    @property
+    def interval_seconds(self) -> int | None:
+        """Deprecated name of interval_s, answered until the next release."""
+        return self.interval_s
+
+    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
+    @property
+    def jitter_seconds(self) -> float:
+        """Deprecated name of jitter_s, answered until the next release."""
+        return self.jitter_s
 
 
 class ThisReplica(BaseModel):

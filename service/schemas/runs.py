@@ -41,8 +41,8 @@ class RunList(BaseModel):
 
 
 class SampleRead(BaseModel):
-    """One request of a run (SPEC section 4); times in ms, t_sched/t_send from the run's
-    origin, the others from t_send."""
+    """One request of a run (figures: docs/metrics.md#ttft, docs/metrics.md#corrected-latency);
+    times in ms, t_sched/t_send from the run's origin, the others from t_send."""
 
     run_id: DbId
     pos: int

@@ -1,4 +1,4 @@
-"""`sustain probe --html` in a real browser (issue 17): the report of a Pareto run opens
+"""`sustain probe --html` in a real browser: the report of a Pareto run opens
 from the file in Debian's Chromium with every network request refused and JavaScript off,
 and shows its results, the curve as an SVG step chart with its points, latency tables and
 histograms; it names no external asset at all."""

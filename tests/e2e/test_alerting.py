@@ -153,7 +153,7 @@ def _configure(api: httpx.Client, sim_port: int, am_port: int, receiver: Receive
         "name": "sim", "base_url": f"http://127.0.0.1:{sim_port}/v1", "model": "sim-model"})
     assert endpoint.status_code == 201, endpoint.text
     probe = api.post("/api/v1/probes", json={
-        "name": "sim-chat", "endpoint_id": endpoint.json()["id"], "interval_seconds": 1,
+        "name": "sim-chat", "endpoint_id": endpoint.json()["id"], "interval_s": 1,
         "profile": {"kind": "constant", "rate": 20, "duration_s": 0.5},
         "workload": {"max_tokens": 4}})
     assert probe.status_code == 201, probe.text

@@ -1,4 +1,4 @@
-"""Capacity over time, end to end (issue 17): `sustain serve` runs a scheduled capacity probe
+"""Capacity over time, end to end: `sustain serve` runs a scheduled capacity probe
 against the simulator (8 generations at once); a noisy neighbour halves the simulator's
 batch limit, the next run's capacity under the SLO drops from 8 to 4, and SustainCapacityDrop
 fires; /metrics shows the capacity and the capacity series API every run's.
@@ -66,7 +66,7 @@ def test_a_capacity_drop_fires_its_alert(tmp_path: Path, database_url: str) -> N
             "name": "sim", "base_url": f"http://127.0.0.1:{sim_port}/v1", "model": "m"})
         assert endpoint.status_code == 201, endpoint.text
         probe = api.post("/api/v1/probes", json={
-            "name": "headroom", "endpoint_id": endpoint.json()["id"], "interval_seconds": 5,
+            "name": "headroom", "endpoint_id": endpoint.json()["id"], "interval_s": 5,
             "profile": CAPACITY, "workload": {"max_tokens": 16}})
         assert probe.status_code == 201, probe.text
         probe_id = probe.json()["id"]

@@ -123,7 +123,7 @@ def test_config_file_changes_reach_the_database_and_every_replica(
         assert source in r.json()["detail"]
         assert api.delete(f"/api/v1/endpoints/{endpoint_id}").status_code == 409
         r = api.post("/api/v1/probes", json={
-            "name": "delta", "endpoint_id": endpoint_id, "interval_seconds": 120})
+            "name": "delta", "endpoint_id": endpoint_id, "interval_s": 120})
         assert r.status_code == 201, r.text
 
         config.write_text(V2)
@@ -131,7 +131,7 @@ def test_config_file_changes_reach_the_database_and_every_replica(
         replicas["c1"].proc.send_signal(signal.SIGHUP)
         expected = {"alpha", "gamma", "delta"}
         took = wait_for(lambda: set(jobs(ports["c2"])) == expected
-                        and jobs(ports["c2"])["alpha"]["interval_seconds"] == 45, 10)
+                        and jobs(ports["c2"])["alpha"]["interval_s"] == 45, 10)
         print(f"\nSIGHUP on c1 -> schedule of c2 updated in {took:.2f} s")
         assert set(jobs(ports["c1"])) == expected
         assert jobs(ports["c1"])["gamma"]["cron"] == "*/10 * * * *"

@@ -59,6 +59,124 @@ def finite_metrics(text: str) -> None:
             assert math.isfinite(value), f"{name}{labels} = {value}"
 
 
+def create_probes(api: httpx.Client, sim_port: int) -> dict[str, int]:
+    """A probe (on an endpoint of its own, with the fault header of its mode) per stream
+    mode beside a normal one, and a capacity and a Pareto probe of one-write streams: their
+    ids by name."""
+    probes: dict[str, int] = {}
+
+    def create(name: str, mode: Fault, profile: dict[str, Any]) -> None:
+        endpoint = api.post("/api/v1/endpoints", json={
+            "name": f"sim-{name}", "base_url": f"http://127.0.0.1:{sim_port}/v1",
+            "model": "m", "headers": {"x-sim-fault": mode.value},
+            "deployment": DEPLOYMENT})
+        assert endpoint.status_code == 201, endpoint.text
+        probe = api.post("/api/v1/probes", json={
+            "name": name, "endpoint_id": endpoint.json()["id"], "interval_s": 3600,
+            "profile": profile, "workload": {"max_tokens": 16},
+            "slo": {"ttft_ms": 500, "tpot_ms": 100}})
+        assert probe.status_code == 201, probe.text
+        probes[name] = probe.json()["id"]
+
+    create("normal", Fault.NONE, CONSTANT)
+    for mode in STREAM_MODES:
+        create(mode.value, mode, CONSTANT)
+    create("one-write-capacity", Fault.ONE_WRITE, CAPACITY)
+    create("one-write-pareto", Fault.ONE_WRITE, PARETO)
+    return probes
+
+
+def finished(database_url: str, probe_id: int, count: int = 1) -> bool:
+    """Whether the probe has at least `count` runs that are final."""
+    rows = db(database_url, "SELECT count(*) AS n FROM runs WHERE probe_id = $1 AND "
+                            "status NOT IN ('pending', 'running')", probe_id)
+    return int(rows[0]["n"]) >= count
+
+
+def run_each(api: httpx.Client, database_url: str, probes: dict[str, int]) -> dict[str, Any]:
+    """Run every probe now and wait until each has a final run; its run by probe name."""
+    for probe_id in probes.values():
+        run_now = api.post(f"/api/v1/probes/{probe_id}/runs")
+        assert run_now.status_code in (202, 409), run_now.text  # 409: its tick runs
+    wait_until(lambda: all(finished(database_url, p) for p in probes.values()), 180, 0.5)
+    return {name: get_json(api, "/api/v1/runs", probe_id=probe_id)["items"][-1]
+            for name, probe_id in probes.items()}
+
+
+def check_runs_stored(api: httpx.Client, database_url: str, runs: dict[str, Any]) -> None:
+    """Each run has the status its mode gives it and a summary, nothing dead-lettered, and
+    every request it measured stored and readable."""
+    for name, run in runs.items():
+        mode = Fault.ONE_WRITE if name.startswith("one-write") else Fault(
+            "none" if name == "normal" else name)
+        expected = "succeeded" if mode in SUCCEEDING else "failed"
+        assert run["status"] == expected, f"{name}: {run['status']} {run['error']}"
+        assert run["summary"] is not None, name
+        assert "dead_letters" not in (run["error"] or ""), name
+        # every request the run measured is stored
+        stored = db(database_url, "SELECT count(*) AS n FROM samples WHERE run_id = $1",
+                    run["id"])
+        assert int(stored[0]["n"]) == run["summary"]["attempts"] > 0, name
+        assert get_json(api, f"/api/v1/runs/{run['id']}/dead-letters")["items"] == []
+        get_json(api, f"/api/v1/runs/{run['id']}/samples", limit=10_000)
+
+
+def check_figures(api: httpx.Client, probes: dict[str, int], runs: dict[str, Any]) -> None:
+    """The one-write run's steady state is judged on E2E p90; every probe's summary,
+    series, drift and capacity read as strict JSON; the capacity, Pareto, efficiency and
+    compare figures are there."""
+    # every token in one read: TPOT p90 0 everywhere, so the windows are judged on E2E p90
+    [stage] = runs[Fault.ONE_WRITE.value]["summary"]["stages"]
+    steady = stage["summary"]["steady_state"]
+    assert steady["windows"] >= 4
+    assert steady["window_metric"] == "e2e_p90"
+    assert stage["summary"]["tpot_ms"]["p90"] == 0.0
+    for probe_id in probes.values():
+        get_json(api, f"/api/v1/probes/{probe_id}/summary", window="1h")
+        get_json(api, f"/api/v1/probes/{probe_id}/series", window="1h")
+        get_json(api, f"/api/v1/probes/{probe_id}/drift")
+        get_json(api, f"/api/v1/probes/{probe_id}/capacity", window="1h")
+    capacity = runs["one-write-capacity"]["summary"]["capacity"]
+    assert capacity["max_passing"] == 8
+    assert len(runs["one-write-pareto"]["summary"]["pareto"]) >= 1
+    efficiency = runs[Fault.ONE_WRITE.value]["summary"]["efficiency"]
+    assert efficiency["output_tps_per_kw"] > 0
+    compared = get_json(api, "/api/v1/compare", probe=list(probes)[:8], window="1h")
+    assert len(compared["probes"]) == 8
+
+
+def check_pages(port: int, probes: dict[str, int], runs: dict[str, Any]) -> None:
+    """The public status page names every probe; each run's HTML report has no NaN or
+    infinity; the compare page answers."""
+    page = httpx.get(f"http://127.0.0.1:{port}/", timeout=30)
+    assert page.status_code == 200
+    for name in probes:
+        assert name in page.text
+    for run in runs.values():
+        report = httpx.get(f"http://127.0.0.1:{port}/runs/{run['id']}", timeout=30)
+        assert report.status_code == 200, report.text
+        assert "Infinity" not in report.text
+        assert "NaN" not in report.text
+    compare_page = httpx.get(f"http://127.0.0.1:{port}/compare", timeout=30, params=[
+        ("probe", "one-write-pareto"), ("probe", "normal")])
+    assert compare_page.status_code == 200
+
+
+def check_metrics_and_writer(api: httpx.Client) -> None:
+    """/metrics is all finite, with no failed or refused write; /readyz says the writer is
+    ok."""
+    metrics = api.get("/metrics")
+    assert metrics.status_code == 200
+    finite_metrics(metrics.text)
+    assert samples_of(metrics.text)["sustain_write_failures_total"] == [({}, 0.0)]
+    # nothing refused, no retry loop: no batch write failed
+    rejected = samples_of(metrics.text)["sustain_storage_rejected_total"]
+    assert rejected
+    assert {value for _, value in rejected} == {0.0}
+    ready = get_json(api, "/readyz")
+    assert ready["checks"]["writer"] == "ok"
+
+
 def test_every_stream_mode_is_stored_and_read_back_finite(tmp_path: Path,
                                                           database_url: str) -> None:
     sim_port, port = free_port(), free_port()
@@ -72,99 +190,17 @@ def test_every_stream_mode_is_stored_and_read_back_finite(tmp_path: Path,
         simulator.wait_http(f"http://127.0.0.1:{sim_port}/v1/models")
         service.wait_http(f"http://127.0.0.1:{port}/readyz")
         api = admin_client(f"http://127.0.0.1:{port}", timeout=30)
-        probes: dict[str, int] = {}
-
-        def create(name: str, mode: Fault, profile: dict[str, Any]) -> None:
-            endpoint = api.post("/api/v1/endpoints", json={
-                "name": f"sim-{name}", "base_url": f"http://127.0.0.1:{sim_port}/v1",
-                "model": "m", "headers": {"x-sim-fault": mode.value},
-                "deployment": DEPLOYMENT})
-            assert endpoint.status_code == 201, endpoint.text
-            probe = api.post("/api/v1/probes", json={
-                "name": name, "endpoint_id": endpoint.json()["id"], "interval_seconds": 3600,
-                "profile": profile, "workload": {"max_tokens": 16},
-                "slo": {"ttft_ms": 500, "tpot_ms": 100}})
-            assert probe.status_code == 201, probe.text
-            probes[name] = probe.json()["id"]
-
-        create("normal", Fault.NONE, CONSTANT)
-        for mode in STREAM_MODES:
-            create(mode.value, mode, CONSTANT)
-        create("one-write-capacity", Fault.ONE_WRITE, CAPACITY)
-        create("one-write-pareto", Fault.ONE_WRITE, PARETO)
-
-        def finished(probe_id: int, count: int = 1) -> bool:
-            rows = db(database_url, "SELECT count(*) AS n FROM runs WHERE probe_id = $1 AND "
-                                    "status NOT IN ('pending', 'running')", probe_id)
-            return int(rows[0]["n"]) >= count
-
-        for probe_id in probes.values():
-            run_now = api.post(f"/api/v1/probes/{probe_id}/runs")
-            assert run_now.status_code in (202, 409), run_now.text  # 409: its tick runs
-        wait_until(lambda: all(finished(p) for p in probes.values()), 180, 0.5)
-
-        runs = {name: get_json(api, "/api/v1/runs", probe_id=probe_id)["items"][-1]
-                for name, probe_id in probes.items()}
-        for name, run in runs.items():
-            mode = Fault.ONE_WRITE if name.startswith("one-write") else Fault(
-                "none" if name == "normal" else name)
-            expected = "succeeded" if mode in SUCCEEDING else "failed"
-            assert run["status"] == expected, f"{name}: {run['status']} {run['error']}"
-            assert run["summary"] is not None, name
-            assert "dead_letters" not in (run["error"] or ""), name
-            # every request the run measured is stored
-            stored = db(database_url, "SELECT count(*) AS n FROM samples WHERE run_id = $1",
-                        run["id"])
-            assert int(stored[0]["n"]) == run["summary"]["attempts"] > 0, name
-            assert get_json(api, f"/api/v1/runs/{run['id']}/dead-letters")["items"] == []
-            get_json(api, f"/api/v1/runs/{run['id']}/samples", limit=10_000)
-
-        # every token in one read: TPOT p90 0 everywhere, so the windows are judged on E2E p90
-        [stage] = runs[Fault.ONE_WRITE.value]["summary"]["stages"]
-        steady = stage["summary"]["steady_state"]
-        assert steady["windows"] >= 4
-        assert steady["window_metric"] == "e2e_p90"
-        assert stage["summary"]["tpot_ms"]["p90"] == 0.0
-        for probe_id in probes.values():
-            get_json(api, f"/api/v1/probes/{probe_id}/summary", window="1h")
-            get_json(api, f"/api/v1/probes/{probe_id}/series", window="1h")
-            get_json(api, f"/api/v1/probes/{probe_id}/drift")
-            get_json(api, f"/api/v1/probes/{probe_id}/capacity", window="1h")
-        capacity = runs["one-write-capacity"]["summary"]["capacity"]
-        assert capacity["max_passing"] == 8
-        assert len(runs["one-write-pareto"]["summary"]["pareto"]) >= 1
-        efficiency = runs[Fault.ONE_WRITE.value]["summary"]["efficiency"]
-        assert efficiency["output_tps_per_kw"] > 0
-        compared = get_json(api, "/api/v1/compare", probe=list(probes)[:8], window="1h")
-        assert len(compared["probes"]) == 8
-
-        page = httpx.get(f"http://127.0.0.1:{port}/", timeout=30)
-        assert page.status_code == 200
-        for name in probes:
-            assert name in page.text
-        for run in runs.values():
-            report = httpx.get(f"http://127.0.0.1:{port}/runs/{run['id']}", timeout=30)
-            assert report.status_code == 200, report.text
-            assert "Infinity" not in report.text
-            assert "NaN" not in report.text
-        compare_page = httpx.get(f"http://127.0.0.1:{port}/compare", timeout=30, params=[
-            ("probe", "one-write-pareto"), ("probe", "normal")])
-        assert compare_page.status_code == 200
-        metrics = api.get("/metrics")
-        assert metrics.status_code == 200
-        finite_metrics(metrics.text)
-        assert samples_of(metrics.text)["sustain_write_failures_total"] == [({}, 0.0)]
-        # nothing refused, no retry loop: no batch write failed
-        rejected = samples_of(metrics.text)["sustain_storage_rejected_total"]
-        assert rejected
-        assert {value for _, value in rejected} == {0.0}
-        ready = get_json(api, "/readyz")
-        assert ready["checks"]["writer"] == "ok"
+        probes = create_probes(api, sim_port)
+        runs = run_each(api, database_url, probes)
+        check_runs_stored(api, database_url, runs)
+        check_figures(api, probes, runs)
+        check_pages(port, probes, runs)
+        check_metrics_and_writer(api)
 
         # the next run of another probe is stored as well
         normal = probes["normal"]
         assert api.post(f"/api/v1/probes/{normal}/runs").status_code == 202
-        wait_until(lambda: finished(normal, 2), 60, 0.5)
+        wait_until(lambda: finished(database_url, normal, 2), 60, 0.5)
         newest = get_json(api, "/api/v1/runs", probe_id=normal)["items"][0]
         assert newest["status"] == "succeeded"
         assert service.stop() == 0

@@ -64,7 +64,7 @@ def test_secrets_and_keys_appear_in_no_response_log_metric_or_row(
             "name": "sim", "base_url": f"http://127.0.0.1:{sim_port}/v1", "model": "sim-model",
             "auth_secret_ref": "env:LEAK_ENDPOINT_KEY"}).json()
         probe = call("POST", "/api/v1/probes", json={
-            "name": "leak", "endpoint_id": endpoint["id"], "interval_seconds": 3600,
+            "name": "leak", "endpoint_id": endpoint["id"], "interval_s": 3600,
             "enabled": False, "workload": {"max_tokens": 4},
             "profile": {"kind": "constant", "rate": 5, "duration_s": 1}},
             headers={"Authorization": f"Bearer {keys['editor']}"}).json()
@@ -72,7 +72,7 @@ def test_secrets_and_keys_appear_in_no_response_log_metric_or_row(
             "name": "hook", "kind": "webhook", "url": f"http://127.0.0.1:{free_port()}/hook",
             "signing_secret_ref": "env:LEAK_SIGNING_SECRET"})
         run = call("POST", f"/api/v1/probes/{probe['id']}/runs").json()
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 30  # a hang guard only
         while call("GET", f"/api/v1/runs/{run['id']}").json()["status"] in ("pending",
                                                                             "running"):
             assert time.monotonic() < deadline, service.output()[-3000:]

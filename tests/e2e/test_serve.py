@@ -54,7 +54,7 @@ def test_scheduled_probe_end_to_end(tmp_path: Path, database_url: str) -> None:
                 "name": "sim", "base_url": f"http://127.0.0.1:{sim_port}/v1",
                 "model": "sim-model"}).json()
             probe = api.post("/api/v1/probes", json={
-                "name": "e2e", "endpoint_id": endpoint["id"], "interval_seconds": 10,
+                "name": "e2e", "endpoint_id": endpoint["id"], "interval_s": 10,
                 "profile": {"kind": "constant", "rate": 10, "duration_s": 3},
                 "workload": {"max_tokens": 32}}).json()
             assert "id" in probe, probe
@@ -90,9 +90,9 @@ def test_scheduled_probe_end_to_end(tmp_path: Path, database_url: str) -> None:
             assert ttft_count[0] >= 30
 
             bad = api.post("/api/v1/probes", json={
-                "name": "bad", "endpoint_id": endpoint["id"], "interval_seconds": -5})
+                "name": "bad", "endpoint_id": endpoint["id"], "interval_s": -5})
             assert bad.status_code == 422
-            assert bad.json()["errors"][0]["field"] == "interval_seconds"
+            assert bad.json()["errors"][0]["field"] == "interval_s"
         started = time.monotonic()
         assert service.stop(signal.SIGTERM, timeout_s=60) == 0
         # Only guards against a hang: SIGTERM lets a run in flight (3 s at most) finish; the

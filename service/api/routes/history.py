@@ -90,7 +90,7 @@ async def series(
                                   runs=agg.runs, low_count=value.low_count))
     return Series(probe_id=probe_id, metric=metric, stat=stat,
                   unit=UNITS.get(stat, METRIC_UNITS.get(metric, "ms")),
-                  step_seconds=step_s, from_=start, to=end, points=result)
+                  step_s=step_s, from_=start, to=end, points=result)
 
 
 @router.get("/{probe_id}/summary")

@@ -119,9 +119,9 @@ async def update_probe(probe_id: ProbeId, body: ProbeUpdate, session: SessionDep
     changes = probe_queries.columns(body)
     cron = changes.get("cron", probe.cron)
     interval = changes.get("interval_seconds", probe.interval_seconds)
-    jitter = probe.jitter_seconds if body.jitter_seconds is None else body.jitter_seconds
+    jitter = probe.jitter_seconds if body.jitter_s is None else body.jitter_s
     if jitter >= period_of(interval if cron is None else None, cron):
-        raise FieldError("jitter_seconds", "must be smaller than the interval between ticks")
+        raise FieldError("jitter_s", "must be smaller than the interval between ticks")
     await _check_total_rate(
         session, state.settings, probe.id, current.profile if probe.enabled else None,
         (body.profile or current.profile) if changes.get("enabled", probe.enabled) else None)

@@ -43,8 +43,8 @@ async def this_replica(state: StateDep) -> ThisReplica:
         schedule = spec.schedule
         jobs.append(ScheduledJob(
             probe_id=probe_id, probe=spec.name,
-            interval_seconds=schedule.interval_s if isinstance(schedule, Every) else None,
+            interval_s=schedule.interval_s if isinstance(schedule, Every) else None,
             cron=schedule.expression if isinstance(schedule, Cron) else None,
-            jitter_seconds=spec.jitter_s, next_fire_at=state.scheduler.next_run_time(probe_id)))
+            jitter_s=spec.jitter_s, next_fire_at=state.scheduler.next_run_time(probe_id)))
     return ThisReplica(id=state.executor.replica_id, stopping=state.stopping,
                        in_flight=state.executor.in_flight, jobs=jobs)

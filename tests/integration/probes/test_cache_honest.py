@@ -1,7 +1,7 @@
 """Against a server that caches prompt prefixes (the simulator: 16-token blocks, 1 ms of
 TTFT per uncached prompt token), a default probe measures a cold prefill on every run, while
 `cache: allow` shows the cached path from the second run on, and a shared prefix is served
-from the cache by design (issue 16: repeated runs used to measure the cache's TTFT).
+from the cache by design (repeated runs must never measure the cache's TTFT).
 
 A cold prefill's TTFT has a floor set by the simulator (COLD_MS), which noise can only raise;
 a cached one is compared with the cold one of the same test, or with that floor, with margins

@@ -1,5 +1,5 @@
-"""Capacity under SLO and the Pareto curve against a simulator with an exactly known knee
-(issue 17): it serves 8 generations at once and queues the rest, so from 9 users on some
+"""Capacity under SLO and the Pareto curve against a simulator with an exactly known knee:
+it serves 8 generations at once and queues the rest, so from 9 users on some
 request waits for a whole generation before its first token.
 
 The numbers make each level's verdict insensitive to how fast or quiet the machine is. Up to
@@ -25,7 +25,8 @@ import pytest
 
 from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.target import ApiKind, Target
-from sustain.probes.load.profiles import CapacityProfile, CapacitySlo, ParetoProfile
+from sustain.probes.load.profiles import CapacityProfile, ParetoProfile
+from sustain.probes.measure.capacity_slo import CapacitySlo
 from sustain.probes.measure.deployment import Deployment
 from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.runner import execute

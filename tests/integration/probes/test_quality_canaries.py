@@ -1,4 +1,4 @@
-"""Quality canaries against the simulator (issue 16): dataset lines with an `expect` are
+"""Quality canaries against the simulator: dataset lines with an `expect` are
 scored on the reply the endpoint really gave, the others are not, and the run counts them.
 The simulator answers `tok0 tok1 ...`: of the example's five canaries, two pass (`contains`
 tok0, a `regex`) and three fail (Paris, at most two tokens, a JSON object)."""

@@ -1,4 +1,4 @@
-"""Server telemetry beside the client's figures (issue 16): during a run that saturates the
+"""Server telemetry beside the client's figures: during a run that saturates the
 simulator (2 generations at once, 8 users), its vLLM-named /metrics, scraped in a process of
 its own, show the queue building up; a scrape that fails never fails the run."""
 

@@ -1,4 +1,4 @@
-"""Multi-turn sessions against the simulator (issue 16): the example file's 3 conversations
+"""Multi-turn sessions against the simulator: the example file's 3 conversations
 of 3 turns complete with their history growing every turn, the agent's tool call round-trips
 (the simulator refuses a tool result that answers no call it made), and later turns reuse
 their own history from the prefix cache while no conversation reuses another's."""

@@ -26,7 +26,7 @@ async def create_endpoint(api: httpx.AsyncClient, base_url: str, **fields: Any
 
 async def create_probe(api: httpx.AsyncClient, endpoint_id: int, **fields: Any
                        ) -> dict[str, Any]:
-    body = {"name": "p1", "endpoint_id": endpoint_id, "interval_seconds": 3600, **fields}
+    body = {"name": "p1", "endpoint_id": endpoint_id, "interval_s": 3600, **fields}
     r = await api.post("/api/v1/probes", json=body)
     assert r.status_code == 201, r.text
     return dict(r.json())

@@ -111,7 +111,7 @@ async def test_patch_cannot_null_a_required_field(api: httpx.AsyncClient) -> Non
 async def test_endpoint_in_use_cannot_be_deleted(api: httpx.AsyncClient) -> None:
     endpoint = await create_endpoint(api, "http://127.0.0.1:9/v1")
     r = await api.post("/api/v1/probes", json={
-        "name": "p", "endpoint_id": endpoint["id"], "interval_seconds": 60})
+        "name": "p", "endpoint_id": endpoint["id"], "interval_s": 60})
     assert r.status_code == 201
     r = await api.delete(f"/api/v1/endpoints/{endpoint['id']}")
     assert r.status_code == 409

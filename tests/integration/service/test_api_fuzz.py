@@ -20,8 +20,8 @@ JSON = st.recursive(
 ENDPOINT_KEYS = ["name", "base_url", "api_kind", "model", "headers", "auth_secret_ref",
                  "timeout_connect_s", "timeout_first_token_s", "timeout_total_s", "tls_verify",
                  "labels"]
-PROBE_KEYS = ["name", "endpoint_id", "workload", "profile", "interval_seconds",
-              "jitter_seconds", "enabled", "slo", "labels"]
+PROBE_KEYS = ["name", "endpoint_id", "workload", "profile", "interval_s",
+              "jitter_s", "enabled", "slo", "labels"]
 
 
 def bodies(keys: list[str]) -> st.SearchStrategy[Any]:
@@ -62,7 +62,7 @@ async def fuzz_target(api: httpx.AsyncClient) -> tuple[int, int]:
     probe = next((p for p in probes if p["name"] == "fz"), None)
     if probe is None:
         probe = (await api.post("/api/v1/probes", json={
-            "name": "fz", "endpoint_id": target["id"], "interval_seconds": 60,
+            "name": "fz", "endpoint_id": target["id"], "interval_s": 60,
             "enabled": False})).json()
     return int(target["id"]), int(probe["id"])
 
@@ -73,7 +73,7 @@ async def test_probe_bodies_never_cause_a_500(api: httpx.AsyncClient, body: Any,
                                               on_valid_base: bool) -> None:
     endpoint_id, probe_id = await fuzz_target(api)
     if on_valid_base and isinstance(body, dict):
-        body = {"name": "fz-new", "endpoint_id": endpoint_id, "interval_seconds": 60, **body}
+        body = {"name": "fz-new", "endpoint_id": endpoint_id, "interval_s": 60, **body}
     r = await api.post("/api/v1/probes", content=raw(body), headers=JSON_HEADERS)
     assert r.status_code in OK_STATUSES, (body, r.text)
     if r.status_code == 201:

@@ -23,9 +23,9 @@ def scheduler_has_job(app: FastAPI, probe_id: int) -> bool:
 @pytest.mark.parametrize(
     ("body", "field"),
     [
-        ({"interval_seconds": -5}, "interval_seconds"),
-        ({"interval_seconds": 0}, "interval_seconds"),
-        ({"jitter_seconds": 120, "interval_seconds": 60}, "jitter_seconds"),
+        ({"interval_s": -5}, "interval_s"),
+        ({"interval_s": 0}, "interval_s"),
+        ({"jitter_s": 120, "interval_s": 60}, "jitter_s"),
         ({"profile": {"kind": "constant", "rate": -1, "duration_s": 5}}, "profile.rate"),
         ({"profile": {"kind": "warp"}}, "profile"),
         ({"workload": {"max_tokens": 0}}, "workload.max_tokens"),
@@ -37,7 +37,7 @@ def scheduler_has_job(app: FastAPI, probe_id: int) -> bool:
 async def test_bad_probe_field_answers_422_naming_it(
         api: httpx.AsyncClient, body: dict[str, object], field: str) -> None:
     endpoint = await create_endpoint(api, "http://127.0.0.1:9/v1")
-    full = {"name": "p", "endpoint_id": endpoint["id"], "interval_seconds": 60, **body}
+    full = {"name": "p", "endpoint_id": endpoint["id"], "interval_s": 60, **body}
     r = await api.post("/api/v1/probes", json=full)
     assert r.status_code == 422, r.text
     assert r.headers["content-type"] == "application/problem+json"
@@ -60,15 +60,15 @@ async def test_probe_crud_keeps_the_scheduler_in_step(
     assert r.status_code == 200
     assert scheduler_has_job(app, probe["id"])
 
-    r = await api.patch(f"/api/v1/probes/{probe['id']}", json={"interval_seconds": 30})
-    assert r.json()["interval_seconds"] == 30
+    r = await api.patch(f"/api/v1/probes/{probe['id']}", json={"interval_s": 30})
+    assert r.json()["interval_s"] == 30
     assert r.json()["profile"]["rate"] == 2
     state = runtime_of(app)
     assert state.scheduler.job_schedule(probe["id"]) == Every(30)
 
-    r = await api.patch(f"/api/v1/probes/{probe['id']}", json={"jitter_seconds": 45})
+    r = await api.patch(f"/api/v1/probes/{probe['id']}", json={"jitter_s": 45})
     assert r.status_code == 422
-    assert r.json()["errors"][0]["field"] == "jitter_seconds"
+    assert r.json()["errors"][0]["field"] == "jitter_s"
 
     r = await api.patch(f"/api/v1/probes/{probe['id']}", json={"enabled": False})
     assert not scheduler_has_job(app, probe["id"])
@@ -141,7 +141,7 @@ async def test_duplicate_probe_name_is_409(api: httpx.AsyncClient) -> None:
     endpoint = await create_endpoint(api, "http://127.0.0.1:9/v1")
     await create_probe(api, endpoint["id"], enabled=False)
     r = await api.post("/api/v1/probes", json={
-        "name": "p1", "endpoint_id": endpoint["id"], "interval_seconds": 60})
+        "name": "p1", "endpoint_id": endpoint["id"], "interval_s": 60})
     assert r.status_code == 409
     assert "p1" in r.json()["detail"]
     other = await create_probe(api, endpoint["id"], name="p2", enabled=False)

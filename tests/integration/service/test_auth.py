@@ -19,7 +19,7 @@ from tests.integration.service.helpers import app_settings, create_endpoint, ser
 from tests.processes import TEST_ADMIN_KEY
 
 OPEN_PATHS = {"/healthz", "/readyz", "/metrics"}
-"""Answered without a key by default (SPEC section 6)."""
+"""Answered without a key by default (README, Access: API keys, roles and the audit log)."""
 ADMIN_PREFIXES = ("/api/v1/keys", "/api/v1/audit")
 RANK = {"anonymous": -1, "viewer": 0, "editor": 1, "admin": 2}
 

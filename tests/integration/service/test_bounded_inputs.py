@@ -1,4 +1,4 @@
-"""Caller-given times and patterns are bounded (issue 14): times at the edges of the calendar
+"""Caller-given times and patterns are bounded: times at the edges of the calendar
 are 422 naming the parameter, never a 500 and never stored; silence regexes are RE2."""
 
 from __future__ import annotations

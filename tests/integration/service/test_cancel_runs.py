@@ -1,7 +1,7 @@
-"""Cancelling runs (issue 14: nothing could stop a run but SIGTERM, and deleting its probe
-answered 204 while it kept sending): POST /api/v1/runs/{id}/cancel ends a run within 2 s as
-`cancelled`, keeping its samples and a summary of them, on whichever replica it executes;
-disabling or deleting a probe stops its run too."""
+"""Cancelling runs (SIGTERM must not be the only way to stop a run, and deleting its probe
+must not answer 204 while it keeps sending): POST /api/v1/runs/{id}/cancel ends a run
+within 2 s as `cancelled`, keeping its samples and a summary of them, on whichever replica
+it executes; disabling or deleting a probe stops its run too."""
 
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ async def running_scheduled_run(api: httpx.AsyncClient, simulator: SimulatorHand
     """An enabled probe ticking every second, and its first run, once it is measuring (a run
     is `running` from its claim; its worker process may still be starting then)."""
     endpoint = await create_endpoint(api, simulator.base_url)
-    probe = await create_probe(api, endpoint["id"], interval_seconds=1, profile=LONG,
+    probe = await create_probe(api, endpoint["id"], interval_s=1, profile=LONG,
                                workload={"max_tokens": 4})
     found: list[int] = []
 

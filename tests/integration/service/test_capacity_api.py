@@ -1,4 +1,4 @@
-"""Capacity probes and deployments over REST (issue 17): a capacity run's result is stored
+"""Capacity probes and deployments over REST: a capacity run's result is stored
 and served as a series and a gauge, the endpoint's deployment prices the run, and a search
 beyond the load limits is refused naming its field."""
 
@@ -53,11 +53,11 @@ async def test_a_search_beyond_the_limits_and_a_bad_deployment_are_refused(
         api: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
     endpoint = await create_endpoint(api, simulator.base_url)
     message = refused(await api.post("/api/v1/probes", json={
-        "name": "huge", "endpoint_id": endpoint["id"], "interval_seconds": 60,
+        "name": "huge", "endpoint_id": endpoint["id"], "interval_s": 60,
         "profile": {**SEARCH, "maximum": 5000}}), "profile.maximum")
     assert "SUSTAIN_MAX_CONCURRENCY" in message
     long = refused(await api.post("/api/v1/probes", json={
-        "name": "long", "endpoint_id": endpoint["id"], "interval_seconds": 60,
+        "name": "long", "endpoint_id": endpoint["id"], "interval_s": 60,
         "profile": {**SEARCH, "maximum": 1024, "duration_s": 600}}), "profile.duration_s")
     assert "levels x (warmup_s + duration_s)" in long
     refused(await api.patch(f"/api/v1/endpoints/{endpoint['id']}", json={

@@ -1,4 +1,4 @@
-"""Probes side by side (issue 17): GET /api/v1/compare over stored runs, and `sustain
+"""Probes side by side: GET /api/v1/compare over stored runs, and `sustain
 compare` over the same database."""
 
 from __future__ import annotations

@@ -98,7 +98,7 @@ async def test_an_over_long_name_is_refused_for_every_resource(api: httpx.AsyncC
     created = await create_endpoint(api, "http://127.0.0.1:9/v1", name="n" * MAX_NAME_CHARS)
     for path, body in (
             ("/api/v1/probes", {"name": long, "endpoint_id": created["id"],
-                                "interval_seconds": 60}),
+                                "interval_s": 60}),
             ("/api/v1/slos", {"name": long, "probes": ["p"], "objective": 0.99,
                               "sli": {"kind": "availability"}}),
             ("/api/v1/notifiers", {"name": long, "kind": "webhook",

@@ -1,5 +1,5 @@
-"""Load limits on every profile (issue 14: `{"kind": "constant", "rate": 10000, "duration_s":
-86400}` was accepted): REST create and update answer 422 naming each field beyond a limit and
+"""Load limits on every profile (`{"kind": "constant", "rate": 10000, "duration_s": 86400}`
+must not be accepted): REST create and update answer 422 naming each field beyond a limit and
 store nothing; a stored profile that lowered limits no longer allow fails its runs, naming
 the fields."""
 
@@ -47,7 +47,7 @@ async def test_a_profile_beyond_the_limits_is_422_naming_each_field(
         api: httpx.AsyncClient, profile: dict[str, Any], fields: list[str]) -> None:
     endpoint = await create_endpoint(api, "http://127.0.0.1:9/v1")
     r = await api.post("/api/v1/probes", json={"name": "p", "endpoint_id": endpoint["id"],
-                                               "interval_seconds": 3600, "profile": profile})
+                                               "interval_s": 3600, "profile": profile})
     assert fields_of(r) == fields
     assert "SUSTAIN_MAX_" in r.json()["detail"]
     assert (await api.get("/api/v1/probes")).json()["items"] == []
@@ -76,7 +76,7 @@ async def test_limits_come_from_the_settings(database_url: str) -> None:
     async with serving(app) as api:
         endpoint = await create_endpoint(api, "http://127.0.0.1:9/v1")
         r = await api.post("/api/v1/probes", json={
-            "name": "p", "endpoint_id": endpoint["id"], "interval_seconds": 3600,
+            "name": "p", "endpoint_id": endpoint["id"], "interval_s": 3600,
             "profile": {"kind": "constant", "rate": 6, "duration_s": 31}})
         assert fields_of(r) == ["profile.rate", "profile.duration_s"]
         assert r.json()["errors"][0]["message"] == \

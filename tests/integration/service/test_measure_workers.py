@@ -1,4 +1,4 @@
-"""Runs of the service measure in worker processes (issue 15): a run of `workers: 2` counts
+"""Runs of the service measure in worker processes: a run of `workers: 2` counts
 what one worker counts, and its stored percentiles are the percentiles over all its stored
 samples; a profile asking for more workers than the replica has is refused at once."""
 
@@ -46,7 +46,7 @@ async def test_two_workers_count_what_one_counts_with_percentiles_over_all_sampl
     for quantile in ("p50", "p90", "p99"):
         assert summary["ttft_ms"][quantile] == getattr(ttft, quantile)
         assert summary["e2e_ms"][quantile] == getattr(e2e, quantile)
-    # cache-honest by default (issue 16): the simulator caches prefixes, the salt defeats it,
+    # cache-honest by default: the simulator caches prefixes, the salt defeats it,
     # and what it reported crossed the worker pipe into storage
     assert {s["cached_tokens"] for s in samples} == {0}
     assert summary["cache_hit_ratio"] == 0.0
@@ -61,7 +61,7 @@ async def test_a_profile_asking_for_more_workers_than_the_replica_has_is_refused
     endpoint = await create_endpoint(api, simulator.base_url)
     has = runtime_of(app).measurer.capacity
     r = await api.post("/api/v1/probes", json={
-        "name": "too-wide", "endpoint_id": endpoint["id"], "interval_seconds": 60,
+        "name": "too-wide", "endpoint_id": endpoint["id"], "interval_s": 60,
         "profile": {"kind": "constant", "rate": 1, "duration_s": 1, "workers": has + 1}})
     assert r.status_code == 422, r.text
     assert "profile.workers" in r.text

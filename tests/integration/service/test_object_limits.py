@@ -50,7 +50,7 @@ async def count(app: FastAPI, table: str) -> int:
 async def probe(api: httpx.AsyncClient, endpoint_id: int, name: str, profile: dict[str, Any],
                 **fields: Any) -> httpx.Response:
     return await api.post("/api/v1/probes", json={
-        "name": name, "endpoint_id": endpoint_id, "interval_seconds": 3600,
+        "name": name, "endpoint_id": endpoint_id, "interval_s": 3600,
         "profile": profile, **fields})
 
 

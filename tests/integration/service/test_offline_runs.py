@@ -1,5 +1,5 @@
-"""Ticks measured during a database outage are stored once it is back (issue 15, item 4):
-the first measurement of a tick becomes its run, with every sample; one that finds the tick
+"""Ticks measured during a database outage are stored once it is back: the first
+measurement of a tick becomes its run, with every sample; one that finds the tick
 recorded `missed` takes that record over; one that finds the tick already run elsewhere is
 kept as a sample-free `skipped` record with trigger `partition`, never as a second run."""
 

@@ -1,4 +1,4 @@
-"""A `quality` SLI (issue 16): a probe's canaries count as its SLI events, passed over
+"""A `quality` SLI: a probe's canaries count as its SLI events, passed over
 checked, in the SLO's status, its burn rates and /metrics."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What endpoints, notifiers and workloads may read and reach (issue 14): cloud metadata and
+"""What endpoints, notifiers and workloads may read and reach: cloud metadata and
 link-local targets in every spelling, secret references the operator did not allow, and
 datasets outside SUSTAIN_DATASET_DIR are refused at create and update with a 422 naming the
 field; what settings refuse later fails the run or the delivery with a clear error; and a name
@@ -283,7 +283,7 @@ async def test_without_a_dataset_dir_no_dataset_may_be_named(
     for dataset in (str(write_dataset(tmp_path / "d.jsonl")), "/dev/zero",
                     "/proc/self/environ"):
         refused(await api.post("/api/v1/probes", json={
-            "name": "p", "endpoint_id": endpoint["id"], "interval_seconds": 60,
+            "name": "p", "endpoint_id": endpoint["id"], "interval_s": 60,
             "workload": {"dataset": dataset}}), "workload.dataset")
     assert (await api.get("/api/v1/probes")).json()["items"] == []
 
@@ -327,7 +327,7 @@ async def test_a_trace_is_read_from_the_dataset_dir_only_and_replayed_from_there
     async with app_with(database_url, dataset_dir=allowed) as api:
         endpoint = await create_endpoint(api, simulator.base_url)
         refused(await api.post("/api/v1/probes", json={
-            "name": "t", "endpoint_id": endpoint["id"], "interval_seconds": 60,
+            "name": "t", "endpoint_id": endpoint["id"], "interval_s": 60,
             "profile": {"kind": "trace", "path": str(tmp_path / "outside.jsonl")}}),
             "profile.path")
         probe = await create_probe(api, endpoint["id"], enabled=False, profile={
@@ -349,11 +349,11 @@ async def test_a_sessions_file_is_read_from_the_dataset_dir_and_played_by_the_se
     async with app_with(database_url, dataset_dir=allowed) as api:
         endpoint = await create_endpoint(api, simulator.base_url)
         refused(await api.post("/api/v1/probes", json={
-            "name": "s", "endpoint_id": endpoint["id"], "interval_seconds": 60,
+            "name": "s", "endpoint_id": endpoint["id"], "interval_s": 60,
             "profile": closed, "workload": {"sessions": str(tmp_path / "outside.jsonl")}}),
             "workload.sessions")
         refused(await api.post("/api/v1/probes", json={
-            "name": "s", "endpoint_id": endpoint["id"], "interval_seconds": 60,
+            "name": "s", "endpoint_id": endpoint["id"], "interval_s": 60,
             "profile": {"kind": "constant", "rate": 1, "duration_s": 1},
             "workload": {"turns": 3}}), "workload.turns")
         probe = await create_probe(api, endpoint["id"], enabled=False, profile=closed,

@@ -22,7 +22,7 @@ from tests.integration.service.helpers import (
 async def test_new_probe_runs_its_current_tick_then_every_interval(
         api: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
     endpoint = await create_endpoint(api, simulator.base_url)
-    probe = await create_probe(api, endpoint["id"], interval_seconds=2)
+    probe = await create_probe(api, endpoint["id"], interval_s=2)
     deadline = asyncio.get_running_loop().time() + 60  # a hang guard: ~2 s are needed
     runs: list[dict[str, Any]] = []
     while asyncio.get_running_loop().time() < deadline:
@@ -52,7 +52,7 @@ async def test_a_second_scheduler_on_the_same_database_never_runs_a_tick_twice(
     other = create_app(app_settings(database_url, auto_migrate=False,
                                 replica_id="replica-b"))
     async with other.router.lifespan_context(other):
-        probe = await create_probe(api, endpoint["id"], interval_seconds=1)
+        probe = await create_probe(api, endpoint["id"], interval_s=1)
         await runtime_of(other).scheduler.refresh(probe["id"])
 
         async def ticks_so_far() -> int:

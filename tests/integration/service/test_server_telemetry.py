@@ -1,4 +1,4 @@
-"""The service reads an endpoint's server metrics beside every run (issue 16): the run's
+"""The service reads an endpoint's server metrics beside every run: the run's
 summary has each series' min, mean, max and last, the series are stored with the run and
 served at /runs/{id}/server-metrics, and metrics_url is held to the egress policy and may
 carry no credentials."""

@@ -1,4 +1,4 @@
-"""REST bodies hold only what PostgreSQL and JSON can (issue 14): booleans are not numbers, NaN,
+"""REST bodies hold only what PostgreSQL and JSON can: booleans are not numbers, NaN,
 infinite and huge numbers are refused in typed fields and in free-form JSON (extra_body), and
 NUL is refused in every string. Each is a 422 naming the field, and nothing is stored."""
 
@@ -30,9 +30,9 @@ def fields_of(r: httpx.Response) -> list[str]:
 
 
 @pytest.mark.parametrize(("body", "field"), [
-    ({"interval_seconds": True}, "interval_seconds"),
-    ({"jitter_seconds": False}, "jitter_seconds"),
-    ({"interval_seconds": "60"}, "interval_seconds"),
+    ({"interval_s": True}, "interval_s"),
+    ({"jitter_s": False}, "jitter_s"),
+    ({"interval_s": "60"}, "interval_s"),
     ({"profile": {"kind": "constant", "rate": True, "duration_s": 5}}, "profile.rate"),
     ({"profile": {"kind": "sweep", "levels": [1, True], "duration_s": 5}}, "profile.levels.1"),
     ({"workload": {"max_tokens": True}}, "workload.max_tokens"),
@@ -44,16 +44,16 @@ async def test_a_boolean_where_a_number_belongs_is_422_naming_the_field(
         api: httpx.AsyncClient, body: dict[str, Any], field: str) -> None:
     endpoint = await create_endpoint(api, "http://127.0.0.1:9/v1")
     r = await api.post("/api/v1/probes", json={"name": "p", "endpoint_id": endpoint["id"],
-                                               "interval_seconds": 60, **body})
+                                               "interval_s": 60, **body})
     assert field in fields_of(r)
     assert (await api.get("/api/v1/probes")).json()["items"] == []
 
 
 async def test_a_json_integer_still_fills_a_float_field(api: httpx.AsyncClient) -> None:
     endpoint = await create_endpoint(api, "http://127.0.0.1:9/v1", timeout_total_s=60)
-    probe = await create_probe(api, endpoint["id"], jitter_seconds=1,
+    probe = await create_probe(api, endpoint["id"], jitter_s=1,
                                profile={"kind": "constant", "rate": 2, "duration_s": 1})
-    assert (endpoint["timeout_total_s"], probe["jitter_seconds"]) == (60.0, 1.0)
+    assert (endpoint["timeout_total_s"], probe["jitter_s"]) == (60.0, 1.0)
     assert probe["profile"]["rate"] == 2.0
 
 
@@ -79,7 +79,7 @@ async def test_numbers_json_cannot_carry_in_extra_body_are_422_naming_it(
         api: httpx.AsyncClient, value: object) -> None:
     endpoint = await create_endpoint(api, "http://127.0.0.1:9/v1")
     r = await post_raw(api, "/api/v1/probes", {
-        "name": "p", "endpoint_id": endpoint["id"], "interval_seconds": 60,
+        "name": "p", "endpoint_id": endpoint["id"], "interval_s": 60,
         "workload": {"extra_body": {"min_tokens": value}}})
     assert fields_of(r) == ["workload.extra_body"]
     assert (await api.get("/api/v1/probes")).json()["items"] == []
@@ -88,7 +88,7 @@ async def test_numbers_json_cannot_carry_in_extra_body_are_422_naming_it(
 async def test_nan_in_a_typed_float_is_422_naming_it(api: httpx.AsyncClient) -> None:
     endpoint = await create_endpoint(api, "http://127.0.0.1:9/v1")
     r = await post_raw(api, "/api/v1/probes", {
-        "name": "p", "endpoint_id": endpoint["id"], "interval_seconds": 60,
+        "name": "p", "endpoint_id": endpoint["id"], "interval_s": 60,
         "profile": {"kind": "sweep", "levels": [1], "duration_s": 1,
                     "max_ttft_p99_ms": float("inf")}})
     assert "profile.max_ttft_p99_ms" in fields_of(r)
@@ -105,7 +105,7 @@ async def test_nul_in_any_probe_string_is_422_naming_the_field(
         api: httpx.AsyncClient, change: dict[str, Any], field: str) -> None:
     endpoint = await create_endpoint(api, "http://127.0.0.1:9/v1")
     r = await api.post("/api/v1/probes", json={
-        "name": "p", "endpoint_id": endpoint["id"], "interval_seconds": 60, **change})
+        "name": "p", "endpoint_id": endpoint["id"], "interval_s": 60, **change})
     assert field in fields_of(r)
     assert (await api.get("/api/v1/probes")).json()["items"] == []
 

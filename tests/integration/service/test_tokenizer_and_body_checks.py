@@ -22,7 +22,7 @@ from tests.unit.probes.workload.test_tokenizer_files import write_tokenizer
 
 
 def probe_body(endpoint_id: int, **workload: Any) -> dict[str, Any]:
-    return {"name": "p", "endpoint_id": endpoint_id, "interval_seconds": 60,
+    return {"name": "p", "endpoint_id": endpoint_id, "interval_s": 60,
             "workload": workload}
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import typer
 
-from sustain.service.cli import load_settings
+from sustain.service.cli.common import load_settings
 from sustain.service.config import Settings
 from sustain.service.logging import configure_logging
 

@@ -7,6 +7,8 @@ import inspect
 from typing import Any
 
 import pytest
+import typer
+from typer.testing import CliRunner
 
 from sustain.probes.load.profiles import (
     ConcurrencyProfile,
@@ -17,10 +19,11 @@ from sustain.probes.load.profiles import (
     SweepProfile,
 )
 from sustain.probes.measure.slo import SloThresholds
-from sustain.service import cli
+from sustain.service.cli import app
+from sustain.service.cli.flags import command_parameters
+from sustain.service.cli.oneshot import OneShot, build
+from sustain.service.cli.probe_flags import FlagError, ProbeFlags
 from sustain.service.domain.limits import LoadLimits
-from sustain.service.oneshot import OneShot, build
-from sustain.service.probe_flags import FlagError, ProbeFlags
 
 URL = "http://127.0.0.1:8001/v1"
 
@@ -41,15 +44,39 @@ def refused(**given: Any) -> str:
     return str(info.value)
 
 
-def test_every_parameter_of_the_command_is_a_field() -> None:
-    assert set(inspect.signature(cli.probe).parameters) == set(ProbeFlags.model_fields)
+def test_every_field_is_an_option_of_the_command_with_its_help() -> None:
+    command = typer.main.get_command(app).commands["probe"]  # type: ignore[attr-defined]
+    by_name = {param.name: param for param in command.params}
+    assert set(by_name) == set(ProbeFlags.model_fields)
+    for name in ProbeFlags.model_fields:
+        assert getattr(by_name[name], "help", None) or name == "base_url"
+    help_text = CliRunner().invoke(app, ["probe", "--help"], terminal_width=200).output
+    for spelling in ("--json", "--no-stream", "--allow-cache", "--database-url", "--header",
+                     "--slo-ttft-ms", "--max-concurrency"):
+        assert spelling in help_text
 
 
 def test_the_command_defaults_parse_to_the_field_defaults() -> None:
-    defaults = {name: p.default for name, p in inspect.signature(cli.probe).parameters.items()
+    defaults = {p.name: p.default for p in command_parameters(ProbeFlags)
                 if p.default is not inspect.Parameter.empty}
     assert ProbeFlags.parse({**defaults, "base_url": URL, "model": "m"}) == \
         ProbeFlags(base_url=URL, model="m")
+
+
+def test_the_command_line_reaches_the_flags_as_typed() -> None:
+    command = typer.main.get_command(app).commands["probe"]  # type: ignore[attr-defined]
+    context = command.make_context("probe", [
+        URL, "--model", "m", "--header", "X-A: 1", "--header", "X-B:2", "--levels", "1,2,4",
+        "--profile", "steps", "--json", "--no-stream", "--method", "post"])
+    assert ProbeFlags.parse(context.params) == ProbeFlags(
+        base_url=URL, model="m", header={"X-A": "1", "X-B": "2"}, levels=[1.0, 2.0, 4.0],
+        profile="steps", json_output=True, no_stream=True, method="POST")
+
+
+def test_a_flag_problem_is_named_on_the_command_line() -> None:
+    result = CliRunner().invoke(app, ["probe", URL, "--model", "m", "--profile", "constant"])
+    assert result.exit_code == 2
+    assert "--rate is required with --profile constant" in result.output
 
 
 def test_single_profile_is_the_default() -> None:

@@ -11,7 +11,7 @@ import pytest
 import typer
 from pydantic import SecretStr, ValidationError
 
-from sustain.service.cli import load_settings
+from sustain.service.cli.common import load_settings
 from sustain.service.config import Settings
 
 DB_URL = "postgresql://sustain:pg-pass-42@db:5432/sustain"

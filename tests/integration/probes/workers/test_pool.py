@@ -22,7 +22,8 @@ from sustain.probes.load.profiles import parse_profile
 from sustain.probes.measure.percentiles import distribution
 from sustain.probes.measure.sample import Sample
 from sustain.probes.runner import RunBudget, RunStop, TooManyWorkersError, execute
-from sustain.probes.workers.pool import WorkerDiedError, WorkerPool
+from sustain.probes.workers.pool import WorkerPool
+from sustain.probes.workers.process import WorkerDiedError
 from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.probes.workload.spec import Workload
 from tests.conftest import SimulatorHandle

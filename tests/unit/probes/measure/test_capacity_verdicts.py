@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sustain.probes.load.profiles import CapacitySlo
 from sustain.probes.measure.capacity import CurvePoint, pareto_front, verdict
+from sustain.probes.measure.capacity_slo import CapacitySlo
 from sustain.probes.measure.sample import ErrorClass, Measurement, Sample
 from sustain.probes.measure.summary import RunSummary, summarise
 

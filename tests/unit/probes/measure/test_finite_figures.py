@@ -13,13 +13,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sustain.probes.load.profiles import CapacitySlo
 from sustain.probes.measure.capacity import (
     capacity_result,
     curve_point,
     pareto_front,
     tps_per_user,
 )
+from sustain.probes.measure.capacity_slo import CapacitySlo
 from sustain.probes.measure.confidence import upper_bound_rank
 from sustain.probes.measure.deployment import Deployment
 from sustain.probes.measure.efficiency import efficiency, efficiency_of

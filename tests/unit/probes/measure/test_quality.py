@@ -1,4 +1,4 @@
-"""Scoring quality canaries (probes/measure/quality.py, probes/workload/expect.py)."""
+"""Scoring quality canaries (probes/measure/quality.py, probes/measure/expect.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from sustain.probes.measure.expect import Expect
 from sustain.probes.measure.quality import meets
 from sustain.probes.measure.reply import Reply, ToolCall
-from sustain.probes.workload.expect import Expect
 
 
 def check(expect: dict[str, Any], text: str = "", tokens: int = 5,

@@ -1,4 +1,4 @@
-"""Cache-honest prompts (issue 16): by default every request starts with a fresh 64-bit salt
+"""Cache-honest prompts: by default every request starts with a fresh 64-bit salt
 after an optional stable shared prefix, so a prefix-caching server serves nothing from cache
 that the workload did not mean it to; `cache: allow` sends the same prompts every run."""
 

@@ -1,14 +1,14 @@
 """A run's server series, summarised (pure): for each series its min, mean, max and last
-value over the scrapes, and for a counter its increase over the run."""
+value over the scrapes, and for a counter its increase over the run. Which series are counters
+is the caller's knowledge (telemetry/families.py knows the servers' metric families)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from pydantic import BaseModel
 
 from sustain.probes.measure.finite import finite, mean
-from sustain.probes.telemetry.families import is_counter
 
 Point = tuple[float, float]
 """(unix seconds of the scrape, value)."""
@@ -32,8 +32,10 @@ class ScrapeCounts(BaseModel):
     """Failed scrapes by kind (`timeout`, `http 404`, `unreachable`, ...)."""
 
 
-def summarise_series(series: Mapping[str, Sequence[Point]]) -> dict[str, ServerMetric]:
-    """min, mean, max and last of every series that has points."""
+def summarise_series(series: Mapping[str, Sequence[Point]],
+                     is_counter: Callable[[str], bool]) -> dict[str, ServerMetric]:
+    """min, mean, max and last of every series that has points, and the increase of those
+    `is_counter` names."""
     out: dict[str, ServerMetric] = {}
     for name, points in sorted(series.items()):
         values = [value for _, value in points]

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from sustain.probes.client.clients import HttpClients
-from sustain.probes.client.registry import (
+from sustain.probes.client.target import ApiKind, Target
+from sustain.probes.load.senders import (
     SESSION_HEADER,
     http_check_over_httpx,
     openai_over_http1,
@@ -15,7 +16,6 @@ from sustain.probes.client.registry import (
     sender_for,
     turn_request,
 )
-from sustain.probes.client.target import ApiKind, Target
 from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.probes.workload.requests import RequestBuilder
 from sustain.probes.workload.sessions import Conversation, SessionTurn, dialogue

@@ -33,6 +33,7 @@ from sustain.probes.runner import InProcess, Measurer, RunBudget, RunResult
 from sustain.probes.workers.pool import WorkerPool
 from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.probes.workload.spec import Workload
+from sustain.service.cli.probe_flags import FLAG_OF, FlagError, ProbeFlags, flag_error
 from sustain.service.db import crud, partitions
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Endpoint, Probe
@@ -41,7 +42,6 @@ from sustain.service.domain.limits import LoadLimits, Path, limit_violations, pl
 from sustain.service.domain.rows import sample_tuple, sent_at
 from sustain.service.domain.targets import target_of
 from sustain.service.ingest.store import store_each
-from sustain.service.probe_flags import FLAG_OF, FlagError, ProbeFlags, flag_error
 from sustain.service.schemas.endpoints import EndpointCreate
 
 UNREACHABLE = frozenset({ErrorClass.CONNECT, ErrorClass.DNS, ErrorClass.TLS,

@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from sustain.probes.load.profiles import PROFILE_KINDS
+from sustain.service.cli.flags import Flag
 
 FLAG_OF = {
     "rate": "--rate", "burstiness": "--burstiness", "users": "--concurrency",
@@ -109,65 +110,99 @@ def parse_levels(text: object) -> object:
 
 
 class ProbeFlags(BaseModel):
-    """Every flag of `sustain probe`, one field per parameter of the command and named like
-    it (the help texts live on the command). `--header` and `--levels` arrive as typed and are
-    kept parsed; the field order is the order in which problems are reported."""
+    """Every flag of `sustain probe`: the command's parameters are these fields (flags.py), each
+    with its help text. `--header` and `--levels` arrive as typed and are kept parsed; the field
+    order is the order in which problems are reported."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 
-    base_url: str
-    model: str | None = None
-    api: str = "openai-chat"
-    header: Annotated[dict[str, str], BeforeValidator(parse_headers)] = Field(
+    base_url: Annotated[str, Flag("OpenAI-style base URL, e.g. http://127.0.0.1:8001/v1.",
+                                  argument=True)]
+    model: Annotated[str | None, Flag("Model name to request (required unless --api http).")] = None
+    api: Annotated[str, Flag("openai-chat | openai-completions | http.")] = "openai-chat"
+    header: Annotated[dict[str, str], BeforeValidator(parse_headers), Flag(
+        "Extra request header NAME:VALUE (repeatable).", typed_as=list[str] | None)] = Field(
         default_factory=dict)
-    levels: Annotated[list[float] | None, BeforeValidator(parse_levels)] = None
-    profile: str = "single"
-    rate: float | None = None
-    burstiness: float = 1.0
-    concurrency: int | None = None
-    duration: float | None = None
-    max_requests: int | None = None
-    warmup: float = 0.0
-    workers: int = 1
-    max_concurrency: int | None = None
-    min_concurrency: int = 1
-    points: int = 7
-    slo_percentile: float = 99
-    min_success: float = 0.99
-    min_samples: int | None = None
-    trace: str | None = None
-    trace_format: str = "mooncake"
-    speedup: float = 1.0
-    input_tokens: int = 32
-    output_tokens: int = 64
-    no_stream: bool = False
-    allow_cache: bool = False
-    shared_prefix_tokens: int = 0
-    dataset: str | None = None
-    sessions: str | None = None
-    turns: int | None = None
-    turn_delay: float = 0.0
-    session_header: bool = False
-    api_key_env: str | None = None
-    slo_ttft_ms: float | None = None
-    slo_tpot_ms: float | None = None
-    slo_e2e_ms: float | None = None
-    http2: bool = False
-    metrics_url: str | None = None
-    metrics_interval: float = 1.0
-    accelerator: str | None = None
-    accelerators: int | None = None
-    price_per_hour: float | None = None
-    currency: str = "USD"
-    power_kw: float | None = None
-    method: Annotated[str, AfterValidator(str.upper)] = "GET"
-    expect_status: int = 200
-    expect_body: str | None = None
-    json_output: bool = False
-    html: Path | None = None
-    save: bool = False
-    database_url: str | None = None
-    data_dir: Path | None = None
+    levels: Annotated[list[float] | None, BeforeValidator(parse_levels), Flag(
+        "Comma-separated: rates for steps, user counts for sweep.", typed_as=str | None)] = None
+    profile: Annotated[str, Flag(
+        "single | constant | poisson | concurrency | steps | sweep | trace | capacity | "
+        "pareto.")] = "single"
+    rate: Annotated[float | None, Flag("Requests/s (constant, poisson).")] = None
+    burstiness: Annotated[float, Flag("Poisson gamma shape; 1 = Poisson, < 1 burstier.")] = 1.0
+    concurrency: Annotated[int | None, Flag("Users (concurrency).")] = None
+    duration: Annotated[float | None, Flag(
+        "Seconds of measurement (per stage for steps and sweep). Default 10.")] = None
+    max_requests: Annotated[int | None, Flag("Cap on measured requests.")] = None
+    warmup: Annotated[float, Flag("Seconds of unmeasured warmup per stage.")] = 0.0
+    workers: Annotated[int, Flag(
+        "Worker processes to spread the load over, each sending its share (about one per free "
+        "core; 1 measures in this process).")] = 1
+    max_concurrency: Annotated[int | None, Flag(
+        "capacity: the highest level tried; pareto: C_max.")] = None
+    min_concurrency: Annotated[int, Flag("capacity: the first level.")] = 1
+    points: Annotated[int, Flag("pareto: concurrency points (>= 7 for MLPerf).")] = 7
+    slo_percentile: Annotated[float, Flag(
+        "capacity: the percentile the --slo-* thresholds hold (50, 90, 95, 99, 99.9).")] = 99
+    min_success: Annotated[float, Flag("capacity: the success ratio a level needs.")] = 0.99
+    min_samples: Annotated[int | None, Flag(
+        "capacity: a level runs on until it has this many requests.")] = None
+    trace: Annotated[str | None, Flag(
+        "Replay this request trace at its own arrival times (implies --profile trace).")] = None
+    trace_format: Annotated[str, Flag("mooncake (JSONL) | azure (CSV).")] = "mooncake"
+    speedup: Annotated[float, Flag("Replay the trace this many times faster.")] = 1.0
+    input_tokens: Annotated[int, Flag("Synthetic prompt length (words).")] = 32
+    output_tokens: Annotated[int, Flag("max_tokens per request.")] = 64
+    no_stream: Annotated[bool, Flag("Ask for whole responses.", ("--no-stream",))] = False
+    allow_cache: Annotated[bool, Flag(
+        "Send the same prompts every run, so a prefix-caching server may serve them from its "
+        "cache (default: a fresh salt per request keeps every prefill cold).",
+        ("--allow-cache",))] = False
+    shared_prefix_tokens: Annotated[int, Flag(
+        "A stable shared prefix of this many tokens before the salt (a system prompt the "
+        "cache may serve).")] = 0
+    dataset: Annotated[str | None, Flag(
+        "JSONL prompts, one request per line ({prompt} or {messages}, optional max_tokens), "
+        "cycled in a seeded order.")] = None
+    sessions: Annotated[str | None, Flag(
+        "JSONL multi-turn sessions, one turn per line (conversation_id, turn, messages, "
+        "optional tools, delay_seconds, max_tokens); users are conversations in flight.")] = None
+    turns: Annotated[int | None, Flag(
+        "Synthetic sessions: conversations of this many turns of --input-tokens each.")] = None
+    turn_delay: Annotated[float, Flag(
+        "Synthetic sessions: think time (s) before each turn after the first.")] = 0.0
+    session_header: Annotated[bool, Flag(
+        "Send each turn's conversation as X-Session-ID.", ("--session-header",))] = False
+    api_key_env: Annotated[str | None, Flag(
+        "Send `Authorization: Bearer $NAME`; the key itself is never printed.")] = None
+    slo_ttft_ms: Annotated[float | None, Flag("Goodput: TTFT threshold.")] = None
+    slo_tpot_ms: Annotated[float | None, Flag("Goodput: TPOT threshold.")] = None
+    slo_e2e_ms: Annotated[float | None, Flag("Goodput: E2E threshold.")] = None
+    http2: Annotated[bool, Flag("Offer HTTP/2 (https).", ("--http2",))] = False
+    metrics_url: Annotated[str | None, Flag(
+        "The server's Prometheus metrics (e.g. http://vllm:8000/metrics), read during the "
+        "run: queue, KV-cache use, prefix-cache hits, preemptions.")] = None
+    metrics_interval: Annotated[float, Flag("Seconds between reads of --metrics-url.")] = 1.0
+    accelerator: Annotated[str | None, Flag(
+        "What serves the endpoint, e.g. H100-80GB (for the report).")] = None
+    accelerators: Annotated[int | None, Flag(
+        "Accelerators serving the endpoint, every role counted: tok/s per accelerator.")] = None
+    price_per_hour: Annotated[float | None, Flag(
+        "The deployment's price per hour: cost per million output and good tokens.")] = None
+    currency: Annotated[str, Flag("Of --price-per-hour.")] = "USD"
+    power_kw: Annotated[float | None, Flag("The deployment's power draw: tok/s per kW.")] = None
+    method: Annotated[str, AfterValidator(str.upper), Flag("--api http: request method.")] = "GET"
+    expect_status: Annotated[int, Flag("--api http: expected status.")] = 200
+    expect_body: Annotated[str | None, Flag(
+        "--api http: text the response must contain.")] = None
+    json_output: Annotated[bool, Flag("Print one JSON object only.", ("--json",))] = False
+    html: Annotated[Path | None, Flag(
+        "Also write the run as one self-contained HTML report (no script, no network) to this "
+        "file.")] = None
+    save: Annotated[bool, Flag("Store the result as a run.", ("--save",))] = False
+    database_url: Annotated[str | None, Flag(
+        "PostgreSQL URL; unset: embedded (env SUSTAIN_DATABASE_URL).", ("--database-url",))] = None
+    data_dir: Annotated[Path | None, Flag("Data directory (env SUSTAIN_DATA_DIR).")] = None
 
     @classmethod
     def parse(cls, values: Mapping[str, Any]) -> Self:

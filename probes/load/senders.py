@@ -27,10 +27,10 @@ from sustain.probes.client.httpx_transport import send_openai_httpx
 from sustain.probes.client.openai_protocol import EncodedRequest, encode_request
 from sustain.probes.client.target import ApiKind, HttpCheck, Target
 from sustain.probes.load.drivers import Prepare
+from sustain.probes.measure.expect import Expect
 from sustain.probes.measure.quality import meets
 from sustain.probes.measure.sample import Measurement
 from sustain.probes.workload.dataset import DatasetPolicy
-from sustain.probes.workload.expect import Expect
 from sustain.probes.workload.requests import RequestBuilder
 from sustain.probes.workload.sessions import Dialogue
 from sustain.probes.workload.spec import Workload

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from sustain.probes.load.profiles import CapacityProfile, CapacitySlo, ConstantProfile
+from sustain.probes.load.profiles import CapacityProfile, ConstantProfile
+from sustain.probes.measure.capacity_slo import CapacitySlo
 from sustain.probes.measure.deployment import Deployment
 from sustain.probes.workload.spec import Workload
 from sustain.service.db import crud

@@ -2,6 +2,7 @@
 
 The one import root. The repository's top-level folders are its subpackages: `probes/` (the
 measurement library), `simulator/`, `service/` and `migrations/` live at the top of the tree and
-are mapped here as `sustain.probes`, `sustain.simulator`, `sustain.service` and
-`sustain.migrations` (links in this folder; the wheel holds them as plain folders).
+are installed as `sustain.probes`, `sustain.simulator`, `sustain.service` and
+`sustain.migrations` (pyproject.toml's `package-dir`; no links). This folder holds only the
+root package. See docs/architecture.md.
 """

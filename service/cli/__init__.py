@@ -1,0 +1,30 @@
+"""The `sustain` command: one module per command group, assembled here.
+
+- serve.py: `serve`, `demo` (demo.py seeds the demo's objects; server.py runs uvicorn
+  gracefully);
+- probe.py: `probe`, over the one-shot runner (oneshot.py) and its flag model
+  (probe_flags.py; flags.py turns a flag model into the command's options);
+- admin.py: `validate`, `migrate`, `rules`;
+- export.py, compare.py, simulate.py, keys.py: one command (group) each;
+- common.py: the console, shared options, settings, the database and serving.
+
+Commands import what they use when they run, so that `sustain --help` stays fast.
+"""
+
+import typer
+
+from sustain.service.cli.admin import migrate, rules, validate
+from sustain.service.cli.compare import compare
+from sustain.service.cli.export import export
+from sustain.service.cli.keys import keys_app
+from sustain.service.cli.probe import probe
+from sustain.service.cli.serve import demo, serve
+from sustain.service.cli.simulate import simulate
+
+app = typer.Typer(
+    help="sustain: continuous monitoring of LLM inference endpoints.",
+    no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+)
+for command in (serve, rules, validate, migrate, demo, probe, simulate, export, compare):
+    app.command()(command)
+app.add_typer(keys_app, name="keys")

@@ -1,0 +1,114 @@
+"""`sustain compare`: probes side by side over a window."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from sustain.service import strict_json
+from sustain.service.cli.common import (
+    DataDirOpt,
+    DbOpt,
+    console,
+    database,
+    load_settings,
+)
+from sustain.service.db.engine import create_engine, session_factory
+from sustain.service.db.migrate import upgrade_to_head
+from sustain.service.logging import configure_logging
+
+if TYPE_CHECKING:  # imported where used, so that `sustain --help` stays fast
+    from sustain.service.schemas.compare import Comparison
+
+
+def compare(
+    probes: Annotated[list[str], typer.Argument(help="Probe names (2 to 8).")],
+    window: Annotated[str, typer.Option(help="How far back, e.g. 24h, 7d.")] = "7d",
+    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object only.")]
+    = False,
+    database_url: DbOpt = None, data_dir: DataDirOpt = None,
+) -> None:
+    """Probes side by side over a window: availability, latency, throughput, capacity under
+    SLO, efficiency, stability and drift (what GET /api/v1/compare answers)."""
+    from sustain.service.errors import ServiceError
+    from sustain.service.history.windows import parse_duration
+
+    try:
+        seconds = parse_duration(window)
+    except ValueError as exc:
+        console.print(f"[red]--window: {exc}[/red]")
+        raise typer.Exit(2) from None
+    settings = load_settings(database_url=database_url, data_dir=data_dir)
+    configure_logging(settings.log_level, settings.log_format)
+    with database(settings) as url:
+        upgrade_to_head(url)
+        try:
+            found = asyncio.run(_compare(url, probes, seconds))
+        except ServiceError as exc:
+            console.print(f"[red]{exc}[/red]")
+            raise typer.Exit(2) from None
+    if json_output:
+        print(strict_json.dumps(found.model_dump(mode="json", by_alias=True)))
+        return
+    Console(width=None if sys.stdout.isatty() else 160).print(comparison_table(found))
+
+
+async def _compare(url: str, names: list[str], seconds: int) -> Comparison:
+    from sustain.service.db.compare import compare as compare_probes
+
+    engine = create_engine(url, pool_size=1)
+    end = datetime.now(UTC)
+    try:
+        async with session_factory(engine)() as session:
+            return await compare_probes(session, names, end - timedelta(seconds=seconds), end)
+    finally:
+        await engine.dispose()
+
+
+def comparison_table(found: Comparison) -> Table:
+    """One column per probe, one row per figure."""
+    table = Table(title=f"{found.from_:%Y-%m-%d %H:%M} to {found.to:%Y-%m-%d %H:%M} UTC")
+    table.add_column("")
+    for probe in found.probes:
+        table.add_column(f"{probe.probe}\n{probe.endpoint} · {probe.model}", justify="right")
+
+    def ms(value: float | None) -> str:
+        return "-" if value is None else f"{value:.1f} ms"
+
+    def num(value: float | None, unit: str = "") -> str:
+        return "-" if value is None else f"{value:,.2f}{unit}"
+
+    rows: list[tuple[str, list[str]]] = [
+        ("runs", [str(p.runs) for p in found.probes]),
+        ("availability", ["-" if p.availability is None else f"{p.availability:.2%}"
+                          for p in found.probes]),
+        ("TTFT p50 / p99", [f"{ms(p.ttft_ms.p50)} / {ms(p.ttft_ms.p99)}"
+                            for p in found.probes]),
+        ("TPOT p50 / p99", [f"{ms(p.tpot_ms.p50)} / {ms(p.tpot_ms.p99)}"
+                            for p in found.probes]),
+        ("E2E p50 / p99", [f"{ms(p.e2e_ms.p50)} / {ms(p.e2e_ms.p99)}" for p in found.probes]),
+        ("output tok/s", [num(p.output_token_throughput) for p in found.probes]),
+        ("goodput req/s", [num(p.goodput) for p in found.probes]),
+        ("capacity (newest, median)", [
+            "-" if p.capacity is None else
+            f"{p.capacity.latest} / {p.capacity.median:g} {p.capacity.unit or ''}"
+            for p in found.probes]),
+        ("cost per 1M good tokens", [
+            num((p.efficiency or {}).get("cost_per_million_good_tokens"),
+                f" {(p.efficiency or {}).get('currency', '')}") for p in found.probes]),
+        ("TTFT p99 stability", [
+            "-" if (s := p.stability.get("ttft_p99")) is None or s.cov is None
+            else f"{s.cov:.1%} ({s.band})" for p in found.probes]),
+        ("drift", [", ".join(f"{d.metric}:{d.stat} {d.verdict}" for d in p.drift
+                             if d.verdict in ("regressed", "improved")) or "no change"
+                   for p in found.probes]),
+    ]
+    for label, cells in rows:
+        table.add_row(label, *cells)
+    return table

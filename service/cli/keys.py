@@ -1,0 +1,125 @@
+"""`sustain keys`: API keys created (shown once), listed, revoked; an admin key generated."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from sustain.service import strict_json
+from sustain.service.cli.common import (
+    DataDirOpt,
+    DbOpt,
+    console,
+    database,
+    load_settings,
+)
+from sustain.service.db.engine import create_engine, session_factory
+from sustain.service.db.migrate import upgrade_to_head
+from sustain.service.logging import configure_logging
+
+if TYPE_CHECKING:  # imported where used, so that `sustain --help` stays fast
+    pass
+
+
+keys_app = typer.Typer(help="API keys: create (shown once), list, revoke; generate a "
+                            "SUSTAIN_ADMIN_KEY value.", no_args_is_help=True)
+
+
+async def _keys_call(url: str, action: str, **args: Any) -> Any:
+    from sustain.service.db import keys as key_queries
+
+    engine = create_engine(url, pool_size=1)
+    try:
+        async with session_factory(engine)() as session:
+            if action == "create":
+                created = await key_queries.create(session, args["name"], args["role"], "cli")
+                await session.commit()
+                return created
+            if action == "revoke":
+                row = await key_queries.revoke(session, args["key_id"], datetime.now(UTC))
+                await session.commit()
+                return key_queries.read(row)
+            return [key_queries.read(k) for k in await key_queries.list_all(session)]
+    finally:
+        await engine.dispose()
+
+
+def _keys(action: str, database_url: str | None, data_dir: Path | None, **args: Any) -> Any:
+    from sustain.service.errors import ServiceError
+
+    settings = load_settings(database_url=database_url, data_dir=data_dir)
+    configure_logging(settings.log_level, settings.log_format)
+    with database(settings) as url:
+        upgrade_to_head(url)
+        try:
+            return asyncio.run(_keys_call(url, action, **args))
+        except ServiceError as exc:
+            console.print(f"[red]{exc}[/red]")
+            raise typer.Exit(2) from None
+
+
+@keys_app.command("create")
+def keys_create(
+    name: Annotated[str, typer.Option(help="What the key is for (unique among active keys).")],
+    role: Annotated[str, typer.Option(help="viewer | editor | admin.")],
+    database_url: DbOpt = None, data_dir: DataDirOpt = None,
+) -> None:
+    """Create a key and print it once (stdout); store it now, it cannot be shown again."""
+    from sustain.service.domain.keys import Role
+    from sustain.service.schemas.keys import KeyCreate
+
+    try:
+        body = KeyCreate(name=name, role=Role(role))
+    except (ValueError, ValidationError):
+        console.print("[red]--role: must be viewer, editor or admin; --name: 1-100 "
+                      "printable characters[/red]")
+        raise typer.Exit(2) from None
+    created = _keys("create", database_url, data_dir, name=body.name, role=body.role)
+    console.print(f"created key {created.id} {created.name!r} ({created.role.value}); it is "
+                  "shown once, below:")
+    print(created.key)
+
+
+@keys_app.command("list")
+def keys_list(database_url: DbOpt = None, data_dir: DataDirOpt = None,
+              json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Every key with its role, prefix and times; never the keys themselves."""
+
+    found = _keys("list", database_url, data_dir)
+    if json_output:
+        print(strict_json.dumps([k.model_dump(mode="json") for k in found]))
+        return
+    table = Table("id", "name", "role", "prefix", "created", "last used", "revoked")
+    for k in found:
+        table.add_row(str(k.id), k.name, k.role.value, k.prefix,
+                      f"{k.created_at:%Y-%m-%d %H:%M}",
+                      f"{k.last_used_at:%Y-%m-%d %H:%M}" if k.last_used_at else "-",
+                      f"{k.revoked_at:%Y-%m-%d %H:%M}" if k.revoked_at else "-")
+    Console(width=None if sys.stdout.isatty() else 140).print(table)
+
+
+@keys_app.command("revoke")
+def keys_revoke(key_id: Annotated[int, typer.Argument(help="The key's id (keys list).")],
+                database_url: DbOpt = None, data_dir: DataDirOpt = None) -> None:
+    """Revoke a key at once; its status-page sign-ins end too."""
+    if not 1 <= key_id < 2**63:
+        console.print("[red]KEY_ID: not a key id[/red]")
+        raise typer.Exit(2)
+    revoked = _keys("revoke", database_url, data_dir, key_id=key_id)
+    console.print(f"revoked key {revoked.id} {revoked.name!r}")
+
+
+@keys_app.command("generate")
+def keys_generate() -> None:
+    """Print a new random key for SUSTAIN_ADMIN_KEY (nothing is stored)."""
+    from sustain.service.domain.keys import generate_key
+
+    print(generate_key())

@@ -1,0 +1,117 @@
+"""`sustain probe`: one load profile against an endpoint now, reported (and saved if asked)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import typer
+import uvloop
+from rich.console import Console
+from rich.live import Live
+
+from sustain.service import strict_json
+from sustain.service.cli.common import (
+    console,
+    database,
+    load_settings,
+)
+from sustain.service.cli.flags import takes_flags
+from sustain.service.cli.probe_flags import FlagError, ProbeFlags
+from sustain.service.db.engine import create_engine, session_factory
+from sustain.service.db.migrate import upgrade_to_head
+
+if TYPE_CHECKING:  # imported where used, so that `sustain --help` stays fast
+    from sustain.probes.runner import RunResult
+    from sustain.service.cli.oneshot import OneShot
+
+
+@takes_flags(ProbeFlags)
+def probe(**given: Any) -> None:
+    """Run one load profile against BASE_URL now and report: live progress, then a table
+    (or --json). Exit status 1 when every request failed to reach the endpoint."""
+    from sustain.probes.client.secrets import SecretUnavailableError, resolve_secret
+    from sustain.probes.workload.dataset import DatasetError
+    from sustain.probes.workload.spec import WorkloadError
+    from sustain.service.cli import oneshot
+
+    limits = replace(load_settings().load_limits(), max_workers=None)  # --workers is yours
+    try:
+        flags = ProbeFlags.parse(given)
+        shot = oneshot.build(flags, limits)
+        if shot.endpoint.auth_secret_ref is not None:
+            resolve_secret(shot.endpoint.auth_secret_ref, shot.secrets)
+    except (FlagError, SecretUnavailableError) as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+    try:
+        if flags.json_output:
+            result = uvloop.run(oneshot.run_with_display(shot, None, budget=limits.budget()))
+        else:
+            with Live(console=console, refresh_per_second=4, transient=True) as display:
+                result = uvloop.run(oneshot.run_with_display(shot, display,
+                                                             budget=limits.budget()))
+    except (DatasetError, WorkloadError) as exc:  # a file or workload that cannot be used
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+    _report(flags, shot, result)
+
+
+def _report(flags: ProbeFlags, shot: OneShot, result: RunResult) -> None:
+    """The result as a table or JSON (and an HTML file), saved as a run if asked."""
+    from sustain.probes.report import json_report
+    from sustain.probes.report_tables import results
+    from sustain.service.cli import oneshot
+
+    if not flags.json_output:
+        Console(width=None if sys.stdout.isatty() else 140).print(results(result))
+    if flags.html is not None:
+        _write_report(flags, result)
+    run_id = None
+    if flags.save:
+        settings = load_settings(database_url=flags.database_url, data_dir=flags.data_dir)
+        with database(settings) as url:
+            upgrade_to_head(url)
+            run_id = asyncio.run(_save(url, shot, result))
+    if flags.json_output:
+        report = json_report(result)
+        if run_id is not None:
+            report["run_id"] = run_id
+        print(strict_json.dumps(report))
+    elif run_id is not None:
+        console.print(f"saved as run {run_id}")
+    if oneshot.unreachable(result):
+        console.print("[red]the endpoint was unreachable for every request[/red]")
+        raise typer.Exit(1)
+
+
+def _write_report(flags: ProbeFlags, result: RunResult) -> None:
+    from sustain.probes.measure.sample import Outcome
+    from sustain.service.web.report import render, run_page
+
+    assert flags.html is not None
+    ok = [s for s in result.samples if s.outcome is Outcome.SUCCESS]
+    page = run_page(result.report().model_dump(mode="json"),
+                    f"sustain probe: {flags.base_url}",
+                    f"model {flags.model or '-'} · profile {flags.profile} · "
+                    f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC",
+                    [v for s in ok if (v := s.ttft_ms) is not None], [s.e2e_ms for s in ok])
+    try:
+        flags.html.write_text(render(page), encoding="utf-8")
+    except OSError as exc:
+        console.print(f"[red]--html: cannot write {flags.html} ({exc.strerror})[/red]")
+        raise typer.Exit(2) from None
+
+
+async def _save(url: str, shot: OneShot, result: RunResult) -> int:
+    from sustain.service.cli.oneshot import save
+
+    engine = create_engine(url, pool_size=1)
+    try:
+        async with session_factory(engine).begin() as session:
+            return await save(session, shot, result)
+    finally:
+        await engine.dispose()

@@ -1,0 +1,82 @@
+"""`sustain simulate`: the OpenAI-compatible simulator, served."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from sustain.service.cli.common import (
+    console,
+)
+
+if TYPE_CHECKING:  # imported where used, so that `sustain --help` stays fast
+    pass
+
+
+def simulate(
+    host: Annotated[str, typer.Option(help="Bind address.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Bind port.")] = 8001,
+    ttft_ms: Annotated[float, typer.Option(help="Time to first token, ms.")] = 50.0,
+    itl_ms: Annotated[float, typer.Option(help="Inter-token latency, ms.")] = 10.0,
+    output_tokens: Annotated[int, typer.Option(help="Tokens per response (max).")] = 32,
+    model: Annotated[str, typer.Option(help="Model name to report.")] = "sim-model",
+    fault: Annotated[str, typer.Option(help="Fault to inject into --fault-rate of requests.")]
+    = "none",
+    fault_rate: Annotated[float, typer.Option(help="Fraction of requests with --fault.")] = 0.0,
+    seed: Annotated[int, typer.Option(help="Seed for jitter and fault selection.")] = 0,
+    prefill_ms_per_token: Annotated[float, typer.Option(
+        help="Added to TTFT per prompt token not served from the prefix cache, ms.")] = 0.0,
+    no_prefix_cache: Annotated[bool, typer.Option(
+        "--no-prefix-cache", help="Do not emulate prefix caching (nor report cached_tokens).")]
+    = False,
+    ttft_sigma: Annotated[float, typer.Option(help="Lognormal jitter of TTFT (sigma).")] = 0.0,
+    itl_sigma: Annotated[float, typer.Option(help="Lognormal jitter of ITL (sigma).")] = 0.0,
+    max_batch: Annotated[int | None, typer.Option(
+        help="Generations at once; more requests queue, so TTFT rises past saturation.")]
+    = None,
+    error_every: Annotated[int, typer.Option(help="Answer every Nth request with HTTP 500.")]
+    = 0,
+    truth_log: Annotated[Path | None, typer.Option(
+        help="Append per-request server-side timings (JSON lines) to this file.")] = None,
+    api_key_env: Annotated[str | None, typer.Option(
+        help="Require `Authorization: Bearer <key>`, the key read from this env variable.")]
+    = None,
+) -> None:
+    """Run the OpenAI-compatible simulator (http://HOST:PORT/v1)."""
+    from sustain.simulator.config import Fault, SimulatorConfig
+    from sustain.simulator.server import serve as serve_simulator
+
+    try:
+        chosen = Fault(fault)
+    except ValueError:
+        console.print(f"[red]--fault must be one of {', '.join(f.value for f in Fault)}[/red]")
+        raise typer.Exit(2) from None
+    problems = [
+        "--fault-rate must be in [0, 1]" if not 0.0 <= fault_rate <= 1.0 else "",
+        "--ttft-ms, --itl-ms, --output-tokens and --prefill-ms-per-token must be >= 0"
+        if min(ttft_ms, itl_ms, output_tokens, prefill_ms_per_token) < 0 else "",
+        "--ttft-sigma and --itl-sigma must be >= 0" if min(ttft_sigma, itl_sigma) < 0 else "",
+        "--max-batch must be >= 1" if max_batch is not None and max_batch < 1 else "",
+        "--error-every must be >= 0" if error_every < 0 else "",
+    ]
+    if any(problems):
+        console.print("[red]" + "; ".join(p for p in problems if p) + "[/red]")
+        raise typer.Exit(2)
+    api_key = None
+    if api_key_env is not None:
+        api_key = os.environ.get(api_key_env)
+        if not api_key:
+            console.print(f"[red]--api-key-env: variable {api_key_env} is not set[/red]")
+            raise typer.Exit(2)
+    config = SimulatorConfig(ttft_ms=ttft_ms, itl_ms=itl_ms, output_tokens=output_tokens,
+                             model=model, fault=chosen, fault_rate=fault_rate, seed=seed,
+                             api_key=api_key, ttft_sigma=ttft_sigma, itl_sigma=itl_sigma,
+                             max_batch=max_batch, error_every=error_every,
+                             prefill_ms_per_token=prefill_ms_per_token,
+                             prefix_cache=not no_prefix_cache,
+                             truth_log=None if truth_log is None else str(truth_log))
+    console.print(f"simulator on http://{host}:{port}/v1 (ttft {ttft_ms} ms, itl {itl_ms} ms)")
+    serve_simulator(config, host, port)
