@@ -18,8 +18,9 @@ from sustain.service.cli.common import (
     console,
     database,
     load_settings,
+    one_connection_engine,
 )
-from sustain.service.db.engine import create_engine, safe_url, session_factory
+from sustain.service.db.engine import safe_url, session_factory
 from sustain.service.db.migrate import upgrade_to_head
 from sustain.service.logging import configure_logging
 
@@ -34,13 +35,9 @@ async def _slo_rules_from_database(url: str) -> list[SloRules]:
     from sustain.service.db.slos import tiers_of
     from sustain.service.evaluation.rules import SloRules
 
-    engine = create_engine(url, pool_size=1)
-    try:
-        async with session_factory(engine)() as session:
-            rows = (await session.execute(select(Slo).order_by(Slo.name))).scalars().all()
-            return [SloRules(s.name, s.objective, tiers_of(s), s.description) for s in rows]
-    finally:
-        await engine.dispose()
+    async with one_connection_engine(url) as engine, session_factory(engine)() as session:
+        rows = (await session.execute(select(Slo).order_by(Slo.name))).scalars().all()
+        return [SloRules(s.name, s.objective, tiers_of(s), s.description) for s in rows]
 
 
 def rules(config: ConfigOpt = None, database_url: DbOpt = None,

@@ -4,21 +4,20 @@ and flags, the database (configured or embedded) and serving the app."""
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager, suppress
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from sustain.service.config import Settings
 from sustain.service.db.embedded import DataDirInUseError, EmbeddedPostgres
-
-if TYPE_CHECKING:  # imported where used, so that `sustain --help` stays fast
-    pass
+from sustain.service.db.engine import create_engine
 
 console = Console(stderr=True, soft_wrap=True)
 """Messages go to stderr, so a command's stdout carries only its output (--json, keys)."""
@@ -72,6 +71,16 @@ def database(settings: Settings) -> Iterator[str]:
         for sig in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not cut the stop short
             signal.signal(sig, signal.SIG_IGN)
         embedded.stop()
+
+
+@asynccontextmanager
+async def one_connection_engine(url: str) -> AsyncIterator[AsyncEngine]:
+    """An engine with one pooled connection, for a command's few statements; disposed after."""
+    engine = create_engine(url, pool_size=1)
+    try:
+        yield engine
+    finally:
+        await engine.dispose()
 
 
 def serve_app(settings: Settings, url: str) -> None:

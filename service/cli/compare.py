@@ -18,8 +18,9 @@ from sustain.service.cli.common import (
     console,
     database,
     load_settings,
+    one_connection_engine,
 )
-from sustain.service.db.engine import create_engine, session_factory
+from sustain.service.db.engine import session_factory
 from sustain.service.db.migrate import upgrade_to_head
 from sustain.service.logging import configure_logging
 
@@ -62,13 +63,9 @@ def compare(
 async def _compare(url: str, names: list[str], seconds: int) -> Comparison:
     from sustain.service.db.compare import compare as compare_probes
 
-    engine = create_engine(url, pool_size=1)
     end = datetime.now(UTC)
-    try:
-        async with session_factory(engine)() as session:
-            return await compare_probes(session, names, end - timedelta(seconds=seconds), end)
-    finally:
-        await engine.dispose()
+    async with one_connection_engine(url) as engine, session_factory(engine)() as session:
+        return await compare_probes(session, names, end - timedelta(seconds=seconds), end)
 
 
 def comparison_table(found: Comparison) -> Table:

@@ -16,8 +16,8 @@ from sustain.service.cli.common import (
     console,
     database,
     load_settings,
+    one_connection_engine,
 )
-from sustain.service.db.engine import create_engine
 from sustain.service.logging import configure_logging
 
 if TYPE_CHECKING:  # imported where used, so that `sustain --help` stays fast
@@ -38,16 +38,13 @@ async def _export(url: str, request: ExportRequest, file_format: str, output: Pa
                   ) -> int:
     from sustain.service.export.samples import export_samples
 
-    engine = create_engine(url, pool_size=1)
-    try:
+    async with one_connection_engine(url) as engine:
         if file_format == "parquet":
             return await export_samples(engine, request, "parquet", path=output)
         if output is None:
             return await export_samples(engine, request, "csv", text_out=sys.stdout)
         with output.open("w", encoding="utf-8", newline="") as out:
             return await export_samples(engine, request, "csv", text_out=out)
-    finally:
-        await engine.dispose()
 
 
 def export(

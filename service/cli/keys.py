@@ -6,7 +6,7 @@ import asyncio
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -20,14 +20,11 @@ from sustain.service.cli.common import (
     console,
     database,
     load_settings,
+    one_connection_engine,
 )
-from sustain.service.db.engine import create_engine, session_factory
+from sustain.service.db.engine import session_factory
 from sustain.service.db.migrate import upgrade_to_head
 from sustain.service.logging import configure_logging
-
-if TYPE_CHECKING:  # imported where used, so that `sustain --help` stays fast
-    pass
-
 
 keys_app = typer.Typer(help="API keys: create (shown once), list, revoke; generate a "
                             "SUSTAIN_ADMIN_KEY value.", no_args_is_help=True)
@@ -36,20 +33,16 @@ keys_app = typer.Typer(help="API keys: create (shown once), list, revoke; genera
 async def _keys_call(url: str, action: str, **args: Any) -> Any:
     from sustain.service.db import keys as key_queries
 
-    engine = create_engine(url, pool_size=1)
-    try:
-        async with session_factory(engine)() as session:
-            if action == "create":
-                created = await key_queries.create(session, args["name"], args["role"], "cli")
-                await session.commit()
-                return created
-            if action == "revoke":
-                row = await key_queries.revoke(session, args["key_id"], datetime.now(UTC))
-                await session.commit()
-                return key_queries.read(row)
-            return [key_queries.read(k) for k in await key_queries.list_all(session)]
-    finally:
-        await engine.dispose()
+    async with one_connection_engine(url) as engine, session_factory(engine)() as session:
+        if action == "create":
+            created = await key_queries.create(session, args["name"], args["role"], "cli")
+            await session.commit()
+            return created
+        if action == "revoke":
+            row = await key_queries.revoke(session, args["key_id"], datetime.now(UTC))
+            await session.commit()
+            return key_queries.read(row)
+        return [key_queries.read(k) for k in await key_queries.list_all(session)]
 
 
 def _keys(action: str, database_url: str | None, data_dir: Path | None, **args: Any) -> Any:
@@ -92,7 +85,6 @@ def keys_create(
 def keys_list(database_url: DbOpt = None, data_dir: DataDirOpt = None,
               json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Every key with its role, prefix and times; never the keys themselves."""
-
     found = _keys("list", database_url, data_dir)
     if json_output:
         print(strict_json.dumps([k.model_dump(mode="json") for k in found]))

@@ -18,10 +18,11 @@ from sustain.service.cli.common import (
     console,
     database,
     load_settings,
+    one_connection_engine,
 )
 from sustain.service.cli.flags import takes_flags
 from sustain.service.cli.probe_flags import FlagError, ProbeFlags
-from sustain.service.db.engine import create_engine, session_factory
+from sustain.service.db.engine import session_factory
 from sustain.service.db.migrate import upgrade_to_head
 
 if TYPE_CHECKING:  # imported where used, so that `sustain --help` stays fast
@@ -109,9 +110,5 @@ def _write_report(flags: ProbeFlags, result: RunResult) -> None:
 async def _save(url: str, shot: OneShot, result: RunResult) -> int:
     from sustain.service.cli.oneshot import save
 
-    engine = create_engine(url, pool_size=1)
-    try:
-        async with session_factory(engine).begin() as session:
-            return await save(session, shot, result)
-    finally:
-        await engine.dispose()
+    async with one_connection_engine(url) as engine, session_factory(engine).begin() as session:
+        return await save(session, shot, result)

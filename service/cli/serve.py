@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import TYPE_CHECKING
 
 import typer
 from pydantic import SecretStr
@@ -22,15 +21,13 @@ from sustain.service.cli.common import (
     console,
     database,
     load_settings,
+    one_connection_engine,
     serve_app,
 )
 from sustain.service.config import Settings
-from sustain.service.db.engine import create_engine, session_factory
+from sustain.service.db.engine import session_factory
 from sustain.service.db.migrate import upgrade_to_head
 from sustain.service.logging import configure_logging
-
-if TYPE_CHECKING:  # imported where used, so that `sustain --help` stays fast
-    pass
 
 
 def serve(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None,
@@ -79,12 +76,8 @@ def _check_anonymous_read(settings: Settings) -> None:
 async def _seed_demo(url: str, simulator_url: str) -> None:
     from sustain.service.cli.demo import ensure_demo_objects
 
-    engine = create_engine(url, pool_size=1)
-    try:
-        async with session_factory(engine).begin() as session:
-            await ensure_demo_objects(session, simulator_url)
-    finally:
-        await engine.dispose()
+    async with one_connection_engine(url) as engine, session_factory(engine).begin() as session:
+        await ensure_demo_objects(session, simulator_url)
 
 
 def _loopback(host: str) -> bool:

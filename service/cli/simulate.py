@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from sustain.service.cli.common import (
     console,
 )
-
-if TYPE_CHECKING:  # imported where used, so that `sustain --help` stays fast
-    pass
 
 
 def simulate(
