@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.egress import EgressPolicy
+from sustain.probes.client.protocols import auth_headers, protocol_headers
 from sustain.probes.client.secret_policy import SecretPolicy
 from sustain.probes.client.secrets import resolve_secret
 from sustain.probes.client.target import ApiKind, Target
@@ -185,11 +186,12 @@ async def unless_stopped(work: Coroutine[Any, Any, T], stop: RunStop) -> T | Non
 
 
 def request_headers(target: Target, secrets: SecretPolicy) -> dict[str, str]:
-    """Extra headers plus the bearer token from the secret reference (resolved now, where
-    `secrets` allows)."""
-    headers = dict(target.headers)
+    """Extra headers, those the target's protocol always sends (Anthropic's version) and the
+    key from the secret reference (resolved now, where `secrets` allows) as the protocol
+    carries it: a bearer token, or Anthropic's `x-api-key`."""
+    headers = {**protocol_headers(target), **target.headers}
     if target.auth_secret_ref is not None:
-        headers["Authorization"] = f"Bearer {resolve_secret(target.auth_secret_ref, secrets)}"
+        headers.update(auth_headers(target, resolve_secret(target.auth_secret_ref, secrets)))
     return headers
 
 

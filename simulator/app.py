@@ -1,4 +1,5 @@
-"""The simulator's ASGI app: /v1/models, /v1/chat/completions and /v1/completions, plus
+"""The simulator's ASGI app: /v1/models, the generation protocols (/v1/chat/completions,
+/v1/completions, /v1/responses as OpenAI's Responses API, /v1/messages as Anthropic's), plus
 /sim/fault, which reads (GET) or switches (PUT {"fault": "http_500", "fault_rate": 0.5}) the
 injected fault at run time, and the batch limit (`max_batch`: a noisy neighbour taking half
 the capacity), so a test can break and heal a live endpoint.
@@ -21,6 +22,7 @@ from typing import Any
 
 from sustain.simulator.completion import (
     Completion,
+    StreamEvents,
     history_problem,
     message_text,
     prompt_words,
@@ -29,8 +31,10 @@ from sustain.simulator.completion import (
     wants_tool,
 )
 from sustain.simulator.config import FAULT_HEADER, Fault, SimulatorConfig
+from sustain.simulator.messages import MessagesEvents
 from sustain.simulator.metrics import EngineMetrics
 from sustain.simulator.prefix_cache import PrefixCache
+from sustain.simulator.responses import ResponsesEvents
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -38,6 +42,14 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 FAULT_PATH = "/sim/fault"
+MESSAGES_PATH = "/v1/messages"
+GENERATE = {"/v1/chat/completions": "chat", "/v1/completions": "completions",
+            "/v1/responses": "responses", MESSAGES_PATH: "messages"}
+"""Generation paths -> the protocol their answers speak."""
+EVENTS: dict[str, Callable[[Completion], StreamEvents]] = {
+    "chat": lambda completion: completion, "completions": lambda completion: completion,
+    "responses": ResponsesEvents, "messages": MessagesEvents}
+"""A protocol -> its events for a completion (completion.py's StreamEvents)."""
 STATUS_FAULTS = {Fault.HTTP_400: 400, Fault.HTTP_429: 429, Fault.HTTP_500: 500}
 AT_ONCE = frozenset({Fault.ONE_WRITE, Fault.USAGE_ONLY, Fault.IDENTICAL_TIMESTAMPS,
                      Fault.INSTANT})
@@ -53,6 +65,11 @@ async def _sleep_until(deadline: float) -> None:
     (so the events after it join the same write)."""
     while (delay := deadline - time.perf_counter()) > 0:  # noqa: ASYNC110 (a clock, no event)
         await asyncio.sleep(delay)
+
+def _header(scope: Scope, wanted: bytes) -> bytes | None:
+    """The value of the request's header `wanted` (lower case), or None."""
+    return next((value for name, value in scope["headers"] if name == wanted), None)
+
 
 async def _read_body(receive: Receive) -> bytes | None:
     """The whole request body, or None if the client disconnected first."""
@@ -97,8 +114,10 @@ class SimulatorApp:
             return
         arrival = time.perf_counter()
         method, path = scope["method"], scope["path"]
-        if path != "/metrics" and not self._authorized(scope):  # as vLLM's --api-key
+        if path != "/metrics" and not self._authorized(scope, path):  # as vLLM's --api-key
             await _error(send, 401, "invalid API key")
+        elif path == MESSAGES_PATH and not _header(scope, b"anthropic-version"):
+            await _error(send, 400, "anthropic-version: header is required")
         elif path == "/health" and method in ("GET", "HEAD"):
             await _json(send, 200, {"status": "ok"})
         elif path == "/metrics" and method == "GET":
@@ -109,14 +128,13 @@ class SimulatorApp:
         elif path == "/v1/models" and method == "GET":
             await _json(send, 200, {"object": "list", "data": [
                 {"id": self.config.model, "object": "model", "owned_by": "sustain-simulator"}]})
-        elif path in ("/v1/chat/completions", "/v1/completions") and method == "POST":
-            chat = path == "/v1/chat/completions"
-            await self._generate(scope, receive, send, arrival, chat=chat)
+        elif path in GENERATE and method == "POST":
+            await self._generate(scope, receive, send, arrival, kind=GENERATE[path])
         elif path == FAULT_PATH and method == "GET":
             await _json(send, 200, self._fault_state())
         elif path == FAULT_PATH and method == "PUT":
             await self._switch_fault(receive, send)
-        elif path in ("/v1/models", "/v1/chat/completions", "/v1/completions", FAULT_PATH):
+        elif path in ("/v1/models", *GENERATE, FAULT_PATH):
             await _error(send, 405, "method not allowed")
         else:
             await _error(send, 404, f"no route {path}")
@@ -151,12 +169,14 @@ class SimulatorApp:
                                           max_batch=batch)
         await _json(send, 200, self._fault_state())
 
-    def _authorized(self, scope: Scope) -> bool:
+    def _authorized(self, scope: Scope, path: str) -> bool:
+        """A bearer token (as vLLM --api-key); on /v1/messages, as Anthropic takes it, the
+        key in `x-api-key`."""
         if self.config.api_key is None:
             return True
-        expected = f"Bearer {self.config.api_key}".encode()
-        return any(name == b"authorization" and value == expected
-                   for name, value in scope["headers"])
+        if path == MESSAGES_PATH:
+            return _header(scope, b"x-api-key") == self.config.api_key.encode()
+        return _header(scope, b"authorization") == f"Bearer {self.config.api_key}".encode()
 
     def _fault(self, scope: Scope) -> Fault:
         self._generations += 1
@@ -179,8 +199,9 @@ class SimulatorApp:
         return median_ms * factor / 1000.0
 
     async def _generate(self, scope: Scope, receive: Receive, send: Send, arrival: float,
-                        *, chat: bool) -> None:
+                        *, kind: str) -> None:
         config = self.config
+        chat = kind == "chat"
         fault = self._fault(scope)
         raw = await _read_body(receive)
         if raw is None:
@@ -205,7 +226,8 @@ class SimulatorApp:
         if chat and (problem := history_problem(body.get("messages"))) is not None:
             await _error(send, 400, problem)
             return
-        max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
+        max_tokens = body.get("max_tokens") or body.get("max_completion_tokens") or \
+            body.get("max_output_tokens")
         limit = max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else None
         tokens = config.output_tokens if limit is None else min(limit, config.output_tokens)
         finish = "length" if limit is not None and limit <= config.output_tokens else "stop"
@@ -220,10 +242,10 @@ class SimulatorApp:
         words = prompt_words(body)
         cached = None if self._cache is None else self._cache.admit(words)
         self.metrics.admitted(len(words), cached)
-        tool = tool_call(body["tools"], tokens) if chat and config.tool_calls and \
-            fault not in TEXT_ONLY and wants_tool(body) else None
-        completion = Completion(chat, str(body.get("model", config.model)), tokens,
-                                 len(words), cached, tool)
+        tool = tool_call(body["tools"], tokens) if kind != "completions" and \
+            config.tool_calls and fault not in TEXT_ONLY and wants_tool(body) else None
+        completion = Completion(kind != "completions", str(body.get("model", config.model)),
+                                tokens, len(words), cached, tool)
         if tool is not None and completion.tokens:
             finish = "tool_calls"
         if self._cache is not None and chat and completion.tokens:
@@ -235,18 +257,20 @@ class SimulatorApp:
         if slots is not None:  # semaphore to it: its slot goes back where it came from
             with self.metrics.waiting():
                 await slots.acquire()
+        events = EVENTS[kind](completion)
         try:
             with self.metrics.running():
-                await self._respond(scope, send, body, completion, arrival, fault, finish)
+                await self._respond(scope, send, body, events, arrival, fault, finish)
         finally:
             if slots is not None:
                 slots.release()
         self.metrics.generated(completion.tokens)
 
     async def _respond(self, scope: Scope, send: Send, body: dict[str, Any],
-                       completion: Completion, arrival: float, fault: Fault,
+                       events: StreamEvents, arrival: float, fault: Fault,
                        finish: str) -> None:
         config = self.config
+        completion = events.completion
         start = time.perf_counter()
         prefill = completion.prompt_tokens - (completion.cached_tokens or 0)
         first = start + self._jitter(config.ttft_ms, config.ttft_sigma) + \
@@ -257,9 +281,11 @@ class SimulatorApp:
             token_times.append(token_times[-1] + gap)
         if not body.get("stream"):
             await _sleep_until(token_times[-1])
-            whole = completion.whole(finish)
+            whole = events.whole(finish)
             if fault is Fault.USAGE_ONLY:
-                whole["choices"] = []
+                for key in ("choices", "output", "content"):  # each protocol's output
+                    if key in whole:
+                        whole[key] = []
             await _json(send, 200, whole)
             return
         options = body.get("stream_options")
@@ -268,7 +294,7 @@ class SimulatorApp:
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", media), (b"cache-control", b"no-cache")]})
         marks: dict[str, float] = {}
-        plan = stream_plan(completion, config, token_times, fault, finish, include_usage)
+        plan = stream_plan(events, config, token_times, fault, finish, include_usage)
         waited = False
         pending: list[bytes] = []
 

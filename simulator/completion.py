@@ -1,6 +1,8 @@
 """What the simulator answers, as data (no I/O): OpenAI completion and chat bodies, their
 server-sent events, simulated tool calls, the checks of a request's message history, and a
-stream as a plan of bytes and deadlines that the app (app.py) writes out."""
+stream as a plan of bytes and deadlines that the app (app.py) writes out. The other protocols'
+events (responses.py, messages.py) wrap the same Completion, so every protocol streams the
+same tokens at the same times and takes the same faults."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import dataclasses
 import json
 import time
 import uuid
-from typing import Any
+from typing import Any, Protocol
 
 from sustain.simulator.config import Fault, SimulatorConfig
 
@@ -27,14 +29,25 @@ class ToolCall:
     pieces: tuple[str, ...]
 
 
+def tool_function(tool: Any) -> dict[str, Any] | None:
+    """A tool's function: chat nests it (`{"type": "function", "function": {...}}`), the
+    Responses and Anthropic protocols give it flat (`{"name": ..., "parameters"` or
+    `"input_schema": ...}`)."""
+    if not isinstance(tool, dict):
+        return None
+    function = tool.get("function")
+    if isinstance(function, dict):
+        return function
+    return tool if isinstance(tool.get("name"), str) else None
+
+
 def tool_call(tools: list[Any], tokens: int) -> ToolCall | None:
     """A call to the first function of `tools`, its arguments filling the function's
     required string properties (or `{}`), in at most `tokens` pieces."""
-    function = next((t.get("function") for t in tools if isinstance(t, dict)
-                     and isinstance(t.get("function"), dict)), None)
+    function = next((f for f in map(tool_function, tools) if f is not None), None)
     if function is None or not isinstance(function.get("name"), str):
         return None
-    parameters = function.get("parameters")
+    parameters = function.get("parameters") or function.get("input_schema")
     required = parameters.get("required") if isinstance(parameters, dict) else None
     names = [n for n in required if isinstance(n, str)] if isinstance(required, list) else []
     arguments = json.dumps({name: f"value of {name}" for name in names})
@@ -102,6 +115,40 @@ class Completion:
             usage["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens}
         return usage
 
+    # The stream's events (see StreamEvents), as vLLM sends them.
+
+    @property
+    def completion(self) -> Completion:
+        return self
+
+    def opening(self, zero: bool) -> list[bytes]:
+        """Sent at once: a chat stream's role chunk (none when no content follows)."""
+        if not self.chat or zero:
+            return []
+        return [sse(self.chunk({"delta": {"role": "assistant", "content": ""},
+                                "finish_reason": None}))]
+
+    def token_event(self, k: int) -> bytes:
+        return sse(self.output(k))
+
+    def text_event(self, text: str) -> bytes:
+        return sse(self.delta(text, None))
+
+    def error_event(self) -> bytes:
+        return sse({"error": {"message": "injected engine error", "code": 500}})
+
+    def closing(self, finish: str, include_usage: bool) -> list[bytes]:
+        closing = [sse(self.delta(None if self.chat else "", finish))]
+        if include_usage:
+            closing.append(self.usage_event())
+        return [*closing, sse("[DONE]")]
+
+    def usage_event(self) -> bytes:
+        return sse({**self.chunk(None), "usage": self.usage()})
+
+    def usage_only(self) -> list[bytes]:
+        return [self.usage_event(), sse("[DONE]")]
+
     def whole(self, finish: str) -> dict[str, Any]:
         text = self.text()
         choice: dict[str, Any] = {"index": 0, "finish_reason": finish, "logprobs": None}
@@ -140,10 +187,15 @@ def message_text(message: dict[str, Any]) -> str:
 
 def prompt_words(body: dict[str, Any]) -> list[str]:
     """The prompt's tokens: one per whitespace-separated word, over every message (the whole
-    history of a multi-turn request)."""
-    messages = body.get("messages")
+    history of a multi-turn request): chat and Anthropic `messages` (and Anthropic's
+    `system`), Responses `input` (text or messages), a completion's `prompt`."""
+    messages = body.get("messages", body.get("input"))
     if isinstance(messages, list):
-        text = " ".join(message_text(m) for m in messages if isinstance(m, dict))
+        system = body.get("system")
+        text = " ".join([message_text({"content": system}) if system else "",
+                         *(message_text(m) for m in messages if isinstance(m, dict))])
+    elif isinstance(messages, str):
+        text = messages
     else:
         text = str(body.get("prompt", ""))
     return text.split()
@@ -179,7 +231,7 @@ def history_problem(messages: Any) -> str | None:
 def wants_tool(body: dict[str, Any]) -> bool:
     """Whether the model 'decides' to call a tool: tools were offered, tool_choice allows,
     and the last message is not already a tool's result (then it answers in text)."""
-    tools, messages = body.get("tools"), body.get("messages")
+    tools, messages = body.get("tools"), body.get("messages", body.get("input"))
     if not (isinstance(tools, list) and tools and isinstance(messages, list) and messages):
         return False
     last = messages[-1]
@@ -187,41 +239,71 @@ def wants_tool(body: dict[str, Any]) -> bool:
         isinstance(last, dict) and last.get("role") == "tool")
 
 
-def stream_plan(completion: Completion, config: SimulatorConfig, token_times: list[float],
-            fault: Fault, finish: str, include_usage: bool) -> list[bytes | float]:
+class StreamEvents(Protocol):
+    """A protocol's events for one Completion; every protocol streams its tokens at the same
+    times and takes the same faults (stream_plan)."""
+
+    @property
+    def tokens(self) -> int:
+        """Output tokens (text words or tool-call argument pieces)."""
+
+    @property
+    def completion(self) -> Completion:
+        """What is generated, whatever the protocol."""
+
+    def opening(self, zero: bool) -> list[bytes]:
+        """Events sent at once, before the first token (`zero`: no content will follow)."""
+
+    def token_event(self, k: int) -> bytes:
+        """Token `k`: a word of text, or the next piece of a tool call's arguments."""
+
+    def text_event(self, text: str) -> bytes:
+        """One text delta of any length."""
+
+    def error_event(self) -> bytes:
+        """An engine error in the middle of the stream."""
+
+    def closing(self, finish: str, include_usage: bool) -> list[bytes]:
+        """The events that end the stream, with usage when asked (or always, where the
+        protocol always sends it)."""
+
+    def usage_only(self) -> list[bytes]:
+        """A stream with usage and no output at all."""
+
+    def whole(self, finish: str) -> dict[str, Any]:
+        """The non-streamed body."""
+
+
+def stream_plan(events: StreamEvents, config: SimulatorConfig, token_times: list[float],
+                fault: Fault, finish: str, include_usage: bool) -> list[bytes | float]:
     """The stream as a plan: bytes to send, and floats that are deadlines to wait for. The
     bytes due by a deadline already past join the write of those before them."""
-    usage = sse({**completion.chunk(None), "usage": completion.usage()})
     if fault is Fault.USAGE_ONLY:
-        return [token_times[0], usage, sse("[DONE]")]
+        return [token_times[0], *events.usage_only()]
     plan: list[bytes | float] = []
-    if fault in (Fault.ONE_WRITE, Fault.INSTANT):  # the role chunk waits for the rest
+    if fault in (Fault.ONE_WRITE, Fault.INSTANT):  # the opening waits for the rest
         plan.append(token_times[0])
-    if completion.chat and fault is not Fault.ZERO_TOKENS:
-        plan.append(sse(completion.chunk({"delta": {"role": "assistant", "content": ""},
-                                           "finish_reason": None})))
+    plan += events.opening(fault is Fault.ZERO_TOKENS)
     if fault is Fault.INSTANT:
-        plan.append(sse(completion.delta(completion.text(), None)))
-    middle = completion.tokens // 2
-    for k in range(0 if fault is Fault.INSTANT else completion.tokens):
+        plan.append(events.text_event("".join(Completion.token(k)
+                                              for k in range(events.tokens))))
+    middle = events.tokens // 2
+    for k in range(0 if fault is Fault.INSTANT else events.tokens):
         plan.append(token_times[k])
         if fault is Fault.TRUNCATE and k >= middle:
             return plan
         if fault is Fault.MALFORMED and k == middle:
             plan.append(b'data: {"choices": [\n\n')
         elif fault is Fault.ERROR_EVENT and k == middle:
-            plan.append(sse({"error": {"message": "injected engine error", "code": 500}}))
+            plan.append(events.error_event())
             return plan
         elif fault is Fault.HUGE_CHUNK and k == middle:
-            plan.append(sse(completion.delta("x" * config.huge_chunk_bytes, None)))
+            plan.append(events.text_event("x" * config.huge_chunk_bytes))
         else:
-            plan.append(sse(completion.output(k)))
+            plan.append(events.token_event(k))
     if fault is Fault.TRUNCATE:
         return plan
-    if not completion.tokens:
+    if not events.tokens:
         plan.append(token_times[0])
-    plan.append(sse(completion.delta(None if completion.chat else "", finish)))
-    if include_usage or fault is Fault.ZERO_TOKENS:
-        plan.append(usage)
-    plan.append(sse("[DONE]"))
+    plan += events.closing(finish, include_usage or fault is Fault.ZERO_TOKENS)
     return plan

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -14,9 +15,11 @@ def find_tool(name: str) -> str | None:
     return str(beside) if beside.exists() else shutil.which(name)
 
 
-def require_tool(name: str, source: str) -> str:
-    """The tool's path, or a skip naming where it comes from (.ci/run installs them all)."""
-    path = find_tool(name)
+def require_tool(name: str, source: str, env: str | None = None) -> str:
+    """The tool's path (`env`, when given and set, names it), or a skip naming where it comes
+    from (.ci/run installs them all)."""
+    path = os.environ.get(env) if env else None
+    path = path or find_tool(name)
     if path is None:
         pytest.skip(f"{name} not installed ({source}; .ci/run installs it)")
     return path

@@ -20,18 +20,15 @@ from sustain.probes.client.openai_protocol import (
     WHOLE_BODY_LIMIT,
     Deadlines,
     EncodedRequest,
-    ReplyCollector,
-    StreamState,
     failure,
     from_state,
     is_event_stream,
     partial_result,
-    request_url,
-    whole_response,
 )
+from sustain.probes.client.protocols import PROTOCOLS, Protocol, protocol_for, request_url
 from sustain.probes.client.sse import EventTooLarge, SSEDecoder
 from sustain.probes.client.status import error_class_for_status
-from sustain.probes.client.target import Target
+from sustain.probes.client.target import ApiKind, Target
 from sustain.probes.measure.sample import ErrorClass, Measurement
 
 TRANSPORT_ERRORS = {"connect": ErrorClass.CONNECT, "dns": ErrorClass.DNS,
@@ -55,14 +52,16 @@ class _Reader:
     past its cap fails the reader at once, so one endpoint cannot stall the loop."""
 
     def __init__(self, stream: bool, loop: asyncio.AbstractEventLoop, deadlines: Deadlines,
-                 max_event_bytes: int, keep_reply: bool = False) -> None:
+                 max_event_bytes: int, keep_reply: bool = False,
+                 protocol: Protocol = PROTOCOLS[ApiKind.OPENAI_CHAT]) -> None:
         self.stream = stream
         self.loop = loop
         self.deadlines = deadlines
         self.exchange: Exchange | None = None
         self.deadline: asyncio.Timeout | None = None
         self.keep_reply = keep_reply
-        self.state = StreamState(reply=ReplyCollector() if keep_reply else None)
+        self.protocol = protocol
+        self.state = protocol.stream_state(keep_reply)
         self.decoder = SSEDecoder(max_event_bytes)
         self.raw = bytearray()
         """A 2xx non-streamed body, up to WHOLE_BODY_LIMIT (error bodies are only counted)."""
@@ -160,7 +159,8 @@ async def send_openai_http1(pool: ConnectionPool, target: Target, encoded: Encod
     payload, headers = encoded
     loop = asyncio.get_running_loop()
     deadlines = Deadlines.from_t_send(target, t_send_ns, loop)
-    reader = _Reader(stream, loop, deadlines, target.max_event_bytes, keep_reply)
+    reader = _Reader(stream, loop, deadlines, target.max_event_bytes, keep_reply,
+                     protocol_for(target))
     try:
         return await _exchange(pool, target, payload, headers, stream, t_send_ns, reader,
                                deadlines, loop)
@@ -198,8 +198,8 @@ async def _exchange(pool: ConnectionPool, target: Target, payload: bytes,
                     return failure(t_send_ns, status, reader.state.failure,
                                    reader.state.detail or "bad response")
                 end = await reader.exchange.done
-                return whole_response(bytes(reader.raw), t_send_ns, end, status,
-                                      reader.keep_reply)
+                return reader.protocol.whole(bytes(reader.raw), t_send_ns, end, status,
+                                             reader.keep_reply)
             if not is_event_stream(response_headers.get("content-type", "")):
                 pool.abandon(reader.exchange)
                 return failure(t_send_ns, status, ErrorClass.PROTOCOL, NOT_EVENT_STREAM)

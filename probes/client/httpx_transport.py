@@ -22,15 +22,12 @@ from sustain.probes.client.openai_protocol import (
     WHOLE_BODY_LIMIT,
     Deadlines,
     EncodedRequest,
-    ReplyCollector,
-    StreamState,
     failure,
     from_state,
     is_event_stream,
     partial_result,
-    request_url,
-    whole_response,
 )
+from sustain.probes.client.protocols import WholeResponse, protocol_for, request_url
 from sustain.probes.client.sse import EventTooLarge, SSEDecoder
 from sustain.probes.client.status import error_class_for_status
 from sustain.probes.client.target import Target
@@ -112,7 +109,8 @@ async def send_openai_httpx(
     timeout = httpx.Timeout(
         connect=target.timeout_connect_s, read=None, write=target.timeout_total_s, pool=None
     )
-    state = StreamState(reply=ReplyCollector() if keep_reply else None)
+    protocol = protocol_for(target)
+    state = protocol.stream_state(keep_reply)
     status: int | None = None
     end_ns: int | None = None
     try:
@@ -128,7 +126,8 @@ async def send_openai_httpx(
                     await _drain(response, ERROR_BODY_LIMIT)
                     return failure(t_send_ns, status, failed, f"HTTP {status}")
                 if not stream:
-                    return await _read_whole(response, t_send_ns, status, keep_reply)
+                    return await _read_whole(response, t_send_ns, status, keep_reply,
+                                             protocol.whole)
                 if not is_event_stream(response.headers.get("content-type", "")):
                     return failure(t_send_ns, status, ErrorClass.PROTOCOL, NOT_EVENT_STREAM)
                 decoder = SSEDecoder(target.max_event_bytes)
@@ -179,7 +178,7 @@ async def _drain(response: httpx.Response, limit: int) -> None:
 
 
 async def _read_whole(response: httpx.Response, t_send_ns: int, status: int,
-                      keep_reply: bool) -> Measurement:
+                      keep_reply: bool, whole: WholeResponse) -> Measurement:
     """A non-streamed body, up to WHOLE_BODY_LIMIT: past it the request ends as `protocol`
     without reading the rest (leaving the `client.stream` block closes the connection)."""
     chunks: list[bytes] = []
@@ -189,5 +188,4 @@ async def _read_whole(response: httpx.Response, t_send_ns: int, status: int,
         if size > WHOLE_BODY_LIMIT:
             return failure(t_send_ns, status, ErrorClass.PROTOCOL, BODY_TOO_LARGE)
         chunks.append(chunk)
-    return whole_response(b"".join(chunks), t_send_ns, time.perf_counter_ns(), status,
-                          keep_reply)
+    return whole(b"".join(chunks), t_send_ns, time.perf_counter_ns(), status, keep_reply)

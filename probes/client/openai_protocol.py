@@ -1,8 +1,10 @@
 """The OpenAI-compatible wire protocol (chat and completions), apart from any transport: how a
-request is encoded and addressed, how a streamed response is read event by event and when it
-is complete, a request's deadlines and how an expired one is classified, and the Measurement
-builders. The transports (http1.py, httpx_transport.py) move bytes and call into this module,
-so both measure exactly the same way.
+request is encoded, how a streamed response is read event by event and when it is complete, a
+request's deadlines and how an expired one is classified, and the Measurement builders. The
+other generation protocols (responses_protocol.py, anthropic_protocol.py) read their own events
+into the same StreamState and measure with the same builders; protocols.py says which protocol
+a target speaks and where its requests go. The transports (http1.py, httpx_transport.py) move
+bytes and call into these modules, so both measure exactly the same way.
 
 Units: event timestamps are `time.perf_counter_ns()` readings (ns); deadlines are event loop
 times (`loop.time()`, s); Measurement fields are ms from t_send.
@@ -21,7 +23,7 @@ import orjson
 
 from sustain.probes.client.sse import SSEEvent, size_text
 from sustain.probes.client.status import error_class_for_status
-from sustain.probes.client.target import ApiKind, Target
+from sustain.probes.client.target import Target
 from sustain.probes.measure.reply import (
     MAX_ARGUMENT_CHARS,
     MAX_REPLY_CHARS,
@@ -33,15 +35,8 @@ from sustain.probes.measure.sample import NS_PER_MS, ErrorClass, Measurement
 
 # --- requests -------------------------------------------------------------------------------
 
-PATHS = {ApiKind.OPENAI_CHAT: "/chat/completions", ApiKind.OPENAI_COMPLETIONS: "/completions"}
-
 EncodedRequest = tuple[bytes, dict[str, str]]
 """A request body serialised to JSON, and the headers to send with it."""
-
-
-def request_url(target: Target) -> str:
-    """The base URL is the API root, e.g. http://host:8000/v1 (as the OpenAI SDK expects)."""
-    return target.base_url.rstrip("/") + PATHS[target.api_kind]
 
 
 def encode_request(body: Mapping[str, Any], headers: Mapping[str, str]) -> EncodedRequest:
@@ -265,10 +260,10 @@ class StreamState:
         try:
             payload = orjson.loads(event.data)
         except (ValueError, RecursionError):
-            self._fail(ErrorClass.PROTOCOL, "malformed JSON in SSE data")
+            self.fail(ErrorClass.PROTOCOL, "malformed JSON in SSE data")
             return
         if not isinstance(payload, dict):
-            self._fail(ErrorClass.PROTOCOL, "SSE data is not a JSON object")
+            self.fail(ErrorClass.PROTOCOL, "SSE data is not a JSON object")
             return
         if payload.get("error") is not None:
             self._on_error(payload["error"])
@@ -280,7 +275,7 @@ class StreamState:
         if not choices:
             return
         if type(choices) is not list:
-            self._fail(ErrorClass.PROTOCOL, "choices is not a list")
+            self.fail(ErrorClass.PROTOCOL, "choices is not a list")
             return
         output = finished = False
         for choice in choices:
@@ -291,33 +286,41 @@ class StreamState:
         if self.reply is not None:
             self.reply.on_choice(choices[0], now_ns)
         if output:
-            if self.last_output_ns is not None:
-                self.itl_ns.append(now_ns - self.last_output_ns)
-            else:
-                self.first_output_ns = now_ns
-            self.last_output_ns = now_ns
-            self.output_events += 1
+            self.output_at(now_ns)
         if finished:
             self.finished = True
 
+    def output_at(self, now_ns: int) -> None:
+        """An output-bearing event arrived at `now_ns`: the first one is TTFT, each later one
+        adds the gap since the one before to ITL."""
+        if self.last_output_ns is not None:
+            self.itl_ns.append(now_ns - self.last_output_ns)
+        else:
+            self.first_output_ns = now_ns
+        self.last_output_ns = now_ns
+        self.output_events += 1
+
+    def counted(self, completion: int | None, prompt: int | None, cached: int | None) -> None:
+        """Usage the server reported (each figure kept when given, so a later report of part
+        of it does not undo an earlier one)."""
+        if completion is not None:
+            self.completion_tokens = completion
+        if prompt is not None:
+            self.prompt_tokens = prompt
+        if cached is not None:
+            self.cached_tokens = cached
+
     def _on_usage(self, usage: Any) -> None:
         if isinstance(usage, dict):
-            completion = token_count(usage.get("completion_tokens"))
-            prompt = token_count(usage.get("prompt_tokens"))
-            cached = cached_token_count(usage)
-            if completion is not None:
-                self.completion_tokens = completion
-            if prompt is not None:
-                self.prompt_tokens = prompt
-            if cached is not None:
-                self.cached_tokens = cached
+            self.counted(token_count(usage.get("completion_tokens")),
+                         token_count(usage.get("prompt_tokens")), cached_token_count(usage))
 
     def _on_error(self, error: Any) -> None:
         code = error.get("code") if isinstance(error, dict) else None
         status = code if isinstance(code, int) else 500
-        self._fail(error_class_for_status(status) or ErrorClass.HTTP_5XX, "error event in stream")
+        self.fail(error_class_for_status(status) or ErrorClass.HTTP_5XX, "error event in stream")
 
-    def _fail(self, error_class: ErrorClass, detail: str) -> None:
+    def fail(self, error_class: ErrorClass, detail: str) -> None:
         self.failure, self.detail = error_class, detail
 
     @property
@@ -373,28 +376,41 @@ def _ms(delta_ns: int) -> float:
     return delta_ns / NS_PER_MS
 
 
-def whole_response(raw: bytes, t_send_ns: int, end: int, status: int,
-                   keep_reply: bool = False) -> Measurement:
-    """Measure a non-streamed response body that ended at `end` (ns); with `keep_reply`,
-    keep what it answered."""
+def json_object(raw: bytes) -> dict[str, Any] | str:
+    """A whole response body as a JSON object, or why it is not one."""
     try:
         payload = orjson.loads(raw)
     except (ValueError, RecursionError):
-        return failure(t_send_ns, status, ErrorClass.PROTOCOL, "malformed JSON response")
-    if not isinstance(payload, dict):
-        return failure(t_send_ns, status, ErrorClass.PROTOCOL, "response is not a JSON object")
+        return "malformed JSON response"
+    return payload if isinstance(payload, dict) else "response is not a JSON object"
+
+
+def whole_response(raw: bytes, t_send_ns: int, end: int, status: int,
+                   keep_reply: bool = False) -> Measurement:
+    """Measure a non-streamed chat or completions body that ended at `end` (ns); with
+    `keep_reply`, keep what it answered."""
+    payload = json_object(raw)
+    if isinstance(payload, str):
+        return failure(t_send_ns, status, ErrorClass.PROTOCOL, payload)
     usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
-    completion = token_count(usage.get("completion_tokens")) if usage else None
-    prompt = token_count(usage.get("prompt_tokens")) if usage else None
-    cached = cached_token_count(usage) if usage else None
-    text = message_text(payload)
-    counted = completion is not None
     reply = None
     if keep_reply:
         collector = ReplyCollector()
         collector.on_whole(payload)
         reply = collector.reply()
-    calls = tool_call_count(payload)
+    return whole_measurement(
+        t_send_ns, end, status, text=message_text(payload), calls=tool_call_count(payload),
+        completion=token_count(usage.get("completion_tokens")) if usage else None,
+        prompt=token_count(usage.get("prompt_tokens")) if usage else None,
+        cached=cached_token_count(usage) if usage else None, reply=reply)
+
+
+def whole_measurement(t_send_ns: int, end: int, status: int, *, text: str, calls: int,
+                      completion: int | None, prompt: int | None, cached: int | None,
+                      reply: Reply | None) -> Measurement:
+    """A whole (non-streamed) generation that ended at `end` (ns): its text and tool calls,
+    and the usage the server reported. Without a completion count, the output is estimated
+    as the text's words plus its tool calls; no output at all is `empty`."""
     tokens = completion if completion is not None else len(text.split()) + calls
     error = None if tokens >= 1 and (text or calls) else ErrorClass.EMPTY
     return Measurement(
@@ -402,7 +418,7 @@ def whole_response(raw: bytes, t_send_ns: int, end: int, status: int,
         itl_ms=(),
         e2e_ms=_ms(end - t_send_ns),
         output_tokens=tokens,
-        tokens_server_counted=counted,
+        tokens_server_counted=completion is not None,
         input_tokens=prompt,
         http_status=status,
         error_class=error,

@@ -14,9 +14,20 @@ from sustain.probes.measure.deployment import Deployment
 
 
 class ApiKind(enum.StrEnum):
+    """The protocol an endpoint speaks (probes/client/protocols.py)."""
+
     OPENAI_CHAT = "openai-chat"
     OPENAI_COMPLETIONS = "openai-completions"
+    OPENAI_RESPONSES = "openai-responses"
+    ANTHROPIC_MESSAGES = "anthropic-messages"
     HTTP = "http"
+
+
+CHAT_KINDS = frozenset({ApiKind.OPENAI_CHAT, ApiKind.OPENAI_RESPONSES,
+                        ApiKind.ANTHROPIC_MESSAGES})
+"""Kinds whose requests are conversations (a list of messages), not a bare prompt."""
+GENERATION_KINDS = frozenset({*CHAT_KINDS, ApiKind.OPENAI_COMPLETIONS})
+"""Kinds that generate tokens: TTFT, ITL and TPOT apply."""
 
 
 CLIENT_HEADERS = frozenset({

@@ -2,7 +2,8 @@
 
 The one dispatch from a target's ApiKind (and, for OpenAI, its transport) to a sender:
 
-- `openai-chat`, `openai-completions` over HTTP/1.1: the lean pool (http1.py);
+- the generation kinds (`openai-chat`, `openai-completions`, `openai-responses`,
+  `anthropic-messages`; protocols.py) over HTTP/1.1: the lean pool (http1.py);
 - the same with `http2` set: httpx (httpx_transport.py), which offers HTTP/2;
 - `http`: a plain check through httpx (http_check.py).
 
@@ -129,7 +130,8 @@ def sender_for(target: Target) -> Sender:
     match target.api_kind:
         case ApiKind.HTTP:
             return http_check_over_httpx
-        case ApiKind.OPENAI_CHAT | ApiKind.OPENAI_COMPLETIONS:
+        case (ApiKind.OPENAI_CHAT | ApiKind.OPENAI_COMPLETIONS | ApiKind.OPENAI_RESPONSES
+              | ApiKind.ANTHROPIC_MESSAGES):
             return openai_over_httpx if target.http2 else openai_over_http1
         case unreachable:
             assert_never(unreachable)

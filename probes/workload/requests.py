@@ -11,11 +11,12 @@ import secrets
 from collections.abc import Sequence
 from typing import Any
 
-from sustain.probes.client.target import ApiKind
+from sustain.probes.client.target import CHAT_KINDS, ApiKind
 from sustain.probes.measure.expect import Expect
 from sustain.probes.workload.dataset import DatasetEntry, DatasetPolicy
 from sustain.probes.workload.lengths import sample_length
 from sustain.probes.workload.sessions import Dialogue
+from sustain.probes.workload.shapes import shaped
 from sustain.probes.workload.spec import Workload
 from sustain.probes.workload.tokenizer import HFTokenizer, PromptTokenizer, WhitespaceTokenizer
 from sustain.probes.workload.traces import MOONCAKE_BLOCK_TOKENS, Replay, TraceRequest
@@ -85,7 +86,7 @@ class RequestBuilder:
             lead = self._lead(salt)
             entry = self.dataset[self._order[seq % len(self._order)]]
             max_tokens = entry.max_tokens or max_tokens
-            if self.api_kind is ApiKind.OPENAI_CHAT and entry.messages is not None:
+            if self.api_kind in CHAT_KINDS and entry.messages is not None:
                 body["messages"] = led_messages(entry.messages, lead)
             else:
                 self._set_prompt(body, joined(lead, entry.text()))
@@ -119,7 +120,8 @@ class RequestBuilder:
 
     def _finish(self, body: dict[str, Any], max_tokens: int) -> dict[str, Any]:
         """What every body carries: model, output cap, streaming (asking for usage, so
-        tokens are server-counted) and sampling."""
+        tokens are server-counted) and sampling; then in the shape of the target's protocol
+        (shapes.py)."""
         w = self.workload
         body.update(model=self.model, max_tokens=max_tokens, stream=w.stream)
         if w.stream:
@@ -128,7 +130,7 @@ class RequestBuilder:
             body["temperature"] = w.temperature
         if w.top_p is not None:
             body["top_p"] = w.top_p
-        return body
+        return shaped(body, self.api_kind)
 
     def _traced(self, seq: int, request: TraceRequest) -> str:
         """A trace request's prompt: the run's salt, then its prefix blocks by hash id (the
@@ -174,7 +176,7 @@ class RequestBuilder:
         return text
 
     def _set_prompt(self, body: dict[str, Any], text: str) -> None:
-        if self.api_kind is ApiKind.OPENAI_CHAT:
+        if self.api_kind in CHAT_KINDS:
             body["messages"] = [{"role": "user", "content": text}]
         else:
             body["prompt"] = text

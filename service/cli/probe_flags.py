@@ -119,7 +119,9 @@ class ProbeFlags(BaseModel):
     base_url: Annotated[str, Flag("OpenAI-style base URL, e.g. http://127.0.0.1:8001/v1.",
                                   argument=True)]
     model: Annotated[str | None, Flag("Model name to request (required unless --api http).")] = None
-    api: Annotated[str, Flag("openai-chat | openai-completions | http.")] = "openai-chat"
+    api: Annotated[str, Flag(
+        "openai-chat | openai-completions | openai-responses | anthropic-messages | http.")
+    ] = "openai-chat"
     header: Annotated[dict[str, str], BeforeValidator(parse_headers), Flag(
         "Extra request header NAME:VALUE (repeatable).", typed_as=list[str] | None)] = Field(
         default_factory=dict)

@@ -104,6 +104,28 @@ async def test_run_now_measures_the_simulator_and_stores_samples(
     assert none == []
 
 
+@pytest.mark.parametrize("api_kind", ["openai-responses", "anthropic-messages"])
+async def test_run_now_measures_every_generation_protocol_alike(
+        api: httpx.AsyncClient, simulator: SimulatorHandle, api_kind: str) -> None:
+    """The Responses and Anthropic Messages kinds store the figures chat stores: TTFT from
+    their own events, server-counted tokens and the samples behind them."""
+    endpoint = await create_endpoint(api, simulator.base_url, api_kind=api_kind)
+    assert endpoint["api_kind"] == api_kind
+    probe = await create_probe(api, endpoint["id"], enabled=False,
+                               profile={"kind": "constant", "rate": 10, "duration_s": 0.5})
+    run = await wait_for_run(api, (await api.post(f"/api/v1/probes/{probe['id']}/runs")
+                                   ).json()["id"])
+    assert run["status"] == "succeeded", run
+    summary = run["summary"]
+    assert summary["availability"] == 1.0
+    assert summary["ttft_ms"]["count"] == summary["attempts"] == 5
+    assert summary["ttft_ms"]["p50"] >= 50.0, "the simulator's TTFT is 50 ms"
+    assert summary["output_tokens_estimated"] is False
+    samples = (await api.get(f"/api/v1/runs/{run['id']}/samples")).json()["items"]
+    assert len(samples) == 5
+    assert all(sample["error_class"] is None for sample in samples)
+
+
 async def test_run_of_unreachable_endpoint_fails_with_classified_samples(
         api: httpx.AsyncClient) -> None:
     endpoint = await create_endpoint(api, "http://127.0.0.1:9/v1", timeout_connect_s=1)

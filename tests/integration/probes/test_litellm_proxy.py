@@ -1,0 +1,112 @@
+"""The Responses and Anthropic Messages kinds against a real third-party server: LiteLLM's
+proxy, which implements both protocols itself (translating them to an OpenAI chat backend, here
+the simulator). Its events are LiteLLM's own encoding, not the simulator's, so these tests show
+the probe reads each protocol as another implementation writes it: every request succeeds,
+streamed ones with TTFT and ITL, and the server's usage is read.
+
+LiteLLM runs in a virtual environment of its own (its pins clash with sustain's): set
+SUSTAIN_TEST_LITELLM to its `litellm` program, or put it on PATH; .ci/run installs it."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+
+import pytest
+
+from sustain.probes.client.clients import HttpClients
+from sustain.probes.client.secret_policy import SecretPolicy
+from sustain.probes.client.target import ApiKind, Target
+from sustain.probes.load.profiles import SingleProfile
+from sustain.probes.measure.sample import ErrorClass, Measurement
+from sustain.probes.runner import execute
+from sustain.probes.workload.spec import Workload
+from sustain.simulator.config import SimulatorConfig
+from sustain.simulator.server import BackgroundSimulator
+from tests.processes import SustainProcess, free_port
+from tests.tools import require_tool
+
+TTFT_MS = 40.0
+ITL_MS = 5.0
+TOKENS = 12
+"""The simulator's answer: 12 tokens, whatever cap LiteLLM passes on."""
+KIND_IDS = ["openai-responses", "anthropic-messages", "openai-chat"]
+
+
+class Proxy:
+    def __init__(self, base_url: str, key: str) -> None:
+        self.base_url = base_url
+        self.key = key
+
+
+@pytest.fixture(scope="module")
+def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
+    litellm = require_tool("litellm", "pip install 'litellm[proxy]==1.108.7' in a virtual "
+                           "environment of its own", env="SUSTAIN_TEST_LITELLM")
+    here = tmp_path_factory.mktemp("litellm")
+    config = SimulatorConfig(ttft_ms=TTFT_MS, itl_ms=ITL_MS, output_tokens=TOKENS)
+    with BackgroundSimulator(config) as sim:
+        (here / "config.yaml").write_text(
+            "model_list:\n"
+            "  - model_name: sim\n"
+            "    litellm_params:\n"
+            "      model: openai/sim-model\n"
+            f"      api_base: {sim.base_url}\n"
+            "      api_key: unused\n")
+        port = free_port()
+        key = f"sk-{secrets.token_hex(24)}"
+        with SustainProcess(["--config", str(here / "config.yaml"), "--host", "127.0.0.1",
+                             "--port", str(port)], here / "litellm.log",
+                            env={"LITELLM_MASTER_KEY": key, "LITELLM_LOG": "ERROR",
+                                 "LITELLM_TELEMETRY": "False", "NO_DOCS": "True"},
+                            program=[litellm]) as process:
+            process.wait_http(f"http://127.0.0.1:{port}/health/liveliness", timeout_s=180)
+            yield Proxy(f"http://127.0.0.1:{port}/v1", key)
+
+
+async def one(proxy: Proxy, kind: ApiKind, *, stream: bool, key: str | None = None,
+              via_httpx: bool = False) -> Measurement:
+    target = Target(base_url=proxy.base_url, api_kind=kind, model="sim", http2=via_httpx,
+                    auth_secret_ref="env:LITELLM_TEST_KEY")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LITELLM_TEST_KEY", key or proxy.key)
+        async with HttpClients() as clients:
+            result = await execute(clients, target, Workload(max_tokens=64, stream=stream),
+                                   SingleProfile(),
+                                   secrets=SecretPolicy(env_globs=("LITELLM_TEST_KEY",)))
+    (sample,) = result.samples
+    return sample.measurement
+
+
+@pytest.mark.parametrize("kind", [ApiKind(k) for k in KIND_IDS], ids=KIND_IDS)
+@pytest.mark.parametrize("via_httpx", [False, True], ids=["lean-http1", "httpx"])
+async def test_a_stream_through_litellm_is_timed_token_by_token(
+        proxy: Proxy, kind: ApiKind, via_httpx: bool) -> None:
+    m = await one(proxy, kind, stream=True, via_httpx=via_httpx)
+    assert m.error_class is None, m.error_detail
+    assert (m.output_tokens, m.tokens_server_counted) == (TOKENS, True)
+    assert m.input_tokens is not None
+    assert m.input_tokens > 0
+    assert m.ttft_ms is not None
+    assert m.ttft_ms >= TTFT_MS  # the simulator's first token, behind the proxy
+    assert len(m.itl_ms) == TOKENS - 1
+    # the simulator's whole generation, at least (the proxy may hold events back and
+    # deliver them together: the gaps are what reached the client)
+    assert m.e2e_ms >= TTFT_MS + (TOKENS - 1) * ITL_MS
+
+
+@pytest.mark.parametrize("kind", [ApiKind(k) for k in KIND_IDS], ids=KIND_IDS)
+async def test_a_whole_answer_through_litellm_counts_the_servers_usage(
+        proxy: Proxy, kind: ApiKind) -> None:
+    m = await one(proxy, kind, stream=False)
+    assert m.error_class is None, m.error_detail
+    assert (m.output_tokens, m.tokens_server_counted) == (TOKENS, True)
+    assert m.e2e_ms >= TTFT_MS + (TOKENS - 1) * ITL_MS
+
+
+@pytest.mark.parametrize("kind", [ApiKind(k) for k in KIND_IDS], ids=KIND_IDS)
+async def test_a_key_litellm_refuses_is_a_client_error(proxy: Proxy, kind: ApiKind) -> None:
+    m = await one(proxy, kind, stream=True, key="sk-not-the-key")
+    assert m.error_class is ErrorClass.HTTP_4XX
+    assert m.ttft_ms is None
+
