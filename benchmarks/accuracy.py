@@ -8,12 +8,17 @@ and 64 tokens, and logs when it handed the first token and the last byte to the 
     E2E error  = client E2E  - (server last-byte write   - client t_send)
 
 so the error is what sustain adds on top of the real latency: loopback, the event loop, HTTP
-and SSE parsing. Targets: median <= 1 ms and p99 <= 3 ms at concurrency 1, 16 and 64, and the
+and SSE parsing. Targets: median <= 1 ms and p99 <= 3 ms at every concurrency, and the
 median inter-token gap the client measures within 1 ms of the simulator's 10 ms. Side by side
 in the same run: sustain's lean transport and the same measurement over httpx. These are the
 figures the tests only bound from below (a TTFT is never under the simulator's 50 ms).
 
-    python benchmarks/accuracy.py [--requests 100,300,640] [--no-record]
+Every protocol is measured the same way (`--kinds`): each reads its own events (Responses'
+`response.output_text.delta`, Anthropic's `content_block_delta`) from the same simulated
+generation.
+
+    python benchmarks/accuracy.py [--kinds openai-chat,openai-responses,anthropic-messages]
+        [--levels 1,16,64] [--requests 100,320,640] [--no-record]
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.http1 import send_openai_http1
 from sustain.probes.client.httpx_transport import send_openai_httpx
 from sustain.probes.client.openai_protocol import encode_request
+from sustain.probes.client.protocols import PROTOCOLS
 from sustain.probes.client.target import ApiKind, Target
 from sustain.probes.load.clock import RunClock
 from sustain.probes.load.drivers import Request, StageContext, run_closed_loop
@@ -46,22 +52,28 @@ from sustain.probes.workload.requests import RequestBuilder
 from sustain.probes.workload.sessions import Dialogue
 from sustain.probes.workload.spec import Workload
 
-LEVELS = (1, 16, 64)
 CLIENTS = {"lean": "sustain (lean HTTP/1.1 transport)", "httpx": "baseline: httpx"}
 TOKENS = 64
 ITL_MS = 10.0
 
 
-async def run_level(base_url: str, concurrency: int, requests: int, tag: str, client: str
-                    ) -> tuple[list[Sample], RunClock]:
+def protocol_headers_of(kind: ApiKind) -> tuple[tuple[str, str], ...]:
+    """What the kind's protocol sends with every request (Anthropic's version header)."""
+    return PROTOCOLS[kind].headers
+
+
+async def run_level(base_url: str, concurrency: int, requests: int, tag: str, client: str,
+                    kind: ApiKind = ApiKind.OPENAI_CHAT) -> tuple[list[Sample], RunClock]:
     """`client`: "lean" (sustain's HTTP/1.1 transport) or "httpx" (the baseline)."""
-    target = Target(base_url=base_url, api_kind=ApiKind.OPENAI_CHAT, model="sim")
+    target = Target(base_url=base_url, api_kind=kind, model="sim",
+                    headers=dict(protocol_headers_of(kind)))
     builder = RequestBuilder(Workload(max_tokens=TOKENS, input_tokens=32), target.api_kind,
                              target.model)
     async with HttpClients(concurrency) as clients:
 
         def prepare(seq: int, _dialogue: Dialogue | None = None) -> Request:
-            encoded = encode_request(builder.body(seq), {"x-request-id": f"{tag}-{seq}"})
+            encoded = encode_request(builder.body(seq),
+                                     {**target.headers, "x-request-id": f"{tag}-{seq}"})
             if client == "httpx":
                 return partial(send_openai_httpx, clients.httpx(), target, encoded, True)
             return partial(send_openai_http1, clients.pool(), target, encoded, True)
@@ -99,13 +111,18 @@ def stats(values: list[float]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kinds", default=ApiKind.OPENAI_CHAT.value,
+                        help="comma-separated api kinds to measure")
+    parser.add_argument("--levels", default="1,16,64", help="concurrency levels")
     parser.add_argument("--requests", default="100,320,640",
-                        help="requests per level, for concurrency 1,16,64")
+                        help="requests per level, one count per level")
     parser.add_argument("--no-record", action="store_true", help="do not append RESULTS.md")
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop",
                         help="event loop of the client (sustain serve runs on uvloop)")
     args = parser.parse_args()
     counts = [int(n) for n in args.requests.split(",")]
+    levels = [int(n) for n in args.levels.split(",")]
+    kinds = [ApiKind(kind) for kind in args.kinds.split(",")]
     pin_to(0)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -113,30 +130,33 @@ def main() -> None:
         with Simulator(["--ttft-ms", "50", "--itl-ms", f"{ITL_MS:g}", "--output-tokens",
                         str(TOKENS), "--truth-log", str(log)], cpu=1) as sim:
             results = {}
-            for concurrency, count in zip(LEVELS, counts, strict=True):
-                for client in CLIENTS:
-                    tag = f"{client}-c{concurrency}"
-                    level = run_level(sim.base_url, concurrency, count, tag, client)
-                    outcome = uvloop.run(level) if args.loop == "uvloop" else asyncio.run(level)
-                    results[(client, concurrency)] = (tag, *outcome)
+            for kind in kinds:
+                for concurrency, count in zip(levels, counts, strict=True):
+                    for client in CLIENTS:
+                        tag = f"{kind}-{client}-c{concurrency}"
+                        level = run_level(sim.base_url, concurrency, count, tag, client, kind)
+                        outcome = uvloop.run(level) if args.loop == "uvloop" \
+                            else asyncio.run(level)
+                        results[(kind, client, concurrency)] = (tag, *outcome)
         truth = {}
         for line in log.read_text().splitlines():
             record_ = json.loads(line)
             if record_.get("request_id"):
                 truth[record_["request_id"]] = record_
-    for (client, concurrency), (tag, samples, clock) in results.items():
+    for (kind, client, concurrency), (tag, samples, clock) in results.items():
         ttft, e2e = errors(samples, clock, truth, tag)
         gaps = sorted(gap for s in samples if s.measurement.error_class is None
                       for gap in s.measurement.itl_ms)
         itl = f"{quantile(gaps, 0.5):.3f}" if gaps else "-"
-        rows.append(f"| {CLIENTS[client]} | {concurrency} | {len(ttft)} | {stats(ttft)} | "
-                    f"{stats(e2e)} | {itl} |")
+        rows.append(f"| {kind} | {CLIENTS[client]} | {concurrency} | {len(ttft)} | "
+                    f"{stats(ttft)} | {stats(e2e)} | {itl} |")
     table = ("TTFT and E2E error in ms (client minus server truth), median | p99 | min | max; "
              f"the median ITL the client measured (the simulator's gap is {ITL_MS:g} ms):\n\n"
-             "| client | concurrency | requests | TTFT median | TTFT p99 | TTFT min | TTFT max | "
-             "E2E median | E2E p99 | E2E min | E2E max | ITL median |\n"
-             "|---|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows))
-    command = f"python benchmarks/accuracy.py --requests {args.requests} --loop {args.loop}"
+             "| kind | client | concurrency | requests | TTFT median | TTFT p99 | TTFT min | "
+             "TTFT max | E2E median | E2E p99 | E2E min | E2E max | ITL median |\n"
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows))
+    command = (f"python benchmarks/accuracy.py --kinds {args.kinds} --levels {args.levels} "
+               f"--requests {args.requests} --loop {args.loop}")
     if args.no_record:
         print(table)
     else:

@@ -287,6 +287,9 @@ class SimulatorApp:
                     if key in whole:
                         whole[key] = []
             await _json(send, 200, whole)
+            done = time.perf_counter()
+            self._log_truth(scope, completion.id, arrival=arrival, start=start, first_byte=done,
+                            first_token_due=first, first_token=None, last_byte=done)
             return
         options = body.get("stream_options")
         include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
@@ -325,14 +328,20 @@ class SimulatorApp:
                 await flush()
         await flush()
         await send({"type": "http.response.body", "body": b"", "more_body": False})
-        if self._truth is not None:
-            request_id = next((v.decode("latin-1") for n, v in scope["headers"]
-                               if n == b"x-request-id"), None)
-            self._truth.write(json.dumps({
-                "id": completion.id, "request_id": request_id, "arrival": arrival,
-                "start": start, "first_byte": marks.get("first_byte"),
-                "first_token_due": first, "first_token": marks.get("first_token"),
-                "last_byte": marks.get("last_byte")}) + "\n")
+        self._log_truth(scope, completion.id, arrival=arrival, start=start,
+                        first_byte=marks.get("first_byte"), first_token_due=first,
+                        first_token=marks.get("first_token"), last_byte=marks.get("last_byte"))
+
+    def _log_truth(self, scope: Scope, answer_id: str, **marks: float | None) -> None:
+        """One line of the truth log (when kept): the request's x-request-id and when this
+        server handed each part of its answer to the kernel (perf_counter s). A whole
+        (non-streamed) answer has no first token; its first and last byte are one write."""
+        if self._truth is None:
+            return
+        request_id = next((v.decode("latin-1") for n, v in scope["headers"]
+                           if n == b"x-request-id"), None)
+        self._truth.write(json.dumps({"id": answer_id, "request_id": request_id, **marks})
+                          + "\n")
 
     async def _trickle(self, send: Send, data: bytes) -> None:
         step = max(1, self.config.trickle_bytes)

@@ -98,10 +98,10 @@ class SimulatorConfig:
     trickle_ms: float = 1.0
     """A `trickle` fault writes each event in pieces of trickle_bytes, trickle_ms apart."""
     truth_log: str | None = None
-    """When set, one JSON line per streamed request: arrival, start of generation, when the
-    first byte, the first token and the last byte were handed to the server (perf_counter
-    seconds: the same monotonic clock as clients on this machine), and the request's
-    x-request-id header."""
+    """When set, one JSON line per answered request, streamed or whole, of every protocol:
+    arrival, start of generation, when the first byte, the first token (None for a whole
+    answer) and the last byte were handed to the server (perf_counter seconds: the same
+    monotonic clock as clients on this machine), and the request's x-request-id header."""
     output_tokens: int = 32
     """Tokens generated when the request's max_tokens allows that many."""
     model: str = "sim-model"
