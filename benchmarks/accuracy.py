@@ -15,7 +15,9 @@ figures the tests only bound from below (a TTFT is never under the simulator's 5
 
 Every protocol is measured the same way (`--kinds`): each reads its own events (Responses'
 `response.output_text.delta`, Anthropic's `content_block_delta`) from the same simulated
-generation.
+generation. The item kinds (`openai-embeddings`, `rerank`: 16 inputs or documents a request,
+1 ms each on top of the 50 ms) answer whole: their error is E2E alone, against the server's
+last byte.
 
     python benchmarks/accuracy.py [--kinds openai-chat,openai-responses,anthropic-messages]
         [--levels 1,16,64] [--requests 100,320,640] [--no-record]
@@ -42,7 +44,7 @@ from sustain.probes.client.http1 import send_openai_http1
 from sustain.probes.client.httpx_transport import send_openai_httpx
 from sustain.probes.client.openai_protocol import encode_request
 from sustain.probes.client.protocols import PROTOCOLS
-from sustain.probes.client.target import ApiKind, Target
+from sustain.probes.client.target import ITEM_KINDS, ApiKind, Target
 from sustain.probes.load.clock import RunClock
 from sustain.probes.load.drivers import Request, StageContext, run_closed_loop
 from sustain.probes.load.quiet_gc import quiet_gc
@@ -54,6 +56,8 @@ from sustain.probes.workload.spec import Workload
 
 CLIENTS = {"lean": "sustain (lean HTTP/1.1 transport)", "httpx": "baseline: httpx"}
 TOKENS = 64
+BATCH = 16
+"""Inputs per embeddings request, documents per rerank request (1 ms each in the simulator)."""
 ITL_MS = 10.0
 
 
@@ -67,16 +71,19 @@ async def run_level(base_url: str, concurrency: int, requests: int, tag: str, cl
     """`client`: "lean" (sustain's HTTP/1.1 transport) or "httpx" (the baseline)."""
     target = Target(base_url=base_url, api_kind=kind, model="sim",
                     headers=dict(protocol_headers_of(kind)))
-    builder = RequestBuilder(Workload(max_tokens=TOKENS, input_tokens=32), target.api_kind,
-                             target.model)
+    builder = RequestBuilder(Workload(max_tokens=TOKENS, input_tokens=32, batch_size=BATCH,
+                                      documents=BATCH), target.api_kind, target.model)
+    items = kind in ITEM_KINDS
     async with HttpClients(concurrency) as clients:
 
         def prepare(seq: int, _dialogue: Dialogue | None = None) -> Request:
-            encoded = encode_request(builder.body(seq),
-                                     {**target.headers, "x-request-id": f"{tag}-{seq}"})
-            if client == "httpx":
-                return partial(send_openai_httpx, clients.httpx(), target, encoded, True)
-            return partial(send_openai_http1, clients.pool(), target, encoded, True)
+            body = builder.body(seq)
+            encoded = encode_request(body, {**target.headers, "x-request-id": f"{tag}-{seq}"})
+            expect = builder.expected_items(body) if items else None
+            send = send_openai_httpx if client == "httpx" else send_openai_http1
+            connections = clients.httpx() if client == "httpx" else clients.pool()
+            return partial(send, connections, target, encoded, not items,  # type: ignore[arg-type]
+                           expect=expect)
 
         warm = StageContext(clock=RunClock.start(), seqs=itertools.count(1_000_000))
         await run_closed_loop(concurrency, prepare, warm, duration_s=None,
@@ -95,15 +102,18 @@ def errors(samples: list[Sample], clock: RunClock, truth: dict[str, dict[str, fl
     for sample in samples:
         server = truth.get(f"{tag}-{sample.seq}")
         m = sample.measurement
-        if server is None or m.error_class is not None or m.ttft_ms is None:
+        if server is None or m.error_class is not None:
             continue
         t_send_s = (clock.origin_ns / 1e9) + sample.t_send_ms / 1000.0
-        ttft.append(m.ttft_ms - (server["first_token"] - t_send_s) * 1000.0)
+        if m.ttft_ms is not None and server["first_token"] is not None:
+            ttft.append(m.ttft_ms - (server["first_token"] - t_send_s) * 1000.0)
         e2e.append(m.e2e_ms - (server["last_byte"] - t_send_s) * 1000.0)
     return ttft, e2e
 
 
 def stats(values: list[float]) -> str:
+    if not values:  # a whole answer has no first token
+        return "- | - | - | -"
     ordered = sorted(values)
     return (f"{quantile(ordered, 0.5):.3f} | {quantile(ordered, 0.99):.3f} | "
             f"{ordered[0]:.3f} | {ordered[-1]:.3f}")
@@ -148,7 +158,7 @@ def main() -> None:
         gaps = sorted(gap for s in samples if s.measurement.error_class is None
                       for gap in s.measurement.itl_ms)
         itl = f"{quantile(gaps, 0.5):.3f}" if gaps else "-"
-        rows.append(f"| {kind} | {CLIENTS[client]} | {concurrency} | {len(ttft)} | "
+        rows.append(f"| {kind} | {CLIENTS[client]} | {concurrency} | {len(e2e)} | "
                     f"{stats(ttft)} | {stats(e2e)} | {itl} |")
     table = ("TTFT and E2E error in ms (client minus server truth), median | p99 | min | max; "
              f"the median ITL the client measured (the simulator's gap is {ITL_MS:g} ms):\n\n"

@@ -36,7 +36,12 @@ def summary_report(summary: RunSummary) -> dict[str, Any]:
         "output_tokens_estimated": summary.output_tokens_estimated,
         "cached_tokens": summary.cached_tokens,
         "cache_hit_ratio": summary.cache_hit_ratio,
+        "input_tokens": summary.input_tokens,
+        "input_token_throughput": summary.input_token_throughput,
     }
+    if summary.items is not None:
+        report["items"] = summary.items
+        report["item_throughput"] = summary.item_throughput
     for key in LATENCY_KEYS:
         report[key] = latency_stats(getattr(summary, key))
     if summary.tool_call_ms is not None:

@@ -68,8 +68,12 @@ def summary_table(summary: RunSummary) -> Table:
     table.add_row("errors",
                   ", ".join(f"{k} {v}" for k, v in summary.errors.items()) or "none")
     table.add_row("requests/s", _rate(summary.request_throughput))
-    table.add_row("output tokens/s" + (" (estimated)" if summary.output_tokens_estimated
-                                       else ""), _rate(summary.output_token_throughput))
+    if summary.items is not None:
+        table.add_row("items/s (inputs or documents)", _rate(summary.item_throughput))
+        table.add_row("input tokens/s", _rate(summary.input_token_throughput))
+    else:
+        table.add_row("output tokens/s" + (" (estimated)" if summary.output_tokens_estimated
+                                           else ""), _rate(summary.output_token_throughput))
     table.add_row("goodput (req/s)", _rate(summary.goodput))
     table.add_row("generator", "SATURATED: latency figures not trustworthy"
                   if summary.generator.saturated else "kept schedule")

@@ -258,6 +258,10 @@ class Metrics:
             "server served from its prefix cache (where it reports them): divided by "
             "sustain_prompt_tokens_total, the cache hit ratio.", labels,
             registry=self.registry)
+        self.items = Counter(
+            "sustain_items", "Inputs embedded (openai-embeddings) or documents ranked "
+            "(rerank) by successful probe requests: its rate is inputs/s or documents/s.",
+            labels, registry=self.registry)
         self.quality_checks = Counter(
             "sustain_quality_checks", "Quality canaries checked (successful requests whose "
             "dataset line has an `expect`), by result: passed or failed.",
@@ -325,6 +329,8 @@ class Metrics:
             if sample.outcome is not Outcome.SUCCESS:
                 continue
             self.output_tokens.labels(*series).inc(m.output_tokens)
+            if m.items is not None:
+                self.items.labels(*series).inc(m.items)
             if m.quality is not None:
                 self.quality_checks.labels(*series, "passed" if m.quality else "failed").inc()
             if m.input_tokens is not None:

@@ -1,5 +1,6 @@
 """The simulator's ASGI app: /v1/models, the generation protocols (/v1/chat/completions,
-/v1/completions, /v1/responses as OpenAI's Responses API, /v1/messages as Anthropic's), plus
+/v1/completions, /v1/responses as OpenAI's Responses API, /v1/messages as Anthropic's), the
+item kinds (/v1/embeddings, /v1/rerank), plus
 /sim/fault, which reads (GET) or switches (PUT {"fault": "http_500", "fault_rate": 0.5}) the
 injected fault at run time, and the batch limit (`max_batch`: a noisy neighbour taking half
 the capacity), so a test can break and heal a live endpoint.
@@ -31,6 +32,7 @@ from sustain.simulator.completion import (
     wants_tool,
 )
 from sustain.simulator.config import FAULT_HEADER, Fault, SimulatorConfig
+from sustain.simulator.items import embeddings, rerank
 from sustain.simulator.messages import MessagesEvents
 from sustain.simulator.metrics import EngineMetrics
 from sustain.simulator.prefix_cache import PrefixCache
@@ -46,6 +48,8 @@ MESSAGES_PATH = "/v1/messages"
 GENERATE = {"/v1/chat/completions": "chat", "/v1/completions": "completions",
             "/v1/responses": "responses", MESSAGES_PATH: "messages"}
 """Generation paths -> the protocol their answers speak."""
+ITEMS = {"/v1/embeddings": "embeddings", "/v1/rerank": "rerank"}
+"""Paths of the item kinds -> their answers (items.py)."""
 EVENTS: dict[str, Callable[[Completion], StreamEvents]] = {
     "chat": lambda completion: completion, "completions": lambda completion: completion,
     "responses": ResponsesEvents, "messages": MessagesEvents}
@@ -92,6 +96,14 @@ async def _json(send: Send, status: int, payload: dict[str, Any],
     await send({"type": "http.response.body", "body": body})
 
 
+async def _raw(send: Send, body: bytes) -> None:
+    """A 200 JSON answer of exactly `body` (which need not be valid JSON)."""
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
 async def _error(send: Send, status: int, message: str) -> None:
     await _json(send, status, {"error": {"message": message, "code": status}})
 
@@ -130,11 +142,13 @@ class SimulatorApp:
                 {"id": self.config.model, "object": "model", "owned_by": "sustain-simulator"}]})
         elif path in GENERATE and method == "POST":
             await self._generate(scope, receive, send, arrival, kind=GENERATE[path])
+        elif path in ITEMS and method == "POST":
+            await self._items(scope, receive, send, arrival, kind=ITEMS[path])
         elif path == FAULT_PATH and method == "GET":
             await _json(send, 200, self._fault_state())
         elif path == FAULT_PATH and method == "PUT":
             await self._switch_fault(receive, send)
-        elif path in ("/v1/models", *GENERATE, FAULT_PATH):
+        elif path in ("/v1/models", *GENERATE, *ITEMS, FAULT_PATH):
             await _error(send, 405, "method not allowed")
         else:
             await _error(send, 404, f"no route {path}")
@@ -198,30 +212,76 @@ class SimulatorApp:
         factor = self._rng.lognormvariate(0.0, sigma) if sigma > 0 else 1.0
         return median_ms * factor / 1000.0
 
+    async def _accepted(self, receive: Receive, send: Send, fault: Fault
+                        ) -> dict[str, Any] | None:
+        """The request's JSON body, once any fault that answers before it (a status, a hang)
+        has passed; None when the request was answered (or the client left) already."""
+        raw = await _read_body(receive)
+        if raw is None:
+            return None
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            await _error(send, 400, "invalid JSON")
+            return None
+        if not isinstance(body, dict):
+            await _error(send, 400, "body must be a JSON object")
+            return None
+        if fault is Fault.HTTP_429:
+            await _json(send, 429, {"error": {"message": "injected http_429", "code": 429}},
+                        headers=[(b"retry-after", str(self.config.retry_after_s).encode())])
+            return None
+        if fault in STATUS_FAULTS:
+            await _error(send, STATUS_FAULTS[fault], f"injected {fault}")
+            return None
+        if fault is Fault.HANG and not await _hang(receive, self.config.hang_s):
+            return None
+        return body
+
+    async def _items(self, scope: Scope, receive: Receive, send: Send, arrival: float,
+                     *, kind: str) -> None:
+        """An embeddings or rerank answer, whole, due ttft + prefill per word + item_ms per
+        input or document after it starts (FIFO behind max_batch like a generation)."""
+        config = self.config
+        fault = self._fault(scope)
+        body = await self._accepted(receive, send, fault)
+        if body is None:
+            return
+        answer = embeddings(body, config.model, config.embedding_dimensions, fault) \
+            if kind == "embeddings" else rerank(body, config.model, fault)
+        if isinstance(answer, str):
+            await _error(send, 400, answer)
+            return
+        payload, items, words = answer
+        self.metrics.admitted(words, None)
+        slots = self._slots
+        if slots is not None:
+            with self.metrics.waiting():
+                await slots.acquire()
+        try:
+            with self.metrics.running():
+                start = time.perf_counter()
+                due = start + self._jitter(config.ttft_ms, config.ttft_sigma) + (
+                    config.prefill_ms_per_token * words + config.item_ms * items) / 1000.0
+                await _sleep_until(due)
+                if fault is Fault.MALFORMED:
+                    await _raw(send, b'{"data": [{"embedding": [0.1,')
+                else:
+                    await _json(send, 200, payload)
+                done = time.perf_counter()
+        finally:
+            if slots is not None:
+                slots.release()
+        self._log_truth(scope, str(payload.get("id", kind)), arrival=arrival, start=start,
+                        first_byte=done, first_token_due=due, first_token=None, last_byte=done)
+
     async def _generate(self, scope: Scope, receive: Receive, send: Send, arrival: float,
                         *, kind: str) -> None:
         config = self.config
         chat = kind == "chat"
         fault = self._fault(scope)
-        raw = await _read_body(receive)
-        if raw is None:
-            return
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            await _error(send, 400, "invalid JSON")
-            return
-        if not isinstance(body, dict):
-            await _error(send, 400, "body must be a JSON object")
-            return
-        if fault is Fault.HTTP_429:
-            await _json(send, 429, {"error": {"message": "injected http_429", "code": 429}},
-                        headers=[(b"retry-after", str(config.retry_after_s).encode())])
-            return
-        if fault in STATUS_FAULTS:
-            await _error(send, STATUS_FAULTS[fault], f"injected {fault}")
-            return
-        if fault is Fault.HANG and not await _hang(receive, config.hang_s):
+        body = await self._accepted(receive, send, fault)
+        if body is None:
             return
         if chat and (problem := history_problem(body.get("messages"))) is not None:
             await _error(send, 400, problem)

@@ -59,6 +59,9 @@ class Fault(enum.StrEnum):
     asked (counting every token) and `[DONE]` after it: the first content and the last byte
     leave at the same instant. Always text, never a tool call. A non-streamed request gets
     its normal body at TTFT."""
+    BAD_ITEMS = "bad_items"
+    """Embeddings and rerank: a well-formed answer that is wrong: one vector a value short,
+    or a document index past those sent. (Generation kinds answer normally.)"""
 
 
 FAULT_HEADER = "x-sim-fault"
@@ -104,6 +107,11 @@ class SimulatorConfig:
     monotonic clock as clients on this machine), and the request's x-request-id header."""
     output_tokens: int = 32
     """Tokens generated when the request's max_tokens allows that many."""
+    item_ms: float = 1.0
+    """Embeddings and rerank: added to the answer's time per input embedded or document
+    ranked (after ttft_ms, the fixed part, and prefill_ms_per_token for every word)."""
+    embedding_dimensions: int = 64
+    """Length of the simulated embedding vectors."""
     model: str = "sim-model"
     fault: Fault = Fault.NONE
     """Fault injected into a fraction `fault_rate` of requests without a fault header."""

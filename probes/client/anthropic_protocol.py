@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from sustain.probes.client.expected import ExpectedItems
 from sustain.probes.client.openai_protocol import (
     ReplyCollector,
     StreamState,
@@ -149,7 +150,8 @@ def content_of(payload: dict[str, Any]) -> tuple[str, int, ReplyCollector]:
 
 
 def whole_response(raw: bytes, t_send_ns: int, end: int, status: int,
-                   keep_reply: bool = False) -> Measurement:
+                   keep_reply: bool = False, _expect: ExpectedItems | None = None
+                   ) -> Measurement:
     """Measure a non-streamed Messages body that ended at `end` (ns)."""
     payload = json_object(raw)
     if isinstance(payload, str):

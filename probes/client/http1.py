@@ -9,6 +9,7 @@ import asyncio
 import time
 from typing import cast
 
+from sustain.probes.client.expected import ExpectedItems
 from sustain.probes.client.http1_pool import ConnectionPool, Exchange, TransportError
 from sustain.probes.client.openai_protocol import (
     BODY_TOO_LARGE,
@@ -53,13 +54,15 @@ class _Reader:
 
     def __init__(self, stream: bool, loop: asyncio.AbstractEventLoop, deadlines: Deadlines,
                  max_event_bytes: int, keep_reply: bool = False,
-                 protocol: Protocol = PROTOCOLS[ApiKind.OPENAI_CHAT]) -> None:
+                 protocol: Protocol = PROTOCOLS[ApiKind.OPENAI_CHAT],
+                 expect: ExpectedItems | None = None) -> None:
         self.stream = stream
         self.loop = loop
         self.deadlines = deadlines
         self.exchange: Exchange | None = None
         self.deadline: asyncio.Timeout | None = None
         self.keep_reply = keep_reply
+        self.expect = expect
         self.protocol = protocol
         self.state = protocol.stream_state(keep_reply)
         self.decoder = SSEDecoder(max_event_bytes)
@@ -150,17 +153,18 @@ class _Reader:
 
 
 async def send_openai_http1(pool: ConnectionPool, target: Target, encoded: EncodedRequest,
-                            stream: bool, t_send_ns: int, *, keep_reply: bool = False
-                            ) -> Measurement:
+                            stream: bool, t_send_ns: int, *, keep_reply: bool = False,
+                            expect: ExpectedItems | None = None) -> Measurement:
     """Send one encoded request (see openai_protocol.encode_request) and measure it; with
-    `keep_reply`, keep what it answered (Measurement.reply). Never raises for endpoint
+    `keep_reply`, keep what it answered (Measurement.reply); with `expect`, check the items
+    of a whole answer (expected.py). Never raises for endpoint
     misbehaviour; no retries. Deadlines: connect, first token and total, from t_send (see
     openai_protocol.Deadlines)."""
     payload, headers = encoded
     loop = asyncio.get_running_loop()
     deadlines = Deadlines.from_t_send(target, t_send_ns, loop)
     reader = _Reader(stream, loop, deadlines, target.max_event_bytes, keep_reply,
-                     protocol_for(target))
+                     protocol_for(target), expect)
     try:
         return await _exchange(pool, target, payload, headers, stream, t_send_ns, reader,
                                deadlines, loop)
@@ -199,7 +203,7 @@ async def _exchange(pool: ConnectionPool, target: Target, payload: bytes,
                                    reader.state.detail or "bad response")
                 end = await reader.exchange.done
                 return reader.protocol.whole(bytes(reader.raw), t_send_ns, end, status,
-                                             reader.keep_reply)
+                                             reader.keep_reply, reader.expect)
             if not is_event_stream(response_headers.get("content-type", "")):
                 pool.abandon(reader.exchange)
                 return failure(t_send_ns, status, ErrorClass.PROTOCOL, NOT_EVENT_STREAM)

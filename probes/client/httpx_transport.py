@@ -13,6 +13,7 @@ import time
 import httpx
 
 from sustain.probes.client.egress_connect import egress_denial
+from sustain.probes.client.expected import ExpectedItems
 from sustain.probes.client.openai_protocol import (
     BODY_TOO_LARGE,
     DEADLINE_EXCEEDED,
@@ -94,9 +95,11 @@ async def send_openai_httpx(
     t_send_ns: int,
     *,
     keep_reply: bool = False,
+    expect: ExpectedItems | None = None,
 ) -> Measurement:
     """Send one encoded request (see openai_protocol.encode_request) and measure it; with
-    `keep_reply`, keep what it answered (Measurement.reply). Never raises for endpoint
+    `keep_reply`, keep what it answered (Measurement.reply); with `expect`, check the items
+    of a whole answer (expected.py). Never raises for endpoint
     misbehaviour; no retries.
 
     Deadlines: connect (httpx), first token and total (asyncio, from t_send; see
@@ -127,7 +130,7 @@ async def send_openai_httpx(
                     return failure(t_send_ns, status, failed, f"HTTP {status}")
                 if not stream:
                     return await _read_whole(response, t_send_ns, status, keep_reply,
-                                             protocol.whole)
+                                             protocol.whole, expect)
                 if not is_event_stream(response.headers.get("content-type", "")):
                     return failure(t_send_ns, status, ErrorClass.PROTOCOL, NOT_EVENT_STREAM)
                 decoder = SSEDecoder(target.max_event_bytes)
@@ -178,7 +181,8 @@ async def _drain(response: httpx.Response, limit: int) -> None:
 
 
 async def _read_whole(response: httpx.Response, t_send_ns: int, status: int,
-                      keep_reply: bool, whole: WholeResponse) -> Measurement:
+                      keep_reply: bool, whole: WholeResponse,
+                      expect: ExpectedItems | None = None) -> Measurement:
     """A non-streamed body, up to WHOLE_BODY_LIMIT: past it the request ends as `protocol`
     without reading the rest (leaving the `client.stream` block closes the connection)."""
     chunks: list[bytes] = []
@@ -188,4 +192,5 @@ async def _read_whole(response: httpx.Response, t_send_ns: int, status: int,
         if size > WHOLE_BODY_LIMIT:
             return failure(t_send_ns, status, ErrorClass.PROTOCOL, BODY_TOO_LARGE)
         chunks.append(chunk)
-    return whole(b"".join(chunks), t_send_ns, time.perf_counter_ns(), status, keep_reply)
+    return whole(b"".join(chunks), t_send_ns, time.perf_counter_ns(), status, keep_reply,
+                 expect)

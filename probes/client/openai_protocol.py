@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from sustain.probes.client.expected import ExpectedItems
 from sustain.probes.client.sse import SSEEvent, size_text
 from sustain.probes.client.status import error_class_for_status
 from sustain.probes.client.target import Target
@@ -386,7 +387,8 @@ def json_object(raw: bytes) -> dict[str, Any] | str:
 
 
 def whole_response(raw: bytes, t_send_ns: int, end: int, status: int,
-                   keep_reply: bool = False) -> Measurement:
+                   keep_reply: bool = False, _expect: ExpectedItems | None = None
+                   ) -> Measurement:
     """Measure a non-streamed chat or completions body that ended at `end` (ns); with
     `keep_reply`, keep what it answered."""
     payload = json_object(raw)

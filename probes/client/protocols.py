@@ -7,13 +7,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sustain.probes.client import anthropic_protocol, openai_protocol, responses_protocol
+from sustain.probes.client import (
+    anthropic_protocol,
+    embeddings_protocol,
+    openai_protocol,
+    rerank_protocol,
+    responses_protocol,
+)
+from sustain.probes.client.expected import ExpectedItems
 from sustain.probes.client.openai_protocol import ReplyCollector, StreamState
 from sustain.probes.client.target import ApiKind, Target
 from sustain.probes.measure.sample import Measurement
 
-WholeResponse = Callable[[bytes, int, int, int, bool], Measurement]
-"""whole(raw, t_send_ns, end_ns, status, keep_reply) -> Measurement."""
+WholeResponse = Callable[[bytes, int, int, int, bool, ExpectedItems | None], Measurement]
+"""whole(raw, t_send_ns, end_ns, status, keep_reply, expect) -> Measurement."""
 
 
 def bearer(secret: str) -> dict[str, str]:
@@ -34,6 +41,8 @@ class Protocol:
     """The headers that carry the endpoint's key."""
     headers: tuple[tuple[str, str], ...] = ()
     """Headers every request carries unless the endpoint sets them itself."""
+    streams: bool = True
+    """Whether a request may be streamed; the item kinds always answer whole."""
 
     def stream_state(self, keep_reply: bool) -> StreamState:
         return self.stream(reply=ReplyCollector() if keep_reply else None)
@@ -50,6 +59,10 @@ PROTOCOLS = {
         "/messages", anthropic_protocol.MessagesStream, anthropic_protocol.whole_response,
         auth=anthropic_key,
         headers=((anthropic_protocol.VERSION_HEADER, anthropic_protocol.API_VERSION),)),
+    ApiKind.OPENAI_EMBEDDINGS: Protocol("/embeddings", StreamState,
+                                        embeddings_protocol.whole_response, streams=False),
+    ApiKind.RERANK: Protocol("/rerank", StreamState, rerank_protocol.whole_response,
+                             streams=False),
 }
 """The generation protocols; `http` checks are not one (probes/client/http_check.py)."""
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from sustain.probes.client.expected import ExpectedItems
 from sustain.probes.client.openai_protocol import (
     ReplyCollector,
     StreamState,
@@ -159,7 +160,8 @@ def output_of(payload: dict[str, Any]) -> tuple[str, int, ReplyCollector]:
 
 
 def whole_response(raw: bytes, t_send_ns: int, end: int, status: int,
-                   keep_reply: bool = False) -> Measurement:
+                   keep_reply: bool = False, _expect: ExpectedItems | None = None
+                   ) -> Measurement:
     """Measure a non-streamed Responses body that ended at `end` (ns); a body whose status
     is `failed` fails by its error's code."""
     payload = json_object(raw)

@@ -20,6 +20,8 @@ class ApiKind(enum.StrEnum):
     OPENAI_COMPLETIONS = "openai-completions"
     OPENAI_RESPONSES = "openai-responses"
     ANTHROPIC_MESSAGES = "anthropic-messages"
+    OPENAI_EMBEDDINGS = "openai-embeddings"
+    RERANK = "rerank"
     HTTP = "http"
 
 
@@ -28,6 +30,9 @@ CHAT_KINDS = frozenset({ApiKind.OPENAI_CHAT, ApiKind.OPENAI_RESPONSES,
 """Kinds whose requests are conversations (a list of messages), not a bare prompt."""
 GENERATION_KINDS = frozenset({*CHAT_KINDS, ApiKind.OPENAI_COMPLETIONS})
 """Kinds that generate tokens: TTFT, ITL and TPOT apply."""
+ITEM_KINDS = frozenset({ApiKind.OPENAI_EMBEDDINGS, ApiKind.RERANK})
+"""Kinds that answer whole, for a batch of items (inputs embedded, documents ranked): latency
+is end to end, throughput is items per second."""
 
 
 CLIENT_HEADERS = frozenset({

@@ -3,7 +3,8 @@
 The one dispatch from a target's ApiKind (and, for OpenAI, its transport) to a sender:
 
 - the generation kinds (`openai-chat`, `openai-completions`, `openai-responses`,
-  `anthropic-messages`; protocols.py) over HTTP/1.1: the lean pool (http1.py);
+  `anthropic-messages`) and the item kinds (`openai-embeddings`, `rerank`; protocols.py)
+  over HTTP/1.1: the lean pool (http1.py);
 - the same with `http2` set: httpx (httpx_transport.py), which offers HTTP/2;
 - `http`: a plain check through httpx (http_check.py).
 
@@ -26,7 +27,7 @@ from sustain.probes.client.http1 import send_openai_http1
 from sustain.probes.client.http_check import send_http
 from sustain.probes.client.httpx_transport import send_openai_httpx
 from sustain.probes.client.openai_protocol import EncodedRequest, encode_request
-from sustain.probes.client.target import ApiKind, HttpCheck, Target
+from sustain.probes.client.target import ITEM_KINDS, ApiKind, HttpCheck, Target
 from sustain.probes.load.drivers import Prepare
 from sustain.probes.measure.expect import Expect
 from sustain.probes.measure.quality import meets
@@ -77,6 +78,8 @@ def openai_prepare(transport: Callable[..., Awaitable[Measurement]], target: Tar
     transport(encoded, stream, t_send_ns, keep_reply=...)): a request keeps its reply when it
     is a session's turn (the history needs it) or a quality canary (scored, then let go)."""
     builder = RequestBuilder(workload, target.api_kind, target.model, datasets, replay)
+    if target.api_kind in ITEM_KINDS:
+        return items_prepare(transport, builder, headers)
 
     def prepare(seq: int, dialogue: Dialogue | None = None) -> SendFn:
         if dialogue is not None:
@@ -86,6 +89,17 @@ def openai_prepare(transport: Callable[..., Awaitable[Measurement]], target: Tar
         send: SendFn = partial(transport, encode_request(builder.body(seq), headers),
                                workload.stream, keep_reply=expect is not None)
         return send if expect is None else scored(send, expect)
+    return prepare
+
+
+def items_prepare(transport: Callable[..., Awaitable[Measurement]], builder: RequestBuilder,
+                  headers: Mapping[str, str]) -> PrepareFn:
+    """`prepare` for the item kinds: each request whole (never streamed), its answer checked
+    against the items it sent (probes/client/expected.py)."""
+    def prepare(seq: int, _dialogue: Dialogue | None = None) -> SendFn:
+        body = builder.body(seq)
+        return partial(transport, encode_request(body, headers), False,
+                       expect=builder.expected_items(body))
     return prepare
 
 
@@ -131,7 +145,7 @@ def sender_for(target: Target) -> Sender:
         case ApiKind.HTTP:
             return http_check_over_httpx
         case (ApiKind.OPENAI_CHAT | ApiKind.OPENAI_COMPLETIONS | ApiKind.OPENAI_RESPONSES
-              | ApiKind.ANTHROPIC_MESSAGES):
+              | ApiKind.ANTHROPIC_MESSAGES | ApiKind.OPENAI_EMBEDDINGS | ApiKind.RERANK):
             return openai_over_httpx if target.http2 else openai_over_http1
         case unreachable:
             assert_never(unreachable)

@@ -67,6 +67,9 @@ class Measurement:
     quality: bool | None = None
     """A quality canary's verdict: whether the reply met its `expect`; None when the request
     had none or failed (a failed request counts against availability, not quality)."""
+    items: int | None = None
+    """Inputs embedded (openai-embeddings) or documents ranked (rerank) by a successful
+    request; None for the generation kinds."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -93,6 +93,16 @@ class RunSummary(BaseModel):
     efficiency: Efficiency | None = None
     """Throughput per accelerator and kW, and cost per million output and good tokens, from
     the endpoint's deployment; None when it declares none."""
+    input_tokens: int | None = None
+    """Input (prompt) tokens of the successful requests whose server counted them; None when
+    none did."""
+    input_token_throughput: float | None = None
+    """Those input tokens per second of measured time."""
+    items: int | None = None
+    """Inputs embedded (openai-embeddings) or documents ranked (rerank) by the successful
+    requests; None for the generation kinds."""
+    item_throughput: float | None = None
+    """Those items per second of measured time: inputs/s or documents/s."""
 
 
 def combined_health(stages: Sequence[GeneratorHealth]) -> GeneratorHealth:
@@ -140,6 +150,8 @@ def summarise(samples: Sequence[Sample], duration_s: float, slo: SloThresholds |
     )
     tokens = sum(s.measurement.output_tokens for s in ok)
     cached, prompt = cache_counts(ok)
+    inputs = [s.measurement.input_tokens for s in ok if s.measurement.input_tokens is not None]
+    items = [s.measurement.items for s in ok if s.measurement.items is not None]
     return RunSummary(
         attempts=len(samples),
         successes=len(ok),
@@ -169,6 +181,10 @@ def summarise(samples: Sequence[Sample], duration_s: float, slo: SloThresholds |
         sessions=session_counts(samples),
         turns_by_index=turns_by_index(samples),
         e2e_interactivity=e2e_interactivity(samples),
+        input_tokens=sum(inputs) if inputs else None,
+        input_token_throughput=_rate(sum(inputs), duration_s) if inputs else None,
+        items=sum(items) if items else None,
+        item_throughput=_rate(sum(items), duration_s) if items else None,
     )
 
 

@@ -54,3 +54,8 @@ def sample_length(length: InputLength, rng: random.Random) -> int:
     if isinstance(length, UniformLength):
         return rng.randint(length.min, length.max)
     return max(1, min(length.max, round(rng.gauss(length.mean, length.stddev))))
+
+
+def longest(length: InputLength) -> int:
+    """The most tokens a draw of `length` can give."""
+    return length.tokens if isinstance(length, FixedLength) else length.max

@@ -11,7 +11,8 @@ import secrets
 from collections.abc import Sequence
 from typing import Any
 
-from sustain.probes.client.target import CHAT_KINDS, ApiKind
+from sustain.probes.client.expected import ExpectedItems
+from sustain.probes.client.target import CHAT_KINDS, ITEM_KINDS, ApiKind
 from sustain.probes.measure.expect import Expect
 from sustain.probes.workload.dataset import DatasetEntry, DatasetPolicy
 from sustain.probes.workload.lengths import sample_length
@@ -74,6 +75,8 @@ class RequestBuilder:
     def body(self, seq: int) -> dict[str, Any]:
         """The JSON body of request `seq`; streaming asks for usage so tokens are
         server-counted."""
+        if self.api_kind in ITEM_KINDS:
+            return self._items_body(seq)
         w = self.workload
         body: dict[str, Any] = dict(w.extra_body)
         max_tokens = w.max_tokens
@@ -96,6 +99,43 @@ class RequestBuilder:
             salt = self.salt()
             self._set_prompt(body, self._synthetic(seq, self._lead(salt), salt))
         return self._finish(body, max_tokens)
+
+    def _items_body(self, seq: int) -> dict[str, Any]:
+        """An embeddings request (`batch_size` inputs) or a rerank request (a query of
+        `query_tokens` and `documents` documents), each text salted on its own."""
+        w = self.workload
+        body: dict[str, Any] = dict(w.extra_body)
+        if self.api_kind is ApiKind.OPENAI_EMBEDDINGS:
+            body.setdefault("encoding_format", "float")
+            body.update(model=self.model, input=self._texts(seq, w.batch_size))
+        else:
+            query = joined(self.salt(), self.tokenizer.prompt(
+                w.query_tokens, random.Random(f"query:{w.seed}:{seq}")))
+            body.update(model=self.model, query=query, documents=self._texts(seq, w.documents))
+        return body
+
+    def _texts(self, seq: int, count: int) -> list[str]:
+        """The `count` texts of request `seq`, each behind its own salt: the dataset's lines
+        in their seeded order, the fixed prompt, or synthetic words of the input length."""
+        texts = []
+        for k in range(count):
+            item = seq * count + k
+            salt = self.salt()
+            lead = self._lead(salt)
+            if self.dataset is not None:
+                entry = self.dataset[self._order[item % len(self._order)]]
+                texts.append(joined(lead, entry.text()))
+            elif self.workload.prompt is not None:
+                texts.append(joined(lead, self.workload.prompt))
+            else:
+                texts.append(self._synthetic(item, lead, salt))
+        return texts
+
+    def expected_items(self, body: dict[str, Any]) -> ExpectedItems:
+        """What the answer to an item kind's `body` must hold (probes/client/expected.py)."""
+        if self.api_kind is ApiKind.OPENAI_EMBEDDINGS:
+            return ExpectedItems(len(body["input"]), self.workload.dimensions)
+        return ExpectedItems(len(body["documents"]))
 
     def expectation(self, seq: int) -> Expect | None:
         """What request `seq`'s reply must meet, when its dataset line is a quality canary."""

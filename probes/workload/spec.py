@@ -10,7 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from sustain.probes.inputs import InputModel, storable_problem
-from sustain.probes.workload.lengths import InputLength
+from sustain.probes.workload.lengths import InputLength, longest
 
 
 class WorkloadError(ValueError):
@@ -24,6 +24,8 @@ MAX_PROMPT_CHARS = 1_000_000
 """Longest fixed `prompt` (a long-context probe's, some 250k tokens of English)."""
 MAX_PATH_CHARS = 4096
 """Longest path of a file a workload names (PATH_MAX on Linux)."""
+MAX_BATCH_TOKENS = 1_000_000
+"""Most tokens one embeddings or rerank request may carry in all (inputs x their length)."""
 
 
 class Workload(InputModel):
@@ -78,6 +80,18 @@ class Workload(InputModel):
     )
     max_tokens: int = Field(default=64, ge=1, le=1_000_000)
     stream: bool = True
+    batch_size: int = Field(
+        default=1, ge=1, le=2048,
+        description="openai-embeddings: inputs per request, each of the input length.")
+    dimensions: int | None = Field(
+        default=None, ge=1, le=65_536,
+        description="openai-embeddings: the length every vector must have (a vector of "
+        "another length fails the request as protocol); unset: all alike.")
+    documents: int = Field(
+        default=8, ge=1, le=1000,
+        description="rerank: documents per request, each of the input length.")
+    query_tokens: int = Field(default=16, ge=1, le=10_000,
+                              description="rerank: length of the query.")
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, gt=0, le=1)
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
@@ -112,6 +126,14 @@ class Workload(InputModel):
             raise PydanticCustomError(
                 "session_source", "sessions bring their own messages: no prompt or dataset "
                 "with them", {"field": "sessions" if self.sessions is not None else "turns"})
+        most = longest(self.input_length) if self.input_length is not None \
+            else self.input_tokens
+        for field, count in (("batch_size", self.batch_size), ("documents", self.documents)):
+            # only a count given: the defaults are bounded by the input length's own bound
+            if field in self.model_fields_set and count * most > MAX_BATCH_TOKENS:
+                raise PydanticCustomError(
+                    "batch_too_large", "{field} x the input length must stay within {limit} "
+                    "tokens", {"field": field, "limit": MAX_BATCH_TOKENS})
         synthetic = self.prompt is None and self.dataset is None and self.input_length is None
         if synthetic and self.shared_prefix_tokens >= self.input_tokens:
             raise PydanticCustomError(

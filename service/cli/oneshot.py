@@ -94,7 +94,9 @@ def build(flags: ProbeFlags, limits: LoadLimits | None = None) -> OneShot:
                             shared_prefix_tokens=flags.shared_prefix_tokens,
                             dataset=flags.dataset, sessions=flags.sessions, turns=flags.turns,
                             turn_delay_s=flags.turn_delay,
-                            session_header=flags.session_header)
+                            session_header=flags.session_header, batch_size=flags.batch_size,
+                            dimensions=flags.dimensions, documents=flags.documents,
+                            query_tokens=flags.query_tokens)
         slo = SloThresholds(ttft_ms=flags.slo_ttft_ms, tpot_ms=flags.slo_tpot_ms,
                             e2e_ms=flags.slo_e2e_ms)
     except ValidationError as exc:

@@ -45,7 +45,8 @@ FLAG_OF = {
     "min_success": "--min-success", "min_samples": "--min-samples", "slo": "--slo-ttft-ms",
     "accelerators": "--accelerators", "price_per_hour": "--price-per-hour",
     "power_kw": "--power-kw", "accelerator": "--accelerator", "currency": "--currency",
-    "metrics_interval_s": "--metrics-interval",
+    "metrics_interval_s": "--metrics-interval", "batch_size": "--batch-size",
+    "dimensions": "--dimensions", "documents": "--documents", "query_tokens": "--query-tokens",
 }
 """The flag behind each field of EndpointCreate, Workload, SloThresholds and LoadProfile."""
 
@@ -120,7 +121,8 @@ class ProbeFlags(BaseModel):
                                   argument=True)]
     model: Annotated[str | None, Flag("Model name to request (required unless --api http).")] = None
     api: Annotated[str, Flag(
-        "openai-chat | openai-completions | openai-responses | anthropic-messages | http.")
+        "openai-chat | openai-completions | openai-responses | anthropic-messages | "
+        "openai-embeddings | rerank | http.")
     ] = "openai-chat"
     header: Annotated[dict[str, str], BeforeValidator(parse_headers), Flag(
         "Extra request header NAME:VALUE (repeatable).", typed_as=list[str] | None)] = Field(
@@ -156,6 +158,11 @@ class ProbeFlags(BaseModel):
     input_tokens: Annotated[int, Flag("Synthetic prompt length (words).")] = 32
     output_tokens: Annotated[int, Flag("max_tokens per request.")] = 64
     no_stream: Annotated[bool, Flag("Ask for whole responses.", ("--no-stream",))] = False
+    batch_size: Annotated[int, Flag("--api openai-embeddings: inputs per request.")] = 1
+    dimensions: Annotated[int | None, Flag(
+        "--api openai-embeddings: the vector length every answer must have.")] = None
+    documents: Annotated[int, Flag("--api rerank: documents per request.")] = 8
+    query_tokens: Annotated[int, Flag("--api rerank: query length (words).")] = 16
     allow_cache: Annotated[bool, Flag(
         "Send the same prompts every run, so a prefix-caching server may serve them from its "
         "cache (default: a fresh salt per request keeps every prefill cold).",

@@ -39,10 +39,16 @@ def simulate(
     truth_log: Annotated[Path | None, typer.Option(
         help="Append per-request server-side timings (JSON lines) to this file.")] = None,
     api_key_env: Annotated[str | None, typer.Option(
-        help="Require `Authorization: Bearer <key>`, the key read from this env variable.")]
+        help="Require the key read from this env variable: `Authorization: Bearer <key>` "
+        "(`x-api-key: <key>` on /v1/messages).")]
     = None,
+    item_ms: Annotated[float, typer.Option(
+        help="Embeddings and rerank: added per input or document, ms.")] = 1.0,
+    embedding_dimensions: Annotated[int, typer.Option(
+        help="Length of the simulated embedding vectors.")] = 64,
 ) -> None:
-    """Run the OpenAI-compatible simulator (http://HOST:PORT/v1)."""
+    """Run the simulator (http://HOST:PORT/v1): OpenAI chat, completions, responses and
+    embeddings, Anthropic messages, rerank."""
     from sustain.simulator.config import Fault, SimulatorConfig
     from sustain.simulator.server import serve as serve_simulator
 
@@ -58,6 +64,9 @@ def simulate(
         "--ttft-sigma and --itl-sigma must be >= 0" if min(ttft_sigma, itl_sigma) < 0 else "",
         "--max-batch must be >= 1" if max_batch is not None and max_batch < 1 else "",
         "--error-every must be >= 0" if error_every < 0 else "",
+        "--item-ms must be >= 0" if item_ms < 0 else "",
+        "--embedding-dimensions must be from 1 to 65536"
+        if not 1 <= embedding_dimensions <= 65_536 else "",
     ]
     if any(problems):
         console.print("[red]" + "; ".join(p for p in problems if p) + "[/red]")
@@ -73,7 +82,8 @@ def simulate(
                              api_key=api_key, ttft_sigma=ttft_sigma, itl_sigma=itl_sigma,
                              max_batch=max_batch, error_every=error_every,
                              prefill_ms_per_token=prefill_ms_per_token,
-                             prefix_cache=not no_prefix_cache,
+                             prefix_cache=not no_prefix_cache, item_ms=item_ms,
+                             embedding_dimensions=embedding_dimensions,
                              truth_log=None if truth_log is None else str(truth_log))
     console.print(f"simulator on http://{host}:{port}/v1 (ttft {ttft_ms} ms, itl {itl_ms} ms)")
     serve_simulator(config, host, port)

@@ -230,6 +230,8 @@ class SampleRow(Base):
     """Time to the first tool-call delta, from t_send (replies that were kept)."""
     quality: Mapped[bool | None] = mapped_column(Boolean)
     """A quality canary's verdict: whether the reply met its `expect`; null unchecked."""
+    items: Mapped[int | None] = mapped_column(Integer)
+    """Inputs embedded or documents ranked (openai-embeddings, rerank); null otherwise."""
 
     __table_args__ = (
         Index("ix_samples_probe_id_sent_at", "probe_id", "sent_at"),

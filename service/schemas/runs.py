@@ -78,6 +78,8 @@ class SampleRead(BaseModel):
     """Time to the first tool-call delta, from t_send."""
     quality: bool | None = None
     """A quality canary's verdict (its reply met the line's `expect`); null unchecked."""
+    items: int | None = None
+    """Inputs embedded (openai-embeddings) or documents ranked (rerank); null otherwise."""
 
 
 class SamplePage(BaseModel):

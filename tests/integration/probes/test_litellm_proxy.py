@@ -1,8 +1,9 @@
-"""The Responses and Anthropic Messages kinds against a real third-party server: LiteLLM's
-proxy, which implements both protocols itself (translating them to an OpenAI chat backend, here
-the simulator). Its events are LiteLLM's own encoding, not the simulator's, so these tests show
-the probe reads each protocol as another implementation writes it: every request succeeds,
-streamed ones with TTFT and ITL, and the server's usage is read.
+"""The protocols against a real third-party server: LiteLLM's proxy, which implements the
+Responses and Anthropic Messages protocols itself (translating them to an OpenAI chat backend,
+here the simulator), and serves embeddings and rerank in its own shapes (its rerank answers as
+Cohere does). Its events and bodies are LiteLLM's own encoding, not the simulator's, so these
+tests show the probe reads each protocol as another implementation writes it: every request
+succeeds, streamed ones with TTFT and ITL, and the server's usage is read.
 
 LiteLLM runs in a virtual environment of its own (its pins clash with sustain's): set
 SUSTAIN_TEST_LITELLM to its `litellm` program, or put it on PATH; .ci/run installs it."""
@@ -52,6 +53,11 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
             "    litellm_params:\n"
             "      model: openai/sim-model\n"
             f"      api_base: {sim.base_url}\n"
+            "      api_key: unused\n"
+            "  - model_name: sim-rerank\n"
+            "    litellm_params:\n"
+            "      model: hosted_vllm/sim-model\n"
+            f"      api_base: {sim.base_url}\n"
             "      api_key: unused\n")
         port = free_port()
         key = f"sk-{secrets.token_hex(24)}"
@@ -64,16 +70,16 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
             yield Proxy(f"http://127.0.0.1:{port}/v1", key)
 
 
-async def one(proxy: Proxy, kind: ApiKind, *, stream: bool, key: str | None = None,
-              via_httpx: bool = False) -> Measurement:
-    target = Target(base_url=proxy.base_url, api_kind=kind, model="sim", http2=via_httpx,
+async def one(proxy: Proxy, kind: ApiKind, *, stream: bool = False, key: str | None = None,
+              via_httpx: bool = False, model: str = "sim", **workload: object) -> Measurement:
+    target = Target(base_url=proxy.base_url, api_kind=kind, model=model, http2=via_httpx,
                     auth_secret_ref="env:LITELLM_TEST_KEY")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("LITELLM_TEST_KEY", key or proxy.key)
         async with HttpClients() as clients:
-            result = await execute(clients, target, Workload(max_tokens=64, stream=stream),
-                                   SingleProfile(),
-                                   secrets=SecretPolicy(env_globs=("LITELLM_TEST_KEY",)))
+            result = await execute(clients, target, Workload.model_validate(
+                {"max_tokens": 64, "stream": stream, **workload}), SingleProfile(),
+                secrets=SecretPolicy(env_globs=("LITELLM_TEST_KEY",)))
     (sample,) = result.samples
     return sample.measurement
 
@@ -110,3 +116,26 @@ async def test_a_key_litellm_refuses_is_a_client_error(proxy: Proxy, kind: ApiKi
     assert m.error_class is ErrorClass.HTTP_4XX
     assert m.ttft_ms is None
 
+
+
+async def test_embeddings_through_litellm_are_checked_and_counted(proxy: Proxy) -> None:
+    m = await one(proxy, ApiKind.OPENAI_EMBEDDINGS, batch_size=5, input_tokens=7,
+                  dimensions=64)
+    assert m.error_class is None, m.error_detail
+    assert m.items == 5
+    assert m.input_tokens == 5 * 7  # the simulator's count, passed on
+    assert m.e2e_ms >= TTFT_MS
+
+
+async def test_a_vector_length_litellm_does_not_give_is_a_protocol_failure(proxy: Proxy
+                                                                          ) -> None:
+    m = await one(proxy, ApiKind.OPENAI_EMBEDDINGS, batch_size=2, dimensions=65)
+    assert m.error_class is ErrorClass.PROTOCOL
+
+
+async def test_rerank_through_litellm_reads_its_cohere_shaped_answer(proxy: Proxy) -> None:
+    m = await one(proxy, ApiKind.RERANK, model="sim-rerank", documents=6, input_tokens=5,
+                  query_tokens=3)
+    assert m.error_class is None, m.error_detail
+    assert m.items == 6
+    assert m.input_tokens == 6 * 5 + 3 + 1  # documents, query and its salt, one per word

@@ -12,7 +12,12 @@ from sqlalchemy import text
 from sustain.service.app import runtime_of
 from sustain.service.domain.schedule import Every
 from tests.conftest import SimulatorHandle
-from tests.integration.service.helpers import create_endpoint, create_probe, wait_for_run
+from tests.integration.service.helpers import (
+    create_endpoint,
+    create_probe,
+    samples_of,
+    wait_for_run,
+)
 
 
 def scheduler_has_job(app: FastAPI, probe_id: int) -> bool:
@@ -124,6 +129,32 @@ async def test_run_now_measures_every_generation_protocol_alike(
     samples = (await api.get(f"/api/v1/runs/{run['id']}/samples")).json()["items"]
     assert len(samples) == 5
     assert all(sample["error_class"] is None for sample in samples)
+
+
+@pytest.mark.parametrize(("api_kind", "workload", "items"), [
+    ("openai-embeddings", {"batch_size": 3, "input_tokens": 8}, 3),
+    ("rerank", {"documents": 4, "input_tokens": 8}, 4),
+])
+async def test_run_now_of_an_item_kind_stores_items_per_sample_and_per_second(
+        api: httpx.AsyncClient, simulator: SimulatorHandle, api_kind: str,
+        workload: dict[str, int], items: int) -> None:
+    endpoint = await create_endpoint(api, simulator.base_url, api_kind=api_kind)
+    probe = await create_probe(api, endpoint["id"], enabled=False, workload=workload,
+                               profile={"kind": "constant", "rate": 10, "duration_s": 0.5})
+    run = await wait_for_run(api, (await api.post(f"/api/v1/probes/{probe['id']}/runs")
+                                   ).json()["id"])
+    assert run["status"] == "succeeded", run
+    summary = run["summary"]
+    assert summary["attempts"] == summary["successes"] == 5
+    assert summary["items"] == 5 * items
+    assert summary["item_throughput"] > 0
+    assert summary["input_tokens"] > 0
+    assert summary["ttft_ms"]["count"] == 0
+    samples = (await api.get(f"/api/v1/runs/{run['id']}/samples")).json()["items"]
+    assert [sample["items"] for sample in samples] == [items] * 5
+    exported = samples_of((await api.get("/metrics")).text)["sustain_items_total"]
+    assert [value for labels, value in exported if labels["probe"] == probe["name"]] == \
+        [5.0 * items]
 
 
 async def test_run_of_unreachable_endpoint_fails_with_classified_samples(

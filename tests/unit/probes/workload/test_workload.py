@@ -139,3 +139,11 @@ def test_extra_body_is_bounded_in_size() -> None:
         Workload(extra_body={"stop": ["x" * MAX_EXTRA_BODY_BYTES]})
     assert caught.value.errors()[0]["loc"] == ("extra_body",)
     assert caught.value.errors()[0]["msg"] == f"at most {MAX_EXTRA_BODY_BYTES} bytes as JSON"
+
+
+def test_a_batch_whose_tokens_exceed_the_bound_is_refused_naming_its_field() -> None:
+    for field in ("batch_size", "documents"):
+        with pytest.raises(ValidationError) as caught:
+            Workload.model_validate({field: 100, "input_tokens": 10_001})
+        assert caught.value.errors()[0]["ctx"]["field"] == field
+        assert Workload.model_validate({field: 100, "input_tokens": 10_000}) is not None

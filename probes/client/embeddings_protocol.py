@@ -1,0 +1,95 @@
+"""The OpenAI embeddings protocol (`POST /v1/embeddings`), as OpenAI, vLLM, TEI, llama.cpp
+and Infinity speak it: `input` is a list of texts, the answer one vector per input
+(`data[{index, embedding}]`) and `usage.prompt_tokens`. Never streamed: the request is timed
+end to end.
+
+A vector is checked as cheaply as the loop that times other requests allows: its length (all
+alike, and the workload's `dimensions` when it names one) and that its values are finite
+numbers (one C-level sum per vector: a NaN, an infinity or a value that is not a number makes
+it non-finite or raises; values so large their sum overflows are refused as implausible).
+Base64 vectors (`encoding_format: base64`, little-endian float32) are
+checked the same way after decoding. An answer that misses any check is `protocol`; one with no
+vectors at all is `empty`."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+from typing import Any
+
+import numpy as np
+
+from sustain.probes.client.expected import ExpectedItems
+from sustain.probes.client.openai_protocol import failure, json_object, token_count
+from sustain.probes.measure.sample import NS_PER_MS, ErrorClass, Measurement
+
+
+def vector_length(embedding: Any) -> int | str:
+    """The length of one vector, or why it is not a vector of finite numbers."""
+    if isinstance(embedding, str):
+        try:
+            raw = base64.b64decode(embedding, validate=True)
+        except (binascii.Error, ValueError):
+            return "embedding is neither a list of numbers nor base64"
+        if len(raw) % 4:
+            return "base64 embedding is not float32"
+        values = np.frombuffer(raw, dtype="<f4")
+        return int(values.size) if bool(np.isfinite(values).all()) else \
+            "embedding has a non-finite value"
+    if not isinstance(embedding, list):
+        return "embedding is not a list"
+    try:
+        total = sum(embedding, 0.0)  # C speed; a string or an object raises
+    except TypeError:
+        return "embedding has a value that is not a number"
+    if not math.isfinite(total):
+        return "embedding has a non-finite value"
+    return len(embedding)
+
+
+def vectors_problem(data: list[Any], expect: ExpectedItems | None) -> str | None:
+    """Why `data` is not one finite vector per input, all of one length, or None."""
+    if expect is not None and len(data) != expect.count:
+        return f"{len(data)} embeddings for {expect.count} inputs"
+    lengths: set[int] = set()
+    indices: set[int] = set()
+    for item in data:
+        if not isinstance(item, dict):
+            return "embedding item is not an object"
+        length = vector_length(item.get("embedding"))
+        if isinstance(length, str):
+            return length
+        lengths.add(length)
+        index = item.get("index")
+        if isinstance(index, int) and not isinstance(index, bool):
+            indices.add(index)
+    if len(lengths) != 1 or 0 in lengths:
+        return "embeddings of different (or no) lengths"
+    if indices and indices != set(range(len(data))):
+        return "embedding indices are not one per input"
+    (length,) = lengths
+    if expect is not None and expect.dimensions is not None and length != expect.dimensions:
+        return f"embeddings of {length} dimensions, not {expect.dimensions}"
+    return None
+
+
+def whole_response(raw: bytes, t_send_ns: int, end: int, status: int,
+                   _keep_reply: bool = False, expect: ExpectedItems | None = None
+                   ) -> Measurement:
+    """Measure an embeddings answer that ended at `end` (ns)."""
+    payload = json_object(raw)
+    if isinstance(payload, str):
+        return failure(t_send_ns, status, ErrorClass.PROTOCOL, payload)
+    data = payload.get("data")
+    if not isinstance(data, list):
+        return failure(t_send_ns, status, ErrorClass.PROTOCOL, "data is not a list")
+    usage = payload.get("usage")
+    prompt = token_count(usage.get("prompt_tokens")) if isinstance(usage, dict) else None
+    problem = "no embeddings" if not data else vectors_problem(data, expect)
+    error = None if problem is None else \
+        ErrorClass.EMPTY if not data else ErrorClass.PROTOCOL
+    return Measurement(
+        ttft_ms=None, itl_ms=(), e2e_ms=(end - t_send_ns) / NS_PER_MS, output_tokens=0,
+        tokens_server_counted=True, input_tokens=prompt, http_status=status,
+        error_class=error, error_detail=problem, items=len(data) if error is None else None)
