@@ -15,7 +15,8 @@ figures the tests only bound from below (a TTFT is never under the simulator's 5
 
 Every protocol is measured the same way (`--kinds`): each reads its own events (Responses'
 `response.output_text.delta`, Anthropic's `content_block_delta`) from the same simulated
-generation. The item kinds (`openai-embeddings`, `rerank`: 16 inputs or documents a request,
+generation (a transcription's tokens are its transcript, after 5 s of audio at 20 ms a
+second). The item kinds (`openai-embeddings`, `rerank`: 16 inputs or documents a request,
 1 ms each on top of the 50 ms) answer whole: their error is E2E alone, against the server's
 last byte.
 
@@ -44,12 +45,14 @@ from sustain.probes.client.http1 import send_openai_http1
 from sustain.probes.client.httpx_transport import send_openai_httpx
 from sustain.probes.client.openai_protocol import encode_request
 from sustain.probes.client.protocols import PROTOCOLS
-from sustain.probes.client.target import ITEM_KINDS, ApiKind, Target
+from sustain.probes.client.target import CHAT_KINDS, ITEM_KINDS, ApiKind, Target
+from sustain.probes.client.transcription_protocol import encode_transcription
 from sustain.probes.load.clock import RunClock
 from sustain.probes.load.drivers import Request, StageContext, run_closed_loop
 from sustain.probes.load.quiet_gc import quiet_gc
 from sustain.probes.measure.percentiles import quantile
 from sustain.probes.measure.sample import Sample
+from sustain.probes.workload.images import ImageSpec
 from sustain.probes.workload.requests import RequestBuilder
 from sustain.probes.workload.sessions import Dialogue
 from sustain.probes.workload.spec import Workload
@@ -58,6 +61,8 @@ CLIENTS = {"lean": "sustain (lean HTTP/1.1 transport)", "httpx": "baseline: http
 TOKENS = 64
 BATCH = 16
 """Inputs per embeddings request, documents per rerank request (1 ms each in the simulator)."""
+AUDIO_S = 5.0
+"""Seconds of audio per transcription (20 ms each in the simulator, before the first text)."""
 ITL_MS = 10.0
 
 
@@ -67,19 +72,29 @@ def protocol_headers_of(kind: ApiKind) -> tuple[tuple[str, str], ...]:
 
 
 async def run_level(base_url: str, concurrency: int, requests: int, tag: str, client: str,
-                    kind: ApiKind = ApiKind.OPENAI_CHAT) -> tuple[list[Sample], RunClock]:
+                    kind: ApiKind = ApiKind.OPENAI_CHAT, image_side: int | None = None
+                    ) -> tuple[list[Sample], RunClock]:
     """`client`: "lean" (sustain's HTTP/1.1 transport) or "httpx" (the baseline)."""
     target = Target(base_url=base_url, api_kind=kind, model="sim",
                     headers=dict(protocol_headers_of(kind)))
+    images = None if image_side is None or kind not in CHAT_KINDS else \
+        ImageSpec(count=1, width=image_side, height=image_side)
     builder = RequestBuilder(Workload(max_tokens=TOKENS, input_tokens=32, batch_size=BATCH,
-                                      documents=BATCH), target.api_kind, target.model)
+                                      documents=BATCH, audio_seconds=AUDIO_S, images=images),
+                             target.api_kind, target.model)
     items = kind in ITEM_KINDS
     async with HttpClients(concurrency) as clients:
 
         def prepare(seq: int, _dialogue: Dialogue | None = None) -> Request:
-            body = builder.body(seq)
-            encoded = encode_request(body, {**target.headers, "x-request-id": f"{tag}-{seq}"})
-            expect = builder.expected_items(body) if items else None
+            headers = {**target.headers, "x-request-id": f"{tag}-{seq}"}
+            expect = None
+            if kind is ApiKind.OPENAI_TRANSCRIPTIONS:
+                fields, wav, _seconds = builder.audio(seq)
+                encoded = encode_transcription(fields, wav, headers)
+            else:
+                body = builder.body(seq)
+                encoded = encode_request(body, headers)
+                expect = builder.expected_items(body) if items else None
             send = send_openai_httpx if client == "httpx" else send_openai_http1
             connections = clients.httpx() if client == "httpx" else clients.pool()
             return partial(send, connections, target, encoded, not items,  # type: ignore[arg-type]
@@ -124,6 +139,8 @@ def main() -> None:
     parser.add_argument("--kinds", default=ApiKind.OPENAI_CHAT.value,
                         help="comma-separated api kinds to measure")
     parser.add_argument("--levels", default="1,16,64", help="concurrency levels")
+    parser.add_argument("--images", type=int, default=None,
+                        help="attach one salted PNG of this side (px) to each chat request")
     parser.add_argument("--requests", default="100,320,640",
                         help="requests per level, one count per level")
     parser.add_argument("--no-record", action="store_true", help="do not append RESULTS.md")
@@ -144,7 +161,8 @@ def main() -> None:
                 for concurrency, count in zip(levels, counts, strict=True):
                     for client in CLIENTS:
                         tag = f"{kind}-{client}-c{concurrency}"
-                        level = run_level(sim.base_url, concurrency, count, tag, client, kind)
+                        level = run_level(sim.base_url, concurrency, count, tag, client, kind,
+                                          args.images)
                         outcome = uvloop.run(level) if args.loop == "uvloop" \
                             else asyncio.run(level)
                         results[(kind, client, concurrency)] = (tag, *outcome)
@@ -158,7 +176,9 @@ def main() -> None:
         gaps = sorted(gap for s in samples if s.measurement.error_class is None
                       for gap in s.measurement.itl_ms)
         itl = f"{quantile(gaps, 0.5):.3f}" if gaps else "-"
-        rows.append(f"| {kind} | {CLIENTS[client]} | {concurrency} | {len(e2e)} | "
+        label = f"{kind} + {args.images}px image" if args.images and kind in CHAT_KINDS \
+            else str(kind)
+        rows.append(f"| {label} | {CLIENTS[client]} | {concurrency} | {len(e2e)} | "
                     f"{stats(ttft)} | {stats(e2e)} | {itl} |")
     table = ("TTFT and E2E error in ms (client minus server truth), median | p99 | min | max; "
              f"the median ITL the client measured (the simulator's gap is {ITL_MS:g} ms):\n\n"
@@ -166,7 +186,8 @@ def main() -> None:
              "TTFT max | E2E median | E2E p99 | E2E min | E2E max | ITL median |\n"
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows))
     command = (f"python benchmarks/accuracy.py --kinds {args.kinds} --levels {args.levels} "
-               f"--requests {args.requests} --loop {args.loop}")
+               f"--requests {args.requests} --loop {args.loop}"
+               + (f" --images {args.images}" if args.images else ""))
     if args.no_record:
         print(table)
     else:

@@ -42,6 +42,12 @@ def summary_report(summary: RunSummary) -> dict[str, Any]:
     if summary.items is not None:
         report["items"] = summary.items
         report["item_throughput"] = summary.item_throughput
+    if summary.ttft_by_image_size is not None:
+        report["ttft_ms_by_image_size"] = {size: latency_stats(dist) for size, dist
+                                           in summary.ttft_by_image_size.items()}
+    if summary.rtf is not None:
+        report["audio_seconds"] = summary.audio_seconds
+        report["rtf"] = latency_stats(summary.rtf)
     for key in LATENCY_KEYS:
         report[key] = latency_stats(getattr(summary, key))
     if summary.tool_call_ms is not None:

@@ -23,6 +23,10 @@ def _rate(value: float | None) -> str:
     return "-" if value is None else f"{value:,.2f}"
 
 
+def _factor(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
 def _share(value: float | None) -> str:
     return "-" if value is None else f"{value:.2%}"
 
@@ -71,6 +75,10 @@ def summary_table(summary: RunSummary) -> Table:
     if summary.items is not None:
         table.add_row("items/s (inputs or documents)", _rate(summary.item_throughput))
         table.add_row("input tokens/s", _rate(summary.input_token_throughput))
+    elif summary.rtf is not None:
+        table.add_row("audio (s)", f"{summary.audio_seconds or 0:.1f}")
+        table.add_row("real-time factor p50 / p99",
+                      f"{_factor(summary.rtf.p50)} / {_factor(summary.rtf.p99)}")
     else:
         table.add_row("output tokens/s" + (" (estimated)" if summary.output_tokens_estimated
                                            else ""), _rate(summary.output_token_throughput))

@@ -212,8 +212,9 @@ def server_watch(target: Target, egress: EgressPolicy
                  ) -> contextlib.AbstractAsyncContextManager[Telemetry | None]:
     """The scraping of the target's metrics_url for the length of a run (nothing without
     one): in its own process, never on the loop that times requests."""
+    gpus = () if target.deployment is None else tuple(target.deployment.gpus)
     return watch_server(target.metrics_url, target.metrics_interval_s, target.metrics_names,
-                        egress, target.tls_verify)
+                        egress, target.tls_verify, gpus)
 
 
 def replay_of(profile: LoadProfile, workload: Workload, datasets: DatasetPolicy

@@ -86,8 +86,9 @@ class LastRunCollector(Collector):
         efficiency = GaugeMetricFamily(
             "sustain_probe_last_run_efficiency",
             "The newest run's efficiency under its endpoint's deployment: output tokens per "
-            "second per accelerator and per kW, cost per million output and good tokens (in "
-            "the deployment's currency).", labels=[*labels, "figure"])
+            "second per accelerator and per kW, the power it used (W, measured by DCGM or "
+            "declared), joules per output and good token, cost per million output and good "
+            "tokens (in the deployment's currency).", labels=[*labels, "figure"])
         for run in self.snapshot:
             values = [run.endpoint, run.probe, run.model]
             timestamp.add_metric(values, run.finished_at.timestamp())

@@ -1,6 +1,6 @@
 """The simulator's ASGI app: /v1/models, the generation protocols (/v1/chat/completions,
 /v1/completions, /v1/responses as OpenAI's Responses API, /v1/messages as Anthropic's), the
-item kinds (/v1/embeddings, /v1/rerank), plus
+item kinds (/v1/embeddings, /v1/rerank), transcriptions (/v1/audio/transcriptions), plus
 /sim/fault, which reads (GET) or switches (PUT {"fault": "http_500", "fault_rate": 0.5}) the
 injected fault at run time, and the batch limit (`max_batch`: a noisy neighbour taking half
 the capacity), so a test can break and heal a live endpoint.
@@ -32,11 +32,14 @@ from sustain.simulator.completion import (
     wants_tool,
 )
 from sustain.simulator.config import FAULT_HEADER, Fault, SimulatorConfig
+from sustain.simulator.gpu_power import GpuPowerCollector
+from sustain.simulator.images import image_tokens
 from sustain.simulator.items import embeddings, rerank
 from sustain.simulator.messages import MessagesEvents
 from sustain.simulator.metrics import EngineMetrics
 from sustain.simulator.prefix_cache import PrefixCache
 from sustain.simulator.responses import ResponsesEvents
+from sustain.simulator.transcriptions import TranscriptionEvents, read_form
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -46,7 +49,8 @@ Send = Callable[[Message], Awaitable[None]]
 FAULT_PATH = "/sim/fault"
 MESSAGES_PATH = "/v1/messages"
 GENERATE = {"/v1/chat/completions": "chat", "/v1/completions": "completions",
-            "/v1/responses": "responses", MESSAGES_PATH: "messages"}
+            "/v1/responses": "responses", MESSAGES_PATH: "messages",
+            "/v1/audio/transcriptions": "transcriptions"}
 """Generation paths -> the protocol their answers speak."""
 ITEMS = {"/v1/embeddings": "embeddings", "/v1/rerank": "rerank"}
 """Paths of the item kinds -> their answers (items.py)."""
@@ -69,6 +73,14 @@ async def _sleep_until(deadline: float) -> None:
     (so the events after it join the same write)."""
     while (delay := deadline - time.perf_counter()) > 0:  # noqa: ASYNC110 (a clock, no event)
         await asyncio.sleep(delay)
+
+def _json_body(raw: bytes) -> dict[str, Any] | str:
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return "invalid JSON"
+    return body if isinstance(body, dict) else "body must be a JSON object"
+
 
 def _header(scope: Scope, wanted: bytes) -> bytes | None:
     """The value of the request's header `wanted` (lower case), or None."""
@@ -118,6 +130,8 @@ class SimulatorApp:
         self._slots = None if config.max_batch is None else asyncio.Semaphore(config.max_batch)
         self._cache = PrefixCache() if config.prefix_cache else None
         self.metrics = EngineMetrics(config.model, config.max_batch)
+        if config.gpu_power_w is not None:
+            self.metrics.registry.register(GpuPowerCollector(config.gpu_power_w, config.gpus))
         self._truth = None if config.truth_log is None else open(  # noqa: SIM115
             config.truth_log, "a", encoding="utf-8", buffering=1)
 
@@ -212,20 +226,17 @@ class SimulatorApp:
         factor = self._rng.lognormvariate(0.0, sigma) if sigma > 0 else 1.0
         return median_ms * factor / 1000.0
 
-    async def _accepted(self, receive: Receive, send: Send, fault: Fault
-                        ) -> dict[str, Any] | None:
-        """The request's JSON body, once any fault that answers before it (a status, a hang)
-        has passed; None when the request was answered (or the client left) already."""
+    async def _accepted(self, receive: Receive, send: Send, fault: Fault,
+                        form: str | None = None) -> dict[str, Any] | None:
+        """The request's JSON body (its multipart form, given the form's content type), once
+        any fault that answers before it (a status, a hang) has passed; None when the request
+        was answered (or the client left) already."""
         raw = await _read_body(receive)
         if raw is None:
             return None
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            await _error(send, 400, "invalid JSON")
-            return None
-        if not isinstance(body, dict):
-            await _error(send, 400, "body must be a JSON object")
+        body = _json_body(raw) if form is None else read_form(form, raw)
+        if isinstance(body, str):
+            await _error(send, 400, body)
             return None
         if fault is Fault.HTTP_429:
             await _json(send, 429, {"error": {"message": "injected http_429", "code": 429}},
@@ -280,7 +291,10 @@ class SimulatorApp:
         config = self.config
         chat = kind == "chat"
         fault = self._fault(scope)
-        body = await self._accepted(receive, send, fault)
+        form = None
+        if kind == "transcriptions":
+            form = (_header(scope, b"content-type") or b"").decode("latin-1")
+        body = await self._accepted(receive, send, fault, form)
         if body is None:
             return
         if chat and (problem := history_problem(body.get("messages"))) is not None:
@@ -301,11 +315,12 @@ class SimulatorApp:
             tokens, finish = 2 * (limit or config.output_tokens) + 3, "length"
         words = prompt_words(body)
         cached = None if self._cache is None else self._cache.admit(words)
-        self.metrics.admitted(len(words), cached)
+        self.metrics.admitted(len(words), cached)  # images are not prefix-cached
         tool = tool_call(body["tools"], tokens) if kind != "completions" and \
             config.tool_calls and fault not in TEXT_ONLY and wants_tool(body) else None
+        pictures = image_tokens(body)
         completion = Completion(kind != "completions", str(body.get("model", config.model)),
-                                tokens, len(words), cached, tool)
+                                tokens, len(words) + pictures, cached, tool)
         if tool is not None and completion.tokens:
             finish = "tool_calls"
         if self._cache is not None and chat and completion.tokens:
@@ -317,10 +332,13 @@ class SimulatorApp:
         if slots is not None:  # semaphore to it: its slot goes back where it came from
             with self.metrics.waiting():
                 await slots.acquire()
-        events = EVENTS[kind](completion)
+        events = TranscriptionEvents(completion, body["audio_s"]) if form is not None \
+            else EVENTS[kind](completion)
+        extra_ms = config.audio_ms_per_s * body["audio_s"] if form is not None else 0.0
         try:
             with self.metrics.running():
-                await self._respond(scope, send, body, events, arrival, fault, finish)
+                await self._respond(scope, send, body, events, arrival, fault, finish,
+                                    extra_ms)
         finally:
             if slots is not None:
                 slots.release()
@@ -328,13 +346,14 @@ class SimulatorApp:
 
     async def _respond(self, scope: Scope, send: Send, body: dict[str, Any],
                        events: StreamEvents, arrival: float, fault: Fault,
-                       finish: str) -> None:
+                       finish: str, extra_ms: float = 0.0) -> None:
+        """`extra_ms`: added to the first token's time (a transcription's audio)."""
         config = self.config
         completion = events.completion
         start = time.perf_counter()
         prefill = completion.prompt_tokens - (completion.cached_tokens or 0)
         first = start + self._jitter(config.ttft_ms, config.ttft_sigma) + \
-            config.prefill_ms_per_token * prefill / 1000.0
+            (config.prefill_ms_per_token * prefill + extra_ms) / 1000.0
         token_times = [first]
         for _ in range(max(completion.tokens - 1, 0)):
             gap = 0.0 if fault in AT_ONCE else self._jitter(config.itl_ms, config.itl_sigma)

@@ -112,6 +112,13 @@ class SimulatorConfig:
     ranked (after ttft_ms, the fixed part, and prefill_ms_per_token for every word)."""
     embedding_dimensions: int = 64
     """Length of the simulated embedding vectors."""
+    gpu_power_w: float | None = None
+    """When set, /metrics also exposes DCGM's power and energy series for `gpus` GPUs, each
+    drawing this many watts (gpu_power.py)."""
+    gpus: int = 1
+    audio_ms_per_s: float = 20.0
+    """Transcriptions: added to the first text's time per second of audio (a real-time
+    factor of 0.02 on top of ttft_ms)."""
     model: str = "sim-model"
     fault: Fault = Fault.NONE
     """Fault injected into a fraction `fault_rate` of requests without a fault header."""

@@ -41,8 +41,15 @@ EncodedRequest = tuple[bytes, dict[str, str]]
 
 
 def encode_request(body: Mapping[str, Any], headers: Mapping[str, str]) -> EncodedRequest:
-    """Serialise before t_send, so JSON encoding is not counted as endpoint latency."""
-    return json.dumps(body, separators=(",", ":")).encode(), {
+    """Serialise before t_send, so JSON encoding is not counted as endpoint latency. orjson,
+    several times faster than the standard library on large bodies (an image's megabyte of
+    base64 takes it a fraction of a millisecond on the loop that times other requests); an
+    integer past 64 bits, which orjson refuses, falls back to the standard library."""
+    try:
+        payload = orjson.dumps(body)
+    except TypeError:
+        payload = json.dumps(body, separators=(",", ":")).encode()
+    return payload, {
         **headers, "content-type": "application/json", "accept": "text/event-stream"
         if body.get("stream") else "application/json"}
 

@@ -13,6 +13,7 @@ from sustain.probes.client import (
     openai_protocol,
     rerank_protocol,
     responses_protocol,
+    transcription_protocol,
 )
 from sustain.probes.client.expected import ExpectedItems
 from sustain.probes.client.openai_protocol import ReplyCollector, StreamState
@@ -63,6 +64,9 @@ PROTOCOLS = {
                                         embeddings_protocol.whole_response, streams=False),
     ApiKind.RERANK: Protocol("/rerank", StreamState, rerank_protocol.whole_response,
                              streams=False),
+    ApiKind.OPENAI_TRANSCRIPTIONS: Protocol(
+        "/audio/transcriptions", transcription_protocol.TranscriptionStream,
+        transcription_protocol.whole_response),
 }
 """The generation protocols; `http` checks are not one (probes/client/http_check.py)."""
 

@@ -22,6 +22,7 @@ class ApiKind(enum.StrEnum):
     ANTHROPIC_MESSAGES = "anthropic-messages"
     OPENAI_EMBEDDINGS = "openai-embeddings"
     RERANK = "rerank"
+    OPENAI_TRANSCRIPTIONS = "openai-transcriptions"
     HTTP = "http"
 
 

@@ -3,8 +3,8 @@
 The one dispatch from a target's ApiKind (and, for OpenAI, its transport) to a sender:
 
 - the generation kinds (`openai-chat`, `openai-completions`, `openai-responses`,
-  `anthropic-messages`) and the item kinds (`openai-embeddings`, `rerank`; protocols.py)
-  over HTTP/1.1: the lean pool (http1.py);
+  `anthropic-messages`), the item kinds (`openai-embeddings`, `rerank`) and
+  `openai-transcriptions` (protocols.py) over HTTP/1.1: the lean pool (http1.py);
 - the same with `http2` set: httpx (httpx_transport.py), which offers HTTP/2;
 - `http`: a plain check through httpx (http_check.py).
 
@@ -28,6 +28,7 @@ from sustain.probes.client.http_check import send_http
 from sustain.probes.client.httpx_transport import send_openai_httpx
 from sustain.probes.client.openai_protocol import EncodedRequest, encode_request
 from sustain.probes.client.target import ITEM_KINDS, ApiKind, HttpCheck, Target
+from sustain.probes.client.transcription_protocol import encode_transcription
 from sustain.probes.load.drivers import Prepare
 from sustain.probes.measure.expect import Expect
 from sustain.probes.measure.quality import meets
@@ -80,6 +81,8 @@ def openai_prepare(transport: Callable[..., Awaitable[Measurement]], target: Tar
     builder = RequestBuilder(workload, target.api_kind, target.model, datasets, replay)
     if target.api_kind in ITEM_KINDS:
         return items_prepare(transport, builder, headers)
+    if target.api_kind is ApiKind.OPENAI_TRANSCRIPTIONS:
+        return audio_prepare(transport, builder, headers)
 
     def prepare(seq: int, dialogue: Dialogue | None = None) -> SendFn:
         if dialogue is not None:
@@ -88,8 +91,17 @@ def openai_prepare(transport: Callable[..., Awaitable[Measurement]], target: Tar
         expect = builder.expectation(seq)
         send: SendFn = partial(transport, encode_request(builder.body(seq), headers),
                                workload.stream, keep_reply=expect is not None)
+        if workload.images is not None and builder.images is not None:
+            send = sized(send, workload.images.size)
         return send if expect is None else scored(send, expect)
     return prepare
+
+
+def sized(send: SendFn, size: str) -> SendFn:
+    """`send`, its measurement labelled with the size of the images it attached."""
+    async def request(t_send_ns: int) -> Measurement:
+        return replace(await send(t_send_ns), image_size=size)
+    return request
 
 
 def items_prepare(transport: Callable[..., Awaitable[Measurement]], builder: RequestBuilder,
@@ -100,6 +112,21 @@ def items_prepare(transport: Callable[..., Awaitable[Measurement]], builder: Req
         body = builder.body(seq)
         return partial(transport, encode_request(body, headers), False,
                        expect=builder.expected_items(body))
+    return prepare
+
+
+def audio_prepare(transport: Callable[..., Awaitable[Measurement]], builder: RequestBuilder,
+                  headers: Mapping[str, str]) -> PrepareFn:
+    """`prepare` for transcriptions: each request a multipart form with its own synthetic
+    audio, its measurement carrying the audio's length (for the real-time factor)."""
+    def prepare(seq: int, _dialogue: Dialogue | None = None) -> SendFn:
+        fields, wav, seconds = builder.audio(seq)
+        send: SendFn = partial(transport, encode_transcription(fields, wav, dict(headers)),
+                               builder.workload.stream)
+
+        async def request(t_send_ns: int) -> Measurement:
+            return replace(await send(t_send_ns), audio_s=seconds)
+        return request
     return prepare
 
 
@@ -145,7 +172,8 @@ def sender_for(target: Target) -> Sender:
         case ApiKind.HTTP:
             return http_check_over_httpx
         case (ApiKind.OPENAI_CHAT | ApiKind.OPENAI_COMPLETIONS | ApiKind.OPENAI_RESPONSES
-              | ApiKind.ANTHROPIC_MESSAGES | ApiKind.OPENAI_EMBEDDINGS | ApiKind.RERANK):
+              | ApiKind.ANTHROPIC_MESSAGES | ApiKind.OPENAI_EMBEDDINGS | ApiKind.RERANK
+              | ApiKind.OPENAI_TRANSCRIPTIONS):
             return openai_over_httpx if target.http2 else openai_over_http1
         case unreachable:
             assert_never(unreachable)

@@ -70,6 +70,18 @@ class Measurement:
     items: int | None = None
     """Inputs embedded (openai-embeddings) or documents ranked (rerank) by a successful
     request; None for the generation kinds."""
+    audio_s: float | None = None
+    """Seconds of audio a transcription request sent; None for the other kinds."""
+    image_size: str | None = None
+    """`WIDTHxHEIGHT` of the images a request attached (workload `images`); None without."""
+
+    @property
+    def rtf(self) -> float | None:
+        """Real-time factor of a successful transcription: its processing time (E2E) over the
+        audio's length; below 1 is faster than real time."""
+        if self.audio_s is None or self.audio_s <= 0 or self.error_class is not None:
+            return None
+        return self.e2e_ms / 1000.0 / self.audio_s
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,8 @@ class ServerMetric(BaseModel):
     points: int
     increase: float | None = None
     """A counter's last minus first value (None for a gauge); a restart shows as negative."""
+    span_s: float | None = None
+    """Seconds from the first scrape with a point to the last (what `increase` spans)."""
 
 
 class ScrapeCounts(BaseModel):
@@ -44,5 +46,6 @@ def summarise_series(series: Mapping[str, Sequence[Point]],
         out[name] = ServerMetric(
             min=min(values), max=max(values), mean=mean(values), last=values[-1],
             points=len(values),
-            increase=finite(values[-1] - values[0]) if is_counter(name) else None)
+            increase=finite(values[-1] - values[0]) if is_counter(name) else None,
+            span_s=finite(points[-1][0] - points[0][0]))
     return out

@@ -103,6 +103,14 @@ class RunSummary(BaseModel):
     requests; None for the generation kinds."""
     item_throughput: float | None = None
     """Those items per second of measured time: inputs/s or documents/s."""
+    audio_seconds: float | None = None
+    """Seconds of audio the successful transcription requests sent; None for other kinds."""
+    rtf: Distribution | None = None
+    """Real-time factor of the successful transcriptions: E2E over the audio's length (below 1
+    is faster than real time); None for other kinds."""
+    ttft_by_image_size: dict[str, Distribution] | None = None
+    """TTFT of the successful requests that attached images, by the images' size
+    (`WIDTHxHEIGHT`); None when none did."""
 
 
 def combined_health(stages: Sequence[GeneratorHealth]) -> GeneratorHealth:
@@ -152,6 +160,7 @@ def summarise(samples: Sequence[Sample], duration_s: float, slo: SloThresholds |
     cached, prompt = cache_counts(ok)
     inputs = [s.measurement.input_tokens for s in ok if s.measurement.input_tokens is not None]
     items = [s.measurement.items for s in ok if s.measurement.items is not None]
+    audio = [s.measurement.audio_s for s in ok if s.measurement.audio_s is not None]
     return RunSummary(
         attempts=len(samples),
         successes=len(ok),
@@ -185,7 +194,24 @@ def summarise(samples: Sequence[Sample], duration_s: float, slo: SloThresholds |
         input_token_throughput=_rate(sum(inputs), duration_s) if inputs else None,
         items=sum(items) if items else None,
         item_throughput=_rate(sum(items), duration_s) if items else None,
+        audio_seconds=sum(audio) if audio else None,
+        rtf=distribution([r for s in ok if (r := s.measurement.rtf) is not None])
+        if audio else None,
+        ttft_by_image_size=ttft_by_image_size(ok),
     )
+
+
+def ttft_by_image_size(samples: Sequence[Sample]) -> dict[str, Distribution] | None:
+    """TTFT by the size of the images each request attached; None when none did."""
+    sizes: dict[str, list[float]] = {}
+    for sample in samples:
+        size = sample.measurement.image_size
+        if size is not None:
+            values = sizes.setdefault(size, [])
+            if sample.ttft_ms is not None:
+                values.append(sample.ttft_ms)
+    return {size: distribution(values) for size, values in sorted(sizes.items())} \
+        if sizes else None
 
 
 def quality_counts(samples: Sequence[Sample]) -> QualityCounts | None:

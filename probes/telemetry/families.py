@@ -1,7 +1,9 @@
 """The server-side series worth reading beside a probe's own figures, by server family, under
 one canonical name each: requests running and waiting (the queue), KV-cache use, prefix-cache
-hits and lookups, and preemptions. Names as the servers export them (vLLM, SGLang, TGI,
-llama.cpp's server); a family that renamed a series over versions lists every spelling.
+hits and lookups, preemptions, and the GPUs' power (W) and energy (mJ) as NVIDIA's
+dcgm-exporter exposes them (summed over the GPUs the scraper keeps: scraper.py). Names as the
+servers export them (vLLM, SGLang, TGI, llama.cpp's server); a family that renamed a series
+over versions lists every spelling.
 Plain data and pure functions over parsed samples.
 """
 
@@ -44,6 +46,8 @@ SERIES: tuple[Canonical, ...] = (
     Canonical("prefix_cache_hit_rate", "max", False, ("sglang:cache_hit_rate",)),
     Canonical("preemptions", "sum", True, (
         "vllm:num_preemptions_total", "sglang:num_retracted_reqs")),
+    Canonical("gpu_power_w", "sum", False, ("DCGM_FI_DEV_POWER_USAGE",)),
+    Canonical("gpu_energy_mj", "sum", True, ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",)),
 )
 """The built-in map: canonical name, how to aggregate, whether it only grows."""
 

@@ -43,13 +43,16 @@ class ScrapeConfig:
     names: tuple[str, ...]
     egress: EgressPolicy
     tls_verify: bool = True
+    gpus: tuple[str, ...] = ()
+    """The GPUs that serve the endpoint (a DCGM sample's `gpu` index or `UUID`); empty: all
+    the exporter shows."""
 
     def encode(self) -> bytes:
         """The config as the one line the parent writes (the policy pickled: the parent
         started this process and is trusted by it)."""
         return json.dumps({
             "url": self.url, "interval_s": self.interval_s, "names": list(self.names),
-            "tls_verify": self.tls_verify,
+            "tls_verify": self.tls_verify, "gpus": list(self.gpus),
             "egress": base64.b64encode(pickle.dumps(self.egress)).decode()}).encode() + b"\n"
 
     @classmethod
@@ -58,13 +61,21 @@ class ScrapeConfig:
         return cls(url=str(raw["url"]), interval_s=float(raw["interval_s"]),
                    names=tuple(str(n) for n in raw["names"]),
                    egress=pickle.loads(base64.b64decode(raw["egress"])),
-                   tls_verify=bool(raw.get("tls_verify", True)))
+                   tls_verify=bool(raw.get("tls_verify", True)),
+                   gpus=tuple(str(g) for g in raw.get("gpus", ())))
 
 
-def parse_exposition(text: str) -> list[ParsedSample]:
-    """Every sample of a Prometheus text exposition: (sample name, value)."""
+DCGM_PREFIX = "DCGM_FI_"
+
+
+def parse_exposition(text: str, gpus: tuple[str, ...] = ()) -> list[ParsedSample]:
+    """Every sample of a Prometheus text exposition: (sample name, value); with `gpus`, a
+    DCGM sample only when its `gpu` label or `UUID` is one of them."""
+    kept = frozenset(gpus)
     return [(sample.name, float(sample.value))
-            for family in text_string_to_metric_families(text) for sample in family.samples]
+            for family in text_string_to_metric_families(text) for sample in family.samples
+            if not kept or not sample.name.startswith(DCGM_PREFIX)
+            or sample.labels.get("gpu") in kept or sample.labels.get("UUID") in kept]
 
 
 async def scrape_once(client: httpx.AsyncClient, config: ScrapeConfig) -> dict[str, Any]:
@@ -73,6 +84,9 @@ async def scrape_once(client: httpx.AsyncClient, config: ScrapeConfig) -> dict[s
     try:
         async with client.stream("GET", config.url, timeout=max(1.0, config.interval_s * 2),
                                  headers={"accept": "text/plain"}) as response:
+            # the values were read when the server answered, not when it was asked (a first
+            # scrape's connection setup would otherwise stretch every rate's span)
+            at = time.time()
             if response.status_code != 200:
                 return {"t": at, "error": f"http {response.status_code}"}
             body = bytearray()
@@ -88,7 +102,7 @@ async def scrape_once(client: httpx.AsyncClient, config: ScrapeConfig) -> dict[s
     except Exception as exc:  # noqa: BLE001 - anything else fails this scrape, not the scraper
         return {"t": at, "error": f"failed ({type(exc).__name__})"}
     try:
-        samples = parse_exposition(body.decode("utf-8", errors="replace"))
+        samples = parse_exposition(body.decode("utf-8", errors="replace"), config.gpus)
     except (ValueError, TypeError, IndexError):
         return {"t": at, "error": "not a Prometheus exposition"}
     return {"t": at, "values": pick(samples, config.names)}

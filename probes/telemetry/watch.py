@@ -59,11 +59,11 @@ class Telemetry:
 
 @contextlib.asynccontextmanager
 async def watch_server(url: str | None, interval_s: float, names: tuple[str, ...],
-                       egress: EgressPolicy, tls_verify: bool = True
-                       ) -> AsyncIterator[Telemetry | None]:
+                       egress: EgressPolicy, tls_verify: bool = True,
+                       gpus: tuple[str, ...] = ()) -> AsyncIterator[Telemetry | None]:
     """Scrape `url` every `interval_s` while the block runs; yields the Telemetry it fills
-    (None without a URL). Ending the block stops the scraper (by its PID, should it not
-    stop on its own)."""
+    (None without a URL). `gpus` (indices or UUIDs) keeps only those GPUs' DCGM series.
+    Ending the block stops the scraper (by its PID, should it not stop on its own)."""
     if url is None:
         yield None
         return
@@ -80,7 +80,7 @@ async def watch_server(url: str | None, interval_s: float, names: tuple[str, ...
         return
     assert process.stdin is not None
     assert process.stdout is not None
-    process.stdin.write(ScrapeConfig(url, interval_s, names, egress, tls_verify).encode())
+    process.stdin.write(ScrapeConfig(url, interval_s, names, egress, tls_verify, gpus).encode())
     first, stopping = asyncio.Event(), asyncio.Event()
     reader = asyncio.create_task(_read(process.stdout, telemetry, first, stopping))
     try:

@@ -6,15 +6,20 @@ cached prefill, ~90x faster than a new user's."""
 
 from __future__ import annotations
 
+import json
 import random
 import secrets
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from sustain.probes.client.expected import ExpectedItems
 from sustain.probes.client.target import CHAT_KINDS, ITEM_KINDS, ApiKind
 from sustain.probes.measure.expect import Expect
+from sustain.probes.workload.audio import SaltedWav
 from sustain.probes.workload.dataset import DatasetEntry, DatasetPolicy
+from sustain.probes.workload.images import ImageMaker
 from sustain.probes.workload.lengths import sample_length
 from sustain.probes.workload.sessions import Dialogue
 from sustain.probes.workload.shapes import shaped
@@ -48,6 +53,12 @@ class RequestBuilder:
         self.prefix = "" if not workload.shared_prefix_tokens else self.tokenizer.prompt(
             workload.shared_prefix_tokens, random.Random(f"shared-prefix:{workload.seed}"))
         """The stable shared prefix: the same in every request and every run."""
+        self._wav = SaltedWav(workload.audio_seconds, workload.seed) \
+            if api_kind is ApiKind.OPENAI_TRANSCRIPTIONS else None
+        """A transcription probe's clip, made once before any request (audio.py)."""
+        self.images = None if workload.images is None or api_kind not in CHAT_KINDS \
+            else ImageMaker(workload.images)
+        """Synthetic images for each request's user message (chat kinds only)."""
         if workload.dataset is not None:
             self.dataset = (datasets or DatasetPolicy()).load(workload.dataset)
             self._order = list(range(len(self.dataset)))
@@ -98,7 +109,7 @@ class RequestBuilder:
         else:
             salt = self.salt()
             self._set_prompt(body, self._synthetic(seq, self._lead(salt), salt))
-        return self._finish(body, max_tokens)
+        return self._finish(body, max_tokens, seq)
 
     def _items_body(self, seq: int) -> dict[str, Any]:
         """An embeddings request (`batch_size` inputs) or a rerank request (a query of
@@ -131,6 +142,21 @@ class RequestBuilder:
                 texts.append(self._synthetic(item, lead, salt))
         return texts
 
+    def audio(self, seq: int) -> tuple[dict[str, Any], bytes, float]:
+        """Request `seq` of a transcription probe: its form fields (model, response_format,
+        stream, and the workload's extra_body as further fields), its WAV, and the WAV's
+        length in seconds."""
+        w = self.workload
+        assert self._wav is not None, "a transcription probe's builder"
+        seed = secrets.randbits(63) if w.cache == "defeat" else w.seed * 1_000_003 + seq
+        wav = self._wav.salted(seed)
+        fields: dict[str, Any] = {str(k): v if isinstance(v, str) else json.dumps(v)
+                                  for k, v in w.extra_body.items()}
+        fields.update(model=self.model, response_format="json")
+        if w.stream:
+            fields["stream"] = "true"
+        return fields, wav, self._wav.seconds
+
     def expected_items(self, body: dict[str, Any]) -> ExpectedItems:
         """What the answer to an item kind's `body` must hold (probes/client/expected.py)."""
         if self.api_kind is ApiKind.OPENAI_EMBEDDINGS:
@@ -156,9 +182,9 @@ class RequestBuilder:
         body["messages"] = list(turn.messages)
         if turn.tools:
             body["tools"] = list(turn.tools)
-        return self._finish(body, turn.max_tokens or self.workload.max_tokens)
+        return self._finish(body, turn.max_tokens or self.workload.max_tokens, seq)
 
-    def _finish(self, body: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+    def _finish(self, body: dict[str, Any], max_tokens: int, seq: int) -> dict[str, Any]:
         """What every body carries: model, output cap, streaming (asking for usage, so
         tokens are server-counted) and sampling; then in the shape of the target's protocol
         (shapes.py)."""
@@ -170,7 +196,27 @@ class RequestBuilder:
             body["temperature"] = w.temperature
         if w.top_p is not None:
             body["top_p"] = w.top_p
+        if self.images is not None:
+            self._attach_images(body, seq)
         return shaped(body, self.api_kind)
+
+    def _attach_images(self, body: dict[str, Any], seq: int) -> None:
+        """The workload's images after the text of the last user message, as OpenAI chat
+        content parts (shapes.py converts them for the other protocols)."""
+        assert self.images is not None
+        messages = body.get("messages") or []
+        user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
+        if user is None:
+            return
+        w = self.workload
+        rng = np.random.default_rng(secrets.randbits(63) if w.cache == "defeat"
+                                    else [w.seed, seq])
+        content = user.get("content")
+        parts = [{"type": "text", "text": content}] if isinstance(content, str) \
+            else list(content or [])
+        parts += [{"type": "image_url", "image_url": {"url": uri}}
+                  for uri in self.images.data_uris(rng)]
+        user["content"] = parts
 
     def _traced(self, seq: int, request: TraceRequest) -> str:
         """A trace request's prompt: the run's salt, then its prefix blocks by hash id (the

@@ -10,6 +10,8 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from sustain.probes.inputs import InputModel, storable_problem
+from sustain.probes.workload.audio import MAX_AUDIO_SECONDS
+from sustain.probes.workload.images import ImageSpec
 from sustain.probes.workload.lengths import InputLength, longest
 
 
@@ -92,6 +94,16 @@ class Workload(InputModel):
         description="rerank: documents per request, each of the input length.")
     query_tokens: int = Field(default=16, ge=1, le=10_000,
                               description="rerank: length of the query.")
+    images: ImageSpec | None = Field(
+        default=None, description="Chat kinds (openai-chat, openai-responses, "
+        "anthropic-messages): synthetic PNG images attached to each request's user message, "
+        "as data URIs; their pixels are salted per request (unless the cache is allowed) so "
+        "no image cache can answer.")
+    audio_seconds: float = Field(
+        default=5.0, ge=0.1, le=MAX_AUDIO_SECONDS,
+        description="openai-transcriptions: length of each request's synthetic audio (16 "
+        "kHz mono 16-bit WAV, a few tones under noise, its samples new for every request "
+        "unless the cache is allowed).")
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, gt=0, le=1)
     seed: int = Field(default=0, ge=0, le=2**31 - 1)

@@ -99,6 +99,9 @@ def comparison_table(found: Comparison) -> Table:
         ("cost per 1M good tokens", [
             num((p.efficiency or {}).get("cost_per_million_good_tokens"),
                 f" {(p.efficiency or {}).get('currency', '')}") for p in found.probes]),
+        ("J per output token", [
+            "-" if not isinstance(j := (p.efficiency or {}).get("joules_per_output_token"),
+                                  int | float) else f"{j:,.3g} J" for p in found.probes]),
         ("TTFT p99 stability", [
             "-" if (s := p.stability.get("ttft_p99")) is None or s.cov is None
             else f"{s.cov:.1%} ({s.band})" for p in found.probes]),

@@ -32,6 +32,7 @@ from sustain.probes.report_tables import progress_table
 from sustain.probes.runner import InProcess, Measurer, RunBudget, RunResult
 from sustain.probes.workers.pool import WorkerPool
 from sustain.probes.workload.dataset import DatasetPolicy
+from sustain.probes.workload.images import ImageSpec
 from sustain.probes.workload.spec import Workload
 from sustain.service.cli.probe_flags import FLAG_OF, FlagError, ProbeFlags, flag_error
 from sustain.service.db import crud, partitions
@@ -84,6 +85,16 @@ class OneShot:
         return SecretPolicy(env_globs=() if ref is None else (ref.partition(":")[2],))
 
 
+def image_spec(flags: ProbeFlags) -> ImageSpec | None:
+    """`--images N --image-size WxH` as the workload's `images`; FlagError for a bad size."""
+    if flags.images is None:
+        return None
+    width, sep, height = flags.image_size.lower().partition("x")
+    if not (sep and width.isdigit() and height.isdigit()):
+        raise FlagError(f"--image-size: expected WIDTHxHEIGHT, got {flags.image_size!r}")
+    return ImageSpec(count=flags.images, width=int(width), height=int(height))
+
+
 def build(flags: ProbeFlags, limits: LoadLimits | None = None) -> OneShot:
     """The run the flags describe, validated as the REST API validates it (within `limits`,
     when given); every problem is a FlagError naming its flag."""
@@ -96,7 +107,8 @@ def build(flags: ProbeFlags, limits: LoadLimits | None = None) -> OneShot:
                             turn_delay_s=flags.turn_delay,
                             session_header=flags.session_header, batch_size=flags.batch_size,
                             dimensions=flags.dimensions, documents=flags.documents,
-                            query_tokens=flags.query_tokens)
+                            query_tokens=flags.query_tokens,
+                            audio_seconds=flags.audio_seconds, images=image_spec(flags))
         slo = SloThresholds(ttft_ms=flags.slo_ttft_ms, tpot_ms=flags.slo_tpot_ms,
                             e2e_ms=flags.slo_e2e_ms)
     except ValidationError as exc:
@@ -139,10 +151,12 @@ def endpoint_fields(flags: ProbeFlags) -> dict[str, Any]:
         "auth_secret_ref": None if flags.api_key_env is None else f"env:{flags.api_key_env}",
         "metrics_url": flags.metrics_url, "metrics_interval_s": flags.metrics_interval,
         "deployment": None if flags.accelerators is None and flags.price_per_hour is None
-        and flags.power_kw is None and flags.accelerator is None else {
+        and flags.power_kw is None and flags.accelerator is None
+        and flags.watts_per_accelerator is None and not flags.gpus else {
             "accelerator": flags.accelerator, "accelerators": flags.accelerators,
             "price_per_hour": flags.price_per_hour, "currency": flags.currency,
-            "power_kw": flags.power_kw},
+            "power_kw": flags.power_kw, "watts_per_accelerator": flags.watts_per_accelerator,
+            "gpus": flags.gpus or []},
     }
 
 

@@ -45,8 +45,11 @@ FLAG_OF = {
     "min_success": "--min-success", "min_samples": "--min-samples", "slo": "--slo-ttft-ms",
     "accelerators": "--accelerators", "price_per_hour": "--price-per-hour",
     "power_kw": "--power-kw", "accelerator": "--accelerator", "currency": "--currency",
+    "watts_per_accelerator": "--watts-per-accelerator", "gpus": "--gpus",
     "metrics_interval_s": "--metrics-interval", "batch_size": "--batch-size",
     "dimensions": "--dimensions", "documents": "--documents", "query_tokens": "--query-tokens",
+    "audio_seconds": "--audio-seconds", "count": "--images", "width": "--image-size",
+    "height": "--image-size",
 }
 """The flag behind each field of EndpointCreate, Workload, SloThresholds and LoadProfile."""
 
@@ -100,6 +103,11 @@ def parse_headers(pairs: object) -> object:
     return headers
 
 
+def none_if_empty(values: object) -> object:
+    """A repeatable option given no times (click passes an empty tuple) as unset."""
+    return None if isinstance(values, list | tuple) and not values else values
+
+
 def parse_levels(text: object) -> object:
     """`--levels 1,2,4` to numbers; values other than text pass unchanged."""
     if not isinstance(text, str):
@@ -122,7 +130,7 @@ class ProbeFlags(BaseModel):
     model: Annotated[str | None, Flag("Model name to request (required unless --api http).")] = None
     api: Annotated[str, Flag(
         "openai-chat | openai-completions | openai-responses | anthropic-messages | "
-        "openai-embeddings | rerank | http.")
+        "openai-embeddings | rerank | openai-transcriptions | http.")
     ] = "openai-chat"
     header: Annotated[dict[str, str], BeforeValidator(parse_headers), Flag(
         "Extra request header NAME:VALUE (repeatable).", typed_as=list[str] | None)] = Field(
@@ -163,6 +171,11 @@ class ProbeFlags(BaseModel):
         "--api openai-embeddings: the vector length every answer must have.")] = None
     documents: Annotated[int, Flag("--api rerank: documents per request.")] = 8
     query_tokens: Annotated[int, Flag("--api rerank: query length (words).")] = 16
+    audio_seconds: Annotated[float, Flag(
+        "--api openai-transcriptions: seconds of synthetic audio per request.")] = 5.0
+    images: Annotated[int | None, Flag(
+        "Chat kinds: synthetic PNG images per request (salted per request).")] = None
+    image_size: Annotated[str, Flag("--images: WIDTHxHEIGHT of each image.")] = "512x512"
     allow_cache: Annotated[bool, Flag(
         "Send the same prompts every run, so a prefix-caching server may serve them from its "
         "cache (default: a fresh salt per request keeps every prefill cold).",
@@ -200,6 +213,12 @@ class ProbeFlags(BaseModel):
         "The deployment's price per hour: cost per million output and good tokens.")] = None
     currency: Annotated[str, Flag("Of --price-per-hour.")] = "USD"
     power_kw: Annotated[float | None, Flag("The deployment's power draw: tok/s per kW.")] = None
+    watts_per_accelerator: Annotated[float | None, Flag(
+        "Declared power per accelerator (with --accelerators), where --metrics-url is no "
+        "DCGM exporter.")] = None
+    gpus: Annotated[list[str] | None, BeforeValidator(none_if_empty), Flag(
+        "The GPUs serving the endpoint, as the DCGM exporter labels them (index or UUID; "
+        "repeatable).")] = None
     method: Annotated[str, AfterValidator(str.upper), Flag("--api http: request method.")] = "GET"
     expect_status: Annotated[int, Flag("--api http: expected status.")] = 200
     expect_body: Annotated[str | None, Flag(

@@ -46,9 +46,15 @@ def simulate(
         help="Embeddings and rerank: added per input or document, ms.")] = 1.0,
     embedding_dimensions: Annotated[int, typer.Option(
         help="Length of the simulated embedding vectors.")] = 64,
+    audio_ms_per_s: Annotated[float, typer.Option(
+        help="Transcriptions: added to the first text per second of audio, ms.")] = 20.0,
+    gpu_power_w: Annotated[float | None, typer.Option(
+        help="Also expose DCGM power and energy series, each GPU drawing this many W.")]
+    = None,
+    gpus: Annotated[int, typer.Option(help="--gpu-power-w: GPUs to expose.")] = 1,
 ) -> None:
-    """Run the simulator (http://HOST:PORT/v1): OpenAI chat, completions, responses and
-    embeddings, Anthropic messages, rerank."""
+    """Run the simulator (http://HOST:PORT/v1): OpenAI chat, completions, responses,
+    embeddings and transcriptions, Anthropic messages, rerank."""
     from sustain.simulator.config import Fault, SimulatorConfig
     from sustain.simulator.server import serve as serve_simulator
 
@@ -64,7 +70,10 @@ def simulate(
         "--ttft-sigma and --itl-sigma must be >= 0" if min(ttft_sigma, itl_sigma) < 0 else "",
         "--max-batch must be >= 1" if max_batch is not None and max_batch < 1 else "",
         "--error-every must be >= 0" if error_every < 0 else "",
-        "--item-ms must be >= 0" if item_ms < 0 else "",
+        "--item-ms and --audio-ms-per-s must be >= 0" if min(item_ms, audio_ms_per_s) < 0
+        else "",
+        "--gpu-power-w must be > 0 and --gpus from 1 to 64"
+        if (gpu_power_w is not None and gpu_power_w <= 0) or not 1 <= gpus <= 64 else "",
         "--embedding-dimensions must be from 1 to 65536"
         if not 1 <= embedding_dimensions <= 65_536 else "",
     ]
@@ -84,6 +93,8 @@ def simulate(
                              prefill_ms_per_token=prefill_ms_per_token,
                              prefix_cache=not no_prefix_cache, item_ms=item_ms,
                              embedding_dimensions=embedding_dimensions,
+                             audio_ms_per_s=audio_ms_per_s, gpu_power_w=gpu_power_w,
+                             gpus=gpus,
                              truth_log=None if truth_log is None else str(truth_log))
     console.print(f"simulator on http://{host}:{port}/v1 (ttft {ttft_ms} ms, itl {itl_ms} ms)")
     serve_simulator(config, host, port)

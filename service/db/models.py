@@ -232,6 +232,8 @@ class SampleRow(Base):
     """A quality canary's verdict: whether the reply met its `expect`; null unchecked."""
     items: Mapped[int | None] = mapped_column(Integer)
     """Inputs embedded or documents ranked (openai-embeddings, rerank); null otherwise."""
+    audio_s: Mapped[float | None] = mapped_column(Double)
+    """Seconds of audio a transcription sent; null otherwise."""
 
     __table_args__ = (
         Index("ix_samples_probe_id_sent_at", "probe_id", "sent_at"),

@@ -39,7 +39,8 @@ from sustain.service.schemas.common import (
 )
 
 ApiKindName = Literal["openai-chat", "openai-completions", "openai-responses",
-                      "anthropic-messages", "openai-embeddings", "rerank", "http"]
+                      "anthropic-messages", "openai-embeddings", "rerank",
+                      "openai-transcriptions", "http"]
 SecretRef = Annotated[str, StringConstraints(pattern=SECRET_REF_PATTERN, max_length=1024)]
 HeaderName = Annotated[str, StringConstraints(min_length=1, max_length=MAX_HEADER_NAME_CHARS,
                                               pattern=r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")]

@@ -80,6 +80,8 @@ class SampleRead(BaseModel):
     """A quality canary's verdict (its reply met the line's `expect`); null unchecked."""
     items: int | None = None
     """Inputs embedded (openai-embeddings) or documents ranked (rerank); null otherwise."""
+    audio_s: float | None = None
+    """Seconds of audio a transcription sent; null otherwise."""
 
 
 class SamplePage(BaseModel):

@@ -210,6 +210,15 @@ def run_notes(run: LatestRun) -> list[str]:
     if isinstance(cost, int | float):
         notes.append(f"{cost:,.4g} {(run.efficiency or {}).get('currency', '')} per million "
                      "good tokens")
+    energy = (run.efficiency or {}).get("joules_per_good_token")
+    if not isinstance(energy, int | float):
+        energy = (run.efficiency or {}).get("joules_per_output_token")
+        kind = "output"
+    else:
+        kind = "good"
+    if isinstance(energy, int | float):
+        source = (run.efficiency or {}).get("power_source") or "declared"
+        notes.append(f"{energy:,.3g} J per {kind} token ({source} power)")
     return notes
 
 

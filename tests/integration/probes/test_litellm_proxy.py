@@ -1,9 +1,13 @@
 """The protocols against a real third-party server: LiteLLM's proxy, which implements the
 Responses and Anthropic Messages protocols itself (translating them to an OpenAI chat backend,
-here the simulator), and serves embeddings and rerank in its own shapes (its rerank answers as
-Cohere does). Its events and bodies are LiteLLM's own encoding, not the simulator's, so these
-tests show the probe reads each protocol as another implementation writes it: every request
-succeeds, streamed ones with TTFT and ITL, and the server's usage is read.
+here the simulator), and serves embeddings, rerank and transcriptions in its own shapes (its
+rerank answers as Cohere does; it parses the multipart audio form itself and validates the
+transcription usage against OpenAI's schema). It does not stream transcriptions (it answers a
+`stream=true` form with the backend's stream as one JSON text), so streamed transcriptions are
+checked against the simulator only. Its events and bodies are LiteLLM's own encoding, not the
+simulator's, so these tests show the probe reads each protocol as another implementation
+writes it: every request succeeds, streamed ones with TTFT and ITL, and the server's usage is
+read.
 
 LiteLLM runs in a virtual environment of its own (its pins clash with sustain's): set
 SUSTAIN_TEST_LITELLM to its `litellm` program, or put it on PATH; .ci/run installs it."""
@@ -139,3 +143,26 @@ async def test_rerank_through_litellm_reads_its_cohere_shaped_answer(proxy: Prox
     assert m.error_class is None, m.error_detail
     assert m.items == 6
     assert m.input_tokens == 6 * 5 + 3 + 1  # documents, query and its salt, one per word
+
+
+async def test_a_whole_transcription_through_litellm_counts_audio_and_usage(proxy: Proxy
+                                                                           ) -> None:
+    m = await one(proxy, ApiKind.OPENAI_TRANSCRIPTIONS, audio_seconds=1.5)
+    assert m.error_class is None, m.error_detail
+    assert m.audio_s == 1.5
+    assert (m.output_tokens, m.tokens_server_counted) == (TOKENS, True)
+    assert m.input_tokens == 15  # the simulator's 10 audio tokens a second, passed on
+    assert m.rtf is not None
+    assert m.rtf >= TTFT_MS / 1000 / 1.5
+
+
+@pytest.mark.parametrize("kind", [ApiKind(k) for k in KIND_IDS[:3]], ids=KIND_IDS[:3])
+async def test_images_reach_the_model_through_litellm(proxy: Proxy, kind: ApiKind) -> None:
+    """LiteLLM converts each protocol's image parts to chat ones for the backend, whose usage
+    then counts them (one token per 28 x 28 patch)."""
+    m = await one(proxy, kind, stream=True, input_tokens=6,
+                  images={"count": 2, "width": 56, "height": 56})
+    assert m.error_class is None, m.error_detail
+    assert m.image_size == "56x56"
+    assert m.input_tokens is not None
+    assert m.input_tokens >= 6 + 2 * 4

@@ -157,6 +157,24 @@ async def test_run_now_of_an_item_kind_stores_items_per_sample_and_per_second(
         [5.0 * items]
 
 
+async def test_run_now_of_transcriptions_stores_audio_and_the_real_time_factor(
+        api: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
+    endpoint = await create_endpoint(api, simulator.base_url, api_kind="openai-transcriptions")
+    probe = await create_probe(api, endpoint["id"], enabled=False,
+                               workload={"audio_seconds": 1.5},
+                               profile={"kind": "constant", "rate": 10, "duration_s": 0.3})
+    run = await wait_for_run(api, (await api.post(f"/api/v1/probes/{probe['id']}/runs")
+                                   ).json()["id"])
+    assert run["status"] == "succeeded", run
+    summary = run["summary"]
+    assert summary["attempts"] == summary["successes"] == 3
+    assert summary["audio_seconds"] == 4.5
+    assert summary["rtf"]["count"] == 3
+    assert summary["rtf"]["p50"] > 50.0 / 1000 / 1.5  # the simulator's TTFT, at least
+    samples = (await api.get(f"/api/v1/runs/{run['id']}/samples")).json()["items"]
+    assert [sample["audio_s"] for sample in samples] == [1.5] * 3
+
+
 async def test_run_of_unreachable_endpoint_fails_with_classified_samples(
         api: httpx.AsyncClient) -> None:
     endpoint = await create_endpoint(api, "http://127.0.0.1:9/v1", timeout_connect_s=1)

@@ -138,6 +138,17 @@ def test_run_notes_say_what_the_run_measured_beyond_latency() -> None:
                               "1.25 EUR per million good tokens"]
 
 
+def test_run_notes_give_the_energy_per_token_and_where_the_power_came_from() -> None:
+    measured = LatestRun(9, "succeeded", datetime(2026, 12, 4, tzinfo=UTC), None, efficiency={
+        "joules_per_good_token": 0.8123, "joules_per_output_token": 0.5,
+        "power_source": "measured"})
+    assert run_notes(measured) == ["0.812 J per good token (measured power)"]
+    declared = LatestRun(9, "succeeded", datetime(2026, 12, 4, tzinfo=UTC), None, efficiency={
+        "joules_per_good_token": None, "joules_per_output_token": 1.5,
+        "power_source": "declared"})
+    assert run_notes(declared) == ["1.5 J per output token (declared power)"]
+
+
 def test_a_new_probes_chart_draws_from_its_first_runs() -> None:
     now = datetime(2026, 12, 4, 12, 0, 30, tzinfo=UTC)
     fresh = chart_windows(now - timedelta(minutes=10), now, 15)
