@@ -45,6 +45,11 @@ def summary_report(summary: RunSummary) -> dict[str, Any]:
     if summary.ttft_by_image_size is not None:
         report["ttft_ms_by_image_size"] = {size: latency_stats(dist) for size, dist
                                            in summary.ttft_by_image_size.items()}
+    if summary.rag_stages_ms is not None:
+        report["rag_stages_ms"] = {name: latency_stats(dist) for name, dist
+                                   in summary.rag_stages_ms.items()}
+        report["retrieval_checked"] = summary.retrieval_checked
+        report["retrieval_hit_rate"] = summary.retrieval_hit_rate
     if summary.rtf is not None:
         report["audio_seconds"] = summary.audio_seconds
         report["rtf"] = latency_stats(summary.rtf)

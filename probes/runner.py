@@ -8,6 +8,7 @@ import contextlib
 import itertools
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, Field
@@ -43,7 +44,8 @@ from sustain.probes.load.profiles import (
     TraceProfile,
 )
 from sustain.probes.load.quiet_gc import quiet_gc
-from sustain.probes.load.senders import sender_for
+from sustain.probes.load.rag import RagPipeline
+from sustain.probes.load.senders import any_transport, sender_for
 from sustain.probes.load.sessions import run_sessions
 from sustain.probes.measure.capacity import (
     CapacityResult,
@@ -204,8 +206,18 @@ def prepare_requests(clients: HttpClients, target: Target, workload: Workload,
     if workload.in_sessions and target.api_kind is not ApiKind.OPENAI_CHAT:
         raise WorkloadError("sessions need a chat endpoint (api_kind openai-chat): a "
                             "conversation's history is a list of messages")
+    if workload.rag is not None or target.rag is not None:
+        return RagPipeline(any_transport(clients), target, workload,
+                           partial(request_headers, secrets=secrets), datasets)
     return sender_for(target)(clients, target, workload, request_headers(target, secrets),
                               datasets, replay)
+
+
+async def ready(prepare: Prepare) -> None:
+    """What a run's requests need before the first is sent: a RAG probe's corpus, embedded
+    (RagIndexError when it cannot be)."""
+    if isinstance(prepare, RagPipeline):
+        await prepare.index()
 
 
 def server_watch(target: Target, egress: EgressPolicy
@@ -299,6 +311,7 @@ async def execute(
     replay, sessions = await asyncio.to_thread(inputs_of, profile, workload, datasets)
     prepare = prepare_requests(clients, target, workload, secrets or SecretPolicy(),
                                datasets, replay)
+    await ready(prepare)
     stop = stop if stop is not None else RunStop()
     if budget is not None:
         prepare = budgeted(prepare, budget.requests, stop)

@@ -1,10 +1,13 @@
 """The simulator's answers of the item kinds, as data (no I/O): embeddings (`POST
-/v1/embeddings`, one deterministic unit vector per input, from the input's text, so a salted
-input gets a vector of its own) and rerank (`POST /v1/rerank`, a deterministic relevance score
-per document, results best first, `top_n` honoured). Both count one token per word."""
+/v1/embeddings`, one deterministic unit vector per input: its words hashed into the vector's
+dimensions, so texts that share words are near, as a real model's are, and a salted input gets
+a vector of its own) and rerank (`POST /v1/rerank`, each document scored by the words it shares
+with the query, results best first, `top_n` honoured). Both count one token per word. Near
+enough to meaning that a RAG probe's retrieval finds a question's passage."""
 
 from __future__ import annotations
 
+import math
 import zlib
 from typing import Any
 
@@ -17,10 +20,27 @@ def _seed(*texts: str) -> int:
     return zlib.crc32("\x1f".join(texts).encode())
 
 
+def words_of(text: str) -> list[str]:
+    """The text's words, lower case, without surrounding punctuation."""
+    return [w for w in (word.strip(".,;:!?()[]'\"").lower() for word in text.split()) if w]
+
+
 def vector(text: str, dimensions: int) -> list[float]:
-    """A unit vector of `dimensions`, the same for the same text."""
-    values = np.random.default_rng(_seed(text)).standard_normal(dimensions)
+    """A unit vector of `dimensions`, the same for the same text: each word adds or takes
+    one at the dimension its hash names (random, seeded by the text, when it has none)."""
+    values = np.zeros(dimensions)
+    for word in words_of(text):
+        hashed = zlib.crc32(word.encode())
+        values[hashed % dimensions] += 1.0 if hashed >> 31 else -1.0
+    if not values.any():
+        values = np.random.default_rng(_seed(text)).standard_normal(dimensions)
     return [round(float(v), 6) for v in values / np.linalg.norm(values)]
+
+
+def relevance(query: str, document: str) -> float:
+    """The words query and document share, over the geometric mean of their counts."""
+    q, d = set(words_of(query)), set(words_of(document))
+    return len(q & d) / math.sqrt(len(q) * len(d)) if q and d else 0.0
 
 
 def texts_of(value: Any) -> list[str] | str:
@@ -59,13 +79,12 @@ def rerank(body: dict[str, Any], model: str, fault: Fault
     documents = texts_of(body.get("documents"))
     if isinstance(documents, str):
         return f"documents: {documents}"
-    scored = [(float(np.random.default_rng(_seed(query, text)).random()), k)
-              for k, text in enumerate(documents)]
+    scored = [(round(relevance(query, text), 6), -k) for k, text in enumerate(documents)]
     scored.sort(reverse=True)
     top_n = body.get("top_n")
     if isinstance(top_n, int) and not isinstance(top_n, bool) and top_n > 0:
         scored = scored[:top_n]
-    results = [{"index": k, "relevance_score": round(score, 6)} for score, k in scored]
+    results = [{"index": -k, "relevance_score": score} for score, k in scored]
     if fault is Fault.EMPTY:
         results = []
     elif fault is Fault.BAD_ITEMS:

@@ -74,10 +74,18 @@ def vectors_problem(data: list[Any], expect: ExpectedItems | None) -> str | None
     return None
 
 
+def vector_values(embedding: Any) -> tuple[float, ...]:
+    """A checked vector's values (a list, or base64 float32)."""
+    if isinstance(embedding, str):
+        return tuple(float(v) for v in np.frombuffer(base64.b64decode(embedding), "<f4"))
+    return tuple(float(v) for v in embedding)
+
+
 def whole_response(raw: bytes, t_send_ns: int, end: int, status: int,
-                   _keep_reply: bool = False, expect: ExpectedItems | None = None
+                   keep_reply: bool = False, expect: ExpectedItems | None = None
                    ) -> Measurement:
-    """Measure an embeddings answer that ended at `end` (ns)."""
+    """Measure an embeddings answer that ended at `end` (ns); with `keep_reply`, keep its
+    vectors in input order (a pipeline's next stage reads them)."""
     payload = json_object(raw)
     if isinstance(payload, str):
         return failure(t_send_ns, status, ErrorClass.PROTOCOL, payload)
@@ -89,7 +97,13 @@ def whole_response(raw: bytes, t_send_ns: int, end: int, status: int,
     problem = "no embeddings" if not data else vectors_problem(data, expect)
     error = None if problem is None else \
         ErrorClass.EMPTY if not data else ErrorClass.PROTOCOL
+    vectors = None
+    if keep_reply and error is None:
+        ordered = sorted(data, key=lambda item: item.get("index", 0)
+                         if isinstance(item.get("index"), int) else 0)
+        vectors = tuple(vector_values(item["embedding"]) for item in ordered)
     return Measurement(
         ttft_ms=None, itl_ms=(), e2e_ms=(end - t_send_ns) / NS_PER_MS, output_tokens=0,
         tokens_server_counted=True, input_tokens=prompt, http_status=status,
-        error_class=error, error_detail=problem, items=len(data) if error is None else None)
+        error_class=error, error_detail=problem, items=len(data) if error is None else None,
+        vectors=vectors)

@@ -54,9 +54,10 @@ def input_tokens(payload: dict[str, Any]) -> int | None:
 
 
 def whole_response(raw: bytes, t_send_ns: int, end: int, status: int,
-                   _keep_reply: bool = False, expect: ExpectedItems | None = None
+                   keep_reply: bool = False, expect: ExpectedItems | None = None
                    ) -> Measurement:
-    """Measure a rerank answer that ended at `end` (ns): its items are the documents sent."""
+    """Measure a rerank answer that ended at `end` (ns): its items are the documents sent;
+    with `keep_reply`, keep its ranking (document indices, best first)."""
     try:
         payload = orjson.loads(raw)
     except (ValueError, RecursionError):
@@ -73,7 +74,12 @@ def whole_response(raw: bytes, t_send_ns: int, end: int, status: int,
     problem = "no results" if not results else results_problem(results, expect)
     error = None if problem is None else ErrorClass.EMPTY if not results else ErrorClass.PROTOCOL
     items = len(results) if expect is None else expect.count
+    ranking = None
+    if keep_reply and error is None:
+        ranked = sorted(results, key=lambda r: -float(r.get("relevance_score", r.get("score"))))
+        ranking = tuple(int(r["index"]) for r in ranked)
     return Measurement(
         ttft_ms=None, itl_ms=(), e2e_ms=(end - t_send_ns) / NS_PER_MS, output_tokens=0,
         tokens_server_counted=True, input_tokens=input_tokens(payload), http_status=status,
-        error_class=error, error_detail=problem, items=items if error is None else None)
+        error_class=error, error_detail=problem, items=items if error is None else None,
+        ranking=ranking)

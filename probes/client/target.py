@@ -98,7 +98,20 @@ class Target:
     """Sample names read besides the built-in series."""
     deployment: Deployment | None = None
     """What serves the endpoint (accelerators, price, power): each run's efficiency."""
+    rag: RagEndpoints | None = None
+    """A RAG probe's other endpoints (its embeddings and rerank ones); this target
+    generates."""
     max_event_bytes: int = MAX_EVENT_BYTES
     """Cap on one server-sent event line, and on one event's data, in bytes: a stream that
     sends more ends at once as `protocol` (see sse.py). Not an endpoint setting: the default
     fits every OpenAI-compatible server; a library user or a test may lower or raise it."""
+
+
+@dataclass(frozen=True, slots=True)
+class RagEndpoints:
+    """The endpoints a RAG probe chains before its generating target."""
+
+    embed: Target
+    """An openai-embeddings endpoint: embeds the corpus once per run, then each question."""
+    rerank: Target | None = None
+    """A rerank endpoint, when the pipeline reranks what it retrieved."""

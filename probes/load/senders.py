@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from functools import partial
-from typing import assert_never
+from typing import Any, assert_never
 
 from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.http1 import send_openai_http1
@@ -164,6 +164,21 @@ def http_check_over_httpx(clients: HttpClients, target: Target, _workload: Workl
     def prepare(_seq: int, _dialogue: Dialogue | None = None) -> SendFn:
         return request
     return prepare
+
+
+def any_transport(clients: HttpClients) -> Callable[..., Awaitable[Measurement]]:
+    """One transport for requests to several targets (a RAG pipeline's stages): each over
+    the lean pool, or httpx where its target offers HTTP/2, called as
+    transport(target, encoded, stream, t_send_ns, keep_reply=..., expect=...)."""
+    async def send(target: Target, encoded: EncodedRequest, stream: bool, t_send_ns: int,
+                   **options: Any) -> Measurement:
+        if target.http2:
+            return await send_openai_httpx(
+                clients.httpx(tls_verify=target.tls_verify, http2=True), target, encoded,
+                stream, t_send_ns, **options)
+        return await send_openai_http1(clients.pool(tls_verify=target.tls_verify), target,
+                                       encoded, stream, t_send_ns, **options)
+    return send
 
 
 def sender_for(target: Target) -> Sender:

@@ -74,6 +74,18 @@ class Measurement:
     """Seconds of audio a transcription request sent; None for the other kinds."""
     image_size: str | None = None
     """`WIDTHxHEIGHT` of the images a request attached (workload `images`); None without."""
+    vectors: tuple[tuple[float, ...], ...] | None = None
+    """An embeddings answer's vectors, in input order, kept only for a pipeline's next stage
+    (a RAG probe's retrieval); None otherwise (and never stored)."""
+    ranking: tuple[int, ...] | None = None
+    """A rerank answer's document indices, best first, kept only for a pipeline's next stage;
+    None otherwise (and never stored)."""
+    stages_ms: tuple[tuple[str, float], ...] | None = None
+    """A RAG request's stages and their times (ms): embed, retrieve, rerank, generate_ttft,
+    generate; None for a single request."""
+    hit: bool | None = None
+    """A RAG request's retrieval verdict: whether the passage its question expects was among
+    those given to the model; None when the question names none (or it failed first)."""
 
     @property
     def rtf(self) -> float | None:

@@ -111,6 +111,13 @@ class RunSummary(BaseModel):
     ttft_by_image_size: dict[str, Distribution] | None = None
     """TTFT of the successful requests that attached images, by the images' size
     (`WIDTHxHEIGHT`); None when none did."""
+    rag_stages_ms: dict[str, Distribution] | None = None
+    """A RAG probe's stages over its successful requests (embed, retrieve, rerank,
+    generate_ttft, generate, and overhead: what the stages left out of E2E); None otherwise."""
+    retrieval_checked: int | None = None
+    """RAG requests whose question names its expected passage (and got past retrieval)."""
+    retrieval_hit_rate: float | None = None
+    """The share of those whose expected passage reached the model."""
 
 
 def combined_health(stages: Sequence[GeneratorHealth]) -> GeneratorHealth:
@@ -161,6 +168,7 @@ def summarise(samples: Sequence[Sample], duration_s: float, slo: SloThresholds |
     inputs = [s.measurement.input_tokens for s in ok if s.measurement.input_tokens is not None]
     items = [s.measurement.items for s in ok if s.measurement.items is not None]
     audio = [s.measurement.audio_s for s in ok if s.measurement.audio_s is not None]
+    hits = [s.measurement.hit for s in samples if s.measurement.hit is not None]
     return RunSummary(
         attempts=len(samples),
         successes=len(ok),
@@ -198,7 +206,25 @@ def summarise(samples: Sequence[Sample], duration_s: float, slo: SloThresholds |
         rtf=distribution([r for s in ok if (r := s.measurement.rtf) is not None])
         if audio else None,
         ttft_by_image_size=ttft_by_image_size(ok),
+        rag_stages_ms=rag_stages(ok),
+        retrieval_checked=len(hits) if hits else None,
+        retrieval_hit_rate=ratio(sum(hits), len(hits)) if hits else None,
     )
+
+
+def rag_stages(samples: Sequence[Sample]) -> dict[str, Distribution] | None:
+    """Each RAG stage's times over `samples`, and `overhead`: E2E less the stages the
+    generation's E2E ends (embed, retrieve, rerank, generate)."""
+    stages: dict[str, list[float]] = {}
+    for sample in samples:
+        timed = sample.measurement.stages_ms
+        if timed is None:
+            continue
+        for name, ms in timed:
+            stages.setdefault(name, []).append(ms)
+        spent = sum(ms for name, ms in timed if name != "generate_ttft")
+        stages.setdefault("overhead", []).append(sample.e2e_ms - spent)
+    return {name: distribution(values) for name, values in stages.items()} if stages else None
 
 
 def ttft_by_image_size(samples: Sequence[Sample]) -> dict[str, Distribution] | None:

@@ -33,7 +33,13 @@ from sustain.probes.load.plan import OpenStage
 from sustain.probes.load.quiet_gc import quiet_gc
 from sustain.probes.log_lines import OneLineFormatter
 from sustain.probes.measure.sample import Sample
-from sustain.probes.runner import RunStop, prepare_requests, run_stage, unless_stopped
+from sustain.probes.runner import (
+    RunStop,
+    prepare_requests,
+    ready,
+    run_stage,
+    unless_stopped,
+)
 from sustain.probes.workers import wire
 from sustain.probes.workers.shards import Shard
 from sustain.probes.workload.dataset import DatasetError
@@ -120,6 +126,7 @@ class Worker:
                 prepare_requests, self.clients, target, pickle.loads(message["workload"]),
                 pickle.loads(message["secrets"]), pickle.loads(message["datasets"]),
                 pickle.loads(message["replay"]))
+            await ready(prepare)  # a RAG probe's corpus, embedded in every worker
         except SecretUnavailableError as exc:
             self.send({"op": "failed", "run": key, "kind": "secret", "error": str(exc)})
         except DatasetError as exc:

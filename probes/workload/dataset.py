@@ -31,6 +31,8 @@ class DatasetEntry:
     max_tokens: int | None
     expect: Expect | None = None
     """A quality canary's expectation of the reply (measure/quality.py scores it)."""
+    passage: str | None = None
+    """A RAG question's expected passage (its corpus id): the retrieval hit rate counts it."""
 
     def text(self) -> str:
         """The prompt as plain text (a completions API gets the messages joined)."""
@@ -65,8 +67,11 @@ def _entry(record: Any, where: str) -> DatasetEntry:
             where_in = ".".join(str(p) for p in first["loc"])
             raise DatasetError(f"{where}: 'expect{'.' + where_in if where_in else ''}': "
                                f"{first['msg']}") from None
+    passage = record.get("passage")
+    if passage is not None and (not isinstance(passage, str) or not 1 <= len(passage) <= 256):
+        raise DatasetError(f"{where}: 'passage' must be a corpus id (1 to 256 characters)")
     return DatasetEntry(messages=None if messages is None else tuple(messages), prompt=prompt,
-                        max_tokens=max_tokens, expect=expect)
+                        max_tokens=max_tokens, expect=expect, passage=passage)
 
 
 def read_bytes(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:

@@ -64,6 +64,12 @@ class RequestBuilder:
             self._order = list(range(len(self.dataset)))
             random.Random(workload.seed).shuffle(self._order)
 
+    @property
+    def order(self) -> list[int]:
+        """The dataset's lines in the run's seeded order (request `seq` takes line
+        `order[seq % len(order)]`)."""
+        return self._order
+
     def _rng(self, seq: int) -> random.Random:
         return random.Random(self.workload.seed * 1_000_003 + seq)
 
@@ -109,7 +115,7 @@ class RequestBuilder:
         else:
             salt = self.salt()
             self._set_prompt(body, self._synthetic(seq, self._lead(salt), salt))
-        return self._finish(body, max_tokens, seq)
+        return self.finish(body, max_tokens, seq)
 
     def _items_body(self, seq: int) -> dict[str, Any]:
         """An embeddings request (`batch_size` inputs) or a rerank request (a query of
@@ -182,9 +188,9 @@ class RequestBuilder:
         body["messages"] = list(turn.messages)
         if turn.tools:
             body["tools"] = list(turn.tools)
-        return self._finish(body, turn.max_tokens or self.workload.max_tokens, seq)
+        return self.finish(body, turn.max_tokens or self.workload.max_tokens, seq)
 
-    def _finish(self, body: dict[str, Any], max_tokens: int, seq: int) -> dict[str, Any]:
+    def finish(self, body: dict[str, Any], max_tokens: int, seq: int) -> dict[str, Any]:
         """What every body carries: model, output cap, streaming (asking for usage, so
         tokens are server-counted) and sampling; then in the shape of the target's protocol
         (shapes.py)."""

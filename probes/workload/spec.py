@@ -11,6 +11,7 @@ from pydantic_core import PydanticCustomError
 
 from sustain.probes.inputs import InputModel, storable_problem
 from sustain.probes.workload.audio import MAX_AUDIO_SECONDS
+from sustain.probes.workload.corpus import RagSpec
 from sustain.probes.workload.images import ImageSpec
 from sustain.probes.workload.lengths import InputLength, longest
 
@@ -99,6 +100,12 @@ class Workload(InputModel):
         "anthropic-messages): synthetic PNG images attached to each request's user message, "
         "as data URIs; their pixels are salted per request (unless the cache is allowed) so "
         "no image cache can answer.")
+    rag: RagSpec | None = Field(
+        default=None, description="A RAG pipeline (the endpoint generates; the probe names "
+        "its embeddings and, optionally, rerank endpoints): each request embeds its question, "
+        "retrieves top_k passages from the corpus, optionally reranks them, then generates "
+        "with them in the prompt. Questions come from the dataset (its lines' `passage` is "
+        "the expected passage's id) or are drawn from the corpus.")
     audio_seconds: float = Field(
         default=5.0, ge=0.1, le=MAX_AUDIO_SECONDS,
         description="openai-transcriptions: length of each request's synthetic audio (16 "

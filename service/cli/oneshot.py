@@ -11,7 +11,7 @@ import asyncio
 import re
 import time
 from collections.abc import Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.egress import EgressPolicy
 from sustain.probes.client.secret_policy import SecretPolicy
-from sustain.probes.client.target import Target
+from sustain.probes.client.target import RagEndpoints, Target
 from sustain.probes.load.live import LiveStats
 from sustain.probes.load.plan import sessions_problem
 from sustain.probes.load.profiles import ConstantProfile, LoadProfile, parse_profile
@@ -31,6 +31,7 @@ from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.report_tables import progress_table
 from sustain.probes.runner import InProcess, Measurer, RunBudget, RunResult
 from sustain.probes.workers.pool import WorkerPool
+from sustain.probes.workload.corpus import RagSpec
 from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.probes.workload.images import ImageSpec
 from sustain.probes.workload.spec import Workload
@@ -72,10 +73,17 @@ class OneShot:
     profile: LoadProfile
     workload: Workload
     slo: SloThresholds
+    rag: tuple[EndpointCreate, EndpointCreate | None] | None = None
+    """A RAG probe's embeddings and rerank endpoints."""
 
     @property
     def target(self) -> Target:
-        return target_of(self.endpoint)
+        target = target_of(self.endpoint)
+        if self.rag is None:
+            return target
+        embed, rerank = self.rag
+        return replace(target, rag=RagEndpoints(
+            embed=target_of(embed), rerank=None if rerank is None else target_of(rerank)))
 
     @property
     def secrets(self) -> SecretPolicy:
@@ -108,7 +116,9 @@ def build(flags: ProbeFlags, limits: LoadLimits | None = None) -> OneShot:
                             session_header=flags.session_header, batch_size=flags.batch_size,
                             dimensions=flags.dimensions, documents=flags.documents,
                             query_tokens=flags.query_tokens,
-                            audio_seconds=flags.audio_seconds, images=image_spec(flags))
+                            audio_seconds=flags.audio_seconds, images=image_spec(flags),
+                            rag=rag_spec(flags))
+        rag = rag_endpoints(flags, endpoint)
         slo = SloThresholds(ttft_ms=flags.slo_ttft_ms, tpot_ms=flags.slo_tpot_ms,
                             e2e_ms=flags.slo_e2e_ms)
     except ValidationError as exc:
@@ -119,13 +129,49 @@ def build(flags: ProbeFlags, limits: LoadLimits | None = None) -> OneShot:
     denied = None if endpoint.metrics_url is None else EGRESS.check_url(str(endpoint.metrics_url))
     if denied is not None:
         raise FlagError(f"--metrics-url: egress denied: {denied}")
+    for flag, other in zip(("--rag-embed-url", "--rag-rerank-url"), rag or (), strict=False):
+        if other is not None and (denied := EGRESS.check_url(str(other.base_url))):
+            raise FlagError(f"{flag}: egress denied: {denied}")
     profile = load_profile(flags, limits)
     if workload.in_sessions and (problem := sessions_problem(profile)) is not None:
         raise FlagError(f"{'--sessions' if flags.sessions else '--turns'}: {problem}")
     if limits is not None and (found := limit_violations(planned_load(profile), limits)):
         raise FlagError("; ".join(f"{flag_of_path(path)}: {message}"
                                   for path, message in found))
-    return OneShot(endpoint, profile, workload, slo)
+    return OneShot(endpoint, profile, workload, slo, rag)
+
+
+def rag_spec(flags: ProbeFlags) -> RagSpec | None:
+    """--rag-corpus and its counts as the workload's `rag`."""
+    if flags.rag_corpus is None:
+        return None
+    if flags.rag_embed_url is None:
+        raise FlagError("--rag-embed-url is required with --rag-corpus")
+    return RagSpec(corpus=flags.rag_corpus, top_k=flags.rag_top_k,
+                   rerank_top_n=flags.rag_top_n)
+
+
+def rag_endpoints(flags: ProbeFlags, generate: EndpointCreate
+                  ) -> tuple[EndpointCreate, EndpointCreate | None] | None:
+    """A RAG probe's embeddings and rerank endpoints, with the generating endpoint's key
+    and headers (one --api-key-env for the whole pipeline)."""
+    if flags.rag_corpus is None or flags.rag_embed_url is None:
+        return None
+
+    def endpoint(url: str, kind: str, model: str | None, flag: str) -> EndpointCreate:
+        fields = {**generate.model_dump(), "name": endpoint_name(url), "base_url": url,
+                  "api_kind": kind, "model": model or generate.model, "http_check": None,
+                  "metrics_url": None, "deployment": None}
+        try:
+            return EndpointCreate.model_validate(fields)
+        except ValidationError as exc:
+            raise FlagError(f"{flag}: {exc.errors()[0]['msg']}") from None
+
+    embed = endpoint(flags.rag_embed_url, "openai-embeddings", flags.rag_embed_model,
+                     "--rag-embed-url")
+    rerank = None if flags.rag_rerank_url is None else endpoint(
+        flags.rag_rerank_url, "rerank", flags.rag_rerank_model, "--rag-rerank-url")
+    return embed, rerank
 
 
 def flag_of_path(path: Path) -> str:

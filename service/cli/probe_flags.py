@@ -48,7 +48,8 @@ FLAG_OF = {
     "watts_per_accelerator": "--watts-per-accelerator", "gpus": "--gpus",
     "metrics_interval_s": "--metrics-interval", "batch_size": "--batch-size",
     "dimensions": "--dimensions", "documents": "--documents", "query_tokens": "--query-tokens",
-    "audio_seconds": "--audio-seconds", "count": "--images", "width": "--image-size",
+    "audio_seconds": "--audio-seconds", "corpus": "--rag-corpus", "top_k": "--rag-top-k",
+    "rerank_top_n": "--rag-top-n", "count": "--images", "width": "--image-size",
     "height": "--image-size",
 }
 """The flag behind each field of EndpointCreate, Workload, SloThresholds and LoadProfile."""
@@ -173,6 +174,19 @@ class ProbeFlags(BaseModel):
     query_tokens: Annotated[int, Flag("--api rerank: query length (words).")] = 16
     audio_seconds: Annotated[float, Flag(
         "--api openai-transcriptions: seconds of synthetic audio per request.")] = 5.0
+    rag_corpus: Annotated[str | None, Flag(
+        'RAG: a JSONL corpus of {"id", "text"} passages; BASE_URL then generates.')] = None
+    rag_embed_url: Annotated[str | None, Flag(
+        "--rag-corpus: the openai-embeddings endpoint's base URL.")] = None
+    rag_embed_model: Annotated[str | None, Flag(
+        "--rag-corpus: its model (default --model).")] = None
+    rag_rerank_url: Annotated[str | None, Flag(
+        "--rag-corpus: a rerank endpoint's base URL, to rerank what was retrieved.")] = None
+    rag_rerank_model: Annotated[str | None, Flag(
+        "--rag-rerank-url: its model (default --model).")] = None
+    rag_top_k: Annotated[int, Flag("--rag-corpus: passages retrieved.")] = 4
+    rag_top_n: Annotated[int | None, Flag(
+        "--rag-rerank-url: passages kept after reranking.")] = None
     images: Annotated[int | None, Flag(
         "Chat kinds: synthetic PNG images per request (salted per request).")] = None
     image_size: Annotated[str, Flag("--images: WIDTHxHEIGHT of each image.")] = "512x512"

@@ -60,6 +60,20 @@ def run_page(report: Mapping[str, Any], title: str, subtitle: str,
         ("generator saturated", "yes" if (report.get("generator") or {}).get("saturated")
          else "no"),
     ]
+    if report.get("item_throughput") is not None:
+        figures.append(("items/s (inputs or documents)", _num(report["item_throughput"])))
+    if report.get("input_token_throughput") is not None:
+        figures.append(("input tokens/s", _num(report["input_token_throughput"])))
+    rtf = report.get("rtf")
+    if isinstance(rtf, Mapping) and rtf.get("count"):
+        figures.append(("audio transcribed", _num(report.get("audio_seconds"), " s", 1)))
+        figures.append(("real-time factor p50 / p99", f"{_num(rtf.get('p50'), digits=3)} / "
+                                                      f"{_num(rtf.get('p99'), digits=3)}"))
+    for size, dist in (report.get("ttft_by_image_size") or {}).items():
+        if isinstance(dist, Mapping) and dist.get("count"):
+            figures.append((f"TTFT p50 / p99 with {size} images",
+                            f"{_num(dist.get('p50'), ' ms', 1)} / "
+                            f"{_num(dist.get('p99'), ' ms', 1)}"))
     if report.get("cache_hit_ratio") is not None:
         figures.append(("cache hit ratio", _share(report["cache_hit_ratio"])))
     quality = report.get("quality")
@@ -71,7 +85,8 @@ def run_page(report: Mapping[str, Any], title: str, subtitle: str,
                         f"{sessions.get('completed')}/{sessions.get('conversations')}"))
     for key, value in (report.get("efficiency") or {}).items():
         if key != "currency":
-            figures.append((key.replace("_", " "), _num(value)))
+            figures.append((key.replace("_", " "),
+                            value if isinstance(value, str) else _num(value)))
     latencies = []
     for key, label in LATENCIES:
         dist = report.get(key) or {}
