@@ -36,7 +36,7 @@ async def run(client: HttpClients, sim: BackgroundSimulator, deployment: Deploym
                     metrics_url=sim.base_url.removesuffix("/v1") + "/metrics",
                     metrics_interval_s=0.2, deployment=deployment)
     return await execute(client, target, Workload(max_tokens=16),
-                         ConcurrencyProfile(users=4, duration_s=2.0))
+                         ConcurrencyProfile(users=4, duration_s=1.0))
 
 
 async def test_measured_power_gives_tokens_per_kw_and_joules_per_token(
