@@ -20,6 +20,12 @@ def sse(payload: dict[str, Any] | str) -> bytes:
     return f"data: {data}\n\n".encode()
 
 
+def named(payload: dict[str, Any]) -> bytes:
+    """One event named for its `type` (`event: <type>`), as the Responses and Anthropic
+    Messages protocols send them."""
+    return f"event: {payload['type']}\n".encode() + sse(payload)
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class ToolCall:
     """A simulated function call: its arguments stream one piece per token."""

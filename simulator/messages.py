@@ -9,15 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sustain.simulator.completion import Completion
+from sustain.simulator.completion import Completion, named
 
 STOP_REASONS = {"length": "max_tokens", "tool_calls": "tool_use", "stop": "end_turn"}
 """A chat finish reason -> Anthropic's stop_reason."""
-
-
-def named(payload: dict[str, Any]) -> bytes:
-    data = json.dumps(payload, separators=(",", ":"))
-    return f"event: {payload['type']}\ndata: {data}\n\n".encode()
 
 
 class MessagesEvents:

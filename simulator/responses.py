@@ -6,19 +6,12 @@ error with `response.failed`."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from sustain.simulator.completion import Completion
+from sustain.simulator.completion import Completion, named
 
 FINISHED = {"length": ("incomplete", {"reason": "max_output_tokens"})}
 """A chat finish reason -> the response's status and incomplete_details (else completed)."""
-
-
-def named(payload: dict[str, Any]) -> bytes:
-    """One Responses event: `event: <type>` and its JSON."""
-    data = json.dumps(payload, separators=(",", ":"))
-    return f"event: {payload['type']}\ndata: {data}\n\n".encode()
 
 
 class ResponsesEvents:

@@ -9,11 +9,10 @@ from __future__ import annotations
 import email.parser
 import email.policy
 import io
-import json
 import wave
 from typing import Any
 
-from sustain.simulator.completion import Completion
+from sustain.simulator.completion import Completion, sse
 
 AUDIO_TOKENS_PER_S = 10
 
@@ -45,10 +44,6 @@ def read_form(content_type: str, body: bytes) -> dict[str, Any] | str:
     return form
 
 
-def data(payload: dict[str, Any]) -> bytes:
-    return f"data: {json.dumps(payload, separators=(',', ':'))}\n\n".encode()
-
-
 class TranscriptionEvents:
     """A Completion as a transcript, streamed or whole (completion.py's StreamEvents)."""
 
@@ -70,18 +65,18 @@ class TranscriptionEvents:
         return self.text_event(Completion.token(k))
 
     def text_event(self, text: str) -> bytes:
-        return data({"type": "transcript.text.delta", "delta": text})
+        return sse({"type": "transcript.text.delta", "delta": text})
 
     def error_event(self) -> bytes:
-        return data({"type": "error", "error": {"code": "server_error",
+        return sse({"type": "error", "error": {"code": "server_error",
                                                 "message": "injected engine error"}})
 
     def closing(self, finish: str, include_usage: bool) -> list[bytes]:  # noqa: ARG002
-        return [data({"type": "transcript.text.done", "text": self.completion.text(),
+        return [sse({"type": "transcript.text.done", "text": self.completion.text(),
                       "usage": self.usage()})]
 
     def usage_only(self) -> list[bytes]:
-        return [data({"type": "transcript.text.done", "text": "", "usage": self.usage()})]
+        return [sse({"type": "transcript.text.done", "text": "", "usage": self.usage()})]
 
     def whole(self, finish: str) -> dict[str, Any]:  # noqa: ARG002
         return {"text": self.completion.text(), "usage": self.usage()}

@@ -17,8 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from sustain.probes.client.expected import ExpectedItems
 from sustain.probes.client.openai_protocol import (
     ReplyCollector,
@@ -77,15 +75,8 @@ class MessagesStream(StreamState):
     """A streamed Messages answer, read event by event (see StreamState)."""
 
     def on_event(self, event: SSEEvent, now_ns: int) -> None:
-        if self.failure is not None or self.done:
-            return
-        try:
-            payload = orjson.loads(event.data)
-        except (ValueError, RecursionError):
-            self.fail(ErrorClass.PROTOCOL, "malformed JSON in SSE data")
-            return
-        if not isinstance(payload, dict):
-            self.fail(ErrorClass.PROTOCOL, "SSE data is not a JSON object")
+        payload = self.payload(event, done_marker=False)  # Anthropic sends no [DONE]
+        if payload is None:
             return
         kind = payload.get("type")
         if not isinstance(kind, str):

@@ -259,19 +259,29 @@ class StreamState:
     reply: ReplyCollector | None = None
     """Set for a request that keeps its reply; None (the default) keeps no text."""
 
-    def on_event(self, event: SSEEvent, now_ns: int) -> None:
+    def payload(self, event: SSEEvent, *, done_marker: bool = True) -> dict[str, Any] | None:
+        """An event's JSON object, or None when there is nothing (more) to read in it: the
+        stream already failed or ended, the event is `[DONE]` (which ends it, where the
+        protocol uses it: `done_marker`), or its data is not a JSON object (which fails the
+        stream as `protocol`). Every protocol's reader starts here."""
         if self.failure is not None or self.done:
-            return
-        if event.data == "[DONE]":
+            return None
+        if done_marker and event.data == "[DONE]":
             self.done = True
-            return
+            return None
         try:
             payload = orjson.loads(event.data)
         except (ValueError, RecursionError):
             self.fail(ErrorClass.PROTOCOL, "malformed JSON in SSE data")
-            return
+            return None
         if not isinstance(payload, dict):
             self.fail(ErrorClass.PROTOCOL, "SSE data is not a JSON object")
+            return None
+        return payload
+
+    def on_event(self, event: SSEEvent, now_ns: int) -> None:
+        payload = self.payload(event)
+        if payload is None:
             return
         if payload.get("error") is not None:
             self._on_error(payload["error"])

@@ -14,8 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from sustain.probes.client.expected import ExpectedItems
 from sustain.probes.client.openai_protocol import (
     ReplyCollector,
@@ -80,18 +78,8 @@ class ResponsesStream(StreamState):
     """A kept reply's function calls: output item (index or id) -> the call's place."""
 
     def on_event(self, event: SSEEvent, now_ns: int) -> None:
-        if self.failure is not None or self.done:
-            return
-        if event.data == "[DONE]":  # some servers end with it, as for chat
-            self.done = True
-            return
-        try:
-            payload = orjson.loads(event.data)
-        except (ValueError, RecursionError):
-            self.fail(ErrorClass.PROTOCOL, "malformed JSON in SSE data")
-            return
-        if not isinstance(payload, dict):
-            self.fail(ErrorClass.PROTOCOL, "SSE data is not a JSON object")
+        payload = self.payload(event)  # some servers end with [DONE], as for chat
+        if payload is None:
             return
         kind = payload.get("type")
         if not isinstance(kind, str):

@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from urllib3 import encode_multipart_formdata
 
 from sustain.probes.client.expected import ExpectedItems
@@ -60,18 +59,8 @@ class TranscriptionStream(StreamState):
     """A streamed transcript, read event by event (see StreamState)."""
 
     def on_event(self, event: SSEEvent, now_ns: int) -> None:
-        if self.failure is not None or self.done:
-            return
-        if event.data == "[DONE]":
-            self.done = True
-            return
-        try:
-            payload = orjson.loads(event.data)
-        except (ValueError, RecursionError):
-            self.fail(ErrorClass.PROTOCOL, "malformed JSON in SSE data")
-            return
-        if not isinstance(payload, dict):
-            self.fail(ErrorClass.PROTOCOL, "SSE data is not a JSON object")
+        payload = self.payload(event)
+        if payload is None:
             return
         if payload.get("error") is not None or payload.get("type") == "error":
             self.fail(error_class_of(payload.get("error", payload)), "error event in stream")
