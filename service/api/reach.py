@@ -9,7 +9,12 @@ from collections.abc import Mapping
 from sustain.probes.load.plan import sessions_problem
 from sustain.probes.load.profiles import LoadProfile, TraceProfile
 from sustain.probes.workload.spec import Workload
-from sustain.service.domain.reach import Reach, dataset_problems, target_problems
+from sustain.service.domain.reach import (
+    Reach,
+    dataset_problems,
+    target_problems,
+    workload_files,
+)
 from sustain.service.errors import FieldError
 
 
@@ -23,17 +28,12 @@ def refuse_unreachable(values: Mapping[str, object], reach: Reach) -> None:
 def refuse_dataset(workload: Workload | None, reach: Reach,
                    profile: LoadProfile | None = None) -> None:
     """FieldError (`workload.dataset`, `workload.sessions`, `workload.tokenizer`,
-    `profile.path`) when the workload names a dataset, sessions or tokenizer file, or a trace
-    profile a trace file, that the dataset policy refuses."""
-    for field, message in dataset_problems(None if workload is None else workload.dataset,
-                                           reach):
-        raise FieldError(field, message)
-    for field, message in dataset_problems(None if workload is None else workload.sessions,
-                                           reach, "workload.sessions"):
-        raise FieldError(field, message)
-    for field, message in dataset_problems(None if workload is None else workload.tokenizer,
-                                           reach, "workload.tokenizer"):
-        raise FieldError(field, message)
+    `workload.rag.corpus`, `profile.path`) when the workload names a dataset, sessions,
+    tokenizer or corpus file, or a trace profile a trace file, that the dataset policy
+    refuses."""
+    for name, path in [] if workload is None else workload_files(workload):
+        for field, message in dataset_problems(path, reach, f"workload.{name}"):
+            raise FieldError(field, message)
     if isinstance(profile, TraceProfile):
         for field, message in dataset_problems(profile.path, reach, "profile.path"):
             raise FieldError(field, message)

@@ -17,10 +17,10 @@ from sustain.service.config_file.yaml_lines import ConfigError, Located, Problem
 from sustain.service.domain.expansion import ExpansionPolicy
 from sustain.service.domain.limits import LoadLimits, limit_violations, planned_load
 from sustain.service.domain.reach import (
-    WORKLOAD_FILES,
     Reach,
     dataset_problems,
     target_problems,
+    workload_files,
 )
 
 
@@ -116,14 +116,14 @@ def _reach_problems(config: ConfigFile, reach: Reach, environ: Mapping[str, str]
             found.extend(((kind, i, *name.split(".")), message)
                          for name, message in target_problems(values, reach, environ))
     for i, workload in enumerate(config.workloads):
-        for name in WORKLOAD_FILES:
-            found.extend((("workloads", i, name), message)
-                         for _, message in dataset_problems(getattr(workload, name), reach))
+        for name, path in workload_files(workload):
+            found.extend((("workloads", i, *name.split(".")), message)
+                         for _, message in dataset_problems(path, reach))
     for i, probe in enumerate(config.probes):
         if not isinstance(probe.workload, str):
-            for name in WORKLOAD_FILES:
-                found.extend((("probes", i, "workload", name), message) for _, message
-                             in dataset_problems(getattr(probe.workload, name), reach))
+            for name, path in workload_files(probe.workload):
+                found.extend((("probes", i, "workload", *name.split(".")), message)
+                             for _, message in dataset_problems(path, reach))
         profile = getattr(probe, "profile", None)
         if isinstance(profile, TraceProfile):
             found.extend((("probes", i, "profile", "path"), message)

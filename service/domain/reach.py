@@ -19,9 +19,18 @@ from dataclasses import dataclass, field
 from sustain.probes.client.egress import EgressPolicy
 from sustain.probes.client.secret_policy import SecretPolicy
 from sustain.probes.workload.dataset import DatasetPolicy
+from sustain.probes.workload.spec import Workload
 
 WORKLOAD_FILES = ("dataset", "sessions", "tokenizer")
 """A workload's fields that name a file it reads: each under SUSTAIN_DATASET_DIR."""
+
+
+def workload_files(workload: Workload) -> list[tuple[str, str | None]]:
+    """(field, path) of every file `workload` names (None where it names none): its
+    WORKLOAD_FILES and a RAG probe's corpus (`rag.corpus`)."""
+    files = [(name, getattr(workload, name)) for name in WORKLOAD_FILES]
+    files.append(("rag.corpus", None if workload.rag is None else workload.rag.corpus))
+    return files
 URL_FIELDS = frozenset({"base_url", "url", "metrics_url"})
 """Fields holding a URL sustain connects to (an endpoint's API root and metrics, a
 notifier's URL)."""

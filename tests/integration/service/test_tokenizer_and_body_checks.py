@@ -154,3 +154,19 @@ async def test_an_endpoint_saved_with_a_client_header_still_runs_without_it(
             await connection.close()
         run = await run_now(api, probe["id"])
     assert run["status"] == "succeeded", run
+
+
+# --- a RAG probe's corpus -------------------------------------------------------------------
+
+
+async def test_a_rag_corpus_outside_the_dataset_dir_is_refused_naming_it(
+        database_url: str, tmp_path: Path) -> None:
+    allowed = tmp_path / "datasets"
+    allowed.mkdir()
+    (tmp_path / "corpus.jsonl").write_text('{"id": "a", "text": "words"}\n')
+    async with app_with(database_url, dataset_dir=allowed) as api:
+        endpoint = await create_endpoint(api, "http://127.0.0.1:9/v1")
+        for corpus in ("/etc/shadow", str(tmp_path / "corpus.jsonl")):
+            refused(await api.post("/api/v1/probes", json=probe_body(
+                endpoint["id"], rag={"corpus": corpus})), "workload.rag.corpus")
+        assert await listed(api, "/api/v1/probes") == []
