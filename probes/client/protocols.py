@@ -42,8 +42,6 @@ class Protocol:
     """The headers that carry the endpoint's key."""
     headers: tuple[tuple[str, str], ...] = ()
     """Headers every request carries unless the endpoint sets them itself."""
-    streams: bool = True
-    """Whether a request may be streamed; the item kinds always answer whole."""
 
     def stream_state(self, keep_reply: bool) -> StreamState:
         return self.stream(reply=ReplyCollector() if keep_reply else None)
@@ -60,10 +58,10 @@ PROTOCOLS = {
         "/messages", anthropic_protocol.MessagesStream, anthropic_protocol.whole_response,
         auth=anthropic_key,
         headers=((anthropic_protocol.VERSION_HEADER, anthropic_protocol.API_VERSION),)),
+    # the item kinds answer whole (probes/load/senders.py never streams them)
     ApiKind.OPENAI_EMBEDDINGS: Protocol("/embeddings", StreamState,
-                                        embeddings_protocol.whole_response, streams=False),
-    ApiKind.RERANK: Protocol("/rerank", StreamState, rerank_protocol.whole_response,
-                             streams=False),
+                                        embeddings_protocol.whole_response),
+    ApiKind.RERANK: Protocol("/rerank", StreamState, rerank_protocol.whole_response),
     ApiKind.OPENAI_TRANSCRIPTIONS: Protocol(
         "/audio/transcriptions", transcription_protocol.TranscriptionStream,
         transcription_protocol.whole_response),

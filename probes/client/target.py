@@ -29,8 +29,6 @@ class ApiKind(enum.StrEnum):
 CHAT_KINDS = frozenset({ApiKind.OPENAI_CHAT, ApiKind.OPENAI_RESPONSES,
                         ApiKind.ANTHROPIC_MESSAGES})
 """Kinds whose requests are conversations (a list of messages), not a bare prompt."""
-GENERATION_KINDS = frozenset({*CHAT_KINDS, ApiKind.OPENAI_COMPLETIONS})
-"""Kinds that generate tokens: TTFT, ITL and TPOT apply."""
 ITEM_KINDS = frozenset({ApiKind.OPENAI_EMBEDDINGS, ApiKind.RERANK})
 """Kinds that answer whole, for a batch of items (inputs embedded, documents ranked): latency
 is end to end, throughput is items per second."""
