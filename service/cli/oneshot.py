@@ -11,7 +11,7 @@ import asyncio
 import re
 import time
 from collections.abc import Coroutine
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.egress import EgressPolicy
 from sustain.probes.client.secret_policy import SecretPolicy
-from sustain.probes.client.target import RagEndpoints, Target
+from sustain.probes.client.target import Target
 from sustain.probes.load.live import LiveStats
 from sustain.probes.load.plan import sessions_problem
 from sustain.probes.load.profiles import ConstantProfile, LoadProfile, parse_profile
@@ -42,7 +42,7 @@ from sustain.service.db.models import Endpoint, Probe
 from sustain.service.domain.finals import RunFinal, completed
 from sustain.service.domain.limits import LoadLimits, Path, limit_violations, planned_load
 from sustain.service.domain.rows import sample_tuple, sent_at
-from sustain.service.domain.targets import target_of
+from sustain.service.domain.targets import probe_target
 from sustain.service.ingest.store import store_each
 from sustain.service.schemas.endpoints import EndpointCreate
 
@@ -78,12 +78,7 @@ class OneShot:
 
     @property
     def target(self) -> Target:
-        target = target_of(self.endpoint)
-        if self.rag is None:
-            return target
-        embed, rerank = self.rag
-        return replace(target, rag=RagEndpoints(
-            embed=target_of(embed), rerank=None if rerank is None else target_of(rerank)))
+        return probe_target(self.endpoint, *(self.rag or ()))
 
     @property
     def secrets(self) -> SecretPolicy:

@@ -12,10 +12,12 @@ from pydantic import ValidationError
 
 from sustain.probes.load.plan import sessions_problem
 from sustain.probes.load.profiles import TraceProfile
-from sustain.service.config_file.model import ConfigFile
+from sustain.probes.workload.spec import Workload
+from sustain.service.config_file.model import ConfigFile, ProbeSpec
 from sustain.service.config_file.yaml_lines import ConfigError, Located, Problem, dotted, load
 from sustain.service.domain.expansion import ExpansionPolicy
 from sustain.service.domain.limits import LoadLimits, limit_violations, planned_load
+from sustain.service.domain.rag_endpoints import kind_problems, pairing_problem
 from sustain.service.domain.reach import (
     Reach,
     dataset_problems,
@@ -87,11 +89,36 @@ def _references(config: ConfigFile) -> list[tuple[tuple[str | int, ...], str]]:
         if workload is not None and workload.in_sessions and \
                 (problem := sessions_problem(probe.profile)) is not None:
             found.append((("probes", i, "profile"), problem))
+        if workload is not None:
+            found.extend((("probes", i, *path), message)
+                         for path, message in _rag_problems(probe, workload, config))
     probes = {p.name for p in config.probes}
     for i, slo in enumerate(config.slos):
         found.extend((("slos", i, "probes", j), f"no probe named {name!r} in this file")
                      for j, name in enumerate(slo.probes) if name not in probes)
     return found
+
+
+def _rag_problems(probe: ProbeSpec, workload: Workload, config: ConfigFile
+                  ) -> list[tuple[tuple[str, ...], str]]:
+    """A probe's RAG endpoints: paired with a rag workload, declared, of the right kinds."""
+    rag = probe.rag_endpoints
+    problem = pairing_problem(workload.rag is not None, rag is not None)
+    if problem is not None:
+        return [(("rag_endpoints",), problem)]
+    if rag is None:
+        return []
+    kinds = {e.name: e.api_kind for e in config.endpoints}
+    paths = {"endpoint": ("endpoint",), "embed": ("rag_endpoints", "embed"),
+             "rerank": ("rag_endpoints", "rerank")}
+    found = [(paths[part], f"no endpoint named {name!r} in this file")
+             for part, name in (("embed", rag.embed), ("rerank", rag.rerank))
+             if name is not None and name not in kinds]
+    if found or probe.endpoint not in kinds:
+        return found
+    return [(paths[part], message) for part, message in kind_problems(
+        kinds[probe.endpoint], kinds[rag.embed], None if rag.rerank is None
+        else kinds[rag.rerank])]
 
 
 def _beyond_limits(config: ConfigFile, limits: LoadLimits | None

@@ -56,12 +56,23 @@ class WorkloadSpec(Workload):
     name: Name
 
 
+class RagEndpointNames(InputModel):
+    """A RAG probe's other endpoints, by name (the REST body's `rag_endpoints` ids)."""
+
+    embed: Name = Field(description="An openai-embeddings endpoint declared in this file.")
+    rerank: Name | None = Field(
+        default=None, description="A rerank endpoint declared in this file.")
+
+
 class ProbeSpec(InputModel):
     name: Name
     endpoint: Name = Field(description="Name of an endpoint declared in this file.")
     workload: Name | Workload = Field(
         default_factory=Workload,
         description="Name of a workload declared in this file, or a workload inline.")
+    rag_endpoints: RagEndpointNames | None = Field(
+        default=None, description="A RAG probe's embeddings and rerank endpoints (with a "
+        "workload that has `rag`); its own endpoint generates.")
     profile: LoadProfile = Field(default_factory=SingleProfile)
     schedule: ScheduleSpec
     enabled: bool = True

@@ -27,7 +27,7 @@ from sustain.service.db import runs as run_queries
 from sustain.service.db import slos as slo_queries
 from sustain.service.db.models import Endpoint, NamedResource, Notifier, Probe, Slo
 from sustain.service.domain.limits import LoadLimits, too_many, total_rate_problem
-from sustain.service.schemas.probes import ProbeCreate
+from sustain.service.schemas.probes import ProbeCreate, RagEndpointIds
 
 R = TypeVar("R", bound=NamedResource)
 SYNC_LOCK_KEY = 0x5375_7374_0002
@@ -46,11 +46,16 @@ class SyncResult:
         return bool(self.created or self.updated or self.deleted)
 
 
-def _probe_columns(spec: ProbeSpec, endpoint_id: int, config: ConfigFile) -> dict[str, Any]:
+def _probe_columns(spec: ProbeSpec, endpoint_ids: Mapping[str, int], config: ConfigFile
+                   ) -> dict[str, Any]:
     workloads = {w.name: w for w in config.workloads}
     workload = workloads[spec.workload] if isinstance(spec.workload, str) else spec.workload
+    rag = spec.rag_endpoints
     body = ProbeCreate(
-        name=spec.name, endpoint_id=endpoint_id,
+        name=spec.name, endpoint_id=endpoint_ids[spec.endpoint],
+        rag_endpoints=None if rag is None else RagEndpointIds(
+            embed_endpoint_id=endpoint_ids[rag.embed],
+            rerank_endpoint_id=None if rag.rerank is None else endpoint_ids[rag.rerank]),
         workload=Workload.model_validate(workload.model_dump(exclude={"name"},
                                                              exclude_unset=True)),
         profile=spec.profile, interval_s=spec.schedule.every, cron=spec.schedule.cron,
@@ -167,7 +172,7 @@ async def _sync_probes(session: AsyncSession, config: ConfigFile, probes: Mappin
     """Create or update the file's probes: a changed schedule restarts from now, and a probe
     disabled here has its run in progress cancelled."""
     for spec in config.probes:
-        values = _probe_columns(spec, endpoint_ids[spec.endpoint], config)
+        values = _probe_columns(spec, endpoint_ids, config)
         values["managed_by"] = source
         row = probes.get(spec.name)
         if row is None:
@@ -197,7 +202,7 @@ async def _delete_undeclared_endpoints(session: AsyncSession, config: ConfigFile
     for name, row in endpoints.items():
         if row.managed_by == source and name not in declared_endpoints:
             in_use = (await session.execute(
-                select(func.count()).select_from(Probe).where(Probe.endpoint_id == row.id)
+                select(func.count()).select_from(Probe).where(probe_queries.uses_endpoint(row.id))
             )).scalar_one()
             if in_use:
                 raise ConfigError(source, [Problem(None, "endpoints", (

@@ -9,7 +9,8 @@ from sqlalchemy import exists, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from sustain.service.db import crud
-from sustain.service.db.models import Endpoint, Probe
+from sustain.service.db.models import Endpoint
+from sustain.service.db.probes import uses_endpoint
 from sustain.service.errors import ConflictError
 from sustain.service.schemas.endpoints import EndpointCreate, EndpointRead, EndpointUpdate
 
@@ -26,7 +27,7 @@ def read(endpoint: Endpoint) -> EndpointRead:
 
 async def delete(session: AsyncSession, endpoint: Endpoint) -> None:
     """Refuses while probes use the endpoint, so no probe is left pointing nowhere."""
-    in_use = await session.scalar(select(exists().where(Probe.endpoint_id == endpoint.id)))
+    in_use = await session.scalar(select(exists().where(uses_endpoint(endpoint.id))))
     if in_use:
         raise ConflictError(f"endpoint {endpoint.id} is used by probes; delete them first")
     await crud.delete(session, endpoint, "endpoint")

@@ -23,7 +23,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TIMESTAMP
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 RUN_STATUSES = ("pending", "running", "succeeded", "failed", "abandoned", "invalid", "missed",
                 "skipped", "cancelled")
@@ -95,6 +95,17 @@ class Probe(NamedResource, Base):
         BigInteger, ForeignKey("endpoints.id", ondelete="RESTRICT"), index=True
     )
     workload: Mapped[dict[str, Any]]
+    rag_embed_endpoint_id: Mapped[int | None] = mapped_column(
+        BigInteger, ForeignKey("endpoints.id", ondelete="RESTRICT"), index=True)
+    """A RAG probe's embeddings endpoint (the probe's own endpoint generates)."""
+    rag_rerank_endpoint_id: Mapped[int | None] = mapped_column(
+        BigInteger, ForeignKey("endpoints.id", ondelete="RESTRICT"), index=True)
+    """A RAG probe's rerank endpoint, when it reranks."""
+    rag_embed_endpoint: Mapped[Endpoint | None] = relationship(
+        foreign_keys=[rag_embed_endpoint_id], lazy="selectin", viewonly=True)
+    """Loaded with the probe, so whatever runs it (also offline) has every endpoint."""
+    rag_rerank_endpoint: Mapped[Endpoint | None] = relationship(
+        foreign_keys=[rag_rerank_endpoint_id], lazy="selectin", viewonly=True)
     profile: Mapped[dict[str, Any]]
     interval_seconds: Mapped[int] = mapped_column(Integer)
     """Seconds between ticks; for a cron schedule, the gap between its next two ticks when
@@ -115,7 +126,11 @@ class Probe(NamedResource, Base):
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _updated()
 
-    __table_args__ = (CheckConstraint("interval_seconds > 0", name="interval_positive"),)
+    __table_args__ = (
+        CheckConstraint("interval_seconds > 0", name="interval_positive"),
+        CheckConstraint("rag_rerank_endpoint_id IS NULL OR rag_embed_endpoint_id IS NOT NULL",
+                        name="rag_rerank_needs_embed"),
+    )
 
 
 class Replica(Base):

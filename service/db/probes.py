@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import select, text
+from sqlalchemy import ColumnElement, or_, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from sustain.probes.measure.slo import SloThresholds
@@ -33,6 +33,10 @@ def columns(body: ProbeCreate | ProbeUpdate) -> dict[str, Any]:
             values.update({f"slo_{k}": v for k, v in value.model_dump().items()})
         elif name in ("workload", "profile"):
             values[name] = value.model_dump(mode="json")
+        elif name == "rag_endpoints":
+            values["rag_embed_endpoint_id"] = None if value is None else value.embed_endpoint_id
+            values["rag_rerank_endpoint_id"] = None if value is None \
+                else value.rerank_endpoint_id
         else:
             values[COLUMN_OF.get(name, name)] = value
     if "cron" in values or "interval_seconds" in values:
@@ -49,6 +53,9 @@ def read(probe: Probe) -> ProbeRead:
         "name": probe.name,
         "endpoint_id": probe.endpoint_id,
         "workload": probe.workload,
+        "rag_endpoints": None if probe.rag_embed_endpoint_id is None
+        else {"embed_endpoint_id": probe.rag_embed_endpoint_id,
+              "rerank_endpoint_id": probe.rag_rerank_endpoint_id},
         "profile": probe.profile,
         "interval_s": probe.interval_seconds,
         "cron": probe.cron,
@@ -74,6 +81,12 @@ async def get_with_endpoint(session: AsyncSession, probe_id: int) -> tuple[Probe
     if row is None:
         raise NotFoundError("probe", probe_id)
     return row[0], row[1]
+
+
+def uses_endpoint(endpoint_id: int) -> ColumnElement[bool]:
+    """Probes that send to endpoint `endpoint_id`: their own, or one of their RAG stages."""
+    return or_(Probe.endpoint_id == endpoint_id, Probe.rag_embed_endpoint_id == endpoint_id,
+               Probe.rag_rerank_endpoint_id == endpoint_id)
 
 
 async def list_all(session: AsyncSession, *, enabled_only: bool = False) -> Sequence[Probe]:

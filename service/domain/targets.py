@@ -4,11 +4,18 @@ and for ones built from CLI flags (the API schema), which spell their fields the
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from sustain.probes.client.target import CLIENT_HEADERS, ApiKind, HttpCheck, Target
+from sustain.probes.client.target import (
+    CLIENT_HEADERS,
+    ApiKind,
+    HttpCheck,
+    RagEndpoints,
+    Target,
+)
 from sustain.probes.measure.deployment import Deployment
 from sustain.probes.measure.slo import SloThresholds
 
@@ -85,6 +92,17 @@ def target_of(endpoint: EndpointFields) -> Target:
         else deployment if isinstance(deployment, Deployment)
         else Deployment.model_validate(deployment),
     )
+
+
+def probe_target(endpoint: EndpointFields, embed: EndpointFields | None = None,
+                 rerank: EndpointFields | None = None) -> Target:
+    """The Target of a probe of `endpoint`; a RAG probe's embeddings and rerank endpoints
+    (`embed`, `rerank`) ride along in its `rag`."""
+    target = target_of(endpoint)
+    if embed is None:
+        return target
+    return replace(target, rag=RagEndpoints(
+        embed=target_of(embed), rerank=None if rerank is None else target_of(rerank)))
 
 
 def slo_of(probe: SloFields) -> SloThresholds:

@@ -27,7 +27,7 @@ from sustain.service.domain.finals import RunFinal, completed
 from sustain.service.domain.limits import BeyondLimitsError, LoadLimits, check_limits
 from sustain.service.domain.reach import Reach
 from sustain.service.domain.schedule import Schedule, tick_for_firing
-from sustain.service.domain.targets import slo_of, target_of
+from sustain.service.domain.targets import probe_target, slo_of
 from sustain.service.ingest.buffer import RunSink, SampleBuffer
 from sustain.service.ingest.writer import RefusalCounts
 from sustain.service.metrics import Metrics
@@ -302,7 +302,7 @@ class RunExecutor:
             if self.limits is not None:
                 check_limits(profile, self.limits)
             result = await self.measurer.measure(
-                target_of(endpoint),
+                probe_target(endpoint, probe.rag_embed_endpoint, probe.rag_rerank_endpoint),
                 Workload.model_validate(probe.workload),
                 profile,
                 slo_of(probe),

@@ -12,6 +12,7 @@ from sustain.probes.inputs import InputModel
 from sustain.probes.load.profiles import LoadProfile, SingleProfile
 from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.workload.spec import Workload
+from sustain.service.domain.rag_endpoints import pairing_problem
 from sustain.service.domain.renamed import accept_renamed
 from sustain.service.domain.schedule import parse_cron
 from sustain.service.schemas.common import DbId, Labels, Name, reject_nulls
@@ -19,10 +20,30 @@ from sustain.service.schemas.common import DbId, Labels, Name, reject_nulls
 MAX_INTERVAL_S = 7 * 86_400
 
 
+class RagEndpointIds(InputModel):
+    """A RAG probe's other endpoints: the probe's own endpoint generates (a chat kind); these
+    embed (the corpus once per run, then each question) and, optionally, rerank."""
+
+    embed_endpoint_id: DbId = Field(description="An endpoint of api_kind openai-embeddings.")
+    rerank_endpoint_id: DbId | None = Field(
+        default=None, description="An endpoint of api_kind rerank, when the pipeline reranks "
+        "what it retrieved.")
+
+
+def check_rag_pairing(workload: Workload, rag_endpoints: RagEndpointIds | None) -> None:
+    """A workload's `rag` and the probe's `rag_endpoints` come together or not at all."""
+    problem = pairing_problem(workload.rag is not None, rag_endpoints is not None)
+    if problem is not None:
+        raise PydanticCustomError("rag_endpoints", problem, {"field": "rag_endpoints"})
+
+
 class ProbeCreate(InputModel):
     name: Name
     endpoint_id: DbId
     workload: Workload = Field(default_factory=Workload)
+    rag_endpoints: RagEndpointIds | None = Field(
+        default=None, description="A RAG probe's embeddings and rerank endpoints (with "
+        "workload.rag); the probe's endpoint generates.")
     profile: LoadProfile = Field(default_factory=SingleProfile)
     interval_s: int | None = Field(
         default=None, gt=0, le=MAX_INTERVAL_S,
@@ -50,6 +71,7 @@ class ProbeCreate(InputModel):
             raise PydanticCustomError(
                 "schedule", "give exactly one of interval_s and cron", {"field": "interval_s"})
         check_jitter(self.jitter_s, self.interval_s, self.cron)
+        check_rag_pairing(self.workload, self.rag_endpoints)
         return self
 
 
@@ -86,6 +108,9 @@ class ProbeUpdate(InputModel):
     name: Name | None = None
     endpoint_id: DbId | None = None
     workload: Workload | None = None
+    rag_endpoints: RagEndpointIds | None = Field(
+        default=None, description="Replaced whole; null removes them (with a workload "
+        "that has no rag).")
     profile: LoadProfile | None = None
     interval_s: int | None = Field(default=None, gt=0, le=MAX_INTERVAL_S,
                                    description="Switches a cron probe to an interval.")
@@ -102,7 +127,7 @@ class ProbeUpdate(InputModel):
 
     @model_validator(mode="after")
     def _nulls(self) -> ProbeUpdate:
-        reject_nulls(self)
+        reject_nulls(self, frozenset({"rag_endpoints"}))
         if self.interval_s is not None and self.cron is not None:
             raise PydanticCustomError(
                 "schedule", "give at most one of interval_s and cron", {"field": "interval_s"})
@@ -114,6 +139,7 @@ class ProbeRead(BaseModel):
     name: str
     endpoint_id: DbId
     workload: Workload
+    rag_endpoints: RagEndpointIds | None = None
     profile: LoadProfile
     interval_s: int
     cron: str | None

@@ -9,6 +9,7 @@ from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from sustain.probes.load.profiles import LoadProfile
+from sustain.probes.workload.spec import Workload
 from sustain.service.api import cursor as cursors
 from sustain.service.api.deps import ExecutorDep, SchedulerDep, SessionDep, StateDep
 from sustain.service.api.paging import PageDep
@@ -25,6 +26,7 @@ from sustain.service.domain.limits import (
     peak_rate,
     planned_load,
 )
+from sustain.service.domain.rag_endpoints import kind_problems, pairing_problem
 from sustain.service.errors import ConflictError, FieldError, NotFoundError, UnavailableError
 from sustain.service.schemas.common import MAX_DB_ID
 from sustain.service.schemas.paging import Page
@@ -32,6 +34,7 @@ from sustain.service.schemas.probes import (
     ProbeCreate,
     ProbeRead,
     ProbeUpdate,
+    RagEndpointIds,
     period_of,
 )
 from sustain.service.schemas.runs import RunAccepted
@@ -65,6 +68,32 @@ async def _check_endpoint(session: AsyncSession, endpoint_id: int) -> None:
         raise FieldError("endpoint_id", str(exc)) from None
 
 
+async def _endpoint_kind(session: AsyncSession, endpoint_id: int, field: str) -> str:
+    try:
+        return (await crud.get(session, Endpoint, endpoint_id, "endpoint")).api_kind
+    except NotFoundError as exc:
+        raise FieldError(field, str(exc)) from None
+
+
+async def _check_rag(session: AsyncSession, endpoint_id: int, workload: Workload,
+                     rag: RagEndpointIds | None) -> None:
+    """A 422 naming `rag_endpoints` (or the endpoint among them) when a RAG probe's endpoints
+    are missing, absent or of the wrong api_kind (service/domain/rag_endpoints.py)."""
+    problem = pairing_problem(workload.rag is not None, rag is not None)
+    if problem is not None:
+        raise FieldError("rag_endpoints", problem)
+    if rag is None:
+        return
+    fields = {"endpoint": "endpoint_id", "embed": "rag_endpoints.embed_endpoint_id",
+              "rerank": "rag_endpoints.rerank_endpoint_id"}
+    generate = await _endpoint_kind(session, endpoint_id, fields["endpoint"])
+    embed = await _endpoint_kind(session, rag.embed_endpoint_id, fields["embed"])
+    rerank = None if rag.rerank_endpoint_id is None \
+        else await _endpoint_kind(session, rag.rerank_endpoint_id, fields["rerank"])
+    for part, message in kind_problems(generate, embed, rerank):
+        raise FieldError(fields[part], message)
+
+
 @router.post("", status_code=status.HTTP_201_CREATED)
 async def create_probe(body: ProbeCreate, session: SessionDep, scheduler: SchedulerDep,
                        state: StateDep) -> ProbeRead:
@@ -77,6 +106,7 @@ async def create_probe(body: ProbeCreate, session: SessionDep, scheduler: Schedu
     refuse_dataset(body.workload, state.reach, body.profile)
     refuse_unplayable(body.workload, body.profile)
     await _check_endpoint(session, body.endpoint_id)
+    await _check_rag(session, body.endpoint_id, body.workload, body.rag_endpoints)
     await quotas.make_room(session, "probe", state.settings.max_probes)
     await _check_total_rate(session, state.settings, None, None,
                             body.profile if body.enabled else None)
@@ -116,6 +146,10 @@ async def update_probe(probe_id: ProbeId, body: ProbeUpdate, session: SessionDep
     refuse_unplayable(body.workload or current.workload, body.profile or current.profile)
     if body.endpoint_id is not None:
         await _check_endpoint(session, body.endpoint_id)
+    await _check_rag(session, body.endpoint_id or probe.endpoint_id,
+                     body.workload or current.workload,
+                     body.rag_endpoints if "rag_endpoints" in body.model_fields_set
+                     else current.rag_endpoints)
     changes = probe_queries.columns(body)
     cron = changes.get("cron", probe.cron)
     interval = changes.get("interval_seconds", probe.interval_seconds)

@@ -16,6 +16,7 @@ from sustain.service.cli import app
 from sustain.service.cli.oneshot import build
 from sustain.service.cli.probe_flags import ProbeFlags
 from sustain.service.config_file.load import parse
+from sustain.service.domain.rag_endpoints import kind_problems
 from sustain.service.schemas.endpoints import EndpointCreate
 from sustain.service.schemas.probes import ProbeCreate
 
@@ -58,7 +59,7 @@ def test_the_rest_bodies_are_valid_endpoints_and_probes() -> None:
 
 
 def test_the_config_file_is_valid() -> None:
-    (yaml_text,) = blocks("yaml")
+    yaml_text = blocks("yaml")[0]
     config, _ = parse("version: 1\n" + yaml_text, "README.md")
     assert {e.api_kind for e in config.endpoints} == GENERATION_AND_ITEM_KINDS
     assert len(config.probes) == len(GENERATION_AND_ITEM_KINDS)
@@ -78,3 +79,32 @@ def test_the_command_lines_build_runs_of_every_kind() -> None:
         if "--images" in line:
             assert shot.workload.images is not None
     assert kinds >= GENERATION_AND_ITEM_KINDS
+
+
+def rag_rest_bodies() -> list[dict[str, object]]:
+    """The RAG example's REST bodies, in order: its endpoints, then its probe."""
+    (rest,) = [block for block in blocks("") if "rag_endpoints" in block]
+    return [json.loads(line.split(" ", 2)[2]) for line in rest.splitlines()
+            if line.startswith("POST ")]
+
+
+def test_the_rag_rest_example_is_a_probe_whose_endpoints_fit() -> None:
+    *endpoint_bodies, probe_body = rag_rest_bodies()
+    endpoints = [EndpointCreate.model_validate(body) for body in endpoint_bodies]
+    probe = ProbeCreate.model_validate(probe_body)
+    assert probe.workload.rag is not None
+    assert probe.rag_endpoints is not None
+    assert probe.rag_endpoints.rerank_endpoint_id is not None
+    kind = {k + 1: endpoint.api_kind for k, endpoint in enumerate(endpoints)}  # ids in order
+    assert kind_problems(kind[probe.endpoint_id], kind[probe.rag_endpoints.embed_endpoint_id],
+                         kind[probe.rag_endpoints.rerank_endpoint_id]) == []
+
+
+def test_the_rag_config_file_example_is_valid_with_the_rest_examples_endpoints() -> None:
+    endpoints = json.dumps(rag_rest_bodies()[:-1])
+    config, _ = parse(f"version: 1\nendpoints: {endpoints}\n" + blocks("yaml")[1],
+                      "README.md")
+    (probe,) = config.probes
+    assert probe.rag_endpoints is not None
+    assert (probe.endpoint, probe.rag_endpoints.embed, probe.rag_endpoints.rerank) == \
+        ("gen", "emb", "rr")
