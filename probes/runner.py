@@ -18,7 +18,7 @@ from sustain.probes.client.egress import EgressPolicy
 from sustain.probes.client.protocols import auth_headers, protocol_headers
 from sustain.probes.client.secret_policy import SecretPolicy
 from sustain.probes.client.secrets import resolve_secret
-from sustain.probes.client.target import ApiKind, Target
+from sustain.probes.client.target import CHAT_KINDS, Target
 from sustain.probes.load.clock import RunClock
 from sustain.probes.load.drivers import (
     Prepare,
@@ -203,9 +203,10 @@ def prepare_requests(clients: HttpClients, target: Target, workload: Workload,
     """What builds each request of a run: the bearer token resolved (SecretUnavailableError),
     the dataset and tokenizer loaded (DatasetError, ValueError); WorkloadError for sessions
     to anything but a chat endpoint."""
-    if workload.in_sessions and target.api_kind is not ApiKind.OPENAI_CHAT:
-        raise WorkloadError("sessions need a chat endpoint (api_kind openai-chat): a "
-                            "conversation's history is a list of messages")
+    if workload.in_sessions and target.api_kind not in CHAT_KINDS:
+        raise WorkloadError("sessions need a chat endpoint (api_kind openai-chat, "
+                            "openai-responses or anthropic-messages): a conversation's "
+                            "history is a list of messages")
     if workload.rag is not None or target.rag is not None:
         return RagPipeline(any_transport(clients), target, workload,
                            partial(request_headers, secrets=secrets), datasets)

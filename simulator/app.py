@@ -22,9 +22,9 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from sustain.simulator.completion import (
+    HISTORY_PROBLEM,
     Completion,
     StreamEvents,
-    history_problem,
     message_text,
     prompt_words,
     stream_plan,
@@ -289,7 +289,6 @@ class SimulatorApp:
     async def _generate(self, scope: Scope, receive: Receive, send: Send, arrival: float,
                         *, kind: str) -> None:
         config = self.config
-        chat = kind == "chat"
         fault = self._fault(scope)
         form = None
         if kind == "transcriptions":
@@ -297,7 +296,9 @@ class SimulatorApp:
         body = await self._accepted(receive, send, fault, form)
         if body is None:
             return
-        if chat and (problem := history_problem(body.get("messages"))) is not None:
+        check = HISTORY_PROBLEM.get(kind)
+        if check is not None and (problem := check(body.get("messages", body.get("input")))
+                                  ) is not None:
             await _error(send, 400, problem)
             return
         max_tokens = body.get("max_tokens") or body.get("max_completion_tokens") or \
@@ -323,7 +324,7 @@ class SimulatorApp:
                                 tokens, len(words) + pictures, cached, tool)
         if tool is not None and completion.tokens:
             finish = "tool_calls"
-        if self._cache is not None and chat and completion.tokens:
+        if self._cache is not None and kind in HISTORY_PROBLEM and completion.tokens:
             # The reply's KV stays cached too (as in vLLM): a conversation's next turn, which
             # sends it back as history, finds it.
             reply = completion.whole(finish)["choices"][0]["message"]

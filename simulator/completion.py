@@ -177,12 +177,27 @@ class Completion:
 
 
 def message_text(message: dict[str, Any]) -> str:
-    """A chat message's text: its content (a string or text parts) and, for an assistant's
-    tool calls, their names and arguments (a server's template renders them too)."""
+    """A message's text as a server's template renders it: its content (a string, or text
+    parts and blocks) and any tool call's name and arguments, or tool result: chat's
+    `tool_calls`, Responses' `function_call` and `function_call_output` items, Anthropic's
+    `tool_use` and `tool_result` blocks."""
     content = message.get("content")
-    parts = [content] if isinstance(content, str) else [
-        p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
-    ] if isinstance(content, list) else []
+    parts: list[str] = []
+    for part in [content] if isinstance(content, str) else \
+            content if isinstance(content, list) else []:
+        if isinstance(part, str):
+            parts.append(part)
+        elif isinstance(part, dict):
+            if isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            elif part.get("type") == "tool_use":
+                parts += [str(part.get("name", "")), json.dumps(part.get("input", {}))]
+            elif part.get("type") == "tool_result":
+                parts.append(message_text({"content": part.get("content")}))
+    if message.get("type") == "function_call":
+        parts += [str(message.get("name", "")), str(message.get("arguments", ""))]
+    elif message.get("type") == "function_call_output":
+        parts.append(str(message.get("output", "")))
     calls = message.get("tool_calls")
     for call in calls if isinstance(calls, list) else []:
         function = call.get("function") if isinstance(call, dict) else None
@@ -234,15 +249,83 @@ def history_problem(messages: Any) -> str | None:
     return None
 
 
+def responses_history_problem(items: Any) -> str | None:
+    """Why a Responses `input` is not one a server accepts, or None: each `function_call`
+    answered by one `function_call_output` of its `call_id` before anything else is said,
+    and every output answering such a call."""
+    if isinstance(items, str):
+        return None
+    if not isinstance(items, list):
+        return "input must be a string or a list"
+    pending: set[str] = set()
+    for item in items:
+        if not isinstance(item, dict):
+            return "each input item must be an object"
+        kind = item.get("type")
+        if kind == "function_call":
+            pending.add(str(item.get("call_id")))
+        elif kind == "function_call_output":
+            if item.get("call_id") not in pending:
+                return f"function_call_output answers no pending call ({item.get('call_id')!r})"
+            pending.discard(item["call_id"])
+        elif pending:
+            return f"function calls {sorted(pending)} were not answered"
+    if pending:
+        return f"function calls {sorted(pending)} were not answered"
+    return None
+
+
+def anthropic_history_problem(messages: Any) -> str | None:
+    """Why Anthropic `messages` are not ones the API accepts, or None: roles alternate from
+    a user message, and each assistant `tool_use` is answered by a `tool_result` of its id
+    leading the next user message, every result answering such a use."""
+    if not isinstance(messages, list):
+        return "messages must be a list"
+    expected, pending = "user", set[str]()
+    for message in messages:
+        if not isinstance(message, dict) or message.get("role") != expected:
+            return f"messages must alternate user and assistant, from user (wanted {expected})"
+        content = message.get("content")
+        blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+        if expected == "user":
+            results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
+            if results != [b.get("tool_use_id") for b in blocks[:len(results)]]:
+                return "tool_result blocks must come first in a user message"
+            if set(results) != pending or len(results) != len(pending):
+                return f"tool uses {sorted(pending)} answered by {sorted(map(str, results))}"
+            pending, expected = set(), "assistant"
+        else:
+            pending = {str(b.get("id")) for b in blocks if b.get("type") == "tool_use"}
+            expected = "user"
+    if pending:
+        return f"tool uses {sorted(pending)} were not answered"
+    return None
+
+
+HISTORY_PROBLEM = {"chat": history_problem, "responses": responses_history_problem,
+                   "messages": anthropic_history_problem}
+"""Each conversation protocol's check of a request's history."""
+
+
 def wants_tool(body: dict[str, Any]) -> bool:
     """Whether the model 'decides' to call a tool: tools were offered, tool_choice allows,
     and the last message is not already a tool's result (then it answers in text)."""
     tools, messages = body.get("tools"), body.get("messages", body.get("input"))
     if not (isinstance(tools, list) and tools and isinstance(messages, list) and messages):
         return False
-    last = messages[-1]
-    return body.get("tool_choice") != "none" and not (
-        isinstance(last, dict) and last.get("role") == "tool")
+    return body.get("tool_choice") not in ("none", {"type": "none"}) and \
+        not is_tool_result(messages[-1])
+
+
+def is_tool_result(message: Any) -> bool:
+    """A chat `tool` message, a Responses `function_call_output`, or an Anthropic user
+    message leading with a `tool_result`."""
+    if not isinstance(message, dict):
+        return False
+    content = message.get("content")
+    return message.get("role") == "tool" or message.get("type") == "function_call_output" \
+        or (isinstance(content, list) and bool(content) and isinstance(content[0], dict)
+            and content[0].get("type") == "tool_result")
 
 
 class StreamEvents(Protocol):

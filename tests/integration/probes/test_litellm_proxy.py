@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.secret_policy import SecretPolicy
 from sustain.probes.client.target import ApiKind, Target
-from sustain.probes.load.profiles import SingleProfile
+from sustain.probes.load.profiles import ConcurrencyProfile, SingleProfile
 from sustain.probes.measure.sample import ErrorClass, Measurement
 from sustain.probes.runner import execute
+from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.probes.workload.spec import Workload
 from sustain.simulator.config import SimulatorConfig
 from sustain.simulator.server import BackgroundSimulator
@@ -166,3 +168,33 @@ async def test_images_reach_the_model_through_litellm(proxy: Proxy, kind: ApiKin
     assert m.image_size == "56x56"
     assert m.input_tokens is not None
     assert m.input_tokens >= 6 + 2 * 4
+
+
+SESSIONS = str(Path(__file__).parents[3] / "examples" / "sessions" / "agentic.jsonl")
+
+
+@pytest.mark.parametrize("kind", [ApiKind(k) for k in KIND_IDS], ids=KIND_IDS)
+async def test_sessions_with_a_tool_round_trip_through_litellm(proxy: Proxy,
+                                                               kind: ApiKind) -> None:
+    """LiteLLM translates each protocol's history (Responses `function_call` and
+    `function_call_output` items, Anthropic `tool_use` and `tool_result` blocks) into the
+    chat history the simulator checks: a tool result that answers no call it made, or a
+    call left unanswered, fails the turn."""
+    target = Target(base_url=proxy.base_url, api_kind=kind, model="sim",
+                    auth_secret_ref="env:LITELLM_TEST_KEY")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LITELLM_TEST_KEY", proxy.key)
+        async with HttpClients() as clients:
+            result = await execute(clients, target, Workload(sessions=SESSIONS),
+                                   ConcurrencyProfile(users=3, duration_s=60),
+                                   secrets=SecretPolicy(env_globs=("LITELLM_TEST_KEY",)),
+                                   datasets=DatasetPolicy.unrestricted())
+    failures = [s.measurement.error_detail for s in result.samples
+                if s.measurement.error_class is not None]
+    assert failures == []
+    assert result.summary.sessions is not None
+    assert result.summary.sessions.completed == 3
+    agent = sorted((s for s in result.samples if s.conversation == "agent"),
+                   key=lambda s: s.turn or 0)
+    assert agent[0].measurement.tool_call_ms is not None, "the simulator called the tool"
+    assert agent[1].measurement.tool_call_ms is None, "and answered its result in text"

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from sustain.probes.client.clients import HttpClients
-from sustain.probes.client.target import ApiKind, Target
+from sustain.probes.client.target import CHAT_KINDS, ApiKind, Target
 from sustain.probes.load.profiles import ConcurrencyProfile, ConstantProfile, LoadProfile
 from sustain.probes.measure.sample import Sample
 from sustain.probes.runner import RunResult, execute
@@ -31,9 +31,9 @@ def target(server: SimulatorHandle, api: ApiKind = ApiKind.OPENAI_CHAT) -> Targe
 
 
 async def play(server: SimulatorHandle, profile: LoadProfile | None = None,
-               **workload: Any) -> RunResult:
+               api: ApiKind = ApiKind.OPENAI_CHAT, **workload: Any) -> RunResult:
     async with HttpClients() as clients:
-        return await execute(clients, target(server), Workload(**workload),
+        return await execute(clients, target(server, api), Workload(**workload),
                              profile or ConcurrencyProfile(users=3, duration_s=60),
                              datasets=ANYWHERE)
 
@@ -73,9 +73,12 @@ def check_complete(result: RunResult) -> None:
     assert (result.summary.e2e_interactivity or 0.0) > 0
 
 
+@pytest.mark.parametrize("api", sorted(CHAT_KINDS))
 async def test_a_sessions_file_completes_with_growing_history_and_tool_round_trips(
-        simulator: SimulatorHandle) -> None:
-    result = await play(simulator, sessions=EXAMPLE)
+        simulator: SimulatorHandle, api: ApiKind) -> None:
+    """Over every conversation protocol: the simulator checks each one's history (a tool
+    result answers a call it made, Anthropic's roles alternate) and refuses a bad one."""
+    result = await play(simulator, api=api, sessions=EXAMPLE)
     check_complete(result)
     assert result.stopped is None
     assert all(s.measurement.reply is None for s in result.samples)  # no text kept

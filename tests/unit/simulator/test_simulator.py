@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from sustain.simulator.completion import anthropic_history_problem, responses_history_problem
 from sustain.simulator.config import SimulatorConfig
 from sustain.simulator.server import BackgroundSimulator
 from tests.processes import wait_until
@@ -263,3 +264,44 @@ def test_offered_tools_are_called_and_a_tool_result_is_answered_in_text() -> Non
     assert "answers no pending tool call" in stray.text
     assert unanswered.status_code == 400
     assert "were not answered" in unanswered.text
+
+
+CALLED = {"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": "{}"}
+
+
+@pytest.mark.parametrize(("items", "problem"), [
+    ([{"role": "user", "content": "q"}, CALLED,
+      {"type": "function_call_output", "call_id": "c1", "output": "sun"}], None),
+    ("just text", None),
+    ([CALLED, {"role": "user", "content": "and?"}], "function calls ['c1'] were not answered"),
+    ([CALLED], "function calls ['c1'] were not answered"),
+    ([{"type": "function_call_output", "call_id": "c9", "output": "x"}],
+     "function_call_output answers no pending call ('c9')"),
+])
+def test_a_responses_history_pairs_each_call_with_its_output(items: object,
+                                                             problem: str | None) -> None:
+    assert responses_history_problem(items) == problem
+
+
+USED = {"role": "assistant", "content": [{"type": "tool_use", "id": "u1", "name": "lookup",
+                                          "input": {}}]}
+
+
+@pytest.mark.parametrize(("messages", "problem"), [
+    ([{"role": "user", "content": "q"}, USED,
+      {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "u1",
+                                    "content": "sun"}, {"type": "text", "text": "and?"}]}],
+     None),
+    ([{"role": "user", "content": "q"}, USED, {"role": "user", "content": "and?"}],
+     "tool uses ['u1'] answered by []"),
+    ([{"role": "user", "content": "q"}, USED,
+      {"role": "user", "content": [{"type": "text", "text": "and?"},
+                                   {"type": "tool_result", "tool_use_id": "u1"}]}],
+     "tool_result blocks must come first in a user message"),
+    ([{"role": "user", "content": "q"}, {"role": "user", "content": "again"}],
+     "messages must alternate user and assistant, from user (wanted assistant)"),
+    ([{"role": "user", "content": "q"}, USED], "tool uses ['u1'] were not answered"),
+])
+def test_an_anthropic_history_alternates_and_answers_each_tool_use(
+        messages: object, problem: str | None) -> None:
+    assert anthropic_history_problem(messages) == problem
