@@ -43,6 +43,7 @@ from sustain.service.domain.finals import RunFinal, completed
 from sustain.service.domain.limits import LoadLimits, Path, limit_violations, planned_load
 from sustain.service.domain.rows import sample_tuple, sent_at
 from sustain.service.domain.targets import probe_target
+from sustain.service.domain.thresholds import threshold_problems
 from sustain.service.ingest.store import store_each
 from sustain.service.schemas.endpoints import EndpointCreate
 
@@ -118,6 +119,8 @@ def build(flags: ProbeFlags, limits: LoadLimits | None = None) -> OneShot:
                             e2e_ms=flags.slo_e2e_ms)
     except ValidationError as exc:
         raise flag_error(exc) from None
+    for name, message in threshold_problems(endpoint.api_kind, slo):
+        raise FlagError(f"--slo-{name.replace('_', '-')}: {message}")
     denied = EGRESS.check_url(str(endpoint.base_url))
     if denied is not None:
         raise FlagError(f"BASE_URL: egress denied: {denied}")

@@ -24,6 +24,7 @@ from sustain.service.domain.reach import (
     target_problems,
     workload_files,
 )
+from sustain.service.domain.thresholds import threshold_problems
 
 
 def _data_path(data: Any, loc: tuple[int | str, ...], missing: bool
@@ -92,6 +93,11 @@ def _references(config: ConfigFile) -> list[tuple[tuple[str | int, ...], str]]:
         if workload is not None:
             found.extend((("probes", i, *path), message)
                          for path, message in _rag_problems(probe, workload, config))
+        api_kind = next((e.api_kind for e in config.endpoints if e.name == probe.endpoint),
+                        None)
+        if api_kind is not None:
+            found.extend((("probes", i, "slo", name), message)
+                         for name, message in threshold_problems(api_kind, probe.slo))
     probes = {p.name for p in config.probes}
     for i, slo in enumerate(config.slos):
         found.extend((("slos", i, "probes", j), f"no probe named {name!r} in this file")

@@ -9,6 +9,7 @@ from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from sustain.probes.load.profiles import LoadProfile
+from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.workload.spec import Workload
 from sustain.service.api import cursor as cursors
 from sustain.service.api.deps import ExecutorDep, SchedulerDep, SessionDep, StateDep
@@ -27,6 +28,7 @@ from sustain.service.domain.limits import (
     planned_load,
 )
 from sustain.service.domain.rag_endpoints import kind_problems, pairing_problem
+from sustain.service.domain.thresholds import threshold_problems
 from sustain.service.errors import ConflictError, FieldError, NotFoundError, UnavailableError
 from sustain.service.schemas.common import MAX_DB_ID
 from sustain.service.schemas.paging import Page
@@ -61,11 +63,16 @@ async def _check_total_rate(session: AsyncSession, settings: Settings, probe_id:
         after, settings.max_rate, settings.max_total_rate)
 
 
-async def _check_endpoint(session: AsyncSession, endpoint_id: int) -> None:
+async def _check_endpoint(session: AsyncSession, endpoint_id: int,
+                          slo: SloThresholds | None) -> None:
+    """A 422 naming `endpoint_id` when there is no such endpoint, or the SLO thresholds its
+    kind can never meet (service/domain/thresholds.py)."""
     try:
-        await crud.get(session, Endpoint, endpoint_id, "endpoint")
+        endpoint = await crud.get(session, Endpoint, endpoint_id, "endpoint")
     except NotFoundError as exc:
         raise FieldError("endpoint_id", str(exc)) from None
+    if slo is not None and (found := threshold_problems(endpoint.api_kind, slo)):
+        raise FieldError.of([(f"slo.{name}", message) for name, message in found])
 
 
 async def _endpoint_kind(session: AsyncSession, endpoint_id: int, field: str) -> str:
@@ -105,7 +112,7 @@ async def create_probe(body: ProbeCreate, session: SessionDep, scheduler: Schedu
     _check_limits(body.profile, state.settings.load_limits())
     refuse_dataset(body.workload, state.reach, body.profile)
     refuse_unplayable(body.workload, body.profile)
-    await _check_endpoint(session, body.endpoint_id)
+    await _check_endpoint(session, body.endpoint_id, body.slo)
     await _check_rag(session, body.endpoint_id, body.workload, body.rag_endpoints)
     await quotas.make_room(session, "probe", state.settings.max_probes)
     await _check_total_rate(session, state.settings, None, None,
@@ -144,8 +151,9 @@ async def update_probe(probe_id: ProbeId, body: ProbeUpdate, session: SessionDep
     refuse_dataset(body.workload, state.reach, body.profile)
     current = probe_queries.read(probe)
     refuse_unplayable(body.workload or current.workload, body.profile or current.profile)
-    if body.endpoint_id is not None:
-        await _check_endpoint(session, body.endpoint_id)
+    if body.endpoint_id is not None or body.slo is not None:
+        await _check_endpoint(session, body.endpoint_id or probe.endpoint_id,
+                              body.slo or current.slo)
     await _check_rag(session, body.endpoint_id or probe.endpoint_id,
                      body.workload or current.workload,
                      body.rag_endpoints if "rag_endpoints" in body.model_fields_set

@@ -166,7 +166,11 @@ async def test_a_rag_corpus_outside_the_dataset_dir_is_refused_naming_it(
     (tmp_path / "corpus.jsonl").write_text('{"id": "a", "text": "words"}\n')
     async with app_with(database_url, dataset_dir=allowed) as api:
         endpoint = await create_endpoint(api, "http://127.0.0.1:9/v1")
+        embed = await create_endpoint(api, "http://127.0.0.1:9/v1", name="emb",
+                                      api_kind="openai-embeddings")
         for corpus in ("/etc/shadow", str(tmp_path / "corpus.jsonl")):
             refused(await api.post("/api/v1/probes", json=probe_body(
-                endpoint["id"], rag={"corpus": corpus})), "workload.rag.corpus")
+                endpoint["id"], rag={"corpus": corpus}) | {
+                    "rag_endpoints": {"embed_endpoint_id": embed["id"]}}),
+                "workload.rag.corpus")
         assert await listed(api, "/api/v1/probes") == []
