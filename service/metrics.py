@@ -89,6 +89,23 @@ class LastRunCollector(Collector):
             "second per accelerator and per kW, the power it used (W, measured by DCGM or "
             "declared), joules per output and good token, cost per million output and good "
             "tokens (in the deployment's currency).", labels=[*labels, "figure"])
+        items = GaugeMetricFamily(
+            "sustain_probe_last_run_item_throughput",
+            "Inputs embedded or documents ranked per second in the probe's newest run "
+            "(openai-embeddings and rerank probes).", labels=labels)
+        rtf = GaugeMetricFamily(
+            "sustain_probe_last_run_rtf",
+            "Real-time factor percentiles (processing time / audio time; below 1 is faster "
+            "than real time) of the transcription probe's newest run.",
+            labels=[*labels, "quantile"])
+        hits = GaugeMetricFamily(
+            "sustain_probe_last_run_retrieval_hit_ratio",
+            "Questions whose expected passage was retrieved, over those that named one, in "
+            "the RAG probe's newest run.", labels=labels)
+        stages = GaugeMetricFamily(
+            "sustain_probe_last_run_rag_stage_seconds",
+            "Stage time percentiles of the RAG probe's newest run (embed, retrieve, rerank, "
+            "generate_ttft, generate, overhead).", labels=[*labels, "stage", "quantile"])
         for run in self.snapshot:
             values = [run.endpoint, run.probe, run.model]
             timestamp.add_metric(values, run.finished_at.timestamp())
@@ -111,6 +128,17 @@ class LastRunCollector(Collector):
                             if isinstance(p, dict) and p.get("level") == best), None)
                 if isinstance(tps, int | float):
                     capacity_tps.add_metric(values, float(tps))
+            if isinstance(value := summary.get("item_throughput"), int | float):
+                items.add_metric(values, float(value))
+            if isinstance(value := summary.get("retrieval_hit_rate"), int | float):
+                hits.add_metric(values, float(value))
+            for name, q in (("p50", "0.5"), ("p99", "0.99")):
+                if isinstance(value := (summary.get("rtf") or {}).get(name), int | float):
+                    rtf.add_metric([*values, q], float(value))
+                for stage, dist in (summary.get("rag_stages_ms") or {}).items():
+                    if isinstance(dist, dict) and isinstance(value := dist.get(name),
+                                                             int | float):
+                        stages.add_metric([*values, str(stage), q], float(value) / 1000.0)
             for figure, value in (summary.get("efficiency") or {}).items():
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     efficiency.add_metric([*values, figure], float(value))
@@ -119,7 +147,7 @@ class LastRunCollector(Collector):
                     if isinstance(stats, dict) and stats.get(stat) is not None:
                         server.add_metric([*values, str(series), stat], float(stats[stat]))
         yield from (timestamp, success, availability, throughput, *latency.values(), server,
-                    *capacity.values(), capacity_tps, efficiency)
+                    *capacity.values(), capacity_tps, efficiency, items, rtf, hits, stages)
 
 
 class SloCollector(Collector):

@@ -11,20 +11,32 @@ from sustain.probes.measure.sample import Outcome, Sample
 from sustain.probes.measure.sketch import MetricSketch
 
 MetricName = Literal["ttft", "itl", "tpot", "e2e", "corrected_e2e", "lag", "output_tokens",
-                     "quality"]
+                     "quality", "items", "rtf", "retrieval", "rag_embed", "rag_retrieve",
+                     "rag_rerank", "rag_gen_ttft", "rag_overhead"]
 METRICS: tuple[MetricName, ...] = get_args(MetricName)
 """Metrics that are sketched: latencies in ms; `output_tokens`, each successful request's
 output length (its mean drifts when a model is swapped or quantised); `quality`, each checked
 canary's score, 1 when it passed and 2 when it failed, so its mean is 1 + the failed share and
-a rise is a regression, as for the latencies."""
+a rise is a regression, as for the latencies; `items`, the inputs embedded or documents ranked
+by each successful request of an item kind (their sum over measured time is items/s);
+`rtf`, each successful transcription's real-time factor; `retrieval`, each RAG question's
+retrieval verdict, 1 when its expected passage was retrieved and 2 when not (its mean is 1 +
+the miss share); `rag_*`, a successful RAG request's stage times in ms."""
 QUALITY_PASSED, QUALITY_FAILED = 1.0, 2.0
+RETRIEVAL_HIT, RETRIEVAL_MISS = 1.0, 2.0
+RAG_STAGE_METRICS: dict[str, MetricName] = {
+    "embed": "rag_embed", "retrieve": "rag_retrieve", "rerank": "rag_rerank",
+    "generate_ttft": "rag_gen_ttft", "overhead": "rag_overhead"}
+"""The sketched RAG stages (a run's `generate` is its E2E's tail; its TTFT is sketched)."""
 
 
 def metric_values(sample: Sample) -> Iterable[tuple[MetricName, float]]:
     """The (metric, value) pairs one sample contributes: latencies of successful requests
-    only, lag of every request (as in `summarise`)."""
+    only, lag and retrieval verdicts of every request (as in `summarise`)."""
     if (lag := sample.lag_ms) is not None:
         yield "lag", lag
+    if (hit := sample.measurement.hit) is not None:  # judged even if generation then failed
+        yield "retrieval", RETRIEVAL_HIT if hit else RETRIEVAL_MISS
     if sample.outcome is not Outcome.SUCCESS:
         return
     if (ttft := sample.ttft_ms) is not None:
@@ -40,6 +52,14 @@ def metric_values(sample: Sample) -> Iterable[tuple[MetricName, float]]:
         yield "output_tokens", float(sample.measurement.output_tokens)
     if (quality := sample.quality) is not None:
         yield "quality", QUALITY_PASSED if quality else QUALITY_FAILED
+    m = sample.measurement
+    if m.items is not None:
+        yield "items", float(m.items)
+    if (rtf := m.rtf) is not None:
+        yield "rtf", rtf
+    for stage, ms in sample.rag_stages_ms:
+        if (metric := RAG_STAGE_METRICS.get(stage)) is not None:
+            yield metric, ms
 
 
 def stage_sketches(samples: Sequence[Sample]) -> dict[tuple[int, MetricName], MetricSketch]:

@@ -153,3 +153,15 @@ class Sample:
         """End minus t_sched: includes generator lag, so it cannot hide coordinated omission."""
         lag = self.lag_ms
         return None if lag is None else self.measurement.e2e_ms + lag
+
+    @property
+    def rag_stages_ms(self) -> tuple[tuple[str, float], ...]:
+        """A RAG request's stage times (ms) and `overhead`: its E2E less the stages the
+        generation's E2E ends (embed, retrieve, rerank, generate; not generate_ttft, which
+        generate contains): the pipeline's own work between stages. Empty for a single
+        request."""
+        timed = self.measurement.stages_ms
+        if timed is None:
+            return ()
+        spent = sum(ms for name, ms in timed if name != "generate_ttft")
+        return (*timed, ("overhead", self.measurement.e2e_ms - spent))

@@ -217,13 +217,8 @@ def rag_stages(samples: Sequence[Sample]) -> dict[str, Distribution] | None:
     generation's E2E ends (embed, retrieve, rerank, generate)."""
     stages: dict[str, list[float]] = {}
     for sample in samples:
-        timed = sample.measurement.stages_ms
-        if timed is None:
-            continue
-        for name, ms in timed:
+        for name, ms in sample.rag_stages_ms:
             stages.setdefault(name, []).append(ms)
-        spent = sum(ms for name, ms in timed if name != "generate_ttft")
-        stages.setdefault("overhead", []).append(sample.e2e_ms - spent)
     return {name: distribution(values) for name, values in stages.items()} if stages else None
 
 

@@ -92,6 +92,11 @@ def comparison_table(found: Comparison) -> Table:
         ("E2E p50 / p99", [f"{ms(p.e2e_ms.p50)} / {ms(p.e2e_ms.p99)}" for p in found.probes]),
         ("output tok/s", [num(p.output_token_throughput) for p in found.probes]),
         ("goodput req/s", [num(p.goodput) for p in found.probes]),
+        ("items/s", [num(p.item_throughput) for p in found.probes]),
+        ("RTF p50 / p99", ["-" if p.rtf is None else f"{num(p.rtf.p50)} / {num(p.rtf.p99)}"
+                           for p in found.probes]),
+        ("retrieval hit rate", ["-" if p.retrieval_hit_rate is None
+                                else f"{p.retrieval_hit_rate:.1%}" for p in found.probes]),
         ("capacity (newest, median)", [
             "-" if p.capacity is None else
             f"{p.capacity.latest} / {p.capacity.median:g} {p.capacity.unit or ''}"
@@ -109,6 +114,9 @@ def comparison_table(found: Comparison) -> Table:
                              if d.verdict in ("regressed", "improved")) or "no change"
                    for p in found.probes]),
     ]
+    kind_rows = {"items/s", "RTF p50 / p99", "retrieval hit rate"}
     for label, cells in rows:
+        if label in kind_rows and all(cell == "-" for cell in cells):
+            continue  # a figure of kinds none of these probes is
         table.add_row(label, *cells)
     return table

@@ -45,6 +45,7 @@ async def window_summary(session: AsyncSession, probe_id: int, start: datetime,
     throughputs = await drift_queries.run_throughputs(session, probe_id, start, end)
     steadiness = await asyncio.to_thread(run_stability, figures, throughputs)
     tps = count_stat(agg, "output_token_throughput").value
+    items = agg.sketch("items")
     return WindowSummary(
         probe_id=probe_id, from_=start, to=end, runs=agg.runs, attempts=agg.attempts,
         successes=agg.successes, availability=count_stat(agg, "availability").value,
@@ -52,7 +53,11 @@ async def window_summary(session: AsyncSession, probe_id: int, start: datetime,
         request_throughput=count_stat(agg, "request_throughput").value,
         output_tokens=agg.output_tokens,
         output_token_throughput=count_stat(agg, "output_token_throughput").value,
-        good=agg.good, goodput=count_stat(agg, "goodput").value, metrics=metrics,
+        good=agg.good, goodput=count_stat(agg, "goodput").value,
+        items=round(items.sum) if items.count else None,
+        item_throughput=count_stat(agg, "item_throughput").value,
+        retrieval_checked=agg.sketch("retrieval").count or None,
+        retrieval_hit_rate=count_stat(agg, "retrieval_hit_rate").value, metrics=metrics,
         stability=steadiness,
         efficiency=await window_efficiency(session, probe_id, start, end, tps, agg.measured_s))
 

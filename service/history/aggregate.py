@@ -19,9 +19,14 @@ from sustain.probes.measure.sketch import MetricSketch, SketchMerger
 from sustain.service.history.windows import Cover, cover
 
 Stat = Literal["p50", "p90", "p95", "p99", "p999", "mean", "max", "availability",
-               "request_throughput", "output_token_throughput", "goodput"]
+               "request_throughput", "output_token_throughput", "goodput", "item_throughput",
+               "retrieval_hit_rate"]
 STATS: tuple[Stat, ...] = get_args(Stat)
 LATENCY_STATS = frozenset({"p50", "p90", "p95", "p99", "p999", "mean", "max"})
+SKETCHED_COUNTS = {"item_throughput": "items", "retrieval_hit_rate": "retrieval"}
+"""Count statistics read from a sketch's exact sum and count: items per second of measured
+time (embeddings inputs, rerank documents), and the share of RAG questions whose expected
+passage was retrieved (run_sketches: 1 hit, 2 miss)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +132,20 @@ def count_stat(agg: Aggregate, stat: str) -> StatValue:
     if stat == "goodput":
         return StatValue(_rate(agg.good, agg.good_measured_s), agg.good,
                          agg.good_measured_s <= 0)
+    if stat == "item_throughput":
+        items = agg.sketch("items")
+        return StatValue(_rate(items.sum, agg.measured_s) if items.count else None,
+                         items.count, items.count == 0)
+    if stat == "retrieval_hit_rate":
+        return StatValue(hit_rate(agg.sketch("retrieval")), agg.sketch("retrieval").count,
+                         agg.sketch("retrieval").count == 0)
     raise ValueError(f"unknown statistic {stat}")
+
+
+def hit_rate(retrieval: MetricSketch) -> float | None:
+    """The hit share of a `retrieval` sketch (1 per hit, 2 per miss: mean = 1 + misses)."""
+    mean = retrieval.mean
+    return None if mean is None else 2.0 - mean
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,6 +47,12 @@ class ProbeFigures(BaseModel):
     request_throughput: float | None
     output_token_throughput: float | None
     goodput: float | None
+    item_throughput: float | None = None
+    """Inputs embedded or documents ranked per second (item kinds)."""
+    rtf: Percentiles | None = None
+    """Real-time factor of transcriptions (processing time / audio time)."""
+    retrieval_hit_rate: float | None = None
+    """RAG questions whose expected passage was retrieved, over those that named one."""
     capacity: CapacityFigures | None
     """For probes that search capacity; None otherwise."""
     efficiency: dict[str, Any] | None

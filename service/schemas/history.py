@@ -74,6 +74,14 @@ class WindowSummary(BaseModel):
     output_token_throughput: float | None
     good: int
     goodput: float | None
+    items: int | None = None
+    """Inputs embedded or documents ranked by the successful requests (item kinds only)."""
+    item_throughput: float | None = None
+    """items / measured_s."""
+    retrieval_checked: int | None = None
+    """RAG questions that named their expected passage."""
+    retrieval_hit_rate: float | None = None
+    """Their share whose passage was retrieved."""
     metrics: dict[str, MetricSummary]
     efficiency: Efficiency | None = None
     """Over the window, under the endpoint's deployment as declared now: tokens/s per

@@ -15,7 +15,13 @@ from sustain.service.db import history, summaries
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Probe
 from sustain.service.errors import FieldError, NotFoundError
-from sustain.service.history.aggregate import LATENCY_STATS, Stat, count_stat, latency_stat
+from sustain.service.history.aggregate import (
+    LATENCY_STATS,
+    SKETCHED_COUNTS,
+    Stat,
+    count_stat,
+    latency_stat,
+)
 from sustain.service.history.windows import (
     MAX_POINTS,
     aligned_windows,
@@ -38,8 +44,11 @@ ProbeId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
 MAX_WINDOW_S = 400 * 86400
 
 UNITS = {"availability": "ratio", "request_throughput": "requests/s",
-         "output_token_throughput": "tokens/s", "goodput": "requests/s"}
-METRIC_UNITS = {"output_tokens": "tokens", "quality": "score (1 passed, 2 failed)"}
+         "output_token_throughput": "tokens/s", "goodput": "requests/s",
+         "item_throughput": "items/s", "retrieval_hit_rate": "ratio"}
+METRIC_UNITS = {"output_tokens": "tokens", "quality": "score (1 passed, 2 failed)",
+                "items": "items", "rtf": "ratio (processing time / audio time)",
+                "retrieval": "score (1 hit, 2 missed)"}
 """Sketched metrics that are not latencies in ms."""
 
 
@@ -78,7 +87,8 @@ async def series(
                          f"{MAX_POINTS} are allowed, use a larger step")
     await _check_probe(session, probe_id)
     windows = aligned_windows(start, end, step_s)
-    metrics = [metric] if stat in LATENCY_STATS else []
+    metrics = [metric] if stat in LATENCY_STATS else \
+        [SKETCHED_COUNTS[stat]] if stat in SKETCHED_COUNTS else []
     aggregates = await history.aggregates(session, probe_id, windows, metrics)
     result = []
     for (a, b), agg in zip(windows, aggregates, strict=True):

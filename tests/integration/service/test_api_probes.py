@@ -152,9 +152,19 @@ async def test_run_now_of_an_item_kind_stores_items_per_sample_and_per_second(
     assert summary["ttft_ms"]["count"] == 0
     samples = (await api.get(f"/api/v1/runs/{run['id']}/samples")).json()["items"]
     assert [sample["items"] for sample in samples] == [items] * 5
-    exported = samples_of((await api.get("/metrics")).text)["sustain_items_total"]
-    assert [value for labels, value in exported if labels["probe"] == probe["name"]] == \
-        [5.0 * items]
+    exported = samples_of((await api.get("/metrics")).text)
+    assert [value for labels, value in exported["sustain_items_total"]
+            if labels["probe"] == probe["name"]] == [5.0 * items]
+    assert [value for labels, value in exported["sustain_probe_last_run_item_throughput"]
+            if labels["probe"] == probe["name"]] == [pytest.approx(summary["item_throughput"])]
+    window = (await api.get(f"/api/v1/probes/{probe['id']}/summary")).json()
+    assert window["items"] == 5 * items
+    assert window["item_throughput"] == pytest.approx(summary["item_throughput"])
+    series = (await api.get(f"/api/v1/probes/{probe['id']}/series",
+                            params={"stat": "item_throughput"})).json()
+    assert series["unit"] == "items/s"
+    assert [point["value"] for point in series["points"]] == \
+        [pytest.approx(summary["item_throughput"])]
 
 
 async def test_run_now_of_transcriptions_stores_audio_and_the_real_time_factor(
@@ -173,6 +183,13 @@ async def test_run_now_of_transcriptions_stores_audio_and_the_real_time_factor(
     assert summary["rtf"]["p50"] > 50.0 / 1000 / 1.5  # the simulator's TTFT, at least
     samples = (await api.get(f"/api/v1/runs/{run['id']}/samples")).json()["items"]
     assert [sample["audio_s"] for sample in samples] == [1.5] * 3
+    rtf = (await api.get(f"/api/v1/probes/{probe['id']}/summary")).json()["metrics"]["rtf"]
+    assert rtf["count"] == 3
+    assert rtf["max"] == pytest.approx(summary["rtf"]["max"])
+    exported = samples_of((await api.get("/metrics")).text)["sustain_probe_last_run_rtf"]
+    assert {labels["quantile"]: value for labels, value in exported
+            if labels["probe"] == probe["name"]} == {
+        "0.5": pytest.approx(summary["rtf"]["p50"]), "0.99": pytest.approx(summary["rtf"]["p99"])}
 
 
 async def test_run_of_unreachable_endpoint_fails_with_classified_samples(

@@ -23,6 +23,7 @@ from tests.integration.service.helpers import (
     app_settings,
     create_endpoint,
     create_probe,
+    samples_of,
     serving,
     wait_for_run,
 )
@@ -87,6 +88,29 @@ async def test_a_rag_probe_created_over_rest_runs_every_stage(
     samples = (await api.get(f"/api/v1/runs/{run['id']}/samples")).json()["items"]
     assert len(samples) == 4
     assert all(sample["error_class"] is None for sample in samples)
+
+    # over a window, as the run said: the hit rate and every stage's percentiles
+    window = (await api.get(f"/api/v1/probes/{probe['id']}/summary")).json()
+    assert window["retrieval_checked"] == 4
+    assert window["retrieval_hit_rate"] == pytest.approx(summary["retrieval_hit_rate"])
+    for stage in ("embed", "retrieve", "rerank", "overhead"):
+        merged, exact = window["metrics"][f"rag_{stage}"], summary["rag_stages_ms"][stage]
+        assert merged["count"] == 4
+        assert merged["mean"] == pytest.approx(exact["mean"])
+    series = (await api.get(f"/api/v1/probes/{probe['id']}/series",
+                            params={"stat": "retrieval_hit_rate"})).json()
+    assert series["unit"] == "ratio"
+    assert [point["value"] for point in series["points"]] == \
+        [pytest.approx(summary["retrieval_hit_rate"])]
+    compared = (await api.get("/api/v1/compare", params={"probe": probe["name"]})).json()
+    assert compared["probes"][0]["retrieval_hit_rate"] == \
+        pytest.approx(summary["retrieval_hit_rate"])
+    exported = samples_of((await api.get("/metrics")).text)
+    assert [value for labels, value in exported["sustain_probe_last_run_retrieval_hit_ratio"]
+            if labels["probe"] == probe["name"]] == [pytest.approx(summary["retrieval_hit_rate"])]
+    stages = {labels["stage"] for labels, _ in
+              exported["sustain_probe_last_run_rag_stage_seconds"]}
+    assert stages == {"embed", "retrieve", "rerank", "generate_ttft", "generate", "overhead"}
 
 
 async def test_a_rag_probe_whose_embeddings_endpoint_fails_fails_its_run_naming_the_corpus(
