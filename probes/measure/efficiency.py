@@ -6,7 +6,7 @@ and the energy buy; nobody else prices those."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from sustain.probes.measure.deployment import Deployment, Efficiency
 from sustain.probes.measure.finite import finite, ratio
@@ -30,6 +30,18 @@ def measured_power_w(metrics: Mapping[str, ServerMetric] | None) -> float | None
         return ratio(energy.increase / 1000.0, energy.span_s)
     power = metrics.get("gpu_power_w")
     return None if power is None or power.mean <= 0 else power.mean
+
+
+def window_power_w(runs: Iterable[tuple[float | None, float]]) -> float | None:
+    """The mean power over a window's runs, in W, from (measured power W or None, measured
+    seconds) per run: each run's power weighted by its measured time, over the runs that
+    measured one (energy over their time); None when none did."""
+    joules = seconds = 0.0
+    for power_w, measured_s in runs:
+        if power_w is not None and measured_s > 0:
+            joules += power_w * measured_s
+            seconds += measured_s
+    return ratio(joules, seconds) if seconds > 0 else None
 
 
 def efficiency(summary: RunSummary, deployment: Deployment) -> Efficiency:

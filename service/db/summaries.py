@@ -9,14 +9,16 @@ import asyncio
 from collections import defaultdict
 from datetime import datetime
 
+from pydantic import ValidationError
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from sustain.probes.measure.deployment import Deployment, Efficiency
-from sustain.probes.measure.efficiency import efficiency_of
+from sustain.probes.measure.efficiency import efficiency_of, measured_power_w, window_power_w
 from sustain.probes.measure.finite import ratio
 from sustain.probes.measure.percentiles import QUANTILES
 from sustain.probes.measure.run_sketches import METRICS
+from sustain.probes.measure.server_metrics import ServerMetric
 from sustain.probes.measure.sketch import SketchMerger
 from sustain.service.db import drift as drift_queries
 from sustain.service.db import history
@@ -66,18 +68,37 @@ async def window_efficiency(session: AsyncSession, probe_id: int, start: datetim
                             end: datetime, tps: float | None, measured_s: float
                             ) -> Efficiency | None:
     """The window's efficiency under the probe's endpoint's deployment (as declared now);
-    good tokens summed from the runs' summaries. None without a deployment."""
+    good tokens summed from the runs' summaries; power as the runs' DCGM scrapes measured it
+    (weighted by their measured time), else as declared. None without a deployment."""
     raw = await session.scalar(
         select(Endpoint.deployment).join(Probe, Probe.endpoint_id == Endpoint.id)
         .where(Probe.id == probe_id))
     if not raw:
         return None
+    in_window = (Run.probe_id == probe_id, Run.scheduled_for >= start,
+                 Run.scheduled_for < end, Run.attempts.is_not(None))
     good = await session.scalar(
-        select(func.sum(Run.summary["good_output_tokens"].as_integer()))
-        .where(Run.probe_id == probe_id, Run.scheduled_for >= start, Run.scheduled_for < end,
-               Run.attempts.is_not(None)))
+        select(func.sum(Run.summary["good_output_tokens"].as_integer())).where(*in_window))
     good_tps = None if good is None else ratio(float(good), measured_s)
-    return efficiency_of(tps, good_tps, Deployment.model_validate(raw))
+    powers = (await session.execute(
+        select(Run.summary["server_metrics"], Run.measured_s).where(
+            *in_window, Run.summary["server_metrics"].is_not(None)))).all()
+    measured_w = window_power_w((run_power_w(metrics), seconds or 0.0)
+                                for metrics, seconds in powers)
+    return efficiency_of(tps, good_tps, Deployment.model_validate(raw), measured_w)
+
+
+def run_power_w(metrics: object) -> float | None:
+    """A run's measured power from its summary's server_metrics (JSON); None when it has
+    none, or when they do not read as server metrics."""
+    if not isinstance(metrics, dict):
+        return None
+    try:
+        return measured_power_w({str(name): ServerMetric.model_validate(value)
+                                 for name, value in metrics.items()
+                                 if name in ("gpu_energy_mj", "gpu_power_w")})
+    except ValidationError:
+        return None
 
 
 def run_stability(figures: dict[str, list[SketchRow]], throughputs: list[float]

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from sustain.simulator.config import SimulatorConfig
+from sustain.simulator.server import BackgroundSimulator
 from tests.conftest import SimulatorHandle
 from tests.integration.service.helpers import create_endpoint, create_probe
 from tests.integration.service.test_reach import app_with, refused, run_now
@@ -62,3 +64,28 @@ async def test_metrics_url_is_held_to_the_egress_policy_and_carries_no_credentia
     refused(await api.post("/api/v1/endpoints", json={
         "name": "m", "base_url": simulator.base_url, "model": "m",
         "metrics_interval_s": 0.01}), "metrics_interval_s")
+
+
+async def test_a_windows_efficiency_uses_the_power_its_runs_measured(
+        database_url: str) -> None:
+    """The endpoint declares 1 kW per GPU; its DCGM exporter (the simulator) says 310 W: the
+    window's efficiency, as each run's, prices the measured power."""
+    config = SimulatorConfig(ttft_ms=5.0, itl_ms=2.0, output_tokens=16, gpu_power_w=310.0,
+                             gpus=2)
+    with BackgroundSimulator(config) as sim:
+        async with app_with(database_url) as api:
+            endpoint = await create_endpoint(
+                api, sim.base_url, metrics_url=sim.base_url.removesuffix("/v1") + "/metrics",
+                metrics_interval_s=0.2,
+                deployment={"accelerators": 2, "watts_per_accelerator": 1000})
+            probe = await create_probe(api, endpoint["id"], enabled=False, profile={
+                "kind": "concurrency", "users": 2, "duration_s": 1}, workload={"max_tokens": 16})
+            runs = [await run_now(api, probe["id"]) for _ in range(2)]
+            window = (await api.get(f"/api/v1/probes/{probe['id']}/summary")).json()
+    assert [run["summary"]["efficiency"]["power_source"] for run in runs] == ["measured"] * 2
+    efficiency = window["efficiency"]
+    assert efficiency["power_source"] == "measured"
+    assert efficiency["power_w"] == pytest.approx(620.0, rel=0.01)
+    tps = window["output_token_throughput"]
+    assert efficiency["joules_per_output_token"] == pytest.approx(efficiency["power_w"] / tps)
+    assert efficiency["output_tps_per_kw"] == pytest.approx(tps / efficiency["power_w"] * 1000)

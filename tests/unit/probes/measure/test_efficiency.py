@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from sustain.probes.measure.deployment import Deployment
-from sustain.probes.measure.efficiency import efficiency_of, measured_power_w
+from sustain.probes.measure.efficiency import efficiency_of, measured_power_w, window_power_w
 from sustain.probes.measure.server_metrics import ServerMetric
 
 
@@ -66,3 +66,9 @@ def test_no_power_and_no_tokens_give_no_energy_figures() -> None:
     idle = efficiency_of(0.0, 0.0, Deployment(power_kw=1.0))
     assert idle.joules_per_output_token is None  # nothing served: no energy per token
     assert idle.output_tps_per_kw == 0.0
+
+
+def test_a_windows_power_weights_each_run_by_its_measured_time() -> None:
+    # 600 W for 10 s and 300 W for 30 s: 15 kJ over 40 s
+    assert window_power_w([(600.0, 10.0), (None, 50.0), (300.0, 30.0)]) == 375.0
+    assert window_power_w([(None, 10.0), (500.0, 0.0)]) is None
