@@ -91,8 +91,8 @@ def openai_prepare(transport: Callable[..., Awaitable[Measurement]], target: Tar
         expect = builder.expectation(seq)
         send: SendFn = partial(transport, encode_request(builder.body(seq), headers),
                                workload.stream, keep_reply=expect is not None)
-        if workload.images is not None and builder.images is not None:
-            send = sized(send, workload.images.size)
+        if (size := builder.image_size(seq)) is not None:
+            send = sized(send, size)
         return send if expect is None else scored(send, expect)
     return prepare
 

@@ -1,6 +1,7 @@
 """JSONL prompt datasets: one request per line, `{"prompt": "..."}` or `{"messages": [...]}`,
-optionally with its own `max_tokens` and an `expect` that makes it a quality canary
-(measure/expect.py). Read once before a run, only from where the DatasetPolicy
+optionally with its own `max_tokens`, an `expect` that makes it a quality canary
+(measure/expect.py), a RAG question's expected `passage`, and `images` to send with it
+(dataset_images.py). Read once before a run, only from where the DatasetPolicy
 allows and up to its size cap; errors name the file and line."""
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from sustain.probes.local_files import FileRefusedError, in_system_dir, read_cap
 from sustain.probes.measure.expect import Expect
 
 MAX_LINES = 1_000_000
+MAX_LINE_IMAGES = 16
+"""Images one dataset line may send (as many as a synthetic `images.count`)."""
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 """The size cap when none is configured (SUSTAIN_DATASET_MAX_BYTES)."""
 
@@ -33,6 +36,9 @@ class DatasetEntry:
     """A quality canary's expectation of the reply (measure/quality.py scores it)."""
     passage: str | None = None
     """A RAG question's expected passage (its corpus id): the retrieval hit rate counts it."""
+    images: tuple[str, ...] = ()
+    """Image files sent with the line (chat kinds), as written: relative to the dataset's
+    directory, or absolute (dataset_images.py reads them)."""
 
     def text(self) -> str:
         """The prompt as plain text (a completions API gets the messages joined)."""
@@ -70,8 +76,14 @@ def _entry(record: Any, where: str) -> DatasetEntry:
     passage = record.get("passage")
     if passage is not None and (not isinstance(passage, str) or not 1 <= len(passage) <= 256):
         raise DatasetError(f"{where}: 'passage' must be a corpus id (1 to 256 characters)")
+    images = record.get("images", [])
+    if not isinstance(images, list) or len(images) > MAX_LINE_IMAGES or not all(
+            isinstance(path, str) and 1 <= len(path) <= 4096 for path in images):
+        raise DatasetError(f"{where}: 'images' must be a list of at most {MAX_LINE_IMAGES} "
+                           "image file paths")
     return DatasetEntry(messages=None if messages is None else tuple(messages), prompt=prompt,
-                        max_tokens=max_tokens, expect=expect, passage=passage)
+                        max_tokens=max_tokens, expect=expect, passage=passage,
+                        images=tuple(images))
 
 
 def read_bytes(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:

@@ -66,12 +66,17 @@ class SaltedPng:
     checksums from their saved states over those rows, and base64-encodes them: some 25 KB for
     a 512-pixel-wide image, whatever its height."""
 
-    def __init__(self, width: int, height: int) -> None:
+    def __init__(self, width: int, height: int, rgb: np.ndarray | None = None) -> None:
+        """A `width` x `height` colour gradient, or the pixels `rgb` (height x width x 3,
+        uint8: a dataset's image, at least SALT_SIDE on each side)."""
         self.width, self.height = width, height
         w, h = width, height
-        y, x = np.mgrid[0:h, 0:w]
-        rgb = np.stack([x * 255 // max(1, w - 1), y * 255 // max(1, h - 1),
-                        (x + y) * 255 // max(1, w + h - 2)], axis=-1).astype(np.uint8)
+        if rgb is None:
+            y, x = np.mgrid[0:h, 0:w]
+            rgb = np.stack([x * 255 // max(1, w - 1), y * 255 // max(1, h - 1),
+                            (x + y) * 255 // max(1, w + h - 2)], axis=-1).astype(np.uint8)
+        assert rgb.shape == (h, w, 3)
+        assert rgb.dtype == np.uint8
         rows = np.concatenate([np.zeros((h, 1), np.uint8), rgb.reshape(h, w * 3)], axis=1)
         raw = rows.tobytes()
         self.stride = 1 + 3 * w

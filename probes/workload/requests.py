@@ -19,6 +19,7 @@ from sustain.probes.client.target import CHAT_KINDS, ITEM_KINDS, ApiKind
 from sustain.probes.measure.expect import Expect
 from sustain.probes.workload.audio import SaltedWav
 from sustain.probes.workload.dataset import DatasetEntry, DatasetPolicy
+from sustain.probes.workload.dataset_images import DatasetImages, load_dataset_images
 from sustain.probes.workload.images import ImageMaker
 from sustain.probes.workload.lengths import sample_length
 from sustain.probes.workload.sessions import Dialogue
@@ -59,10 +60,16 @@ class RequestBuilder:
         self.images = None if workload.images is None or api_kind not in CHAT_KINDS \
             else ImageMaker(workload.images)
         """Synthetic images for each request's user message (chat kinds only)."""
+        self.dataset_images: DatasetImages | None = None
+        """The dataset's own images, read and decoded before any request."""
         if workload.dataset is not None:
-            self.dataset = (datasets or DatasetPolicy()).load(workload.dataset)
+            policy = datasets or DatasetPolicy()
+            self.dataset = policy.load(workload.dataset)
             self._order = list(range(len(self.dataset)))
             random.Random(workload.seed).shuffle(self._order)
+            if api_kind in CHAT_KINDS:
+                self.dataset_images = load_dataset_images(
+                    self.dataset, workload.dataset, policy, salted=workload.cache == "defeat")
 
     @property
     def order(self) -> list[int]:
@@ -104,12 +111,15 @@ class RequestBuilder:
         elif self.dataset is not None:
             salt = self.salt()
             lead = self._lead(salt)
-            entry = self.dataset[self._order[seq % len(self._order)]]
+            entry = self.entry(seq)
             max_tokens = entry.max_tokens or max_tokens
             if self.api_kind in CHAT_KINDS and entry.messages is not None:
                 body["messages"] = led_messages(entry.messages, lead)
             else:
                 self._set_prompt(body, joined(lead, entry.text()))
+            if entry.images and self.dataset_images is not None:
+                return self.finish(body, max_tokens, seq, self.dataset_images.data_uris(
+                    entry, self._image_rng(seq)))
         elif w.prompt is not None:
             self._set_prompt(body, joined(self._lead(self.salt()), w.prompt))
         else:
@@ -190,7 +200,30 @@ class RequestBuilder:
             body["tools"] = list(turn.tools)
         return self.finish(body, turn.max_tokens or self.workload.max_tokens, seq)
 
-    def finish(self, body: dict[str, Any], max_tokens: int, seq: int) -> dict[str, Any]:
+    def entry(self, seq: int) -> DatasetEntry:
+        """Request `seq`'s dataset line."""
+        assert self.dataset is not None
+        return self.dataset[self._order[seq % len(self._order)]]
+
+    def image_size(self, seq: int) -> str | None:
+        """The size of the images request `seq` attaches (body()), as reported by TTFT per
+        image size: its dataset line's, else the synthetic ones'; None without images."""
+        if self.api_kind not in CHAT_KINDS or self.replay is not None:
+            return None
+        if self.dataset is not None and self.dataset_images is not None:
+            size = self.dataset_images.size(self.entry(seq))
+            if size is not None:
+                return size
+        return None if self.images is None else self.images.spec.size
+
+    def _image_rng(self, seq: int) -> np.random.Generator:
+        """The salt of request `seq`'s images: fresh unless the cache is allowed."""
+        w = self.workload
+        return np.random.default_rng(secrets.randbits(63) if w.cache == "defeat"
+                                     else [w.seed, seq])
+
+    def finish(self, body: dict[str, Any], max_tokens: int, seq: int,
+               images: list[str] | None = None) -> dict[str, Any]:
         """What every body carries: model, output cap, streaming (asking for usage, so
         tokens are server-counted) and sampling; then in the shape of the target's protocol
         (shapes.py)."""
@@ -202,27 +235,11 @@ class RequestBuilder:
             body["temperature"] = w.temperature
         if w.top_p is not None:
             body["top_p"] = w.top_p
-        if self.images is not None:
-            self._attach_images(body, seq)
+        if images is None and self.images is not None:
+            images = self.images.data_uris(self._image_rng(seq))
+        if images:
+            attach_images(body, images)
         return shaped(body, self.api_kind)
-
-    def _attach_images(self, body: dict[str, Any], seq: int) -> None:
-        """The workload's images after the text of the last user message, as OpenAI chat
-        content parts (shapes.py converts them for the other protocols)."""
-        assert self.images is not None
-        messages = body.get("messages") or []
-        user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
-        if user is None:
-            return
-        w = self.workload
-        rng = np.random.default_rng(secrets.randbits(63) if w.cache == "defeat"
-                                    else [w.seed, seq])
-        content = user.get("content")
-        parts = [{"type": "text", "text": content}] if isinstance(content, str) \
-            else list(content or [])
-        parts += [{"type": "image_url", "image_url": {"url": uri}}
-                  for uri in self.images.data_uris(rng)]
-        user["content"] = parts
 
     def _traced(self, seq: int, request: TraceRequest) -> str:
         """A trace request's prompt: the run's salt, then its prefix blocks by hash id (the
@@ -276,6 +293,20 @@ class RequestBuilder:
 
 def joined(lead: str, text: str) -> str:
     return f"{lead} {text}" if lead else text
+
+
+def attach_images(body: dict[str, Any], uris: list[str]) -> None:
+    """Images (data URIs) after the text of the body's last user message, as OpenAI chat
+    content parts (shapes.py converts them for the other protocols)."""
+    messages = body.get("messages") or []
+    user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
+    if user is None:
+        return
+    content = user.get("content")
+    parts = [{"type": "text", "text": content}] if isinstance(content, str) \
+        else list(content or [])
+    parts += [{"type": "image_url", "image_url": {"url": uri}} for uri in uris]
+    user["content"] = parts
 
 
 def led_messages(messages: Sequence[dict[str, Any]], lead: str) -> list[dict[str, Any]]:

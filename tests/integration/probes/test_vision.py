@@ -4,15 +4,19 @@ is in the TTFT, and a run reports TTFT by image size."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.target import ApiKind, Target
 from sustain.probes.load.profiles import ConcurrencyProfile
 from sustain.probes.runner import RunResult, execute
+from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.probes.workload.spec import Workload
 from sustain.simulator.config import SimulatorConfig
 from sustain.simulator.server import BackgroundSimulator
@@ -70,3 +74,26 @@ async def test_a_run_reports_ttft_by_image_size_and_bigger_images_cost_more(
     # the simulator's own prefill (1,600 patches at 0.2 ms each), whatever the machine does
     assert small_ttft >= TTFT_MS + PREFILL_MS_PER_TOKEN * (INPUT_TOKENS + patches(56))
     assert large_ttft >= TTFT_MS + PREFILL_MS_PER_TOKEN * (INPUT_TOKENS + patches(1120))
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=[k.value for k in KINDS])
+async def test_a_datasets_own_images_reach_the_server_in_every_chat_protocol(
+        client: HttpClients, sim: BackgroundSimulator, kind: ApiKind, tmp_path: Path) -> None:
+    Image.new("RGB", (100, 60), (200, 30, 30)).save(tmp_path / "wide.jpg", format="JPEG")
+    Image.new("RGB", (56, 56), (30, 200, 30)).save(tmp_path / "small.png", format="PNG")
+    (tmp_path / "lines.jsonl").write_text(json.dumps(
+        {"prompt": "one two three", "images": ["wide.jpg", "small.png"]}) + "\n")
+    target = Target(base_url=sim.base_url, api_kind=kind, model="m")
+    result = await execute(client, target,
+                           Workload(dataset=str(tmp_path / "lines.jsonl"), max_tokens=4),
+                           ConcurrencyProfile(users=1, max_requests=2),
+                           datasets=DatasetPolicy(directory=tmp_path))
+    assert result.summary.successes == 2
+    for sample in result.samples:
+        m = sample.measurement
+        assert m.image_size == "56x56+100x60"
+        assert m.input_tokens is not None
+        # the salt and three words, then 4 x 3 patches and 2 x 2 patches
+        assert m.input_tokens == 4 + math.ceil(100 / 28) * math.ceil(60 / 28) + patches(56)
+    assert result.summary.ttft_by_image_size is not None
+    assert list(result.summary.ttft_by_image_size) == ["56x56+100x60"]
