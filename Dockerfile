@@ -10,14 +10,19 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
 RUN python -m venv /opt/sustain
-COPY pyproject.toml README.md ./
+# The dependencies first, from pyproject.toml alone: their layer is reused by every build whose
+# pyproject.toml is unchanged, so a change to the code rebuilds only the layers below it.
+COPY pyproject.toml ./
+RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
+    && /opt/sustain/bin/pip install --no-cache-dir -r /tmp/requirements.txt
+COPY README.md ./
 COPY src ./src
 COPY probes ./probes
 COPY service ./service
 COPY simulator ./simulator
 COPY migrations ./migrations
 # Bytecode compiled here: the root filesystem may be read-only at run time (Helm chart).
-RUN /opt/sustain/bin/pip install --no-cache-dir . \
+RUN /opt/sustain/bin/pip install --no-cache-dir --no-deps . \
     && /opt/sustain/bin/python -m compileall -q /opt/sustain
 
 FROM python:3.11-slim-bookworm

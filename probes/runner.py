@@ -44,7 +44,7 @@ from sustain.probes.load.profiles import (
     TraceProfile,
 )
 from sustain.probes.load.quiet_gc import quiet_gc
-from sustain.probes.load.rag import RagPipeline
+from sustain.probes.load.rag import PgVectorStore, RagPipeline
 from sustain.probes.load.senders import any_transport, sender_for
 from sustain.probes.load.sessions import run_sessions
 from sustain.probes.measure.capacity import (
@@ -208,8 +208,11 @@ def prepare_requests(clients: HttpClients, target: Target, workload: Workload,
                             "openai-responses or anthropic-messages): a conversation's "
                             "history is a list of messages")
     if workload.rag is not None or target.rag is not None:
+        ref = None if workload.rag is None else workload.rag.pgvector_dsn_ref
+        store = None if ref is None else PgVectorStore(resolve_secret(ref, secrets),
+                                                       clients.egress)
         return RagPipeline(any_transport(clients), target, workload,
-                           partial(request_headers, secrets=secrets), datasets)
+                           partial(request_headers, secrets=secrets), datasets, store)
     return sender_for(target)(clients, target, workload, request_headers(target, secrets),
                               datasets, replay)
 
@@ -219,6 +222,13 @@ async def ready(prepare: Prepare) -> None:
     (RagIndexError when it cannot be)."""
     if isinstance(prepare, RagPipeline):
         await prepare.index()
+
+
+async def finish(prepare: Prepare) -> None:
+    """What a run leaves behind, cleared after its last request: a RAG probe's pgvector
+    table."""
+    if isinstance(prepare, RagPipeline):
+        await prepare.close()
 
 
 def server_watch(target: Target, egress: EgressPolicy
@@ -310,23 +320,27 @@ async def execute(
     `stop`, or reaching `budget`, ends the run early with what was measured so far."""
     datasets = datasets or DatasetPolicy()
     replay, sessions = await asyncio.to_thread(inputs_of, profile, workload, datasets)
-    prepare = prepare_requests(clients, target, workload, secrets or SecretPolicy(),
-                               datasets, replay)
-    await ready(prepare)
+    prepared = prepare_requests(clients, target, workload, secrets or SecretPolicy(),
+                                datasets, replay)
+    await ready(prepared)
     stop = stop if stop is not None else RunStop()
-    if budget is not None:
-        prepare = budgeted(prepare, budget.requests, stop)
-    async with server_watch(target, clients.egress) as telemetry:
-        # The time budget starts after the server's baseline scrape, as the run does.
-        timer = None if budget is None else asyncio.get_running_loop().call_later(
-            budget.seconds, stop.set, f"stopped at the limit of {budget.seconds:g} s per run")
-        try:
-            with quiet_gc():
-                result = await _execute(prepare, profile, slo, live, on_sample, stop, replay,
-                                        sessions, None if budget is None else budget.max_rate)
-        finally:
-            if timer is not None:
-                timer.cancel()
+    prepare = prepared if budget is None else budgeted(prepared, budget.requests, stop)
+    try:
+        async with server_watch(target, clients.egress) as telemetry:
+            # The time budget starts after the server's baseline scrape, as the run does.
+            timer = None if budget is None else asyncio.get_running_loop().call_later(
+                budget.seconds, stop.set,
+                f"stopped at the limit of {budget.seconds:g} s per run")
+            try:
+                with quiet_gc():
+                    result = await _execute(prepare, profile, slo, live, on_sample, stop,
+                                            replay, sessions,
+                                            None if budget is None else budget.max_rate)
+            finally:
+                if timer is not None:
+                    timer.cancel()
+    finally:
+        await finish(prepared)
     return result.with_telemetry(telemetry).with_efficiency(target.deployment)
 
 

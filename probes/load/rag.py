@@ -1,17 +1,20 @@
 """A RAG probe's requests: one user question as the pipeline serves it, stage by stage, against
 real endpoints: embed the question (an openai-embeddings endpoint), retrieve the top_k passages
-from the corpus's in-memory index, optionally rerank them (a rerank endpoint), then generate with
+from the corpus's index, optionally rerank them (a rerank endpoint), then generate with
 them in the prompt (the probe's own endpoint, a chat kind, streamed as the workload says).
 
 The corpus is embedded once per run, through the same embeddings endpoint, before any request is
-measured (`index`). Each request is timed from its question's t_send: its TTFT is the time to
-the generation's first token, its E2E the time to the generation's end; each stage keeps its own
-time (`stages_ms`): `embed` and `rerank` from their request's t_send until the pipeline holds
-their answer (the request's E2E and the reading of its body: what the next stage waits for),
-`retrieve` the index's search, `generate_ttft` and `generate` the generation's TTFT and E2E from
-its own t_send. What the stages do not cover is the pipeline's own work between them (choosing
-the passages, building the next request): `e2e - (embed + retrieve + rerank + generate)`. A stage
-that fails fails the request with its error class, its detail naming the stage.
+measured (`index`), and kept in memory, or in the operator's PostgreSQL with pgvector
+(`rag.pgvector_dsn_ref`; probes/client/pgvector.py), where each retrieval is then a query: its
+round trip is the `retrieve` stage, and `close()` drops the run's table. Each request is timed from
+its question's t_send: its TTFT is the time to the generation's first token, its E2E the time to
+the generation's end; each stage keeps its own time (`stages_ms`): `embed` and `rerank` from their
+request's t_send until the pipeline holds their answer (the request's E2E and the reading of its
+body: what the next stage waits for), `retrieve` the index's search, `generate_ttft` and `generate`
+the generation's TTFT and E2E from its own t_send. What the stages do not cover is the pipeline's
+own work between them (choosing the passages, building the next request): `e2e - (embed + retrieve
++ rerank + generate)`. A stage that fails fails the request with its error class, its detail naming
+the stage.
 
 Every text a stage sends starts with the request's salt (unless the cache is allowed), so no
 stage is served from another request's cache.
@@ -23,11 +26,13 @@ import asyncio
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from sustain.probes.client.egress import EgressPolicy
 from sustain.probes.client.expected import ExpectedItems
 from sustain.probes.client.openai_protocol import encode_request
+from sustain.probes.client.pgvector import PgVectorError, PgVectorIndex
 from sustain.probes.client.target import CHAT_KINDS, ApiKind, Target
 from sustain.probes.measure.expect import Expect
 from sustain.probes.measure.quality import meets
@@ -42,6 +47,15 @@ Transport = Callable[..., Awaitable[Measurement]]
 """transport(target, encoded, stream, t_send_ns, keep_reply=..., expect=...)."""
 SendFn = Callable[[int], Awaitable[Measurement]]
 SYSTEM_PROMPT = "Answer the question from the passages below. Say which passage you used."
+
+
+@dataclass(frozen=True, slots=True)
+class PgVectorStore:
+    """A pgvector store to keep the index in: its URL (resolved from the workload's secret
+    reference) and the egress policy its host must pass."""
+
+    dsn: str = field(repr=False)
+    egress: EgressPolicy
 
 
 class RagIndexError(WorkloadError):
@@ -72,7 +86,7 @@ class RagPipeline:
 
     def __init__(self, transport: Transport, target: Target, workload: Workload,
                  headers_of: Callable[[Target], Mapping[str, str]],
-                 datasets: DatasetPolicy) -> None:
+                 datasets: DatasetPolicy, pgvector: PgVectorStore | None = None) -> None:
         problem = rag_problem(target, workload)
         if problem is not None:
             raise WorkloadError(problem)
@@ -91,6 +105,9 @@ class RagPipeline:
         self.passages: list[Passage] = load_corpus(self.spec.corpus, datasets)
         self.ids = {passage.id: k for k, passage in enumerate(self.passages)}
         self.vectors: VectorIndex | None = None
+        self.pgvector = pgvector
+        """Where the index is kept when not in memory (the resolved URL and egress policy)."""
+        self.store: PgVectorIndex | None = None
 
     def _headers(self, target: Target) -> dict[str, str]:
         return self.headers[target.base_url + target.api_kind]
@@ -115,10 +132,34 @@ class RagPipeline:
             return m.vectors
 
         results = await asyncio.gather(*(embed(batch) for batch in batches))
+        vectors = [v for batch in results for v in batch]
         try:
-            self.vectors = VectorIndex([v for vectors in results for v in vectors])
+            self.vectors = VectorIndex(vectors)
         except ValueError as exc:
             raise RagIndexError(f"the rag corpus could not be indexed: {exc}") from None
+        if self.pgvector is not None:
+            try:
+                self.store = await PgVectorIndex.create(self.pgvector.dsn,
+                                                        self.pgvector.egress, vectors)
+            except PgVectorError as exc:
+                raise RagIndexError(f"the rag corpus could not be indexed: {exc}") from None
+
+    async def close(self) -> None:
+        """Drop a pgvector store's table (nothing to do for the in-memory index)."""
+        if self.store is not None:
+            store, self.store = self.store, None
+            await store.close()
+
+    async def retrieve(self, query: tuple[float, ...]) -> list[int]:
+        """The top_k passages for a question's vector: from the pgvector store, else the
+        in-memory index (ValueError for a vector of another length; PgVectorError)."""
+        assert self.vectors is not None
+        if self.store is not None:
+            if len(query) != self.vectors.matrix.shape[1]:
+                raise ValueError(f"a query of {len(query)} dimensions against passages of "
+                                 f"{self.vectors.matrix.shape[1]}")
+            return await self.store.top_k(query, self.spec.top_k)
+        return self.vectors.top_k(query, self.spec.top_k)
 
     def question(self, seq: int) -> tuple[str, str | None, Expect | None]:
         """Question `seq` (behind its salt), the id of the passage it expects, and its
@@ -159,10 +200,15 @@ class RagPipeline:
                 return failed("embed", m, t_send_ns, stages)
             started = time.perf_counter_ns()
             try:
-                chosen = self.vectors.top_k(m.vectors[0], self.spec.top_k)
+                chosen = await self.retrieve(m.vectors[0])
             except ValueError as exc:  # the question's vector is not the corpus's length
                 return failed("retrieve", replace(m, error_detail=str(exc)), t_send_ns, stages,
                               protocol=True)
+            except PgVectorError as exc:
+                stages.append(("retrieve", since(started)))
+                return failed("retrieve", replace(m, error_class=exc.error_class,
+                                                  error_detail=str(exc), http_status=None),
+                              t_send_ns, stages)
             stages.append(("retrieve", since(started)))
             if self.rerank is not None:
                 top_n = self.spec.rerank_top_n or len(chosen)

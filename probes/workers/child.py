@@ -35,6 +35,7 @@ from sustain.probes.log_lines import OneLineFormatter
 from sustain.probes.measure.sample import Sample
 from sustain.probes.runner import (
     RunStop,
+    finish,
     prepare_requests,
     ready,
     run_stage,
@@ -105,8 +106,10 @@ class Worker:
             closed = self.runs.pop(key, None)
             if closed is None:
                 self.closed.add(key)
-            elif closed.task is not None:
+                return
+            if closed.task is not None:
                 closed.task.cancel()
+            self._spawn(finish(closed.prepare))  # a RAG probe's pgvector table, dropped
         else:
             logger.warning("unknown message %r from the parent", op)
 
@@ -142,6 +145,7 @@ class Worker:
         else:
             if key in self.closed:
                 self.closed.discard(key)
+                await finish(prepare)
                 return
             self.runs[key] = OpenRun(prepare, pickle.loads(message["sessions"]))
             self.send({"op": "opened", "run": key})
@@ -259,6 +263,8 @@ async def serve(in_fd: int, out_fd: int) -> None:
     for task in list(worker.tasks):
         task.cancel()
     await asyncio.gather(*worker.tasks, return_exceptions=True)
+    await asyncio.gather(*(finish(run.prepare) for run in worker.runs.values()),
+                         return_exceptions=True)
     if worker.clients is not None:
         await worker.clients.aclose()
     out.close()

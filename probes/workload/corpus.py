@@ -5,7 +5,8 @@ SUSTAIN_DATASET_DIR, within SUSTAIN_DATASET_MAX_BYTES). Each run embeds it once,
 embeddings endpoint, before any request is measured; the index keeps the vectors as one
 normalised float32 matrix, so a question's retrieval is one matrix-vector product and a
 partial sort: 10,000 passages of 1,024 dimensions take about a millisecond, and that time is
-the request's `retrieve` stage, measured as such.
+the request's `retrieve` stage, measured as such. Where the operator points at PostgreSQL with
+pgvector (`pgvector_dsn_ref`), the vectors go there instead (probes/client/pgvector.py).
 """
 
 from __future__ import annotations
@@ -40,6 +41,12 @@ class RagSpec(InputModel):
         "passage (its expected passage, for the hit rate).")
     embed_batch: int = Field(default=32, ge=1, le=2048,
                              description="Passages per embeddings request when indexing.")
+    pgvector_dsn_ref: str | None = Field(
+        default=None, pattern=r"^(env:[A-Za-z_][A-Za-z0-9_]*|file:/.+)$", max_length=4096,
+        description="Keep the index in PostgreSQL with pgvector instead of in memory: a secret "
+        "reference (env:NAME or file:/path) to its postgresql:// URL. Each run stores its "
+        "corpus vectors in a table of its own there (dropped when the run ends) and each "
+        "question's retrieval is a query to it.")
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from sustain.service.domain.reach import (
     dataset_problems,
     target_problems,
     workload_files,
+    workload_secret_problems,
 )
 from sustain.service.errors import FieldError
 
@@ -37,6 +38,14 @@ def refuse_dataset(workload: Workload | None, reach: Reach,
     if isinstance(profile, TraceProfile):
         for field, message in dataset_problems(profile.path, reach, "profile.path"):
             raise FieldError(field, message)
+
+
+def refuse_workload_secrets(workload: Workload | None, reach: Reach) -> None:
+    """FieldError (`workload.rag.pgvector_dsn_ref`) for a secret reference in the workload
+    that the secret policy refuses."""
+    for field, message in [] if workload is None else \
+            workload_secret_problems(workload, reach, os.environ):
+        raise FieldError(f"workload.{field}", message)
 
 
 def refuse_unplayable(workload: Workload, profile: LoadProfile) -> None:

@@ -83,10 +83,13 @@ class OneShot:
 
     @property
     def secrets(self) -> SecretPolicy:
-        """The one variable its user named with --api-key-env may be read (never sustain's
-        own, SUSTAIN_* and database variables: the secret policy's fixed refusals hold)."""
-        ref = self.endpoint.auth_secret_ref
-        return SecretPolicy(env_globs=() if ref is None else (ref.partition(":")[2],))
+        """The variables its user named with --api-key-env and --rag-pgvector-env may be read
+        (never sustain's own, SUSTAIN_* and database variables: the secret policy's fixed
+        refusals hold)."""
+        refs = [self.endpoint.auth_secret_ref,
+                None if self.workload.rag is None else self.workload.rag.pgvector_dsn_ref]
+        return SecretPolicy(env_globs=tuple(ref.partition(":")[2] for ref in refs
+                                            if ref is not None))
 
 
 def image_spec(flags: ProbeFlags) -> ImageSpec | None:
@@ -146,7 +149,9 @@ def rag_spec(flags: ProbeFlags) -> RagSpec | None:
     if flags.rag_embed_url is None:
         raise FlagError("--rag-embed-url is required with --rag-corpus")
     return RagSpec(corpus=flags.rag_corpus, top_k=flags.rag_top_k,
-                   rerank_top_n=flags.rag_top_n)
+                   rerank_top_n=flags.rag_top_n,
+                   pgvector_dsn_ref=None if flags.rag_pgvector_env is None
+                   else f"env:{flags.rag_pgvector_env}")
 
 
 def rag_endpoints(flags: ProbeFlags, generate: EndpointCreate

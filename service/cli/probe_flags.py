@@ -49,8 +49,8 @@ FLAG_OF = {
     "metrics_interval_s": "--metrics-interval", "batch_size": "--batch-size",
     "dimensions": "--dimensions", "documents": "--documents", "query_tokens": "--query-tokens",
     "audio_seconds": "--audio-seconds", "corpus": "--rag-corpus", "top_k": "--rag-top-k",
-    "rerank_top_n": "--rag-top-n", "count": "--images", "width": "--image-size",
-    "height": "--image-size",
+    "rerank_top_n": "--rag-top-n", "pgvector_dsn_ref": "--rag-pgvector-env",
+    "count": "--images", "width": "--image-size", "height": "--image-size",
 }
 """The flag behind each field of EndpointCreate, Workload, SloThresholds and LoadProfile."""
 
@@ -184,6 +184,9 @@ class ProbeFlags(BaseModel):
         "--rag-corpus: a rerank endpoint's base URL, to rerank what was retrieved.")] = None
     rag_rerank_model: Annotated[str | None, Flag(
         "--rag-rerank-url: its model (default --model).")] = None
+    rag_pgvector_env: Annotated[str | None, Flag(
+        "--rag-corpus: keep the index in PostgreSQL with pgvector, whose postgresql:// URL is "
+        "in this environment variable (read from there only).")] = None
     rag_top_k: Annotated[int, Flag("--rag-corpus: passages retrieved.")] = 4
     rag_top_n: Annotated[int | None, Flag(
         "--rag-rerank-url: passages kept after reranking.")] = None

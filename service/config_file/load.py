@@ -23,6 +23,7 @@ from sustain.service.domain.reach import (
     dataset_problems,
     target_problems,
     workload_files,
+    workload_secret_problems,
 )
 from sustain.service.domain.thresholds import threshold_problems
 
@@ -152,11 +153,16 @@ def _reach_problems(config: ConfigFile, reach: Reach, environ: Mapping[str, str]
         for name, path in workload_files(workload):
             found.extend((("workloads", i, *name.split(".")), message)
                          for _, message in dataset_problems(path, reach))
+        found.extend((("workloads", i, *name.split(".")), message)
+                     for name, message in workload_secret_problems(workload, reach, environ))
     for i, probe in enumerate(config.probes):
         if not isinstance(probe.workload, str):
             for name, path in workload_files(probe.workload):
                 found.extend((("probes", i, "workload", *name.split(".")), message)
                              for _, message in dataset_problems(path, reach))
+            found.extend((("probes", i, "workload", *name.split(".")), message)
+                         for name, message in workload_secret_problems(probe.workload, reach,
+                                                                       environ))
         profile = getattr(probe, "profile", None)
         if isinstance(profile, TraceProfile):
             found.extend((("probes", i, "profile", "path"), message)

@@ -31,6 +31,17 @@ def workload_files(workload: Workload) -> list[tuple[str, str | None]]:
     files = [(name, getattr(workload, name)) for name in WORKLOAD_FILES]
     files.append(("rag.corpus", None if workload.rag is None else workload.rag.corpus))
     return files
+def workload_secret_problems(workload: Workload, reach: Reach,
+                             environ: Mapping[str, str] | None = None) -> list[Problem]:
+    """Problems of the secret references a workload holds (a RAG probe's pgvector URL,
+    `rag.pgvector_dsn_ref`), against the secret policy, field named within the workload."""
+    ref = None if workload.rag is None else workload.rag.pgvector_dsn_ref
+    if ref is None:
+        return []
+    reason = reach.secrets.check(ref, environ)
+    return [] if reason is None else [("rag.pgvector_dsn_ref", f"{ref}: {reason}")]
+
+
 URL_FIELDS = frozenset({"base_url", "url", "metrics_url"})
 """Fields holding a URL sustain connects to (an endpoint's API root and metrics, a
 notifier's URL)."""

@@ -14,7 +14,11 @@ from sustain.probes.workload.spec import Workload
 from sustain.service.api import cursor as cursors
 from sustain.service.api.deps import ExecutorDep, SchedulerDep, SessionDep, StateDep
 from sustain.service.api.paging import PageDep
-from sustain.service.api.reach import refuse_dataset, refuse_unplayable
+from sustain.service.api.reach import (
+    refuse_dataset,
+    refuse_unplayable,
+    refuse_workload_secrets,
+)
 from sustain.service.config import Settings
 from sustain.service.db import crud, quotas
 from sustain.service.db import probes as probe_queries
@@ -111,6 +115,7 @@ async def create_probe(body: ProbeCreate, session: SessionDep, scheduler: Schedu
     requests/s in all."""
     _check_limits(body.profile, state.settings.load_limits())
     refuse_dataset(body.workload, state.reach, body.profile)
+    refuse_workload_secrets(body.workload, state.reach)
     refuse_unplayable(body.workload, body.profile)
     await _check_endpoint(session, body.endpoint_id, body.slo)
     await _check_rag(session, body.endpoint_id, body.workload, body.rag_endpoints)
@@ -149,6 +154,7 @@ async def update_probe(probe_id: ProbeId, body: ProbeUpdate, session: SessionDep
     crud.check_unmanaged(probe, "probe")
     _check_limits(body.profile, state.settings.load_limits())
     refuse_dataset(body.workload, state.reach, body.profile)
+    refuse_workload_secrets(body.workload, state.reach)
     current = probe_queries.read(probe)
     refuse_unplayable(body.workload or current.workload, body.profile or current.profile)
     if body.endpoint_id is not None or body.slo is not None:

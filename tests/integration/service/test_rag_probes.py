@@ -243,3 +243,23 @@ def test_config_file_rag_endpoints_that_do_not_fit_are_reported_with_their_lines
     with pytest.raises(ConfigError) as caught:
         parse(text.replace(*edit), "sustain.yaml", {})
     assert caught.value.lines() == [problem]
+
+
+async def test_a_pgvector_url_reference_is_held_to_the_secret_policy(
+        api: httpx.AsyncClient, datasets: Path) -> None:
+    chat = await create_endpoint(api, "http://127.0.0.1:9/v1", name="gen")
+    embed = await create_endpoint(api, "http://127.0.0.1:9/v1", name="emb",
+                                  api_kind="openai-embeddings")
+    body = {"name": "rag", "endpoint_id": chat["id"], "interval_s": 60,
+            "rag_endpoints": {"embed_endpoint_id": embed["id"]}}
+    refused = await api.post("/api/v1/probes", json=body | {"workload": rag_workload(
+        datasets, pgvector_dsn_ref="env:PG_URL")})
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["errors"][0]["field"] == "workload.rag.pgvector_dsn_ref"
+    allowed = await api.post("/api/v1/probes", json=body | {"workload": rag_workload(
+        datasets, pgvector_dsn_ref="env:TEST_PG_URL")})
+    assert allowed.status_code == 201, allowed.text
+    r = await api.patch(f"/api/v1/probes/{allowed.json()['id']}", json={
+        "workload": rag_workload(datasets, pgvector_dsn_ref="env:SUSTAIN_DATABASE_URL")})
+    assert r.status_code == 422, r.text
+    assert r.json()["errors"][0]["field"] == "workload.rag.pgvector_dsn_ref"

@@ -329,3 +329,12 @@ def test_open_loops_keep_no_more_in_flight_than_the_concurrency_limit() -> None:
     assert isinstance(profile, ConstantProfile)
     assert profile.max_in_flight == 64
     assert build(flags(profile="constant", rate=5)).profile.max_in_flight == 256
+
+
+def test_a_pgvector_store_is_read_from_the_variable_named_and_no_other() -> None:
+    run = shot(rag_corpus="c.jsonl", rag_embed_url=URL, rag_pgvector_env="RAG_PG_URL",
+               api_key_env="MY_KEY")
+    assert run.workload.rag is not None
+    assert run.workload.rag.pgvector_dsn_ref == "env:RAG_PG_URL"
+    assert set(run.secrets.env_globs) == {"MY_KEY", "RAG_PG_URL"}
+    assert shot(rag_corpus="c.jsonl", rag_embed_url=URL).secrets.env_globs == ()
