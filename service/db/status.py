@@ -52,6 +52,12 @@ class LatestRun:
     """A capacity run's {unit, max_passing, ...} (points left out)."""
     efficiency: dict[str, Any] | None = None
     """The run's efficiency under its endpoint's deployment."""
+    item_throughput: float | None = None
+    """Inputs embedded or documents ranked per second (embeddings, rerank)."""
+    rtf_p50: float | None = None
+    """A transcription run's median real-time factor."""
+    retrieval_hit_rate: float | None = None
+    """A RAG run's share of questions whose expected passage was retrieved."""
 
 
 _FINISHED = "finished_at IS NOT NULL AND status NOT IN ('missed', 'skipped', 'cancelled')"
@@ -109,7 +115,10 @@ SELECT p.id AS probe_id, r.id, r.status, r.scheduled_for, r.finished_at,
        r.summary #> '{{server_metrics,waiting,max}}' AS queue_max,
        CASE WHEN jsonb_typeof(r.summary -> 'capacity') = 'object'
             THEN (r.summary -> 'capacity') - 'points' END AS capacity,
-       r.summary -> 'efficiency' AS efficiency
+       r.summary -> 'efficiency' AS efficiency,
+       r.summary -> 'item_throughput' AS item_throughput,
+       r.summary #> '{{rtf,p50}}' AS rtf_p50,
+       r.summary -> 'retrieval_hit_rate' AS retrieval_hit_rate
 FROM probes p
 CROSS JOIN LATERAL (
     SELECT id, status, scheduled_for, finished_at, summary FROM runs
@@ -128,7 +137,9 @@ async def latest_runs(session: AsyncSession, probe_ids: Collection[int]
     return {r.probe_id: LatestRun(r.id, r.status, r.scheduled_for, r.finished_at,
                                   _number(r.cache_hit_ratio), _object(r.quality),
                                   _object(r.sessions), _number(r.queue_max),
-                                  _object(r.capacity), _object(r.efficiency))
+                                  _object(r.capacity), _object(r.efficiency),
+                                  _number(r.item_throughput), _number(r.rtf_p50),
+                                  _number(r.retrieval_hit_rate))
             for r in rows}
 
 

@@ -198,6 +198,12 @@ def run_notes(run: LatestRun) -> list[str]:
             isinstance(sessions.get("completed"), int):
         notes.append(f"{sessions['completed']}/{sessions['conversations']} conversations "
                      "completed")
+    if run.item_throughput is not None:
+        notes.append(f"{run.item_throughput:,.1f} items/s")
+    if run.rtf_p50 is not None:
+        notes.append(f"real-time factor {run.rtf_p50:.3g} (median)")
+    if run.retrieval_hit_rate is not None:
+        notes.append(f"retrieval hit rate {run.retrieval_hit_rate:.0%}")
     if run.queue_max is not None:
         notes.append(f"server queue up to {run.queue_max:g}")
     capacity = run.capacity or {}

@@ -165,6 +165,7 @@ async def test_run_now_of_an_item_kind_stores_items_per_sample_and_per_second(
     assert series["unit"] == "items/s"
     assert [point["value"] for point in series["points"]] == \
         [pytest.approx(summary["item_throughput"])]
+    assert f"{summary['item_throughput']:,.1f} items/s" in (await api.get("/")).text
 
 
 async def test_run_now_of_transcriptions_stores_audio_and_the_real_time_factor(

@@ -4,6 +4,7 @@ lines (each probe's state is worked out in SQL: tests/integration/service/test_s
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from sustain.probes.measure.percentiles import quantile
@@ -161,3 +162,9 @@ def test_a_new_probes_chart_draws_from_its_first_runs() -> None:
     day = chart_windows(now - timedelta(hours=24), now)
     assert 24 <= len(day) <= 25
     assert all(b - a <= 3600 for a, b in day)
+
+
+def test_run_notes_give_each_kinds_own_figure() -> None:
+    assert run_notes(replace(RUN, item_throughput=1234.5)) == ["1,234.5 items/s"]
+    assert run_notes(replace(RUN, rtf_p50=0.0812)) == ["real-time factor 0.0812 (median)"]
+    assert run_notes(replace(RUN, retrieval_hit_rate=0.825)) == ["retrieval hit rate 82%"]
