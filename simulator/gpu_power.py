@@ -3,7 +3,8 @@ exposes what NVIDIA's dcgm-exporter does for each GPU, `DCGM_FI_DEV_POWER_USAGE`
 and `DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION` (mJ since the exporter started, a counter), labelled
 `gpu` and `UUID` as dcgm-exporter labels them. The power is constant, so the energy is the
 power times the time since the simulator started, read from the monotonic clock at each scrape:
-the arithmetic an efficiency figure must match."""
+the arithmetic an efficiency figure must match. Each sample carries the time it was read (an
+exposition's optional timestamp), which the scraper uses to time it."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ class GpuPowerCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         elapsed = time.monotonic() - self.started
+        now = time.time()  # each sample says when it was read, as an exposition may
         power = GaugeMetricFamily(POWER, "Power draw (in W).", labels=["gpu", "UUID"])
         # dcgm-exporter types it a counter but names it without `_total`; client_python would
         # add the suffix to a counter family, so it is written as a gauge of the same name
@@ -39,7 +41,7 @@ class GpuPowerCollector(Collector):
                                    labels=["gpu", "UUID"])
         for gpu in range(self.gpus):
             labels = [str(gpu), f"GPU-sim-{gpu:04d}"]
-            power.add_metric(labels, self.watts)
-            energy.add_metric(labels, self.watts * elapsed * 1000.0)
+            power.add_metric(labels, self.watts, timestamp=now)
+            energy.add_metric(labels, self.watts * elapsed * 1000.0, timestamp=now)
         yield power
         yield energy

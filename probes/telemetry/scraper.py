@@ -68,14 +68,34 @@ class ScrapeConfig:
 DCGM_PREFIX = "DCGM_FI_"
 
 
-def parse_exposition(text: str, gpus: tuple[str, ...] = ()) -> list[ParsedSample]:
+def parse_exposition(text: str, gpus: tuple[str, ...] = ()
+                     ) -> tuple[list[ParsedSample], float | None]:
     """Every sample of a Prometheus text exposition: (sample name, value); with `gpus`, a
-    DCGM sample only when its `gpu` label or `UUID` is one of them."""
+    DCGM sample only when its `gpu` label or `UUID` is one of them. Also the latest sample
+    timestamp the exposition gives (Unix seconds), None when it gives none."""
     kept = frozenset(gpus)
-    return [(sample.name, float(sample.value))
-            for family in text_string_to_metric_families(text) for sample in family.samples
-            if not kept or not sample.name.startswith(DCGM_PREFIX)
-            or sample.labels.get("gpu") in kept or sample.labels.get("UUID") in kept]
+    samples = [sample for family in text_string_to_metric_families(text)
+               for sample in family.samples
+               if not kept or not sample.name.startswith(DCGM_PREFIX)
+               or sample.labels.get("gpu") in kept or sample.labels.get("UUID") in kept]
+    stamps = [float(sample.timestamp) for sample in samples if sample.timestamp is not None]
+    return [(sample.name, float(sample.value)) for sample in samples], \
+        max(stamps) if stamps else None
+
+
+MAX_STAMP_SKEW_S = 5.0
+"""An exposition's own timestamps time its values only within this of when it arrived: a
+clock further off is not trusted (its values are timed by their arrival instead)."""
+
+
+def values_time(arrived: float, stamped: float | None) -> float:
+    """When a scrape's values were read: the exporter's own timestamp where it gives one (and
+    its clock agrees with ours), else when its answer arrived. An exporter's timestamps make
+    a counter's rate exact however late each answer travels; without them, a rate over a
+    span of scrapes is off by the answers' delay jitter over that span."""
+    if stamped is not None and abs(stamped - arrived) <= MAX_STAMP_SKEW_S:
+        return stamped
+    return arrived
 
 
 async def scrape_once(client: httpx.AsyncClient, config: ScrapeConfig) -> dict[str, Any]:
@@ -102,10 +122,11 @@ async def scrape_once(client: httpx.AsyncClient, config: ScrapeConfig) -> dict[s
     except Exception as exc:  # noqa: BLE001 - anything else fails this scrape, not the scraper
         return {"t": at, "error": f"failed ({type(exc).__name__})"}
     try:
-        samples = parse_exposition(body.decode("utf-8", errors="replace"), config.gpus)
+        samples, stamped = parse_exposition(body.decode("utf-8", errors="replace"),
+                                            config.gpus)
     except (ValueError, TypeError, IndexError):
         return {"t": at, "error": "not a Prometheus exposition"}
-    return {"t": at, "values": pick(samples, config.names)}
+    return {"t": values_time(at, stamped), "values": pick(samples, config.names)}
 
 
 async def serve() -> None:
