@@ -18,7 +18,10 @@ from sustain.probes.inputs import InputModel
 from sustain.probes.measure.capacity_slo import CapacitySlo
 
 MAX_DURATION_S = 86_400.0
-MAX_RATE = 10_000.0
+MAX_RATE = 1_000_000.0
+"""The profile's own bound on a rate, as high as SUSTAIN_MAX_RATE may be set: the operator's
+limit (SUSTAIN_MAX_RATE, default 1,000 requests/s), checked wherever a profile is accepted, is
+the one that applies."""
 MAX_USERS = 10_000
 MAX_REQUESTS = 10_000_000
 MAX_WORKERS = 64

@@ -4,6 +4,7 @@ describe; every problem is a FlagError that names its flag."""
 from __future__ import annotations
 
 import inspect
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -338,3 +339,16 @@ def test_a_pgvector_store_is_read_from_the_variable_named_and_no_other() -> None
     assert run.workload.rag.pgvector_dsn_ref == "env:RAG_PG_URL"
     assert set(run.secrets.env_globs) == {"MY_KEY", "RAG_PG_URL"}
     assert shot(rag_corpus="c.jsonl", rag_embed_url=URL).secrets.env_globs == ()
+
+
+def test_the_operators_rate_limit_is_the_only_one() -> None:
+    """Past 10,000 requests/s a run is refused by SUSTAIN_MAX_RATE alone, never by the
+    profile's own schema."""
+    fast = replace(LIMITS, max_rate=30_000.0, max_run_requests=1_000_000)
+    for rate in (16_000, 24_000):
+        profile = build(flags(profile="constant", rate=rate, duration=10), fast).profile
+        assert isinstance(profile, ConstantProfile)
+        assert profile.rate == rate
+    with pytest.raises(FlagError) as info:
+        build(flags(profile="constant", rate=40_000, duration=10), fast)
+    assert str(info.value) == "--rate: 40,000 requests/s; at most 30,000 (SUSTAIN_MAX_RATE)"
