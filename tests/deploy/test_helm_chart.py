@@ -250,3 +250,17 @@ def test_the_migration_job_is_not_selected_as_a_server_pod() -> None:
              kinds["PodDisruptionBudget"]["spec"]["selector"]["matchLabels"]),
             ("NetworkPolicy", kinds["NetworkPolicy"]["spec"]["podSelector"]["matchLabels"])):
         assert not selector.items() <= job_labels.items(), kind
+
+
+def test_measuring_pods_get_whole_cores_of_their_own_and_the_hook_job_does_not() -> None:
+    """Guaranteed QoS with integer CPUs (requests equal to limits), so a static CPU manager can
+    pin the pods that time requests; the migration Job measures nothing."""
+    kinds = by_kind(render(BASE))
+    (container,) = kinds["Deployment"]["spec"]["template"]["spec"]["containers"]
+    resources = container["resources"]
+    assert resources["requests"] == resources["limits"]
+    cpu = str(resources["limits"]["cpu"])
+    assert cpu.isdigit()
+    assert int(cpu) >= 2
+    job = kinds["Job"]["spec"]["template"]["spec"]["containers"][0]["resources"]
+    assert "cpu" not in job["limits"]
