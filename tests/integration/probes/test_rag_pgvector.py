@@ -160,10 +160,10 @@ async def test_each_worker_keeps_and_drops_a_table_of_its_own(
                 ConcurrencyProfile(users=4, max_requests=16, workers=2),
                 secrets=SecretPolicy(env_globs=(ENV,)), datasets=DatasetPolicy.unrestricted())
             assert result.summary.successes == 16
-            for _ in range(50):  # each worker drops its table when the run closes
-                if not await run_tables(pgvector_url):
-                    break
-                await asyncio.sleep(0.1)
+    for _ in range(300):  # each worker drops its table when the run closes (a hang guard)
+        if not await run_tables(pgvector_url):
+            break
+        await asyncio.sleep(0.1)
     assert await run_tables(pgvector_url) == []
 
 
