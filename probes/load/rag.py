@@ -108,6 +108,8 @@ class RagPipeline:
         self.pgvector = pgvector
         """Where the index is kept when not in memory (the resolved URL and egress policy)."""
         self.store: PgVectorIndex | None = None
+        self.dimensions = 0
+        """The corpus vectors' length (known once indexed)."""
 
     def _headers(self, target: Target) -> dict[str, str]:
         return self.headers[target.base_url + target.api_kind]
@@ -133,16 +135,22 @@ class RagPipeline:
 
         results = await asyncio.gather(*(embed(batch) for batch in batches))
         vectors = [v for batch in results for v in batch]
-        try:
-            self.vectors = VectorIndex(vectors)
-        except ValueError as exc:
-            raise RagIndexError(f"the rag corpus could not be indexed: {exc}") from None
-        if self.pgvector is not None:
+        lengths = {len(v) for v in vectors}
+        if len(lengths) != 1:
+            raise RagIndexError("the rag corpus could not be indexed: its embeddings are of "
+                                f"{len(lengths)} different lengths")
+        (self.dimensions,) = lengths
+        if self.pgvector is None:
             try:
-                self.store = await PgVectorIndex.create(self.pgvector.dsn,
-                                                        self.pgvector.egress, vectors)
-            except PgVectorError as exc:
+                self.vectors = VectorIndex(vectors)
+            except ValueError as exc:
                 raise RagIndexError(f"the rag corpus could not be indexed: {exc}") from None
+            return
+        try:
+            self.store = await PgVectorIndex.create(self.pgvector.dsn, self.pgvector.egress,
+                                                    vectors)
+        except PgVectorError as exc:
+            raise RagIndexError(f"the rag corpus could not be indexed: {exc}") from None
 
     async def close(self) -> None:
         """Drop a pgvector store's table (nothing to do for the in-memory index)."""
@@ -153,13 +161,18 @@ class RagPipeline:
     async def retrieve(self, query: tuple[float, ...]) -> list[int]:
         """The top_k passages for a question's vector: from the pgvector store, else the
         in-memory index (ValueError for a vector of another length; PgVectorError)."""
-        assert self.vectors is not None
         if self.store is not None:
-            if len(query) != self.vectors.matrix.shape[1]:
+            if len(query) != self.dimensions:
                 raise ValueError(f"a query of {len(query)} dimensions against passages of "
-                                 f"{self.vectors.matrix.shape[1]}")
+                                 f"{self.dimensions}")
             return await self.store.top_k(query, self.spec.top_k)
+        assert self.vectors is not None
         return self.vectors.top_k(query, self.spec.top_k)
+
+    @property
+    def indexed(self) -> bool:
+        """Whether `index()` has built the corpus's index (in memory or in the store)."""
+        return self.vectors is not None or self.store is not None
 
     def question(self, seq: int) -> tuple[str, str | None, Expect | None]:
         """Question `seq` (behind its salt), the id of the passage it expects, and its
@@ -196,7 +209,7 @@ class RagPipeline:
             m = await self.transport(self.embed, embed_request, False, t_send_ns,
                                      keep_reply=True, expect=ExpectedItems(1))
             stages.append(("embed", since(t_send_ns)))
-            if m.error_class is not None or not m.vectors or self.vectors is None:
+            if m.error_class is not None or not m.vectors or not self.indexed:
                 return failed("embed", m, t_send_ns, stages)
             started = time.perf_counter_ns()
             try:
