@@ -67,23 +67,21 @@ async def _check_total_rate(session: AsyncSession, settings: Settings, probe_id:
         after, settings.max_rate, settings.max_total_rate)
 
 
+async def _endpoint(session: AsyncSession, endpoint_id: int, field: str) -> Endpoint:
+    """The endpoint a probe names; a 422 naming `field` when there is none."""
+    try:
+        return await crud.get(session, Endpoint, endpoint_id, "endpoint")
+    except NotFoundError as exc:
+        raise FieldError(field, str(exc)) from None
+
+
 async def _check_endpoint(session: AsyncSession, endpoint_id: int,
                           slo: SloThresholds | None) -> None:
     """A 422 naming `endpoint_id` when there is no such endpoint, or the SLO thresholds its
     kind can never meet (service/domain/thresholds.py)."""
-    try:
-        endpoint = await crud.get(session, Endpoint, endpoint_id, "endpoint")
-    except NotFoundError as exc:
-        raise FieldError("endpoint_id", str(exc)) from None
+    endpoint = await _endpoint(session, endpoint_id, "endpoint_id")
     if slo is not None and (found := threshold_problems(endpoint.api_kind, slo)):
         raise FieldError.of([(f"slo.{name}", message) for name, message in found])
-
-
-async def _endpoint_kind(session: AsyncSession, endpoint_id: int, field: str) -> str:
-    try:
-        return (await crud.get(session, Endpoint, endpoint_id, "endpoint")).api_kind
-    except NotFoundError as exc:
-        raise FieldError(field, str(exc)) from None
 
 
 async def _check_rag(session: AsyncSession, endpoint_id: int, workload: Workload,
@@ -97,11 +95,12 @@ async def _check_rag(session: AsyncSession, endpoint_id: int, workload: Workload
         return
     fields = {"endpoint": "endpoint_id", "embed": "rag_endpoints.embed_endpoint_id",
               "rerank": "rag_endpoints.rerank_endpoint_id"}
-    generate = await _endpoint_kind(session, endpoint_id, fields["endpoint"])
-    embed = await _endpoint_kind(session, rag.embed_endpoint_id, fields["embed"])
+    generate = await _endpoint(session, endpoint_id, fields["endpoint"])
+    embed = await _endpoint(session, rag.embed_endpoint_id, fields["embed"])
     rerank = None if rag.rerank_endpoint_id is None \
-        else await _endpoint_kind(session, rag.rerank_endpoint_id, fields["rerank"])
-    for part, message in kind_problems(generate, embed, rerank):
+        else await _endpoint(session, rag.rerank_endpoint_id, fields["rerank"])
+    for part, message in kind_problems(generate.api_kind, embed.api_kind,
+                                       None if rerank is None else rerank.api_kind):
         raise FieldError(fields[part], message)
 
 
