@@ -90,17 +90,21 @@ class PgVectorIndex:
                        "LIMIT $2")
 
     @classmethod
-    async def create(cls, dsn: str, egress: EgressPolicy, vectors: Sequence[Sequence[float]]
-                     ) -> PgVectorIndex:
-        """A fresh table holding `vectors` (row i is passage i), indexed; PgVectorError when
-        the database cannot be reached, lacks pgvector, or refuses."""
+    async def create(cls, dsn: str, egress: EgressPolicy, vectors: Sequence[Sequence[float]],
+                     top_k: int) -> PgVectorIndex:
+        """A fresh table holding `vectors` (row i is passage i), indexed for queries of up to
+        `top_k` rows; PgVectorError when the database cannot be reached, lacks pgvector, or
+        refuses."""
         address, port = await checked_address(dsn, egress)
         table = f"sustain_rag_{secrets.token_hex(6)}"
         dimensions = len(vectors[0])
         try:
             pool = await asyncpg.create_pool(
                 dsn, host=address, port=port, min_size=1, max_size=MAX_CONNECTIONS,
-                timeout=CONNECT_TIMEOUT_S, command_timeout=QUERY_TIMEOUT_S)
+                timeout=CONNECT_TIMEOUT_S, command_timeout=QUERY_TIMEOUT_S,
+                # an HNSW scan returns at most hnsw.ef_search rows (40 by default); set at
+                # connection start, it survives the pool's RESET ALL between queries
+                server_settings={"hnsw.ef_search": str(max(40, int(top_k)))})
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
             raise PgVectorError(ErrorClass.CONNECT,
                                 f"pgvector: cannot connect ({type(exc).__name__})") from None

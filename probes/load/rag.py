@@ -148,7 +148,7 @@ class RagPipeline:
             return
         try:
             self.store = await PgVectorIndex.create(self.pgvector.dsn, self.pgvector.egress,
-                                                    vectors)
+                                                    vectors, self.spec.top_k)
         except PgVectorError as exc:
             raise RagIndexError(f"the rag corpus could not be indexed: {exc}") from None
 

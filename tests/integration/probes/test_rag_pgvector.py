@@ -14,10 +14,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import asyncpg
+import numpy as np
 import pytest
 
 from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.egress import EgressPolicy
+from sustain.probes.client.pgvector import PgVectorIndex
 from sustain.probes.client.secret_policy import SecretPolicy
 from sustain.probes.client.target import ApiKind, RagEndpoints, Target
 from sustain.probes.load.profiles import ConcurrencyProfile
@@ -182,3 +184,17 @@ async def test_an_unreachable_store_fails_the_run_naming_no_password(
         await run(sim, corpus, url, store=True)
     assert "pgvector: cannot connect" in str(caught.value)
     assert "hunter2" not in str(caught.value)
+
+
+async def test_a_wide_top_k_gets_every_row_it_asks_for(pgvector_url: str) -> None:
+    """An HNSW scan stops at hnsw.ef_search rows (40 by default): the store widens it to the
+    probe's top_k."""
+    rng = np.random.default_rng(3)
+    vectors = [tuple(float(x) for x in rng.normal(size=16)) for _ in range(5000)]
+    store = await PgVectorIndex.create(pgvector_url, EgressPolicy(), vectors, 100)
+    try:
+        found = await store.top_k(vectors[0], 100)
+    finally:
+        await store.close()
+    assert len(found) == len(set(found)) == 100
+    assert found[0] == 0
