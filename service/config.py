@@ -17,6 +17,7 @@ from sustain.service.domain.expansion import ExpansionPolicy
 from sustain.service.domain.hosts import parse_allowed_hosts
 from sustain.service.domain.keys import weak_key_reason
 from sustain.service.domain.limits import LoadLimits, ObjectLimits
+from sustain.service.domain.locations import DEFAULT_LOCATION, location_problem
 from sustain.service.domain.reach import Reach
 from sustain.service.evaluation.drift_watch import parse_watched
 from sustain.service.history.windows import parse_duration
@@ -51,6 +52,12 @@ class Settings(BaseSettings):
     )
     replica_id: str | None = Field(
         default=None, description="This replica's id in runs.claimed_by (default: hostname-pid)."
+    )
+    location: str = Field(
+        default=DEFAULT_LOCATION,
+        description="Where this replica measures from (a region, a data centre; a DNS label "
+        "such as eu-west-1). It runs the ticks of the probes that list this location, and "
+        "its runs, series and metrics carry it.",
     )
     database_pool_size: int = Field(
         default=10, ge=1, le=1000,
@@ -293,6 +300,13 @@ class Settings(BaseSettings):
     @classmethod
     def _lower(cls, value: object) -> object:
         return value.lower() if isinstance(value, str) else value
+
+    @field_validator("location")
+    @classmethod
+    def _location(cls, value: str) -> str:
+        if (problem := location_problem(value)) is not None:
+            raise ValueError(problem)
+        return value
 
     @field_validator("database_url")
     @classmethod

@@ -17,6 +17,7 @@ from sustain.probes.measure.sample import Outcome, Sample
 from sustain.service.db.runs import LastRun
 from sustain.service.db.slos import SloSnapshot
 from sustain.service.domain.auth_failures import AuthFailure
+from sustain.service.domain.locations import DEFAULT_LOCATION
 from sustain.service.domain.refusals import REASONS
 from sustain.service.evaluation.slo_status import window_label
 from sustain.service.ingest.buffer import SampleBuffer
@@ -37,7 +38,9 @@ TOKEN_LATENCY_BUCKETS_S = (
 DB_WRITE_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 """Batch write buckets, seconds (a batch is up to 5,000 samples plus run results)."""
 
-SERIES_LABELS = ("endpoint", "probe", "model")
+SERIES_LABELS = ("endpoint", "probe", "model", "location")
+"""Every probe series: its endpoint, probe and model, and where it was measured from (the
+replica's location for request counters and histograms, the run's for last-run gauges)."""
 
 
 class LastRunCollector(Collector):
@@ -107,7 +110,7 @@ class LastRunCollector(Collector):
             "Stage time percentiles of the RAG probe's newest run (embed, retrieve, rerank, "
             "generate_ttft, generate, overhead).", labels=[*labels, "stage", "quantile"])
         for run in self.snapshot:
-            values = [run.endpoint, run.probe, run.model]
+            values = [run.endpoint, run.probe, run.model, run.location]
             timestamp.add_metric(values, run.finished_at.timestamp())
             success.add_metric(values, 1.0 if run.status == "succeeded" else 0.0)
             summary = run.summary or {}
@@ -270,7 +273,9 @@ class WriteBufferCollector(Collector):
 class Metrics:
     """Every sustain_* metric of one app instance."""
 
-    def __init__(self) -> None:
+    def __init__(self, location: str = DEFAULT_LOCATION) -> None:
+        self.location = location
+        """This replica's location: the `location` label of what it measures."""
         self.registry = CollectorRegistry()
         labels = SERIES_LABELS
         self.requests = Counter(
@@ -296,7 +301,7 @@ class Metrics:
             "dataset line has an `expect`), by result: passed or failed.",
             [*labels, "result"], registry=self.registry)
         self.runs = Counter(
-            "sustain_runs", "Finished runs by status.", ["probe", "status"],
+            "sustain_runs", "Finished runs by status.", ["probe", "status", "location"],
             registry=self.registry)
         self.ttft = Histogram(
             "sustain_ttft_seconds", "Time to first token of successful requests.",
@@ -350,7 +355,7 @@ class Metrics:
 
     def observe_samples(self, endpoint: str, probe: str, model: str,
                         samples: Sequence[Sample]) -> None:
-        series = (endpoint, probe, model)
+        series = (endpoint, probe, model, self.location)
         for sample in samples:
             m = sample.measurement
             self.requests.labels(*series, str(sample.outcome),
@@ -381,8 +386,10 @@ class Metrics:
     def observe_auth_failure(self, reason: AuthFailure) -> None:
         self.auth_failures.labels(reason.value).inc()
 
-    def observe_run(self, probe: str, status: str) -> None:
-        self.runs.labels(probe, status).inc()
+    def observe_run(self, probe: str, status: str, location: str | None = None) -> None:
+        """A run finished here (in this replica's location), or (`location`) one elsewhere
+        was cancelled through this replica."""
+        self.runs.labels(probe, status, location or self.location).inc()
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

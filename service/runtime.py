@@ -86,7 +86,7 @@ class Replica:
             workers, max_connections=settings.http_max_connections, egress=self.reach.egress)
         """Where runs measure: worker processes (started on first use), never this process's
         loop unless SUSTAIN_MEASURE_WORKERS=0."""
-        self.metrics = Metrics()
+        self.metrics = Metrics(settings.location)
         self.buffer = SampleBuffer(settings.buffer_samples)
         self.writer = SampleWriter(self.engine, self.buffer,
                                    on_batch=self.metrics.db_write.observe)
@@ -94,10 +94,11 @@ class Replica:
         self.peers = PeerLoads()
         self.executor = RunExecutor(self.sessions, self.measurer, self.metrics, self.replica_id,
                                     self.buffer, self.peers, settings.load_limits(),
-                                    reach=self.reach, refusals=self.writer.refusals)
+                                    reach=self.reach, refusals=self.writer.refusals,
+                                    location=settings.location)
         self.liveness = Liveness(self.engine, self.replica_id, settings.heartbeat_seconds,
                                  lambda: self.executor.in_flight, self.executor.run_ids,
-                                 self.peers)
+                                 self.peers, location=settings.location)
         self.scheduler = ProbeScheduler(self.executor, self.sessions, self.engine, settings)
         self.listener = ProbeListener(database_url, self.scheduler.refresh,
                                       self.scheduler.reconcile)
@@ -137,7 +138,8 @@ class Replica:
         self.alerts.start()
         self.delivery.start()
         gc.freeze()  # what exists now lives as long as the replica: full collections skip it
-        logger.info("sustain replica %s ready on database %s", self.replica_id,
+        logger.info("sustain replica %s (location %s) ready on database %s", self.replica_id,
+                    self.settings.location,
                     safe_url(self.database_url))
 
     def stopped_loops(self) -> list[str]:

@@ -41,6 +41,7 @@ from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Endpoint, Probe
 from sustain.service.domain.finals import RunFinal, completed
 from sustain.service.domain.limits import LoadLimits, Path, limit_violations, planned_load
+from sustain.service.domain.locations import DEFAULT_LOCATION
 from sustain.service.domain.rows import sample_tuple, sent_at
 from sustain.service.domain.targets import probe_target
 from sustain.service.domain.thresholds import threshold_problems
@@ -293,8 +294,10 @@ async def _shown(work: Coroutine[Any, Any, RunResult], live: LiveStats, show: Li
     return run.result()
 
 
-async def save(session: AsyncSession, shot: OneShot, result: RunResult) -> int:
-    """Store the one-shot as a manual run of a disabled probe (created on first use)."""
+async def save(session: AsyncSession, shot: OneShot, result: RunResult,
+               location: str = DEFAULT_LOCATION) -> int:
+    """Store the one-shot as a manual run of a disabled probe (created on first use), measured
+    from `location` (SUSTAIN_LOCATION where the command ran)."""
     values = shot.endpoint.model_dump(mode="json")
     endpoint = await crud.get_by_name(session, Endpoint, shot.endpoint.name)
     if endpoint is None:
@@ -313,7 +316,7 @@ async def save(session: AsyncSession, shot: OneShot, result: RunResult) -> int:
             "enabled": False, "labels": {"source": "cli"}, **columns}, "probe")
     else:
         probe = await crud.update(session, probe, columns, "probe")
-    run = await run_queries.create_manual(session, probe.id)
+    run = await run_queries.create_manual(session, probe.id, location)
     run.started_at = min((s.sent_at for s in result.samples), default=None)
     await session.flush()
     rows = [sample_tuple(run.id, pos, probe.id, sample)

@@ -76,7 +76,7 @@ def _report(flags: ProbeFlags, shot: OneShot, result: RunResult) -> None:
         settings = load_settings(database_url=flags.database_url, data_dir=flags.data_dir)
         with database(settings) as url:
             upgrade_to_head(url)
-            run_id = asyncio.run(_save(url, shot, result))
+            run_id = asyncio.run(_save(url, shot, result, settings.location))
     if flags.json_output:
         report = json_report(result)
         if run_id is not None:
@@ -107,8 +107,8 @@ def _write_report(flags: ProbeFlags, result: RunResult) -> None:
         raise typer.Exit(2) from None
 
 
-async def _save(url: str, shot: OneShot, result: RunResult) -> int:
+async def _save(url: str, shot: OneShot, result: RunResult, location: str) -> int:
     from sustain.service.cli.oneshot import save
 
     async with one_connection_engine(url) as engine, session_factory(engine).begin() as session:
-        return await save(session, shot, result)
+        return await save(session, shot, result, location)

@@ -12,8 +12,9 @@ from sustain.probes.inputs import InputModel
 from sustain.probes.load.profiles import LoadProfile, SingleProfile
 from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.workload.spec import Workload
+from sustain.service.domain.locations import DEFAULT_LOCATION
 from sustain.service.history.windows import parse_duration
-from sustain.service.schemas.common import Labels, Name
+from sustain.service.schemas.common import Labels, Locations, Name
 from sustain.service.schemas.endpoints import EndpointCreate
 from sustain.service.schemas.notifiers import NotifierCreate
 from sustain.service.schemas.probes import MAX_INTERVAL_S, Cron, check_jitter
@@ -76,6 +77,10 @@ class ProbeSpec(InputModel):
     profile: LoadProfile = Field(default_factory=SingleProfile)
     schedule: ScheduleSpec
     enabled: bool = True
+    locations: Locations = Field(
+        default_factory=lambda: [DEFAULT_LOCATION],
+        description="Where the probe runs from: each tick once in each location "
+        "(SUSTAIN_LOCATION of the replicas, or an agent's --location).")
     slo: SloThresholds = Field(default_factory=SloThresholds)
     labels: Labels = Field(default_factory=dict)
 

@@ -59,8 +59,8 @@ def _probe_columns(spec: ProbeSpec, endpoint_ids: Mapping[str, int], config: Con
         workload=Workload.model_validate(workload.model_dump(exclude={"name"},
                                                              exclude_unset=True)),
         profile=spec.profile, interval_s=spec.schedule.every, cron=spec.schedule.cron,
-        jitter_s=spec.schedule.jitter, enabled=spec.enabled, slo=spec.slo,
-        labels=spec.labels)
+        jitter_s=spec.schedule.jitter, enabled=spec.enabled, locations=spec.locations,
+        slo=spec.slo, labels=spec.labels)
     return probe_queries.columns(body)
 
 

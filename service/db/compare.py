@@ -28,15 +28,18 @@ MAX_PROBES = 8
 
 
 async def compare(session: AsyncSession, names: list[str], start: datetime,
-                  end: datetime) -> Comparison:
-    """The named probes side by side over [start, end); FieldError (`query.probe`) for an
-    unknown name, a repeated one, or more than MAX_PROBES."""
+                  end: datetime, *, location: str | None = None,
+                  by_location: bool = False) -> Comparison:
+    """The named probes side by side over [start, end): one row per probe, of one
+    `location`'s runs or of all locations together; with `by_location`, one row per probe
+    and location (those it lists, and those that ran it in the window). FieldError
+    (`query.probe`) for an unknown name, a repeated one, or more than MAX_PROBES."""
     if not 1 <= len(names) <= MAX_PROBES:
         raise FieldError("query.probe", f"name 1 to {MAX_PROBES} probes")
     if len(set(names)) != len(names):
         raise FieldError("query.probe", "a probe is named twice")
     rows = (await session.execute(
-        select(Probe.id, Probe.name, Endpoint.name, Endpoint.model)
+        select(Probe.id, Probe.name, Endpoint.name, Endpoint.model, Probe.locations)
         .join(Endpoint, Endpoint.id == Probe.endpoint_id).where(Probe.name.in_(names)))).all()
     found = {row[1]: row for row in rows}
     missing = [name for name in names if name not in found]
@@ -49,33 +52,57 @@ async def compare(session: AsyncSession, names: list[str], start: datetime,
             ratio=finding.ratio))
     out = []
     for name in names:
-        probe_id, _, endpoint, model = found[name]
-        window = await window_summary(session, probe_id, start, end)
-        newest = await _newest_summary(session, probe_id, end)
-        out.append(ProbeFigures(
-            probe=name, probe_id=probe_id, endpoint=endpoint, model=model, runs=window.runs,
-            availability=window.availability, ttft_ms=_pct(window.metrics["ttft"]),
-            tpot_ms=_pct(window.metrics["tpot"]), e2e_ms=_pct(window.metrics["e2e"]),
-            request_throughput=window.request_throughput,
-            output_token_throughput=window.output_token_throughput, goodput=window.goodput,
-            item_throughput=window.item_throughput,
-            rtf=_pct(window.metrics["rtf"]) if window.metrics["rtf"].count else None,
-            retrieval_hit_rate=window.retrieval_hit_rate,
-            capacity=await _capacity(session, probe_id, start, end, newest),
-            efficiency=newest.get("efficiency") if newest else None,
-            stability=window.stability, drift=verdicts.get(name, []),
-            pareto=newest.get("pareto") if newest else None))
+        probe_id, _, endpoint, model, listed = found[name]
+        places: list[str | None] = [location]
+        if by_location:
+            places = list(await _locations(session, probe_id, listed, start, end))
+        for place in places:
+            out.append(await _figures(session, name, probe_id, endpoint, model, start, end,
+                                      place, verdicts.get(name, [])))
     return Comparison(from_=start, to=end, probes=out)
+
+
+async def _locations(session: AsyncSession, probe_id: int, listed: list[str],
+                     start: datetime, end: datetime) -> list[str]:
+    """The locations a probe lists now, and those its runs in [start, end) came from."""
+    ran = await session.scalars(
+        select(Run.location).distinct().where(Run.probe_id == probe_id,
+                                              Run.scheduled_for >= start,
+                                              Run.scheduled_for < end))
+    return sorted({*listed, *ran})
+
+
+async def _figures(session: AsyncSession, name: str, probe_id: int, endpoint: str, model: str,
+                   start: datetime, end: datetime, location: str | None,
+                   drift: list[DriftVerdict]) -> ProbeFigures:
+    """One probe's row: its runs in one location, or (None) in all."""
+    window = await window_summary(session, probe_id, start, end, location)
+    newest = await _newest_summary(session, probe_id, end, location)
+    return ProbeFigures(
+        probe=name, probe_id=probe_id, location=location, endpoint=endpoint, model=model,
+        runs=window.runs,
+        availability=window.availability, ttft_ms=_pct(window.metrics["ttft"]),
+        tpot_ms=_pct(window.metrics["tpot"]), e2e_ms=_pct(window.metrics["e2e"]),
+        request_throughput=window.request_throughput,
+        output_token_throughput=window.output_token_throughput, goodput=window.goodput,
+        item_throughput=window.item_throughput,
+        rtf=_pct(window.metrics["rtf"]) if window.metrics["rtf"].count else None,
+        retrieval_hit_rate=window.retrieval_hit_rate,
+        capacity=await _capacity(session, probe_id, start, end, newest, location),
+        efficiency=newest.get("efficiency") if newest else None,
+        stability=window.stability, drift=drift,
+        pareto=newest.get("pareto") if newest else None)
 
 
 def _pct(summary: MetricSummary) -> Percentiles:
     return Percentiles(p50=summary.p50, p99=summary.p99)
 
 
-async def _newest_summary(session: AsyncSession, probe_id: int, end: datetime
-                          ) -> dict[str, object] | None:
+async def _newest_summary(session: AsyncSession, probe_id: int, end: datetime,
+                          location: str | None) -> dict[str, object] | None:
     summary = await session.scalar(
         select(Run.summary).where(Run.probe_id == probe_id, Run.scheduled_for < end,
+                                  *([] if location is None else [Run.location == location]),
                                   Run.status.in_(("succeeded", "failed")),
                                   Run.summary.is_not(None))
         .order_by(Run.scheduled_for.desc()).limit(1))
@@ -83,11 +110,13 @@ async def _newest_summary(session: AsyncSession, probe_id: int, end: datetime
 
 
 async def _capacity(session: AsyncSession, probe_id: int, start: datetime, end: datetime,
-                    newest: dict[str, object] | None) -> CapacityFigures | None:
-    points = await run_queries.capacity_series(session, probe_id, start, end, 10_000)
+                    newest: dict[str, object] | None, location: str | None
+                    ) -> CapacityFigures | None:
+    points = await run_queries.capacity_series(session, probe_id, start, end, 10_000,
+                                               location)
     if not points:
         return None
-    levels = [level or 0 for _, _, level, _ in points]
+    levels = [level or 0 for _, _, level, _, _ in points]
     found = newest.get("capacity") if newest else None
     unit = found.get("unit") if isinstance(found, dict) else None
     return CapacityFigures(unit=unit if isinstance(unit, str) else None,

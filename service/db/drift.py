@@ -70,7 +70,8 @@ async def drift_report(session: AsyncSession, probe_id: int, metric: str, stat: 
 
 async def _sketch_rows(session: AsyncSession, probe_id: int, metric: str, *,
                        start: datetime | None = None, end: datetime | None = None,
-                       run_id: int | None = None) -> list[SketchRow]:
+                       run_id: int | None = None, location: str | None = None
+                       ) -> list[SketchRow]:
     """The `metric` sketches of the probe's finished runs scheduled in [start, end) (or of
     run `run_id`), oldest run first."""
     where: list[ColumnElement[bool]] = [Run.probe_id == probe_id, Run.attempts.is_not(None),
@@ -81,6 +82,8 @@ async def _sketch_rows(session: AsyncSession, probe_id: int, metric: str, *,
         where.append(Run.scheduled_for < end)
     if run_id is not None:
         where.append(Run.id == run_id)
+    if location is not None:
+        where.append(Run.location == location)
     rows = await session.execute(
         select(Run.id, Run.scheduled_for, RunSketch.sketch)
         .join(RunSketch, RunSketch.run_id == Run.id)
@@ -90,18 +93,22 @@ async def _sketch_rows(session: AsyncSession, probe_id: int, metric: str, *,
 
 
 async def window_sketch_rows(session: AsyncSession, probe_id: int, metric: str,
-                             start: datetime, end: datetime) -> list[SketchRow]:
-    """The `metric` sketches of the probe's finished runs scheduled in [start, end)."""
-    return await _sketch_rows(session, probe_id, metric, start=start, end=end)
+                             start: datetime, end: datetime, location: str | None = None
+                             ) -> list[SketchRow]:
+    """The `metric` sketches of the probe's finished runs scheduled in [start, end) (in one
+    location, or in all)."""
+    return await _sketch_rows(session, probe_id, metric, start=start, end=end,
+                              location=location)
 
 
 async def run_throughputs(session: AsyncSession, probe_id: int, start: datetime,
-                          end: datetime) -> list[float]:
+                          end: datetime, location: str | None = None) -> list[float]:
     """Each finished run's output tokens per second of measured time, oldest first."""
     rows = await session.execute(
         select(Run.output_tokens, Run.measured_s)
         .where(Run.probe_id == probe_id, Run.scheduled_for >= start, Run.scheduled_for < end,
-               Run.attempts.is_not(None), Run.measured_s > 0)
+               Run.attempts.is_not(None), Run.measured_s > 0,
+               *([] if location is None else [Run.location == location]))
         .order_by(Run.scheduled_for, Run.id))
     return [rate for tokens, seconds in rows if tokens and seconds is not None
             and (rate := ratio(float(tokens), float(seconds))) is not None]

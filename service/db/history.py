@@ -1,12 +1,13 @@
 """Reads behind windowed statistics: rollup buckets, and runs with their sketches, of one
-probe over a time range. Times in and out are epoch seconds."""
+probe over a time range, in one location or all of them together (`location` None). Times in
+and out are epoch seconds."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import and_, func, or_, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from sustain.service.db.models import Rollup, RollupSketch, Run, RunSketch
@@ -18,25 +19,33 @@ def _epoch(column: Any) -> Any:
     return func.extract("epoch", column)
 
 
+def _located(column: Any, location: str | None) -> Any:
+    """A filter on a location column: that location's rows, or every row (None)."""
+    return column == location if location is not None else true()
+
+
 async def rollups(session: AsyncSession, probe_id: int, width_s: int,
-                  starts: Collection[int]) -> list[Piece]:
+                  starts: Collection[int], location: str | None = None) -> list[Piece]:
     if not starts:
         return []
     query = (select(_epoch(Rollup.start), Rollup.runs, Rollup.attempts, Rollup.successes,
                     Rollup.good, Rollup.good_measured_s, Rollup.output_tokens,
                     Rollup.measured_s)
              .where(Rollup.probe_id == probe_id, Rollup.width_s == width_s,
+                    _located(Rollup.location, location),
                     Rollup.start >= at(min(starts)), Rollup.start <= at(max(starts))))
     return [Piece(float(row[0]), Counts(*row[1:])) for row in await session.execute(query)]
 
 
 async def rollup_sketches(session: AsyncSession, probe_id: int, width_s: int,
-                          starts: Collection[int], metrics: Sequence[str]) -> list[SketchPiece]:
+                          starts: Collection[int], metrics: Sequence[str],
+                          location: str | None = None) -> list[SketchPiece]:
     if not starts or not metrics:
         return []
     query = (select(_epoch(RollupSketch.start), RollupSketch.metric, RollupSketch.sketch)
              .where(RollupSketch.probe_id == probe_id, RollupSketch.metric.in_(metrics),
                     RollupSketch.width_s == width_s,
+                    _located(RollupSketch.location, location),
                     RollupSketch.start >= at(min(starts)),
                     RollupSketch.start <= at(max(starts))))
     return [SketchPiece(float(t), m, bytes(s)) for t, m, s in await session.execute(query)]
@@ -65,13 +74,13 @@ def _in_ranges(ranges: Sequence[tuple[float, float]]) -> Any:
                  for a, b in ranges))
 
 
-async def runs(session: AsyncSession, probe_id: int, ranges: Sequence[tuple[float, float]]
-               ) -> list[Piece]:
+async def runs(session: AsyncSession, probe_id: int, ranges: Sequence[tuple[float, float]],
+               location: str | None = None) -> list[Piece]:
     """Runs with counts (finished, with results) scheduled in any of the [a, b) ranges."""
     query = (select(_epoch(Run.scheduled_for), Run.attempts, Run.successes, Run.good,
                     Run.output_tokens, Run.measured_s)
              .where(Run.probe_id == probe_id, _in_ranges(ranges),
-                    Run.attempts.is_not(None)))
+                    _located(Run.location, location), Run.attempts.is_not(None)))
     pieces = []
     for t, attempts, successes, good, tokens, measured in await session.execute(query):
         known = good is not None
@@ -83,21 +92,22 @@ async def runs(session: AsyncSession, probe_id: int, ranges: Sequence[tuple[floa
 
 
 async def run_sketches(session: AsyncSession, probe_id: int,
-                       ranges: Sequence[tuple[float, float]], metrics: Sequence[str]
-                       ) -> list[SketchPiece]:
+                       ranges: Sequence[tuple[float, float]], metrics: Sequence[str],
+                       location: str | None = None) -> list[SketchPiece]:
     if not metrics:
         return []
     query = (select(_epoch(Run.scheduled_for), RunSketch.metric, RunSketch.sketch)
              .join(Run, Run.id == RunSketch.run_id)
              .where(Run.probe_id == probe_id, _in_ranges(ranges), Run.attempts.is_not(None),
-                    RunSketch.metric.in_(metrics)))
+                    _located(Run.location, location), RunSketch.metric.in_(metrics)))
     return [SketchPiece(float(t), m, bytes(s)) for t, m, s in await session.execute(query)]
 
 
 async def aggregates(session: AsyncSession, probe_id: int,
-                     windows: Sequence[tuple[float, float]], metrics: Sequence[str]
-                     ) -> list[Aggregate]:
-    """One Aggregate per [a, b) window (epoch seconds), from the fewest stored pieces."""
+                     windows: Sequence[tuple[float, float]], metrics: Sequence[str],
+                     location: str | None = None) -> list[Aggregate]:
+    """One Aggregate per [a, b) window (epoch seconds), from the fewest stored pieces, of
+    one location's runs or (None) of all of them."""
     p = plan(windows)
     if not p.windows:
         return []
@@ -106,14 +116,14 @@ async def aggregates(session: AsyncSession, probe_id: int,
     run_sketch_pieces: list[SketchPiece] = []
     if p.needs_runs:
         ranges = merge_ranges([r for c in p.covers for r in c.runs])
-        run_pieces = await runs(session, probe_id, ranges)
-        run_sketch_pieces = await run_sketches(session, probe_id, ranges, metrics)
+        run_pieces = await runs(session, probe_id, ranges, location)
+        run_sketch_pieces = await run_sketches(session, probe_id, ranges, metrics, location)
     return assemble(
         p,
-        await rollups(session, probe_id, DAY_S, days),
-        await rollups(session, probe_id, HOUR_S, hours),
+        await rollups(session, probe_id, DAY_S, days, location),
+        await rollups(session, probe_id, HOUR_S, hours, location),
         run_pieces,
-        await rollup_sketches(session, probe_id, DAY_S, days, metrics),
-        await rollup_sketches(session, probe_id, HOUR_S, hours, metrics),
+        await rollup_sketches(session, probe_id, DAY_S, days, metrics, location),
+        await rollup_sketches(session, probe_id, HOUR_S, hours, metrics, location),
         run_sketch_pieces,
     )

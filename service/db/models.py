@@ -25,6 +25,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TIMESTAMP
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from sustain.service.domain.locations import DEFAULT_LOCATION
+
 RUN_STATUSES = ("pending", "running", "succeeded", "failed", "abandoned", "invalid", "missed",
                 "skipped", "cancelled")
 FINAL_RUN_STATUSES = frozenset(RUN_STATUSES) - {"pending", "running"}
@@ -41,6 +43,15 @@ class Base(DeclarativeBase):
 
 def _id() -> Mapped[int]:
     return mapped_column(BigInteger, Identity(), primary_key=True)
+
+
+def _location(*, primary_key: bool = False) -> Mapped[str]:
+    return mapped_column(Text, server_default=DEFAULT_LOCATION, primary_key=primary_key)
+
+
+def _location_check() -> CheckConstraint:
+    return CheckConstraint("location ~ '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$'",
+                           name="location_name")
 
 
 def _created() -> Mapped[datetime]:
@@ -123,11 +134,14 @@ class Probe(NamedResource, Base):
     slo_tpot_ms: Mapped[float | None] = mapped_column(Double)
     slo_e2e_ms: Mapped[float | None] = mapped_column(Double)
     labels: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
+    locations: Mapped[list[str]] = mapped_column(ARRAY(Text), server_default="{default}")
+    """Where the probe runs from: each tick runs once in each of these locations."""
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _updated()
 
     __table_args__ = (
         CheckConstraint("interval_seconds > 0", name="interval_positive"),
+        CheckConstraint("cardinality(locations) BETWEEN 1 AND 16", name="locations_count"),
         CheckConstraint("rag_rerank_endpoint_id IS NULL OR rag_embed_endpoint_id IS NOT NULL",
                         name="rag_rerank_needs_embed"),
     )
@@ -143,6 +157,9 @@ class Replica(Base):
     heartbeat_at: Mapped[datetime] = mapped_column(server_default=func.now())
     in_flight: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     stopping: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    location: Mapped[str] = _location()
+
+    __table_args__ = (_location_check(),)
 
 
 class Run(Base):
@@ -155,6 +172,8 @@ class Run(Base):
     trigger: Mapped[str] = mapped_column(String(16))
     scheduled_for: Mapped[datetime]
     status: Mapped[str] = mapped_column(String(16), server_default=text("'pending'"))
+    location: Mapped[str] = _location()
+    """Where it was measured from (a scheduled tick runs once per location of its probe)."""
     claimed_by: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = _created()
     started_at: Mapped[datetime | None]
@@ -192,9 +211,11 @@ class Run(Base):
         Index("ix_runs_status_id", "status", text("id DESC")),
         Index("ix_runs_probe_id_scheduled_for", "probe_id", "scheduled_for"),
         Index("ix_runs_scheduled_for", "scheduled_for"),
+        _location_check(),
         Index(
             "uq_runs_scheduled_tick",
             "probe_id",
+            "location",
             "scheduled_for",
             unique=True,
             postgresql_where=text("trigger = 'schedule'"),
@@ -299,6 +320,7 @@ class Rollup(Base):
 
     probe_id: Mapped[int] = mapped_column(
         BigInteger, ForeignKey("probes.id", ondelete="CASCADE"), primary_key=True)
+    location: Mapped[str] = _location(primary_key=True)
     width_s: Mapped[int] = mapped_column(Integer, primary_key=True)
     start: Mapped[datetime] = mapped_column(primary_key=True)
     runs: Mapped[int] = mapped_column(Integer)
@@ -310,6 +332,8 @@ class Rollup(Base):
     output_tokens: Mapped[int] = mapped_column(BigInteger)
     measured_s: Mapped[float] = mapped_column(Double)
 
+    __table_args__ = (_location_check(),)
+
 
 class RollupSketch(SketchColumns, Base):
     """The merge of every run sketch of a metric in one rollup bucket."""
@@ -318,8 +342,11 @@ class RollupSketch(SketchColumns, Base):
 
     probe_id: Mapped[int] = mapped_column(
         BigInteger, ForeignKey("probes.id", ondelete="CASCADE"), primary_key=True)
+    location: Mapped[str] = _location(primary_key=True)
     width_s: Mapped[int] = mapped_column(Integer, primary_key=True)
     start: Mapped[datetime] = mapped_column(primary_key=True)
+
+    __table_args__ = (_location_check(),)
 
 
 class Slo(NamedResource, Base):

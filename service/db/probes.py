@@ -61,6 +61,7 @@ def read(probe: Probe) -> ProbeRead:
         "cron": probe.cron,
         "jitter_s": probe.jitter_seconds,
         "enabled": probe.enabled,
+        "locations": probe.locations,
         "slo": {"ttft_ms": probe.slo_ttft_ms, "tpot_ms": probe.slo_tpot_ms,
                 "e2e_ms": probe.slo_e2e_ms},
         "labels": probe.labels,

@@ -53,11 +53,14 @@ async def make_room(session: AsyncSession, kind: ObjectKind, limit: int) -> None
 
 async def enabled_profiles(session: AsyncSession, *, without: int | None = None
                            ) -> list[LoadProfile]:
-    """The profiles of every enabled probe (but probe `without`)."""
-    query = select(Probe.profile).where(Probe.enabled.is_(True))
+    """The profiles of every enabled probe (but probe `without`), each once per location it
+    runs from (each location runs it)."""
+    query = select(Probe.profile, func.cardinality(Probe.locations)).where(
+        Probe.enabled.is_(True))
     if without is not None:
         query = query.where(Probe.id != without)
-    return [parse_profile(p) for p in (await session.scalars(query))]
+    return [profile for p, n in (await session.execute(query)).all()
+            for profile in [parse_profile(p)] * int(n)]
 
 
 async def stored_total_rate(session: AsyncSession, max_rate: float) -> float:
@@ -67,16 +70,17 @@ async def stored_total_rate(session: AsyncSession, max_rate: float) -> float:
 
 async def check_total_rate(session: AsyncSession, probe_id: int | None, before: float,
                            after: LoadProfile | None, max_rate: float,
-                           max_total_rate: float) -> None:
+                           max_total_rate: float, locations: int = 1) -> None:
     """Before enabling probe `probe_id` (None: a new one) with profile `after` (None: it ends
     up disabled), or changing its profile: lock the total and ConflictError (409) naming
     SUSTAIN_MAX_TOTAL_RATE when the enabled probes would then plan more than
     `max_total_rate`. `before` is what the probe counted for until now (0 when disabled or
     new): a change that does not raise the total is always allowed, so probes stored before
-    the limit was lowered can still be slowed down or disabled."""
+    the limit was lowered can still be slowed down or disabled. The probe runs from
+    `locations` locations, each planning `after`."""
     if after is None:
         return
-    added = total_rate([after], max_rate)
+    added = total_rate([after], max_rate) * locations
     if added <= before:
         return
     await lock(session, "rate")

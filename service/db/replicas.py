@@ -9,15 +9,22 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 HEARTBEAT = text("""
-    INSERT INTO replicas (id, started_at, heartbeat_at, in_flight, stopping)
-    VALUES (:id, now(), now(), :in_flight, :stopping)
+    INSERT INTO replicas (id, location, started_at, heartbeat_at, in_flight, stopping)
+    VALUES (:id, :location, now(), now(), :in_flight, :stopping)
     ON CONFLICT (id) DO UPDATE
-    SET heartbeat_at = now(), in_flight = EXCLUDED.in_flight, stopping = EXCLUDED.stopping
+    SET heartbeat_at = now(), in_flight = EXCLUDED.in_flight, stopping = EXCLUDED.stopping,
+        location = EXCLUDED.location
 """)
 
 OTHER_LOADS = text("""
     SELECT id, in_flight FROM replicas
-    WHERE id <> :id AND NOT stopping AND heartbeat_at >= now() - make_interval(secs => :stale)
+    WHERE id <> :id AND location = :location AND NOT stopping
+      AND heartbeat_at >= now() - make_interval(secs => :stale)
+""")
+
+LIVE_LOCATIONS = text("""
+    SELECT DISTINCT location FROM replicas
+    WHERE NOT stopping AND heartbeat_at >= now() - make_interval(secs => :stale)
 """)
 
 ABANDON = text("""
@@ -59,17 +66,24 @@ class AbandonedRun:
     claimed_by: str | None
 
 
-async def heartbeat(connection: AsyncConnection, replica_id: str, in_flight: int,
-                    stopping: bool) -> None:
-    await connection.execute(HEARTBEAT, {"id": replica_id, "in_flight": in_flight,
-                                         "stopping": stopping})
+async def heartbeat(connection: AsyncConnection, replica_id: str, location: str,
+                    in_flight: int, stopping: bool) -> None:
+    await connection.execute(HEARTBEAT, {"id": replica_id, "location": location,
+                                         "in_flight": in_flight, "stopping": stopping})
 
 
-async def other_loads(connection: AsyncConnection, replica_id: str, stale_s: float
-                      ) -> dict[str, int]:
-    """Runs in flight of each other live replica that is not shutting down."""
-    rows = await connection.execute(OTHER_LOADS, {"id": replica_id, "stale": stale_s})
+async def other_loads(connection: AsyncConnection, replica_id: str, location: str,
+                      stale_s: float) -> dict[str, int]:
+    """Runs in flight of each other live replica of the location that is not shutting down
+    (those that share its ticks)."""
+    rows = await connection.execute(OTHER_LOADS, {"id": replica_id, "location": location,
+                                                  "stale": stale_s})
     return {ident: int(load) for ident, load in rows}
+
+
+async def live_locations(connection: AsyncConnection, stale_s: float) -> set[str]:
+    """Locations with at least one live replica or agent that is not shutting down."""
+    return {r[0] for r in await connection.execute(LIVE_LOCATIONS, {"stale": stale_s})}
 
 
 async def abandon_dead(connection: AsyncConnection, replica_id: str, stale_s: float

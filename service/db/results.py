@@ -41,7 +41,7 @@ FINISH_RUNS = """
         AS u(id, status, error, summary, dropped, attempts, successes, good, output_tokens,
              measured_s, quality_checked, quality_passed, capacity, capacity_tps)
     WHERE r.id = u.id AND r.status IN ('pending', 'running')
-    RETURNING r.id
+    RETURNING r.id, r.location
 """
 
 INSERT_RUN_SKETCHES = """
@@ -51,13 +51,13 @@ INSERT_RUN_SKETCHES = """
 """
 
 ADD_ROLLUP_COUNTS = """
-    INSERT INTO rollups (probe_id, width_s, start, runs, attempts, successes, good,
+    INSERT INTO rollups (probe_id, location, width_s, start, runs, attempts, successes, good,
                          good_measured_s, output_tokens, measured_s)
-    SELECT * FROM unnest($1::bigint[], $2::integer[], $3::timestamptz[], $4::integer[],
-                         $5::bigint[], $6::bigint[], $7::bigint[], $8::float8[], $9::bigint[],
-                         $10::float8[])
-    ORDER BY 1, 2, 3
-    ON CONFLICT (probe_id, width_s, start) DO UPDATE SET
+    SELECT * FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::timestamptz[],
+                         $5::integer[], $6::bigint[], $7::bigint[], $8::bigint[], $9::float8[],
+                         $10::bigint[], $11::float8[])
+    ORDER BY 1, 2, 3, 4
+    ON CONFLICT (probe_id, location, width_s, start) DO UPDATE SET
         runs = rollups.runs + EXCLUDED.runs,
         attempts = rollups.attempts + EXCLUDED.attempts,
         successes = rollups.successes + EXCLUDED.successes,
@@ -67,37 +67,40 @@ ADD_ROLLUP_COUNTS = """
         measured_s = rollups.measured_s + EXCLUDED.measured_s
 """
 
-KEYS = "unnest($1::bigint[], $2::integer[], $3::timestamptz[], $4::text[])"
+KEYS = "unnest($1::bigint[], $2::text[], $3::integer[], $4::timestamptz[], $5::text[])"
 
 ENSURE_ROLLUP_SKETCHES = f"""
-    INSERT INTO rollup_sketches (probe_id, width_s, start, metric, count, sum, min, max, sketch)
-    SELECT k.probe_id, k.width_s, k.start, k.metric, 0, 0, 'Infinity', '-Infinity', $5
-    FROM {KEYS} AS k(probe_id, width_s, start, metric)
-    ORDER BY k.probe_id, k.metric, k.width_s, k.start
+    INSERT INTO rollup_sketches (probe_id, location, width_s, start, metric, count, sum, min,
+                                 max, sketch)
+    SELECT k.probe_id, k.location, k.width_s, k.start, k.metric, 0, 0, 'Infinity',
+           '-Infinity', $6
+    FROM {KEYS} AS k(probe_id, location, width_s, start, metric)
+    ORDER BY k.probe_id, k.location, k.metric, k.width_s, k.start
     ON CONFLICT DO NOTHING
 """
 
 LOCK_ROLLUP_SKETCHES = f"""
-    SELECT s.probe_id, s.width_s, s.start, s.metric, s.count, s.sketch
-    FROM rollup_sketches s JOIN {KEYS} AS k(probe_id, width_s, start, metric)
-        USING (probe_id, width_s, start, metric)
-    ORDER BY s.probe_id, s.metric, s.width_s, s.start
+    SELECT s.probe_id, s.location, s.width_s, s.start, s.metric, s.count, s.sketch
+    FROM rollup_sketches s JOIN {KEYS} AS k(probe_id, location, width_s, start, metric)
+        USING (probe_id, location, width_s, start, metric)
+    ORDER BY s.probe_id, s.location, s.metric, s.width_s, s.start
     FOR UPDATE OF s
 """
 
 UPDATE_ROLLUP_SKETCHES = """
     UPDATE rollup_sketches s SET count = u.count, sum = u.sum, min = u.min, max = u.max,
         sketch = u.sketch
-    FROM unnest($1::bigint[], $2::integer[], $3::timestamptz[], $4::text[], $5::bigint[],
-                $6::float8[], $7::float8[], $8::float8[], $9::bytea[])
-        AS u(probe_id, width_s, start, metric, count, sum, min, max, sketch)
-    WHERE (s.probe_id, s.width_s, s.start, s.metric) = (u.probe_id, u.width_s, u.start, u.metric)
+    FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::timestamptz[], $5::text[],
+                $6::bigint[], $7::float8[], $8::float8[], $9::float8[], $10::bytea[])
+        AS u(probe_id, location, width_s, start, metric, count, sum, min, max, sketch)
+    WHERE (s.probe_id, s.location, s.width_s, s.start, s.metric)
+        = (u.probe_id, u.location, u.width_s, u.start, u.metric)
 """
 
-BucketKey = tuple[int, int, datetime]
-"""(probe_id, width_s, start)"""
-SketchKey = tuple[int, int, datetime, str]
-"""(probe_id, width_s, start, metric)"""
+BucketKey = tuple[int, str, int, datetime]
+"""(probe_id, location, width_s, start)"""
+SketchKey = tuple[int, str, int, datetime, str]
+"""(probe_id, location, width_s, start, metric)"""
 
 
 def bucket_start(moment: datetime, width_s: int) -> datetime:
@@ -113,7 +116,8 @@ class RollupDelta:
 
     buckets: dict[BucketKey, Aggregate] = field(default_factory=lambda: defaultdict(Aggregate))
 
-    def add(self, final: RunFinal) -> None:
+    def add(self, final: RunFinal, location: str) -> None:
+        """Count a finished run in its location's buckets."""
         counts = final.counts
         if counts is None:
             return
@@ -123,8 +127,8 @@ class RollupDelta:
                      good_measured_s=counts.measured_s if known else 0.0,
                      output_tokens=counts.output_tokens, measured_s=counts.measured_s)
         for width in ROLLUP_WIDTHS_S:
-            bucket = self.buckets[(final.probe_id, width, bucket_start(final.scheduled_for,
-                                                                       width))]
+            bucket = self.buckets[(final.probe_id, location, width,
+                                   bucket_start(final.scheduled_for, width))]
             bucket.add_counts(run)
             for (_, metric), data in sorted(final.sketches.items()):
                 bucket.add_sketch(metric, data)
@@ -163,7 +167,7 @@ async def apply_all(connection: AsyncConnection, finals: Sequence[RunFinal]) -> 
             None if c is None else c.quality_checked,
             None if c is None else c.quality_passed,
             None if c is None else c.capacity, None if c is None else c.capacity_tps))
-    applied = {int(r[0]) for r in await driver.fetch(FINISH_RUNS, *_columns(rows))}
+    applied = {int(r[0]): str(r[1]) for r in await driver.fetch(FINISH_RUNS, *_columns(rows))}
     recorded = [f for f in finals if f.run_id in applied]
 
     sketch_rows = []
@@ -184,9 +188,9 @@ async def apply_all(connection: AsyncConnection, finals: Sequence[RunFinal]) -> 
 
     delta = RollupDelta()
     for f in recorded:
-        delta.add(f)
+        delta.add(f, applied[f.run_id])
     await _add_rollups(driver, delta)
-    return applied
+    return set(applied)
 
 
 async def _add_rollups(driver: Any, delta: RollupDelta) -> None:
@@ -200,10 +204,10 @@ async def _add_rollups(driver: Any, delta: RollupDelta) -> None:
         for metric, merger in bucket.mergers.items()}
     if not mergers:
         return
-    keys = sorted(mergers, key=lambda k: (k[0], k[3], k[1], k[2]))
+    keys = sorted(mergers, key=lambda k: (k[0], k[1], k[4], k[2], k[3]))
     key_columns = _columns(keys)
     await driver.execute(ENSURE_ROLLUP_SKETCHES, *key_columns, EMPTY_SKETCH)
-    current = {(r[0], r[1], r[2], r[3]): (r[4], r[5])
+    current = {(r[0], r[1], r[2], r[3], r[4]): (r[5], r[6])
                for r in await driver.fetch(LOCK_ROLLUP_SKETCHES, *key_columns)}
     updates = []
     for key in keys:

@@ -29,8 +29,10 @@ async def get(session: AsyncSession, run_id: int) -> Run:
     return run
 
 
-async def create_manual(session: AsyncSession, probe_id: int) -> Run:
-    run = Run(probe_id=probe_id, trigger="manual", scheduled_for=_now(), status="pending")
+async def create_manual(session: AsyncSession, probe_id: int, location: str) -> Run:
+    """A run-now request, measured by the replica that took it, from its location."""
+    run = Run(probe_id=probe_id, trigger="manual", scheduled_for=_now(), status="pending",
+              location=location)
     session.add(run)
     await session.flush()
     await session.refresh(run)
@@ -38,17 +40,17 @@ async def create_manual(session: AsyncSession, probe_id: int) -> Run:
 
 
 CLAIM_TICK = text("""
-    INSERT INTO runs (probe_id, trigger, scheduled_for, status, claimed_by, started_at,
-                      finished_at, error)
-    SELECT :probe_id, 'schedule', :tick,
+    INSERT INTO runs (probe_id, location, trigger, scheduled_for, status, claimed_by,
+                      started_at, finished_at, error)
+    SELECT :probe_id, :location, 'schedule', :tick,
            CASE WHEN busy THEN 'skipped' ELSE 'running' END, :replica,
            CASE WHEN busy THEN NULL ELSE now() END, CASE WHEN busy THEN now() END,
            CASE WHEN busy THEN 'the previous run of the probe was still going' END
     FROM (SELECT EXISTS (
-        SELECT 1 FROM runs WHERE probe_id = :probe_id AND status IN ('pending', 'running')
-        AND id <> ALL(CAST(:ended AS bigint[]))
+        SELECT 1 FROM runs WHERE probe_id = :probe_id AND location = :location
+        AND status IN ('pending', 'running') AND id <> ALL(CAST(:ended AS bigint[]))
     ) AS busy) AS previous
-    ON CONFLICT (probe_id, scheduled_for) WHERE trigger = 'schedule' DO NOTHING
+    ON CONFLICT (probe_id, location, scheduled_for) WHERE trigger = 'schedule' DO NOTHING
     RETURNING id, status
 """)
 
@@ -62,11 +64,13 @@ async def lock_probe(session: AsyncSession, probe_id: int) -> None:
     await session.execute(PROBE_LOCK, {"probe_id": probe_id})
 
 
-async def busy(session: AsyncSession, probe_id: int) -> bool:
-    """Whether a run of the probe is pending or running anywhere."""
+async def busy(session: AsyncSession, probe_id: int, location: str) -> bool:
+    """Whether a run of the probe is pending or running in the location (runs of a probe
+    never overlap in one location; each location's are its own)."""
     return bool((await session.execute(text(
-        "SELECT EXISTS (SELECT 1 FROM runs WHERE probe_id = :p "
-        "AND status IN ('pending', 'running'))"), {"p": probe_id})).scalar_one())
+        "SELECT EXISTS (SELECT 1 FROM runs WHERE probe_id = :p AND location = :l "
+        "AND status IN ('pending', 'running'))"), {"p": probe_id, "l": location})
+    ).scalar_one())
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,26 +82,27 @@ class Claim:
 
 async def claim_scheduled(
     session: AsyncSession, probe_id: int, scheduled_for: datetime, replica: str,
-    ended: Sequence[int] = (),
+    location: str, ended: Sequence[int] = (),
 ) -> Claim | None:
-    """Atomically take one tick (a per-probe advisory lock makes the busy check and the
-    insert one step against other claims and run-now): a run already `running` on this
-    replica, or a `skipped` record when a
-    run of the probe is still in flight anywhere (runs of a probe never overlap); None when
-    another replica took the tick first. `ended`: runs the claimer knows have ended though
+    """Atomically take one tick in one location (a per-probe advisory lock makes the busy
+    check and the insert one step against other claims and run-now): a run already
+    `running` on this replica, or a `skipped` record when a run of the probe is still in
+    flight in that location (runs of a probe never overlap there); None when another
+    replica of the location took the tick first. `ended`: runs the claimer knows have ended though
     their final record is not written yet (it waits in the claimer's write buffer, say after
     a database outage): they do not make the probe busy."""
     await lock_probe(session, probe_id)
     row = (await session.execute(CLAIM_TICK, {
         "probe_id": probe_id, "tick": scheduled_for, "replica": replica,
-        "ended": list(ended)})).first()
+        "location": location, "ended": list(ended)})).first()
     return None if row is None else Claim(int(row[0]), row[1] == "skipped")
 
 
 CLAIM_MEASURED = text("""
-    INSERT INTO runs (probe_id, trigger, scheduled_for, status, claimed_by, started_at)
-    VALUES (:probe_id, 'schedule', :tick, 'running', :replica, :started_at)
-    ON CONFLICT (probe_id, scheduled_for) WHERE trigger = 'schedule' DO UPDATE
+    INSERT INTO runs (probe_id, location, trigger, scheduled_for, status, claimed_by,
+                      started_at)
+    VALUES (:probe_id, :location, 'schedule', :tick, 'running', :replica, :started_at)
+    ON CONFLICT (probe_id, location, scheduled_for) WHERE trigger = 'schedule' DO UPDATE
         SET status = 'running', claimed_by = EXCLUDED.claimed_by,
             started_at = EXCLUDED.started_at, finished_at = NULL, error = NULL
         WHERE runs.status = 'missed'
@@ -108,7 +113,7 @@ CLAIM_MEASURED = text("""
 
 
 async def claim_measured(session: AsyncSession, probe_id: int, tick: datetime, replica: str,
-                         started_at: datetime) -> int | None:
+                         location: str, started_at: datetime) -> int | None:
     """Store a tick this replica measured while the database was unreachable: a new
     `running` run to receive its samples and final record, the tick's `missed` record taken
     over (no replica could start it: this one did, offline), or this very run again (an
@@ -116,39 +121,50 @@ async def claim_measured(session: AsyncSession, probe_id: int, tick: datetime, r
     its own (another replica measured it too)."""
     await lock_probe(session, probe_id)
     row = (await session.execute(CLAIM_MEASURED, {
-        "probe_id": probe_id, "tick": tick, "replica": replica,
+        "probe_id": probe_id, "tick": tick, "replica": replica, "location": location,
         "started_at": started_at})).first()
     return None if row is None else int(row[0])
 
 
 async def record_partition_duplicate(session: AsyncSession, probe_id: int, tick: datetime,
-                                     replica: str, started_at: datetime, error: str) -> int:
+                                     replica: str, location: str, started_at: datetime,
+                                     error: str) -> int:
     """Keep a second measurement of a tick as a sample-free `skipped` record (trigger
     `partition`, outside the unique claim), so that nothing measured goes unaccounted for
     and nothing is counted twice."""
     run = Run(probe_id=probe_id, trigger="partition", scheduled_for=tick, status="skipped",
-              claimed_by=replica, started_at=started_at, finished_at=_now(), error=error)
+              location=location, claimed_by=replica, started_at=started_at,
+              finished_at=_now(), error=error)
     session.add(run)
     await session.flush()
     return int(run.id)
 
 
 RECORD_MISSED = text("""
-    INSERT INTO runs (probe_id, trigger, scheduled_for, status, finished_at, error)
-    SELECT :probe_id, 'schedule', tick, 'missed', now(),
-           'no replica started this tick in time'
+    INSERT INTO runs (probe_id, location, trigger, scheduled_for, status, finished_at, error)
+    SELECT :probe_id, :location, 'schedule', tick, 'missed', now(), :reason
     FROM unnest(CAST(:ticks AS timestamptz[])) AS tick
-    ON CONFLICT (probe_id, scheduled_for) WHERE trigger = 'schedule' DO NOTHING
+    ON CONFLICT (probe_id, location, scheduled_for) WHERE trigger = 'schedule' DO NOTHING
 """)
+MISSED_IN_TIME = "no replica started this tick in time"
 
 
-async def record_missed(session: AsyncSession, probe_id: int, ticks: Sequence[datetime]
-                        ) -> int:
-    """Record ticks that never became runs as `missed` (ticks that have a run are left as
-    they are); how many were recorded."""
+def missed_reason(location: str, live: bool) -> str:
+    """Why a tick of `location` never ran: nothing there was alive, or what was alive did not
+    start it in time."""
+    if live:
+        return MISSED_IN_TIME
+    return f"no live replica or agent in location {location}"
+
+
+async def record_missed(session: AsyncSession, probe_id: int, location: str,
+                        ticks: Sequence[datetime], reason: str = MISSED_IN_TIME) -> int:
+    """Record the location's ticks that never became runs as `missed` (ticks that have a run
+    there are left as they are); how many were recorded."""
     if not ticks:
         return 0
-    result = await session.execute(RECORD_MISSED, {"probe_id": probe_id, "ticks": list(ticks)})
+    result = await session.execute(RECORD_MISSED, {
+        "probe_id": probe_id, "location": location, "ticks": list(ticks), "reason": reason})
     return int(result.rowcount)  # type: ignore[attr-defined]
 
 
@@ -223,11 +239,14 @@ async def cancel_wanted(connection: AsyncConnection, run_ids: Sequence[int]) -> 
 async def list_runs(
     session: AsyncSession, *, probe_id: int | None, status: str | None,
     start: datetime | None, end: datetime | None, before_id: int | None, limit: int,
+    location: str | None = None,
 ) -> Sequence[Run]:
     """Newest first (by id); `start`/`end` bound scheduled_for, `before_id` continues a page."""
     query = select(Run).order_by(Run.id.desc()).limit(limit)
     if probe_id is not None:
         query = query.where(Run.probe_id == probe_id)
+    if location is not None:
+        query = query.where(Run.location == location)
     if status is not None:
         query = query.where(Run.status == status)
     if start is not None:
@@ -246,23 +265,27 @@ class LastRun:
     probe: str
     endpoint: str
     model: str
+    location: str
     status: str
     finished_at: datetime
     summary: dict[str, Any] | None
 
 
 async def last_finished_per_probe(session: AsyncSession) -> list[LastRun]:
+    """The newest finished run of each probe in each location it ran from."""
     query = (
-        select(Probe.name, Endpoint.name, Endpoint.model, Run.status, Run.finished_at, Run.summary)
+        select(Probe.name, Endpoint.name, Endpoint.model, Run.location, Run.status,
+               Run.finished_at, Run.summary)
         .join(Probe, Run.probe_id == Probe.id)
         .join(Endpoint, Probe.endpoint_id == Endpoint.id)
         .where(Run.finished_at.is_not(None))
-        .ext(distinct_on(Run.probe_id))
-        .order_by(Run.probe_id, Run.finished_at.desc())
+        .ext(distinct_on(Run.probe_id, Run.location))
+        .order_by(Run.probe_id, Run.location, Run.finished_at.desc())
     )
     return [
-        LastRun(probe=p, endpoint=e, model=m, status=s, finished_at=f, summary=summary)
-        for p, e, m, s, f, summary in (await session.execute(query)).all()
+        LastRun(probe=p, endpoint=e, model=m, location=loc, status=s, finished_at=f,
+                summary=summary)
+        for p, e, m, loc, s, f, summary in (await session.execute(query)).all()
         if f is not None
     ]
 
@@ -275,13 +298,16 @@ async def server_series(session: AsyncSession, run_id: int) -> list[RunServerSer
 
 
 async def capacity_series(session: AsyncSession, probe_id: int, start: datetime,
-                          end: datetime, limit: int) -> list[tuple[int, datetime, Any, Any]]:
-    """A capacity probe's finished runs scheduled in [start, end), oldest first: (run id,
-    scheduled_for, capacity, system tps at capacity), at most `limit` (the newest)."""
+                          end: datetime, limit: int, location: str | None = None
+                          ) -> list[tuple[int, datetime, Any, Any, str]]:
+    """A capacity probe's finished runs scheduled in [start, end) (in one location, or in
+    all), oldest first: (run id, scheduled_for, capacity, system tps at capacity, location),
+    at most `limit` (the newest)."""
     rows = await session.execute(
-        select(Run.id, Run.scheduled_for, Run.capacity, Run.capacity_tps)
+        select(Run.id, Run.scheduled_for, Run.capacity, Run.capacity_tps, Run.location)
         .where(Run.probe_id == probe_id, Run.status.in_(("succeeded", "failed")),
+               *([] if location is None else [Run.location == location]),
                Run.scheduled_for >= start, Run.scheduled_for < end,
                func.jsonb_typeof(Run.summary["capacity"]) == "object")
         .order_by(Run.scheduled_for.desc()).limit(limit))
-    return [(r[0], r[1], r[2], r[3]) for r in reversed(rows.all())]
+    return [(r[0], r[1], r[2], r[3], r[4]) for r in reversed(rows.all())]

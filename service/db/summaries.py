@@ -30,10 +30,11 @@ from sustain.service.schemas.history import MetricSummary, WindowSummary
 
 
 async def window_summary(session: AsyncSession, probe_id: int, start: datetime,
-                         end: datetime) -> WindowSummary:
-    """The probe's figures over runs scheduled in [start, end)."""
+                         end: datetime, location: str | None = None) -> WindowSummary:
+    """The probe's figures over runs scheduled in [start, end), in one location or (None)
+    in all of them together."""
     span = (start.timestamp(), end.timestamp())
-    (agg,) = await history.aggregates(session, probe_id, [span], list(METRICS))
+    (agg,) = await history.aggregates(session, probe_id, [span], list(METRICS), location)
     metrics = {}
     for name in METRICS:
         sketch = agg.sketch(name)
@@ -42,15 +43,17 @@ async def window_summary(session: AsyncSession, probe_id: int, start: datetime,
             count=sketch.count, **{stat: v.value for stat, v in values.items()},
             low_count=[stat for stat in QUANTILES if values[stat].low_count])
     figures: dict[str, list[SketchRow]] = {
-        metric: await drift_queries.window_sketch_rows(session, probe_id, metric, start, end)
+        metric: await drift_queries.window_sketch_rows(session, probe_id, metric, start, end,
+                                                       location)
         for metric in ("ttft", "tpot")}
-    throughputs = await drift_queries.run_throughputs(session, probe_id, start, end)
+    throughputs = await drift_queries.run_throughputs(session, probe_id, start, end, location)
     steadiness = await asyncio.to_thread(run_stability, figures, throughputs)
     tps = count_stat(agg, "output_token_throughput").value
     items = agg.sketch("items")
     return WindowSummary(
-        probe_id=probe_id, from_=start, to=end, runs=agg.runs, attempts=agg.attempts,
-        successes=agg.successes, availability=count_stat(agg, "availability").value,
+        probe_id=probe_id, location=location, from_=start, to=end, runs=agg.runs,
+        attempts=agg.attempts, successes=agg.successes,
+        availability=count_stat(agg, "availability").value,
         measured_s=agg.measured_s,
         request_throughput=count_stat(agg, "request_throughput").value,
         output_tokens=agg.output_tokens,
@@ -61,12 +64,13 @@ async def window_summary(session: AsyncSession, probe_id: int, start: datetime,
         retrieval_checked=agg.sketch("retrieval").count or None,
         retrieval_hit_rate=count_stat(agg, "retrieval_hit_rate").value, metrics=metrics,
         stability=steadiness,
-        efficiency=await window_efficiency(session, probe_id, start, end, tps, agg.measured_s))
+        efficiency=await window_efficiency(session, probe_id, start, end, tps, agg.measured_s,
+                                           location))
 
 
 async def window_efficiency(session: AsyncSession, probe_id: int, start: datetime,
-                            end: datetime, tps: float | None, measured_s: float
-                            ) -> Efficiency | None:
+                            end: datetime, tps: float | None, measured_s: float,
+                            location: str | None = None) -> Efficiency | None:
     """The window's efficiency under the probe's endpoint's deployment (as declared now);
     good tokens summed from the runs' summaries; power as the runs' DCGM scrapes measured it
     (weighted by their measured time), else as declared. None without a deployment."""
@@ -76,7 +80,8 @@ async def window_efficiency(session: AsyncSession, probe_id: int, start: datetim
     if not raw:
         return None
     in_window = (Run.probe_id == probe_id, Run.scheduled_for >= start,
-                 Run.scheduled_for < end, Run.attempts.is_not(None))
+                 Run.scheduled_for < end, Run.attempts.is_not(None),
+                 *([] if location is None else [Run.location == location]))
     good = await session.scalar(
         select(func.sum(Run.summary["good_output_tokens"].as_integer())).where(*in_window))
     good_tps = None if good is None else ratio(float(good), measured_s)

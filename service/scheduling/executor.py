@@ -25,6 +25,7 @@ from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Endpoint, Probe
 from sustain.service.domain.finals import RunFinal, completed
 from sustain.service.domain.limits import BeyondLimitsError, LoadLimits, check_limits
+from sustain.service.domain.locations import DEFAULT_LOCATION
 from sustain.service.domain.reach import Reach
 from sustain.service.domain.schedule import Schedule, tick_for_firing
 from sustain.service.domain.targets import probe_target, slo_of
@@ -54,8 +55,11 @@ class RunExecutor:
     def __init__(self, sessions: async_sessionmaker[AsyncSession], measurer: Measurer,
                  metrics: Metrics, replica_id: str, buffer: SampleBuffer,
                  peers: PeerLoads | None = None, limits: LoadLimits | None = None, *,
-                 reach: Reach | None = None, refusals: RefusalCounts | None = None) -> None:
+                 reach: Reach | None = None, refusals: RefusalCounts | None = None,
+                 location: str = DEFAULT_LOCATION) -> None:
         self.sessions = sessions
+        self.location = location
+        """Where this replica measures from: the ticks it claims are this location's."""
         self.measurer = measurer
         """Where runs send and time their requests: worker processes (the default) or this
         process's own loop."""
@@ -79,7 +83,7 @@ class RunExecutor:
         self.limits = limits
         """Each run's profile is checked against these when it starts, and the run is held to
         their budget while it goes (None: unlimited)."""
-        self.offline = OfflineRuns(buffer.capacity, replica_id, refusals)
+        self.offline = OfflineRuns(buffer.capacity, replica_id, refusals, location)
         """Ticks measured during a database outage, until it is back."""
         self._known: dict[int, tuple[Probe, Endpoint]] = {}
         """The enabled probes and their endpoints as last read: what an offline tick runs."""
@@ -191,7 +195,7 @@ class RunExecutor:
                 async with asyncio.timeout(CLAIM_TIMEOUT_S):  # nothing is written yet
                     await session.connection()
                 claim = await run_queries.claim_scheduled(
-                    session, probe_id, tick, self.replica_id,
+                    session, probe_id, tick, self.replica_id, self.location,
                     sorted(self.buffer.unwritten_finals))
                 if claim is None or claim.skipped:
                     probe = endpoint = None

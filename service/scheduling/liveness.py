@@ -21,6 +21,7 @@ from sqlalchemy.exc import TimeoutError as SATimeoutError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from sustain.service.db import replicas
+from sustain.service.domain.locations import DEFAULT_LOCATION
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +35,7 @@ class PeerLoads:
     Liveness, read by the executor's claim spreading (both are handed the same instance)."""
 
     others: dict[str, int] = field(default_factory=dict)
+    """Of the replicas in this replica's location (those that share its ticks)."""
     known: frozenset[str] = frozenset()
     """The other replicas alive at the last heartbeat that reached the database, kept
     through an outage: who may run which tick while the database cannot decide."""
@@ -43,9 +45,10 @@ class Liveness:
     def __init__(self, engine: AsyncEngine, replica_id: str, interval_s: float,
                  in_flight: Callable[[], int],
                  own_runs: Callable[[], set[int]] = set,
-                 peers: PeerLoads | None = None) -> None:
+                 peers: PeerLoads | None = None, *, location: str = DEFAULT_LOCATION) -> None:
         self.engine = engine
         self.replica_id = replica_id
+        self.location = location
         self.interval_s = interval_s
         self.stale_s = STALE_BEATS * interval_s
         self.in_flight = in_flight
@@ -85,10 +88,10 @@ class Liveness:
         try:
             async with asyncio.timeout(self.interval_s * 2):
                 async with self.engine.begin() as connection:
-                    await replicas.heartbeat(connection, self.replica_id, self.in_flight(),
-                                             self.stopping)
+                    await replicas.heartbeat(connection, self.replica_id, self.location,
+                                             self.in_flight(), self.stopping)
                     self.peers.others = await replicas.other_loads(
-                        connection, self.replica_id, self.stale_s)
+                        connection, self.replica_id, self.location, self.stale_s)
                     self.peers.known = frozenset(self.peers.others)
         except DATABASE_ERRORS as exc:
             if self._healthy_since is not None:

@@ -27,6 +27,7 @@ from sustain.probes.measure.sample import Sample
 from sustain.service.db import partitions
 from sustain.service.db import runs as run_queries
 from sustain.service.domain.finals import RunFinal
+from sustain.service.domain.locations import DEFAULT_LOCATION
 from sustain.service.domain.rows import sample_tuple, sent_at
 from sustain.service.ingest.store import Stored, store_each
 from sustain.service.ingest.writer import RefusalCounts
@@ -73,9 +74,12 @@ class OfflineRuns:
     """The runs this replica measured during a database outage, until they are stored."""
 
     def __init__(self, capacity: int, replica_id: str,
-                 refusals: RefusalCounts | None = None) -> None:
+                 refusals: RefusalCounts | None = None,
+                 location: str = DEFAULT_LOCATION) -> None:
         self.capacity = capacity
         self.replica_id = replica_id
+        self.location = location
+        """Where the held runs were measured (the replica's location)."""
         self.refusals = refusals if refusals is not None else RefusalCounts()
         """Where records the database refuses are counted (the writer's)."""
         self.samples = 0
@@ -116,11 +120,12 @@ class OfflineRuns:
             try:
                 async with sessions.begin() as session:
                     run_id = await run_queries.claim_measured(
-                        session, held.probe_id, held.tick, self.replica_id, held.started_at)
+                        session, held.probe_id, held.tick, self.replica_id, self.location,
+                        held.started_at)
                     if run_id is None:
                         duplicate = await run_queries.record_partition_duplicate(
                             session, held.probe_id, held.tick, self.replica_id,
-                            held.started_at, duplicate_error(self.replica_id,
+                            self.location, held.started_at, duplicate_error(self.replica_id,
                                                              len(held.samples) + held.dropped))
                     else:
                         stored = await store_whole(await session.connection(), run_id, held)

@@ -18,10 +18,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from sustain.service.config import Settings
 from sustain.service.db import probes as probe_queries
+from sustain.service.db import replicas as replica_queries
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Probe
 from sustain.service.domain.schedule import Cron, Every, Schedule, ticks_between
 from sustain.service.scheduling.executor import RunExecutor
+from sustain.service.scheduling.liveness import STALE_BEATS
 from sustain.service.scheduling.maintenance import maintain
 from sustain.service.scheduling.trigger import TickTrigger
 
@@ -125,7 +127,7 @@ class ProbeScheduler:
             return False
         probes = [probe for probe, _ in pairs]
         self.executor.remember(pairs)
-        wanted = {probe.id for probe in probes}
+        wanted = {probe.id for probe in probes if self.runs_here(probe)}
         fresher = {p for p, at in self._refreshed_at.items() if at >= started}
         for probe_id in set(self._specs) - wanted - fresher:
             self.remove(probe_id)
@@ -133,7 +135,8 @@ class ProbeScheduler:
             if probe.id not in fresher:  # a refresh read a newer row meanwhile
                 self.sync(probe)
         if not self.loaded:
-            logger.info("scheduler running %d probe jobs", len(probes))
+            logger.info("scheduler running %d probe jobs in location %s", len(wanted),
+                        self.settings.location)
         self.loaded = True
         try:
             await self.record_missed(probes)
@@ -142,17 +145,21 @@ class ProbeScheduler:
         return True
 
     async def record_missed(self, probes: Sequence[Probe]) -> int:
-        """Record, as `missed` runs, the ticks of enabled probes that no replica started and
-        that can no longer start (past jitter and misfire grace). Each probe keeps a
-        watermark of how far this has been checked, so a gap is found even when later ticks
-        ran; ticks before the schedule began, and ticks that have any run, are left alone."""
+        """Record, as `missed` runs, the ticks of enabled probes that no replica started in a
+        location of theirs and that can no longer start (past jitter and misfire grace),
+        in every location, this replica's or not: a location where nothing is alive has no
+        one else to say so, and its ticks say why. Each probe keeps a watermark of how far
+        this has been checked (in all its locations at once, in one transaction), so a gap is
+        found even when later ticks ran; ticks before the schedule began, and ticks that have
+        any run in their location, are left alone."""
         now = datetime.now(UTC)
         recorded = 0
         async with self.sessions.begin() as session:
+            live = await replica_queries.live_locations(
+                await session.connection(), STALE_BEATS * self.settings.heartbeat_seconds)
+            live.add(self.settings.location)
             for probe in probes:
-                spec = self._specs.get(probe.id)
-                if spec is None:
-                    continue
+                spec = self.spec_of(probe)
                 after = max(probe.schedule_since, probe.ticks_checked_until or
                             probe.schedule_since)
                 until = now - timedelta(seconds=spec.jitter_s + spec.grace_s + MISSED_MARGIN_S)
@@ -160,13 +167,26 @@ class ProbeScheduler:
                     continue
                 ticks = await asyncio.to_thread(ticks_between, spec.schedule, after, until,
                                                 MISSED_LIMIT)
-                count = await run_queries.record_missed(session, probe.id, ticks)
+                for location in probe.locations:
+                    reason = run_queries.missed_reason(location, location in live)
+                    count = await run_queries.record_missed(session, probe.id, location, ticks,
+                                                            reason)
+                    if count:
+                        logger.warning("probe %s: %d ticks were missed in location %s (%s)",
+                                       probe.name, count, location, reason)
+                    recorded += count
                 await run_queries.advance_checked(session, probe.id, until)
-                if count:
-                    logger.warning("probe %s: %d ticks were missed (no replica started them)",
-                                   probe.name, count)
-                recorded += count
         return recorded
+
+    def spec_of(self, probe: Probe) -> JobSpec:
+        """What the probe's job is (or would be, on a replica of its locations)."""
+        schedule = schedule_of(probe)
+        return JobSpec(probe.name, schedule, probe.jitter_seconds, self._grace_s(schedule))
+
+    def runs_here(self, probe: Probe) -> bool:
+        """Whether this replica runs the probe's ticks: it is enabled and lists this
+        replica's location."""
+        return probe.enabled and self.settings.location in probe.locations
 
     def _grace_s(self, schedule: Schedule) -> float:
         return min(self.settings.misfire_grace_seconds,
@@ -179,11 +199,11 @@ class ProbeScheduler:
         (see catch_up_now): the claim in Postgres makes that a no-op when the tick already has
         a run (a restart, another replica), and otherwise a new probe shows data at once.
         """
-        if not probe.enabled:
+        if not self.runs_here(probe):
             self.remove(probe.id)
             return
-        schedule = schedule_of(probe)
-        spec = JobSpec(probe.name, schedule, probe.jitter_seconds, self._grace_s(schedule))
+        spec = self.spec_of(probe)
+        schedule = spec.schedule
         previous = self._specs.get(probe.id)
         if previous == spec:
             return

@@ -15,6 +15,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from sustain.service.domain.locations import MAX_LOCATIONS, location_problem
+
 MAX_DB_ID = 2**63 - 1
 
 # How much a caller may store in one object: every caller-given string and collection is
@@ -91,3 +93,22 @@ def reject_nulls(model: BaseModel, nullable: frozenset[str] = frozenset()) -> No
     for name in model.model_fields_set - nullable:
         if getattr(model, name) is None:
             raise PydanticCustomError("null_not_allowed", "may not be null", {"field": name})
+
+
+def _location(value: str) -> str:
+    if (problem := location_problem(value)) is not None:
+        raise PydanticCustomError("location", problem)
+    return value
+
+
+def _locations(value: list[str]) -> list[str]:
+    if len(set(value)) != len(value):
+        raise PydanticCustomError("locations", "each location is listed once")
+    return value
+
+
+Location = Annotated[str, Field(max_length=63, examples=["eu-west-1"]),
+                     AfterValidator(_location)]
+"""Where a replica or an agent measures from: a DNS label (service/domain/locations.py)."""
+Locations = Annotated[list[Location], Field(min_length=1, max_length=MAX_LOCATIONS),
+                      AfterValidator(_locations)]

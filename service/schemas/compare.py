@@ -37,6 +37,8 @@ class DriftVerdict(BaseModel):
 class ProbeFigures(BaseModel):
     probe: str
     probe_id: int
+    location: str | None = None
+    """The location whose runs these figures are; null: every location's together."""
     endpoint: str
     model: str
     runs: int

@@ -28,6 +28,8 @@ class SeriesPoint(BaseModel):
 
 class Series(BaseModel):
     probe_id: DbId
+    location: str | None = None
+    """The location whose runs these are; null: every location's together."""
     metric: MetricName
     stat: Stat
     unit: str
@@ -61,6 +63,8 @@ class MetricSummary(BaseModel):
 
 class WindowSummary(BaseModel):
     probe_id: DbId
+    location: str | None = None
+    """The location whose runs these are; null: every location's together."""
     from_: datetime = Field(serialization_alias="from")
     to: datetime
     runs: int
@@ -99,8 +103,12 @@ class CapacityPoint(BaseModel):
     """The highest level (users or requests/s) that met the SLO; 0 when none did."""
     system_tps: float | None
     """Output tokens per second at that level."""
+    location: str
+    """Where the run measured from."""
 
 
 class CapacitySeries(BaseModel):
     probe_id: DbId
+    location: str | None = None
+    """The location whose runs these are; null: every location's together."""
     points: list[CapacityPoint]

@@ -12,10 +12,11 @@ from sustain.probes.inputs import InputModel
 from sustain.probes.load.profiles import LoadProfile, SingleProfile
 from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.workload.spec import Workload
+from sustain.service.domain.locations import DEFAULT_LOCATION
 from sustain.service.domain.rag_endpoints import pairing_problem
 from sustain.service.domain.renamed import accept_renamed
 from sustain.service.domain.schedule import parse_cron
-from sustain.service.schemas.common import DbId, Labels, Name, reject_nulls
+from sustain.service.schemas.common import DbId, Labels, Locations, Name, reject_nulls
 
 MAX_INTERVAL_S = 7 * 86_400
 
@@ -57,6 +58,10 @@ class ProbeCreate(InputModel):
                             "(pseudo-random per tick, the same on every replica). Formerly "
                             "`jitter_seconds` (still accepted, deprecated).")
     enabled: bool = True
+    locations: Locations = Field(
+        default_factory=lambda: [DEFAULT_LOCATION],
+        description="Where the probe runs from: each tick runs once in each location, by a "
+        "replica (SUSTAIN_LOCATION) or an agent there. Default: the default location.")
     slo: SloThresholds = Field(default_factory=SloThresholds)
     labels: Labels = Field(default_factory=dict)
 
@@ -117,6 +122,7 @@ class ProbeUpdate(InputModel):
     cron: Cron | None = None
     jitter_s: float | None = Field(default=None, ge=0, le=3600)
     enabled: bool | None = None
+    locations: Locations | None = Field(default=None, description="Replaced whole.")
     slo: SloThresholds | None = None
     labels: Labels | None = None
 
@@ -145,6 +151,7 @@ class ProbeRead(BaseModel):
     cron: str | None
     jitter_s: float
     enabled: bool
+    locations: list[str]
     slo: SloThresholds
     labels: dict[str, str]
     managed_by: str | None = Field(

@@ -22,6 +22,8 @@ class RunRead(BaseModel):
     trigger: Literal["schedule", "manual", "partition"]
     status: RunStatus
     scheduled_for: datetime
+    location: str
+    """Where it was measured from (a scheduled tick runs once per location of its probe)."""
     claimed_by: str | None
     created_at: datetime
     started_at: datetime | None

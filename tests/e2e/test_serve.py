@@ -82,7 +82,8 @@ def test_scheduled_probe_end_to_end(tmp_path: Path, database_url: str) -> None:
                         for s in families["sustain_requests"].samples
                         if s.name == "sustain_requests_total"}
             key = tuple(sorted({"endpoint": "sim", "probe": "e2e", "model": "sim-model",
-                                "outcome": "success", "error_class": "none"}.items()))
+                                "location": "default", "outcome": "success",
+                                "error_class": "none"}.items()))
             assert requests[key] >= 30
             ttft_count = [s.value for s in families["sustain_ttft_seconds"].samples
                           if s.name == "sustain_ttft_seconds_count"]

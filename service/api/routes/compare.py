@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 
 from sustain.service.api.deps import SessionDep
+from sustain.service.api.filters import LocationQuery
 from sustain.service.api.times import utc_or_now
 from sustain.service.db import compare as compare_queries
 from sustain.service.errors import FieldError
@@ -26,11 +27,18 @@ async def compare(
     probe: Annotated[list[str], Query(max_length=8)],
     window: Annotated[str, Query(max_length=16)] = "7d",
     to: ApiTime | None = None,
+    location: LocationQuery = None,
+    by: Annotated[Literal["probe", "location"], Query(
+        description="`location`: one row per probe and location.")] = "probe",
 ) -> Comparison:
     """The named probes (`probe=A&probe=B`, up to 8) side by side over [to - window, to):
     availability, TTFT/TPOT/E2E p50 and p99, throughputs and goodput, capacity under SLO
     (newest and over the window), the newest run's efficiency and Pareto curve, run-to-run
-    stability with its band, and drift verdicts."""
+    stability with its band, and drift verdicts. Each row is of every location's runs
+    together, of one `location`'s, or (`by=location`) of each location the probe lists or
+    ran from, side by side."""
+    if by == "location" and location is not None:
+        raise FieldError("query.by", "by=location splits every location; drop `location`")
     try:
         window_s = parse_duration(window)
     except ValueError as exc:
@@ -39,4 +47,5 @@ async def compare(
         raise FieldError("query.window", "more than 0 and at most 400d")
     end = utc_or_now(to)
     return await compare_queries.compare(session, probe, end - timedelta(seconds=window_s),
-                                         end)
+                                         end, location=location,
+                                         by_location=by == "location")

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Path, Query
 
 from sustain.probes.measure.run_sketches import MetricName
 from sustain.service.api.deps import SessionDep
+from sustain.service.api.filters import LocationQuery
 from sustain.service.api.times import utc_or_now
 from sustain.service.db import history, summaries
 from sustain.service.db import runs as run_queries
@@ -73,9 +74,11 @@ async def series(
     from_: Annotated[ApiTime | None, Query(alias="from")] = None,
     to: ApiTime | None = None,
     step: Annotated[str, Query(max_length=16)] = "1h",
+    location: LocationQuery = None,
 ) -> Series:
     """One point per step (windows aligned on multiples of the step since the Unix epoch, UTC)
-    from merged sketches or summed counts. `from` defaults to 24 h before `to` (now)."""
+    from merged sketches or summed counts. `from` defaults to 24 h before `to` (now);
+    `location` keeps one location's runs (default: every location's together)."""
     step_s = _duration("query.step", step)
     end = utc_or_now(to)
     start = from_ if from_ is not None else end - timedelta(days=1)
@@ -89,7 +92,7 @@ async def series(
     windows = aligned_windows(start, end, step_s)
     metrics = [metric] if stat in LATENCY_STATS else \
         [SKETCHED_COUNTS[stat]] if stat in SKETCHED_COUNTS else []
-    aggregates = await history.aggregates(session, probe_id, windows, metrics)
+    aggregates = await history.aggregates(session, probe_id, windows, metrics, location)
     result = []
     for (a, b), agg in zip(windows, aggregates, strict=True):
         if agg.runs == 0:
@@ -98,7 +101,7 @@ async def series(
             else count_stat(agg, stat)
         result.append(SeriesPoint(start=at(a), end=at(b), value=value.value, count=value.count,
                                   runs=agg.runs, low_count=value.low_count))
-    return Series(probe_id=probe_id, metric=metric, stat=stat,
+    return Series(probe_id=probe_id, location=location, metric=metric, stat=stat,
                   unit=UNITS.get(stat, METRIC_UNITS.get(metric, "ms")),
                   step_s=step_s, from_=start, to=end, points=result)
 
@@ -109,6 +112,7 @@ async def summary(
     session: SessionDep,
     window: Annotated[str, Query(max_length=16)] = "24h",
     to: ApiTime | None = None,
+    location: LocationQuery = None,
 ) -> WindowSummary:
     """Merged percentiles of every metric, availability and throughputs over [to - window,
     to), with their counts, and run-to-run stability (coefficient of variation of each run's
@@ -119,7 +123,7 @@ async def summary(
     end = utc_or_now(to)
     start = end - timedelta(seconds=window_s)
     await _check_probe(session, probe_id)
-    return await summaries.window_summary(session, probe_id, start, end)
+    return await summaries.window_summary(session, probe_id, start, end, location)
 
 
 @router.get("/{probe_id}/capacity")
@@ -128,6 +132,7 @@ async def capacity(
     session: SessionDep,
     from_: Annotated[ApiTime | None, Query(alias="from")] = None,
     to: ApiTime | None = None,
+    location: LocationQuery = None,
 ) -> CapacitySeries:
     """A capacity probe's capacity under its SLO, run by run: the highest level that met it
     (0: none did) and the output tokens per second there; `from` defaults to 7 days before
@@ -137,7 +142,8 @@ async def capacity(
     if start >= end:
         raise FieldError("query.from", "must be before `to`")
     await _check_probe(session, probe_id)
-    rows = await run_queries.capacity_series(session, probe_id, start, end, 10_000)
-    return CapacitySeries(probe_id=probe_id, points=[
-        CapacityPoint(run_id=run_id, scheduled_for=at, capacity=level or 0, system_tps=tps)
-        for run_id, at, level, tps in rows])
+    rows = await run_queries.capacity_series(session, probe_id, start, end, 10_000, location)
+    return CapacitySeries(probe_id=probe_id, location=location, points=[
+        CapacityPoint(run_id=run_id, scheduled_for=at, capacity=level or 0, system_tps=tps,
+                      location=where)
+        for run_id, at, level, tps, where in rows])

@@ -58,13 +58,16 @@ def _check_limits(profile: LoadProfile | None, limits: LoadLimits) -> None:
 
 
 async def _check_total_rate(session: AsyncSession, settings: Settings, probe_id: int | None,
-                            before: LoadProfile | None, after: LoadProfile | None) -> None:
+                            before: LoadProfile | None, after: LoadProfile | None,
+                            before_locations: int = 1, after_locations: int = 1) -> None:
     """409 naming SUSTAIN_MAX_TOTAL_RATE when probe `probe_id` (None: a new one), enabled with
     profile `after` (None: disabled) instead of `before` (None: it was disabled or new),
-    would raise the enabled probes' planned rate beyond it."""
+    would raise the enabled probes' planned rate beyond it. Each location a probe runs from
+    plans its profile's rate."""
     await quotas.check_total_rate(
-        session, probe_id, 0.0 if before is None else peak_rate(before, settings.max_rate),
-        after, settings.max_rate, settings.max_total_rate)
+        session, probe_id,
+        0.0 if before is None else peak_rate(before, settings.max_rate) * before_locations,
+        after, settings.max_rate, settings.max_total_rate, after_locations)
 
 
 async def _endpoint(session: AsyncSession, endpoint_id: int, field: str) -> Endpoint:
@@ -120,7 +123,8 @@ async def create_probe(body: ProbeCreate, session: SessionDep, scheduler: Schedu
     await _check_rag(session, body.endpoint_id, body.workload, body.rag_endpoints)
     await quotas.make_room(session, "probe", state.settings.max_probes)
     await _check_total_rate(session, state.settings, None, None,
-                            body.profile if body.enabled else None)
+                            body.profile if body.enabled else None,
+                            after_locations=len(body.locations))
     probe = await crud.create(session, Probe, probe_queries.columns(body), "probe")
     await probe_queries.notify_changed(session, probe.id)
     await session.commit()
@@ -171,7 +175,8 @@ async def update_probe(probe_id: ProbeId, body: ProbeUpdate, session: SessionDep
         raise FieldError("jitter_s", "must be smaller than the interval between ticks")
     await _check_total_rate(
         session, state.settings, probe.id, current.profile if probe.enabled else None,
-        (body.profile or current.profile) if changes.get("enabled", probe.enabled) else None)
+        (body.profile or current.profile) if changes.get("enabled", probe.enabled) else None,
+        len(probe.locations), len(body.locations or probe.locations))
     if any(changes.get(k, getattr(probe, k)) != getattr(probe, k)
            for k in probe_queries.SCHEDULE_COLUMNS):
         changes["schedule_since"] = func.now()
@@ -205,8 +210,10 @@ async def delete_probe(probe_id: ProbeId, session: SessionDep, scheduler: Schedu
 async def run_now(probe_id: ProbeId, session: SessionDep, executor: ExecutorDep,
                   state: StateDep) -> RunAccepted:
     """Start a run now, outside the schedule; poll the returned href for its result. 409 while
-    a run of the probe is in flight (runs of a probe never overlap); 503 while the write
-    buffer is nearly full (the database is down or slow) or this replica is shutting down."""
+    a run of the probe is in flight in this replica's location (runs of a probe never
+    overlap there); 503 while the write buffer is nearly full (the database is down or slow)
+    or this replica is shutting down. The run measures from the location of the replica that
+    took the request."""
     await crud.get(session, Probe, probe_id, "probe")
     if state.stopping:
         raise UnavailableError("this replica is shutting down; send the request to another")
@@ -214,10 +221,10 @@ async def run_now(probe_id: ProbeId, session: SessionDep, executor: ExecutorDep,
         raise UnavailableError("the sample write buffer is nearly full; no new runs start "
                                "until the database catches up")
     await run_queries.lock_probe(session, probe_id)
-    if await run_queries.busy(session, probe_id):
-        raise ConflictError(f"probe {probe_id} has a run in progress; runs of a probe never "
-                            "overlap")
-    run = await run_queries.create_manual(session, probe_id)
+    if await run_queries.busy(session, probe_id, executor.location):
+        raise ConflictError(f"probe {probe_id} has a run in progress in location "
+                            f"{executor.location}; runs of a probe never overlap there")
+    run = await run_queries.create_manual(session, probe_id, executor.location)
     await session.commit()
     executor.submit(run.id)
     return RunAccepted(id=run.id, status="pending", href=f"/api/v1/runs/{run.id}")

@@ -11,6 +11,7 @@ from fastapi.responses import StreamingResponse
 
 from sustain.service.api import cursor
 from sustain.service.api.deps import SessionDep, StateDep
+from sustain.service.api.filters import LocationQuery
 from sustain.service.api.paging import PageDep
 from sustain.service.db import dead_letters
 from sustain.service.db import runs as run_queries
@@ -45,15 +46,17 @@ async def list_runs(
     status: RunStatus | None = None,
     from_: Annotated[ApiTime | None, Query(alias="from")] = None,
     to: ApiTime | None = None,
+    location: LocationQuery = None,
 ) -> RunList:
-    """Runs, newest first; `from`/`to` bound scheduled_for. Pass `next_cursor` back as
-    `cursor` for the next page; it is null on the last one."""
+    """Runs, newest first; `from`/`to` bound scheduled_for, `location` keeps one location's.
+    Pass `next_cursor` back as `cursor` for the next page; it is null on the last one."""
     start, end = from_, to
     if start is not None and end is not None and start >= end:
         raise FieldError("query.from", "must be before `to`")
     before = cursor.decode("runs", paging.cursor)
     rows = await run_queries.list_runs(session, probe_id=probe_id, status=status, start=start,
-                                       end=end, before_id=before, limit=paging.fetch)
+                                       end=end, before_id=before, limit=paging.fetch,
+                                       location=location)
     page, next_cursor = paging.cut(rows, lambda r: cursor.encode("runs", r.id))
     return RunList(items=[RunRead.model_validate(r) for r in page], next_cursor=next_cursor)
 
@@ -76,7 +79,7 @@ async def cancel_run(run_id: RunId, session: SessionDep, state: StateDep) -> Run
     answer = RunRead.model_validate(run)
     await session.commit()
     if answer.status == "cancelled" and probe is not None:
-        state.metrics.observe_run(probe.name, "cancelled")
+        state.metrics.observe_run(probe.name, "cancelled", answer.location)
     state.executor.cancel(run_id)
     return answer
 

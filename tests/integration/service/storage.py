@@ -62,12 +62,12 @@ async def create_probe_rows(engine: AsyncEngine, name: str = "p1") -> int:
 
 
 async def create_run(engine: AsyncEngine, probe_id: int, scheduled_for: datetime,
-                     status: str = "running") -> int:
+                     status: str = "running", location: str = "default") -> int:
     async with engine.begin() as connection:
         run_id: int = (await connection.execute(text(
-            "INSERT INTO runs (probe_id, trigger, scheduled_for, status, started_at) "
-            "VALUES (:p, 'manual', :s, :status, :s) RETURNING id"),
-            {"p": probe_id, "s": scheduled_for, "status": status})).scalar_one()
+            "INSERT INTO runs (probe_id, trigger, scheduled_for, status, started_at, location) "
+            "VALUES (:p, 'manual', :s, :status, :s, :l) RETURNING id"),
+            {"p": probe_id, "s": scheduled_for, "status": status, "l": location})).scalar_one()
     return run_id
 
 
@@ -80,8 +80,9 @@ def final_of(run_id: int, probe_id: int, scheduled_for: datetime, samples: list[
 
 
 async def seed_run(engine: AsyncEngine, probe_id: int, scheduled_for: datetime,
-                   samples: list[Sample], slo: SloThresholds | None = None) -> int:
-    run_id = await create_run(engine, probe_id, scheduled_for)
+                   samples: list[Sample], slo: SloThresholds | None = None,
+                   location: str = "default") -> int:
+    run_id = await create_run(engine, probe_id, scheduled_for, location=location)
     rows = [sample_tuple(run_id, pos, probe_id, s) for pos, s in enumerate(samples)]
     async with engine.begin() as connection:
         await partitions.ensure(connection, {partitions.utc_day(sent_at(r)) for r in rows})

@@ -111,7 +111,7 @@ async def test_a_pending_run_is_cancelled_at_once_and_never_starts(
     probe = await create_probe(api, endpoint["id"], enabled=False)
     state = runtime_of(app)
     async with state.sessions.begin() as session:  # accepted, not yet handed to the executor
-        run_id = (await run_queries.create_manual(session, probe["id"])).id
+        run_id = (await run_queries.create_manual(session, probe["id"], "default")).id
     r = await api.post(f"/api/v1/runs/{run_id}/cancel")
     assert (r.status_code, r.json()["status"]) == (202, "cancelled")
     async with asyncio.timeout(30):  # what submit() runs in the background, awaited

@@ -29,7 +29,7 @@ async def test_metrics_expose_counters_histograms_and_last_run_gauges(
     assert r.status_code == 200
     assert r.headers["content-type"].startswith("text/plain")
     metrics = samples_of(r.text)
-    series = {"endpoint": "sim", "probe": "p1", "model": "sim-model"}
+    series = {"endpoint": "sim", "probe": "p1", "model": "sim-model", "location": "default"}
     assert ({**series, "outcome": "success", "error_class": "none"}, 5.0) in \
         metrics["sustain_requests_total"]
     assert (series, 5.0) in metrics["sustain_ttft_seconds_count"]

@@ -23,10 +23,10 @@ from tests.integration.service.storage import create_probe_rows, fetch
 TICK = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 
-async def claim(engine: AsyncEngine, probe_id: int, tick: datetime, replica: str
-                ) -> run_queries.Claim | None:
+async def claim(engine: AsyncEngine, probe_id: int, tick: datetime, replica: str,
+                location: str = "default") -> run_queries.Claim | None:
     async with session_factory(engine).begin() as session:
-        return await run_queries.claim_scheduled(session, probe_id, tick, replica)
+        return await run_queries.claim_scheduled(session, probe_id, tick, replica, location)
 
 
 async def test_a_tick_is_claimed_once_and_skipped_while_the_previous_run_is_going(
@@ -60,7 +60,7 @@ async def test_a_run_whose_final_record_waits_in_the_claimer_s_buffer_is_not_in_
     assert first is not None
     async with session_factory(engine).begin() as session:
         second = await run_queries.claim_scheduled(
-            session, probe_id, TICK + timedelta(seconds=10), "a", [first.run_id])
+            session, probe_id, TICK + timedelta(seconds=10), "a", "default", [first.run_id])
     assert second is not None
     assert not second.skipped
 

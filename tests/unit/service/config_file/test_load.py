@@ -263,3 +263,17 @@ probes:
 """
     (problem,) = problems(text)
     assert problem.startswith("sustain.yaml:9: probes[0].profile: sessions run under")
+
+
+def test_a_probe_lists_its_locations_and_a_bad_one_is_named_with_its_line() -> None:
+    text = GOOD.replace("    schedule: {every: 10s, jitter: 2s}\n",
+                        "    schedule: {every: 10s, jitter: 2s}\n"
+                        "    locations: [eu-west-1, us-east-1]\n")
+    config, _ = parse(text, "sustain.yaml", {"SIM_URL": "http://x/v1"},
+                      expandable=EXPANDABLE)
+    assert config.probes[0].locations == ["eu-west-1", "us-east-1"]
+    assert config.probes[1].locations == ["default"]
+    bad = text.replace("[eu-west-1, us-east-1]", "[eu-west-1, EU West]")
+    (line,) = problems(bad, {"SIM_URL": "http://x/v1"})
+    assert line.startswith("sustain.yaml:15: probes[0].locations[1]: 'EU West' is not a "
+                           "location name")
