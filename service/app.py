@@ -18,6 +18,7 @@ from sustain.service.api.body_limit import BodyLimit
 from sustain.service.api.deprecation import DeprecationWarnings
 from sustain.service.api.errors import install_error_handlers
 from sustain.service.api.routes import (
+    agent,
     alerts,
     audit,
     compare,
@@ -103,6 +104,8 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
         api.include_router(module.router, dependencies=readers)
     for module in (keys, audit):
         api.include_router(module.router, dependencies=admins)
+    api.include_router(agent.router, dependencies=[Depends(Access(read=Role.agent,
+                                                                  write=Role.agent))])
     app.include_router(api)
     app.include_router(health.router, default_response_class=StrictJSONResponse)
     app.include_router(metrics.router, dependencies=readers if settings.metrics_auth else [])

@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from sustain.probes.measure.sample import Outcome, Sample
+from sustain.probes.measure.sample import Sample
 from sustain.service.db.runs import LastRun
 from sustain.service.db.slos import SloSnapshot
 from sustain.service.domain.auth_failures import AuthFailure
@@ -22,26 +22,10 @@ from sustain.service.domain.refusals import REASONS
 from sustain.service.evaluation.slo_status import window_label
 from sustain.service.ingest.buffer import SampleBuffer
 from sustain.service.ingest.writer import SampleWriter
-
-LATENCY_BUCKETS_S = (
-    0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75,
-    1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 7.5, 10.0, 15.0, 20.0, 30.0, 60.0, 120.0,
-)
-"""TTFT and E2E buckets, seconds."""
-
-TOKEN_LATENCY_BUCKETS_S = (
-    0.001, 0.0025, 0.005, 0.0075, 0.01, 0.0125, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05,
-    0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0,
-)
-"""ITL and TPOT buckets, seconds."""
+from sustain.service.probe_metrics import SERIES_LABELS, ProbeMetrics
 
 DB_WRITE_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 """Batch write buckets, seconds (a batch is up to 5,000 samples plus run results)."""
-
-SERIES_LABELS = ("endpoint", "probe", "model", "location")
-"""Every probe series: its endpoint, probe and model, and where it was measured from (the
-replica's location for request counters and histograms, the run's for last-run gauges)."""
-
 
 class LastRunCollector(Collector):
     """Gauges of each probe's newest finished run, from a snapshot refreshed before a scrape."""
@@ -277,47 +261,9 @@ class Metrics:
         self.location = location
         """This replica's location: the `location` label of what it measures."""
         self.registry = CollectorRegistry()
-        labels = SERIES_LABELS
-        self.requests = Counter(
-            "sustain_requests", "Probe requests by outcome and error class.",
-            [*labels, "outcome", "error_class"], registry=self.registry)
-        self.output_tokens = Counter(
-            "sustain_output_tokens", "Output tokens of successful probe requests.",
-            labels, registry=self.registry)
-        self.prompt_tokens = Counter(
-            "sustain_prompt_tokens", "Prompt tokens of successful probe requests, as the "
-            "server counted them.", labels, registry=self.registry)
-        self.cached_tokens = Counter(
-            "sustain_cached_tokens", "Prompt tokens of successful probe requests that the "
-            "server served from its prefix cache (where it reports them): divided by "
-            "sustain_prompt_tokens_total, the cache hit ratio.", labels,
-            registry=self.registry)
-        self.items = Counter(
-            "sustain_items", "Inputs embedded (openai-embeddings) or documents ranked "
-            "(rerank) by successful probe requests: its rate is inputs/s or documents/s.",
-            labels, registry=self.registry)
-        self.quality_checks = Counter(
-            "sustain_quality_checks", "Quality canaries checked (successful requests whose "
-            "dataset line has an `expect`), by result: passed or failed.",
-            [*labels, "result"], registry=self.registry)
-        self.runs = Counter(
-            "sustain_runs", "Finished runs by status.", ["probe", "status", "location"],
-            registry=self.registry)
-        self.ttft = Histogram(
-            "sustain_ttft_seconds", "Time to first token of successful requests.",
-            labels, buckets=LATENCY_BUCKETS_S, registry=self.registry)
-        self.e2e = Histogram(
-            "sustain_e2e_seconds", "End-to-end latency of successful requests.",
-            labels, buckets=LATENCY_BUCKETS_S, registry=self.registry)
-        self.itl = Histogram(
-            "sustain_itl_seconds", "Inter-token latency of successful requests.",
-            labels, buckets=TOKEN_LATENCY_BUCKETS_S, registry=self.registry)
-        self.tpot = Histogram(
-            "sustain_tpot_seconds", "Time per output token of successful requests.",
-            labels, buckets=TOKEN_LATENCY_BUCKETS_S, registry=self.registry)
-        self.ticks_skipped = Counter(
-            "sustain_ticks_skipped", "Scheduled ticks that started no run, by reason.",
-            ["probe", "reason"], registry=self.registry)
+        self.probes = ProbeMetrics(self.registry, location)
+        """Request counters and histograms, runs and skipped ticks (an agent has these too)."""
+        self.ticks_skipped = self.probes.ticks_skipped
         self.db_write = Histogram(
             "sustain_db_write_seconds",
             "Time to write one batch of buffered samples and run results to the database.",
@@ -355,30 +301,7 @@ class Metrics:
 
     def observe_samples(self, endpoint: str, probe: str, model: str,
                         samples: Sequence[Sample]) -> None:
-        series = (endpoint, probe, model, self.location)
-        for sample in samples:
-            m = sample.measurement
-            self.requests.labels(*series, str(sample.outcome),
-                                 "none" if m.error_class is None else str(m.error_class)).inc()
-            if sample.outcome is not Outcome.SUCCESS:
-                continue
-            self.output_tokens.labels(*series).inc(m.output_tokens)
-            if m.items is not None:
-                self.items.labels(*series).inc(m.items)
-            if m.quality is not None:
-                self.quality_checks.labels(*series, "passed" if m.quality else "failed").inc()
-            if m.input_tokens is not None:
-                self.prompt_tokens.labels(*series).inc(m.input_tokens)
-                if m.cached_tokens is not None:
-                    self.cached_tokens.labels(*series).inc(m.cached_tokens)
-            self.e2e.labels(*series).observe(m.e2e_ms / 1000.0)
-            if m.ttft_ms is not None:
-                self.ttft.labels(*series).observe(m.ttft_ms / 1000.0)
-            if (tpot := sample.tpot_ms) is not None:
-                self.tpot.labels(*series).observe(tpot / 1000.0)
-            itl = self.itl.labels(*series)
-            for gap in m.itl_ms:
-                itl.observe(gap / 1000.0)
+        self.probes.observe_samples(endpoint, probe, model, samples)
 
     def observe_notification(self, notifier: str, result: str) -> None:
         self.notifications.labels(notifier, result).inc()
@@ -387,9 +310,7 @@ class Metrics:
         self.auth_failures.labels(reason.value).inc()
 
     def observe_run(self, probe: str, status: str, location: str | None = None) -> None:
-        """A run finished here (in this replica's location), or (`location`) one elsewhere
-        was cancelled through this replica."""
-        self.runs.labels(probe, status, location or self.location).inc()
+        self.probes.observe_run(probe, status, location)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -52,6 +52,8 @@ class Principal:
     name: str
     role: Role
     key_id: int | None = None
+    location: str | None = None
+    """An agent key's location: the only one it acts for."""
 
 
 ANONYMOUS_VIEWER = Principal("anonymous", Role.viewer)
@@ -71,7 +73,7 @@ async def authenticate_hash(replica: Replica, digest: str) -> Principal | AuthFa
             return AuthFailure.revoked_key
         await key_queries.touch(session, stored, datetime.now(UTC))
         await session.commit()
-    return Principal(stored.name, stored.role, stored.id)
+    return Principal(stored.name, stored.role, stored.id, stored.location)
 
 
 async def principal_for_hash(replica: Replica, digest: str) -> Principal | None:

@@ -5,7 +5,7 @@
 - probe.py: `probe`, over the one-shot runner (oneshot.py) and its flag model
   (probe_flags.py; flags.py turns a flag model into the command's options);
 - admin.py: `validate`, `migrate`, `rules`;
-- export.py, compare.py, simulate.py, keys.py: one command (group) each;
+- export.py, compare.py, simulate.py, keys.py, agent.py: one command (group) each;
 - common.py: the console, shared options, settings, the database and serving.
 
 Commands import what they use when they run, so that `sustain --help` stays fast.
@@ -14,6 +14,7 @@ Commands import what they use when they run, so that `sustain --help` stays fast
 import typer
 
 from sustain.service.cli.admin import migrate, rules, validate
+from sustain.service.cli.agent import agent
 from sustain.service.cli.compare import compare
 from sustain.service.cli.export import export
 from sustain.service.cli.keys import keys_app
@@ -25,6 +26,7 @@ app = typer.Typer(
     help="sustain: continuous monitoring of LLM inference endpoints.",
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
 )
-for command in (serve, rules, validate, migrate, demo, probe, simulate, export, compare):
+for command in (serve, rules, validate, migrate, demo, probe, simulate, export, compare,
+                agent):
     app.command()(command)
 app.add_typer(keys_app, name="keys")

@@ -35,7 +35,8 @@ async def _keys_call(url: str, action: str, **args: Any) -> Any:
 
     async with one_connection_engine(url) as engine, session_factory(engine)() as session:
         if action == "create":
-            created = await key_queries.create(session, args["name"], args["role"], "cli")
+            created = await key_queries.create(session, args["name"], args["role"], "cli",
+                                               args["location"])
             await session.commit()
             return created
         if action == "revoke":
@@ -62,7 +63,9 @@ def _keys(action: str, database_url: str | None, data_dir: Path | None, **args: 
 @keys_app.command("create")
 def keys_create(
     name: Annotated[str, typer.Option(help="What the key is for (unique among active keys).")],
-    role: Annotated[str, typer.Option(help="viewer | editor | admin.")],
+    role: Annotated[str, typer.Option(help="viewer | editor | admin | agent.")],
+    location: Annotated[str | None, typer.Option(
+        help="An agent key's location (required with --role agent).")] = None,
     database_url: DbOpt = None, data_dir: DataDirOpt = None,
 ) -> None:
     """Create a key and print it once (stdout); store it now, it cannot be shown again."""
@@ -70,12 +73,14 @@ def keys_create(
     from sustain.service.schemas.keys import KeyCreate
 
     try:
-        body = KeyCreate(name=name, role=Role(role))
+        body = KeyCreate(name=name, role=Role(role), location=location)
     except (ValueError, ValidationError):
-        console.print("[red]--role: must be viewer, editor or admin; --name: 1-100 "
-                      "printable characters[/red]")
+        console.print("[red]--role: must be viewer, editor, admin or agent (an agent key "
+                      "needs --location, a DNS label such as eu-west-1; the others take "
+                      "none); --name: 1-100 printable characters[/red]")
         raise typer.Exit(2) from None
-    created = _keys("create", database_url, data_dir, name=body.name, role=body.role)
+    created = _keys("create", database_url, data_dir, name=body.name, role=body.role,
+                    location=body.location)
     console.print(f"created key {created.id} {created.name!r} ({created.role.value}); it is "
                   "shown once, below:")
     print(created.key)

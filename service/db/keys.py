@@ -22,16 +22,19 @@ LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
 def read(key: ApiKey) -> KeyRead:
-    return KeyRead(id=key.id, name=key.name, role=Role(key.role), prefix=key.prefix,
+    return KeyRead(id=key.id, name=key.name, role=Role(key.role), location=key.location,
+                   prefix=key.prefix,
                    created_by=key.created_by, created_at=key.created_at,
                    last_used_at=key.last_used_at, revoked_at=key.revoked_at)
 
 
-async def create(session: AsyncSession, name: str, role: Role, created_by: str) -> KeyCreated:
-    """A new key; the answer is the only place the key itself ever appears."""
+async def create(session: AsyncSession, name: str, role: Role, created_by: str,
+                 location: str | None = None) -> KeyCreated:
+    """A new key (an agent key bound to `location`); the answer is the only place the key
+    itself ever appears."""
     key = generate_key()
     row = ApiKey(name=name, role=role.value, prefix=shown_prefix(key), key_hash=key_hash(key),
-                 created_by=created_by)
+                 created_by=created_by, location=location)
     session.add(row)
     try:
         await session.flush()
@@ -71,17 +74,20 @@ class StoredKey:
     role: Role
     last_used_at: datetime | None
     revoked: bool = False
+    location: str | None = None
 
 
 async def by_hash(session: AsyncSession, digest: str) -> StoredKey | None:
     """The key with this hash, revoked or not (hashes are unique), or None."""
     row = (await session.execute(
-        select(ApiKey.id, ApiKey.name, ApiKey.role, ApiKey.last_used_at, ApiKey.revoked_at)
+        select(ApiKey.id, ApiKey.name, ApiKey.role, ApiKey.last_used_at, ApiKey.revoked_at,
+               ApiKey.location)
         .where(ApiKey.key_hash == digest))).first()
     if row is None:
         return None
     return StoredKey(id=row.id, name=row.name, role=Role(row.role),
-                     last_used_at=row.last_used_at, revoked=row.revoked_at is not None)
+                     last_used_at=row.last_used_at, revoked=row.revoked_at is not None,
+                     location=row.location)
 
 
 async def touch(session: AsyncSession, key: StoredKey, now: datetime) -> None:

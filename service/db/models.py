@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -22,7 +23,7 @@ from sqlalchemy import (
     func,
     text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TIMESTAMP
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TIMESTAMP, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from sustain.service.domain.locations import DEFAULT_LOCATION
@@ -158,8 +159,16 @@ class Replica(Base):
     in_flight: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     stopping: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
     location: Mapped[str] = _location()
+    kind: Mapped[str] = mapped_column(String(16), server_default="replica")
+    """`replica` (a sustain service) or `agent` (sustain agent, beating over the API)."""
+    clock_offset_ms: Mapped[float | None] = mapped_column(Double)
+    """An agent's wall clock minus the service's, as the agent measured it (reported, never
+    used to compute a latency)."""
+    spooled_runs: Mapped[int | None] = mapped_column(Integer)
+    """Finished runs an agent holds on its disk, not yet uploaded."""
 
-    __table_args__ = (_location_check(),)
+    __table_args__ = (_location_check(),
+                      CheckConstraint("kind IN ('replica', 'agent')", name="replica_kind_known"))
 
 
 class Run(Base):
@@ -199,6 +208,8 @@ class Run(Base):
     cancel_requested_at: Mapped[datetime | None]
     """When a cancel of the running run was asked for; the replica executing it watches for
     this, stops the run and records it as `cancelled`."""
+    upload_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    """The agent upload that stored the run (a re-sent upload finds it, and stores nothing)."""
 
     __table_args__ = (
         CheckConstraint(
@@ -211,6 +222,8 @@ class Run(Base):
         Index("ix_runs_status_id", "status", text("id DESC")),
         Index("ix_runs_probe_id_scheduled_for", "probe_id", "scheduled_for"),
         Index("ix_runs_scheduled_for", "scheduled_for"),
+        Index("uq_runs_upload_id", "upload_id", unique=True,
+              postgresql_where=text("upload_id IS NOT NULL")),
         _location_check(),
         Index(
             "uq_runs_scheduled_tick",
@@ -563,13 +576,33 @@ class ApiKey(Base):
     created_at: Mapped[datetime] = _created()
     last_used_at: Mapped[datetime | None]
     revoked_at: Mapped[datetime | None]
+    location: Mapped[str | None] = mapped_column(Text)
+    """The location an `agent` key measures from (and the only one it may act for)."""
 
     __table_args__ = (
-        CheckConstraint("role IN ('viewer', 'editor', 'admin')", name="api_key_role_known"),
+        CheckConstraint("role IN ('viewer', 'editor', 'admin', 'agent')",
+                        name="api_key_role_known"),
+        CheckConstraint("(role = 'agent') = (location IS NOT NULL)",
+                        name="api_key_agent_location"),
         UniqueConstraint("key_hash", name="uq_api_keys_key_hash"),
         Index("uq_api_keys_active_name", "name", unique=True,
               postgresql_where=text("revoked_at IS NULL")),
     )
+
+
+class AgentUploadPart(Base):
+    """One part of a run an agent is uploading (its samples, and the final record in the
+    last part), kept until the last part arrives and the whole run is stored."""
+
+    __tablename__ = "agent_upload_parts"
+
+    upload_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    part: Mapped[int] = mapped_column(Integer, primary_key=True)
+    agent: Mapped[str] = mapped_column(Text)
+    body: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = _created()
+
+    __table_args__ = (Index("ix_agent_upload_parts_created_at", "created_at"),)
 
 
 class WebSession(Base):

@@ -29,11 +29,14 @@ SHOWN_PREFIX_CHARS = len(KEY_PREFIX) + 6
 
 
 class Role(enum.StrEnum):
-    """Ordered: each role may do everything the ones before it may."""
+    """viewer, editor and admin are ordered: each may do everything the ones before it may.
+    `agent` stands apart: it may only do what an agent does (fetch its location's
+    assignments, heartbeat, claim ticks and upload results there), and no other role may."""
 
     viewer = "viewer"
     editor = "editor"
     admin = "admin"
+    agent = "agent"
 
 
 _RANK = {Role.viewer: 0, Role.editor: 1, Role.admin: 2}
@@ -41,6 +44,8 @@ _RANK = {Role.viewer: 0, Role.editor: 1, Role.admin: 2}
 
 def allows(held: Role, needed: Role) -> bool:
     """Whether a key holding `held` may do what needs `needed`."""
+    if Role.agent in (held, needed):
+        return held == needed
     return _RANK[held] >= _RANK[needed]
 
 

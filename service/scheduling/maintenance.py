@@ -10,9 +10,13 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from sustain.service.db import partitions, retention
+from sustain.service.db import agents, partitions, retention
 
 logger = logging.getLogger(__name__)
+
+STALE_UPLOAD_PARTS_S = 86_400.0
+"""Parts of an agent's upload still waiting for the rest after a day are dropped: an agent
+re-sends a whole run that was not stored."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +45,11 @@ async def maintain(engine: AsyncEngine, *, sample_retention_days: int,
     audit_deleted = await retention.delete_old_audit(
         engine, now - timedelta(days=audit_retention_days))
     sessions_deleted = await retention.delete_expired_sessions(engine, now)
+    async with engine.begin() as connection:
+        parts_deleted = await agents.forget_stale_parts(connection, STALE_UPLOAD_PARTS_S)
+    if parts_deleted:
+        logger.info("storage maintenance: dropped %d parts of agent uploads that never "
+                    "completed", parts_deleted)
     report = MaintenanceReport(
         created=[partitions.partition_name(d) for d in created],
         dropped=[partitions.partition_name(d) for d in dropped],

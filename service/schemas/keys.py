@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from sustain.service.domain.keys import Role
-from sustain.service.schemas.common import Name
+from sustain.service.schemas.common import Location, Name
 
 
 class KeyCreate(BaseModel):
@@ -15,13 +16,26 @@ class KeyCreate(BaseModel):
 
     name: Name = Field(description="What the key is for (unique among active keys).")
     role: Role = Field(description="viewer (read), editor (also write and run), admin (also "
-                       "keys and the audit log).")
+                       "keys and the audit log); agent (only what a `sustain agent` does, "
+                       "for its `location`).")
+    location: Location | None = Field(
+        default=None, description="The location an agent key measures from: required for "
+        "the agent role, refused for the others.")
+
+    @model_validator(mode="after")
+    def _agent_location(self) -> KeyCreate:
+        if (self.role == Role.agent) != (self.location is not None):
+            raise PydanticCustomError(
+                "location", "an agent key names its location; other roles have none",
+                {"field": "location"})
+        return self
 
 
 class KeyRead(BaseModel):
     id: int
     name: str
     role: Role
+    location: str | None = Field(default=None, description="An agent key's location.")
     prefix: str = Field(description="The key's first characters, to tell keys apart.")
     created_by: str
     created_at: datetime

@@ -14,6 +14,14 @@ class ReplicaRead(BaseModel):
     in_flight: int = Field(description="Runs executing on the replica at its last heartbeat.")
     stopping: bool = Field(description="Shutting down: it claims no more ticks.")
     alive: bool = Field(description="Its heartbeat is fresher than 3 intervals.")
+    location: str = Field(default="default", description="Where it measures from.")
+    kind: str = Field(default="replica", description="`replica` (sustain serve) or `agent` "
+                      "(sustain agent, over the API).")
+    clock_offset_ms: float | None = Field(
+        default=None, description="An agent's wall clock minus the service's, as it measured "
+        "it (reported only: latencies come from its monotonic clock).")
+    spooled_runs: int | None = Field(
+        default=None, description="Finished runs an agent holds on disk, not uploaded yet.")
 
 
 class ScheduledJob(BaseModel):
@@ -39,6 +47,7 @@ class ScheduledJob(BaseModel):
 
 class ThisReplica(BaseModel):
     id: str
+    location: str = "default"
     stopping: bool
     in_flight: int
     jobs: list[ScheduledJob]

@@ -39,7 +39,7 @@ from sustain.service.db import slos as slo_queries
 from sustain.service.db import status as status_queries
 from sustain.service.db.models import Endpoint, Probe, Run
 from sustain.service.domain.auth_failures import AuthFailure, LoginThrottle
-from sustain.service.domain.keys import key_hash
+from sustain.service.domain.keys import Role, allows, key_hash
 from sustain.service.domain.origin import is_cross_site
 from sustain.service.errors import FieldError
 from sustain.service.history.windows import parse_duration
@@ -73,6 +73,9 @@ async def page_viewer(request: Request) -> Principal | None:
                    else authenticate_cookie(replica, cookie))
     if isinstance(found, AuthFailure):
         refuse(request, found)
+        return None
+    if not allows(found.role, Role.viewer):  # an agent key reads no page
+        refuse(request, AuthFailure.forbidden_role)
         return None
     return found
 
@@ -125,6 +128,8 @@ async def login(request: Request, state: StateDep) -> Response:
     keys = parse_qs(body.decode("utf-8", "replace"), max_num_fields=4).get("key") or [""]
     key = keys[0].strip()
     principal = await principal_for_key(state, key) if key else None
+    if principal is not None and not allows(principal.role, Role.viewer):
+        principal = None  # an agent key signs no one in
     if principal is None:
         throttle.failed(source)
         refuse(request, AuthFailure.login_failed)

@@ -25,7 +25,8 @@ KeyId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
 @router.post("", status_code=status.HTTP_201_CREATED)
 async def create_key(body: KeyCreate, session: SessionDep, caller: PrincipalDep) -> KeyCreated:
     """A new key. The answer's `key` is the only time the key is ever shown."""
-    created = await key_queries.create(session, body.name, body.role, caller.name)
+    created = await key_queries.create(session, body.name, body.role, caller.name,
+                                       body.location)
     await session.commit()
     return created
 

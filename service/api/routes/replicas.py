@@ -32,7 +32,9 @@ async def list_replicas(session: SessionDep, state: StateDep,
     page, following = paging.cut(rows, lambda r: cursors.encode_key(CURSOR_KIND, (r.id,)))
     return Page(items=[ReplicaRead(
         id=r.id, started_at=r.started_at, heartbeat_at=r.heartbeat_at, in_flight=r.in_flight,
-        stopping=r.stopping, alive=(now - r.heartbeat_at).total_seconds() < stale_s)
+        stopping=r.stopping, alive=(now - r.heartbeat_at).total_seconds() < stale_s,
+        location=r.location, kind=r.kind, clock_offset_ms=r.clock_offset_ms,
+        spooled_runs=r.spooled_runs)
         for r in page], next_cursor=following)
 
 
@@ -46,5 +48,6 @@ async def this_replica(state: StateDep) -> ThisReplica:
             interval_s=schedule.interval_s if isinstance(schedule, Every) else None,
             cron=schedule.expression if isinstance(schedule, Cron) else None,
             jitter_s=spec.jitter_s, next_fire_at=state.scheduler.next_run_time(probe_id)))
-    return ThisReplica(id=state.executor.replica_id, stopping=state.stopping,
+    return ThisReplica(id=state.executor.replica_id, location=state.executor.location,
+                       stopping=state.stopping,
                        in_flight=state.executor.in_flight, jobs=jobs)

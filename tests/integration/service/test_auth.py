@@ -21,6 +21,7 @@ from tests.processes import TEST_ADMIN_KEY
 OPEN_PATHS = {"/healthz", "/readyz", "/metrics"}
 """Answered without a key by default (README, Access: API keys, roles and the audit log)."""
 ADMIN_PREFIXES = ("/api/v1/keys", "/api/v1/audit")
+AGENT_PREFIX = "/api/v1/agent/"
 RANK = {"anonymous": -1, "viewer": 0, "editor": 1, "admin": 2}
 
 
@@ -28,9 +29,21 @@ def needed_role(method: str, path: str) -> str:
     """What the contract says an operation needs, written independently of the app."""
     if path in OPEN_PATHS:
         return "anonymous"
+    if path.startswith(AGENT_PREFIX):
+        return "agent"
     if path.startswith(ADMIN_PREFIXES):
         return "admin"
     return "viewer" if method in ("get", "head") else "editor"
+
+
+def allowed(caller: str, needed: str) -> bool:
+    """The agent role stands apart: it may do what an agent does and nothing else, and no
+    other role may do that."""
+    if needed == "anonymous":
+        return True
+    if "agent" in (caller, needed):
+        return caller == needed
+    return RANK[caller] >= RANK[needed]
 
 
 def concrete(path: str) -> str:
@@ -42,8 +55,10 @@ def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-async def make_key(api: httpx.AsyncClient, name: str, role: str) -> str:
-    r = await api.post("/api/v1/keys", json={"name": name, "role": role})
+async def make_key(api: httpx.AsyncClient, name: str, role: str,
+                   location: str | None = None) -> str:
+    r = await api.post("/api/v1/keys", json={"name": name, "role": role,
+                                             **({"location": location} if location else {})})
     assert r.status_code == 201, r.text
     key = r.json()["key"]
     assert isinstance(key, str)
@@ -53,7 +68,8 @@ async def make_key(api: httpx.AsyncClient, name: str, role: str) -> str:
 async def role_keys(api: httpx.AsyncClient) -> dict[str, dict[str, str]]:
     return {"anonymous": {}, "viewer": bearer(await make_key(api, "v", "viewer")),
             "editor": bearer(await make_key(api, "e", "editor")),
-            "admin": bearer(await make_key(api, "a", "admin"))}
+            "admin": bearer(await make_key(api, "a", "admin")),
+            "agent": bearer(await make_key(api, "g", "agent", "eu-west-1"))}
 
 
 async def test_every_operation_answers_each_role_as_the_matrix_says(
@@ -73,7 +89,7 @@ async def test_every_operation_answers_each_role_as_the_matrix_says(
                     kwargs["json"] = {}
                 r = await bare.request(method.upper(), concrete(path), **kwargs)
                 where = f"{caller} {method.upper()} {path}: {r.status_code} {r.text[:200]}"
-                if RANK[caller] >= RANK[needed]:
+                if allowed(caller, needed):
                     assert r.status_code not in (401, 403), where
                     assert r.status_code < 500, where
                 elif caller == "anonymous":
@@ -84,7 +100,8 @@ async def test_every_operation_answers_each_role_as_the_matrix_says(
                     assert r.status_code == 403, where
                     assert r.json()["title"] == "Forbidden", where
                 checked += 1
-    print(f"\nrole matrix: {len(operations)} operations x 4 callers = {checked} calls")
+    print(f"\nrole matrix: {len(operations)} operations x {len(callers)} callers = "
+          f"{checked} calls")
 
 
 async def test_the_openapi_document_declares_the_bearer_scheme(app: FastAPI) -> None:

@@ -1,0 +1,303 @@
+"""Agents over real HTTP on loopback: an agent key acts only for its location; an agent runs
+its location's ticks through the API, each once, beside the replicas; its runs survive an
+outage of the service in its spool and arrive afterwards, each once; an upload sent again,
+or in parts, is stored once; and a malformed upload is a 422 naming the field."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import msgpack
+import pytest
+import uvicorn
+from fastapi import FastAPI
+
+from sustain.probes.client.clients import HttpClients
+from sustain.probes.runner import InProcess
+from sustain.service.agent.agent import Agent
+from sustain.service.agent.client import ServiceClient
+from sustain.service.agent.spool import Spool, SpooledRun
+from sustain.service.app import create_app, runtime_of
+from sustain.service.domain.run_upload import MAX_PART_SAMPLES, encode_final, encode_samples
+from tests.conftest import SimulatorHandle
+from tests.integration.service.helpers import (
+    app_settings,
+    create_endpoint,
+    create_probe,
+    serving,
+)
+from tests.integration.service.storage import fetch, final_of, synthetic_samples
+from tests.tcp_proxy import CuttableProxy
+
+LOCATION = "edge-1"
+
+
+@contextlib.asynccontextmanager
+async def listening(app: FastAPI) -> AsyncIterator[int]:
+    """The app served by uvicorn on a loopback port (its lifespan running); the port."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None,
+                                           lifespan="on"))
+    task = asyncio.create_task(server.serve())
+    async with asyncio.timeout(30):  # hang guard
+        while not server.started:  # noqa: ASYNC110 - uvicorn offers no event
+            await asyncio.sleep(0.05)
+    try:
+        yield server.servers[0].sockets[0].getsockname()[1]
+    finally:
+        server.should_exit = True
+        await task
+
+
+async def agent_key(api: httpx.AsyncClient, location: str = LOCATION) -> str:
+    r = await api.post("/api/v1/keys", json={"name": f"agent-{location}", "role": "agent",
+                                             "location": location})
+    assert r.status_code == 201, r.text
+    return str(r.json()["key"])
+
+
+def fast_app(database_url: str) -> FastAPI:
+    """Heartbeats every 0.5 s (an agent silent for 1.5 s is dead to the service) and a
+    reconcile every second, so missed ticks are recorded within seconds."""
+    return create_app(app_settings(database_url, auto_migrate=False, heartbeat_seconds=0.5,
+                                   reconcile_seconds=1, misfire_grace_seconds=1))
+
+
+def new_agent(port: int, key: str, spool: Path, name: str = "a1") -> Agent:
+    return Agent(ServiceClient(f"http://127.0.0.1:{port}", key, name, timeout_s=2.0),
+                 InProcess(HttpClients(50)), Spool(spool, 64 * 1024 * 1024),
+                 location=LOCATION, heartbeat_s=0.5)
+
+
+async def test_an_agent_key_names_its_location_and_acts_only_for_it(
+        api: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
+    for body in ({"name": "g", "role": "agent"},
+                 {"name": "g", "role": "viewer", "location": LOCATION},
+                 {"name": "g", "role": "agent", "location": "Not Valid"}):
+        r = await api.post("/api/v1/keys", json=body)
+        assert r.status_code == 422, r.text
+        assert "location" in r.text
+    key = await agent_key(api)
+    headers = {"Authorization": f"Bearer {key}"}
+    endpoint = await create_endpoint(api, simulator.base_url)
+    mine = await create_probe(api, endpoint["id"], name="mine", interval_s=10,
+                              locations=[LOCATION, "x"])
+    other = await create_probe(api, endpoint["id"], name="other", interval_s=10,
+                               locations=["x"])
+
+    listed = await api.get("/api/v1/agent/assignments", headers=headers)
+    assert listed.status_code == 200, listed.text
+    assert [a["probe"]["id"] for a in listed.json()["probes"]] == [mine["id"]]
+    assert listed.json()["probes"][0]["endpoint"]["base_url"] == simulator.base_url
+    now = datetime.now(UTC).timestamp()
+    tick = datetime.fromtimestamp(now - now % 10 - 30, UTC)
+    r = await api.post("/api/v1/agent/claims", headers=headers, json={
+        "agent": "a1", "probe_id": other["id"], "tick": tick.isoformat()})
+    assert r.status_code == 404, "a probe of another location is not this agent's"
+    r = await api.post("/api/v1/agent/claims", headers=headers, json={
+        "agent": "a1", "probe_id": mine["id"],
+        "tick": (tick + timedelta(seconds=1)).isoformat()})
+    assert r.status_code == 422
+    assert "not a tick" in r.text
+    r = await api.post("/api/v1/agent/claims", headers=headers, json={
+        "agent": "a1", "probe_id": mine["id"], "tick": tick.isoformat()})
+    assert r.json() == {"status": "running", "run_id": r.json()["run_id"]}
+    again = await api.post("/api/v1/agent/claims", headers=headers, json={
+        "agent": "a2", "probe_id": mine["id"], "tick": tick.isoformat()})
+    assert again.json()["status"] == "taken"
+    run = (await api.get(f"/api/v1/runs/{r.json()['run_id']}")).json()
+    assert (run["location"], run["claimed_by"]) == (LOCATION, "agent:agent-edge-1:a1")
+
+    beat = await api.post("/api/v1/agent/heartbeat", headers=headers, json={
+        "agent": "a1", "in_flight": 1, "running": [run["id"]], "spooled_runs": 3,
+        "clock_offset_ms": 12.5})
+    assert beat.status_code == 200, beat.text
+    assert beat.json()["agent_id"] == "agent:agent-edge-1:a1"
+    replicas = (await api.get("/api/v1/replicas")).json()
+    assert any(r["id"] == "agent:agent-edge-1:a1" for r in replicas["items"]), replicas
+    for path in ("/api/v1/probes", "/api/v1/runs", "/api/v1/keys", "/"):
+        assert (await api.get(path, headers={**headers, "cookie": ""})).status_code in \
+            (401, 403, 303), path
+
+
+async def test_an_agent_runs_its_location_s_ticks_through_the_api(
+        database_url: str, simulator: SimulatorHandle, tmp_path: Path) -> None:
+    app = fast_app(database_url)
+    async with serving(app) as api, listening(app) as port:
+        key = await agent_key(api)
+        endpoint = await create_endpoint(api, simulator.base_url)
+        probe = await create_probe(api, endpoint["id"], interval_s=1, locations=[LOCATION],
+                                   profile={"kind": "constant", "rate": 20, "duration_s": 0.2})
+        agent = new_agent(port, key, tmp_path / "spool")
+        await agent.start()
+        try:
+            async with asyncio.timeout(60):  # hang guard; the condition is what is waited for
+                while len(await succeeded(api, probe["id"])) < 3:  # noqa: ASYNC110
+                    await asyncio.sleep(0.2)
+        finally:
+            await agent.stop()
+        runs = await succeeded(api, probe["id"])
+        assert {r["claimed_by"] for r in runs} == {"agent:agent-edge-1:a1"}
+        assert {r["location"] for r in runs} == {LOCATION}
+        for run in runs:
+            assert run["summary"]["attempts"] == 4
+            samples = await fetch(runtime_of(app).engine,
+                                  "SELECT count(*) FROM samples WHERE run_id = :r", r=run["id"])
+            assert samples == [(4,)]
+        ticks = [r["scheduled_for"] for r in runs]
+        assert len(ticks) == len(set(ticks)), "each tick once"
+
+
+async def succeeded(api: httpx.AsyncClient, probe_id: int) -> list[dict[str, Any]]:
+    items = (await api.get("/api/v1/runs", params={"probe_id": probe_id, "limit": 200})
+             ).json()["items"]
+    return [r for r in items if r["status"] == "succeeded"]
+
+
+async def test_runs_measured_through_an_outage_arrive_afterwards_each_once(
+        database_url: str, simulator: SimulatorHandle, tmp_path: Path) -> None:
+    app = fast_app(database_url)
+    async with serving(app) as api, listening(app) as port:
+        key = await agent_key(api)
+        endpoint = await create_endpoint(api, simulator.base_url)
+        probe = await create_probe(api, endpoint["id"], interval_s=1, locations=[LOCATION],
+                                   profile={"kind": "constant", "rate": 20, "duration_s": 0.2})
+        proxy = CuttableProxy(port)
+        await proxy.start()
+        agent = new_agent(proxy.port, key, tmp_path / "spool")
+        await agent.start()
+        try:
+            async with asyncio.timeout(60):
+                while len(await succeeded(api, probe["id"])) < 2:  # noqa: ASYNC110
+                    await asyncio.sleep(0.2)
+            proxy.set_cut(True)
+            async with asyncio.timeout(60):
+                while agent.spool.runs < 4:  # noqa: ASYNC110 - offline runs wait on disk
+                    await asyncio.sleep(0.2)
+            await asyncio.sleep(8)  # long enough for the service to record them missed
+            missed = await fetch(runtime_of(app).engine,
+                                 "SELECT count(*) FROM runs WHERE status = 'missed'")
+            proxy.set_cut(False)
+            async with asyncio.timeout(60):
+                while agent.spool.runs:  # noqa: ASYNC110
+                    await asyncio.sleep(0.2)
+            await asyncio.sleep(1.5)
+        finally:
+            await agent.stop()
+            await proxy.close()
+        rows = await fetch(runtime_of(app).engine,
+                           "SELECT scheduled_for, status, trigger FROM runs "
+                           "WHERE probe_id = :p ORDER BY scheduled_for, id", p=probe["id"])
+    assert missed[0][0] >= 1, "the service saw the location go quiet"
+    assert not [r for r in rows if r[2] == "partition"], "nothing measured twice"
+    ticks = [r[0] for r in rows if r[2] == "schedule"]
+    assert len(ticks) == len(set(ticks)), "one run per tick in the location"
+    measured = [r for r in rows if r[1] == "succeeded"]
+    first, last = measured[0][0], measured[-1][0]
+    between = [r for r in rows if first <= r[0] <= last]
+    assert [r[1] for r in between] == ["succeeded"] * len(between), \
+        "every tick from the first to the last ran, the outage's too (taken over from missed)"
+    assert len(between) >= 8
+    assert [t.timestamp() for t, *_ in between] == [
+        first.timestamp() + k for k in range(len(between))], "no tick lost"
+
+
+def spooled(probe_id: int, tick: datetime, samples: int, run_id: int | None = None
+            ) -> SpooledRun:
+    rng = random.Random(samples)
+    measured = synthetic_samples(samples, tick, rng)
+    final = final_of(run_id or 0, probe_id, tick, measured)
+    return SpooledRun(upload_id=uuid.uuid4(), probe_id=probe_id, tick=tick.timestamp(),
+                      run_id=run_id, started_at=tick.timestamp(), dropped=0,
+                      samples=encode_samples(measured), final=encode_final(final))
+
+
+async def test_an_upload_sent_again_or_in_parts_is_stored_once(
+        api: httpx.AsyncClient, app: FastAPI, simulator: SimulatorHandle) -> None:
+    key = await agent_key(api)
+    endpoint = await create_endpoint(api, simulator.base_url)
+    probe = await create_probe(api, endpoint["id"], enabled=False, interval_s=60,
+                               locations=[LOCATION])
+    tick = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
+    run = spooled(probe["id"], tick, MAX_PART_SAMPLES + 7)
+    async with listening(app) as port:
+        client = ServiceClient(f"http://127.0.0.1:{port}", key, "a1")
+        first = await client.upload(run)
+        again = await client.upload(run)
+        await client.aclose()
+    assert first.outcome == "stored"
+    assert again.outcome == "duplicate"
+    assert again.run_id == first.run_id
+    engine = runtime_of(app).engine
+    assert await fetch(engine, "SELECT count(*) FROM samples") == [(MAX_PART_SAMPLES + 7,)]
+    assert await fetch(engine, "SELECT count(*) FROM agent_upload_parts") == [(0,)]
+    stored = (await api.get(f"/api/v1/runs/{first.run_id}")).json()
+    assert stored["status"] == "succeeded"
+    assert stored["location"] == LOCATION
+    assert stored["summary"]["attempts"] == MAX_PART_SAMPLES + 7
+
+
+async def test_the_last_part_before_the_others_waits_for_them(
+        api: httpx.AsyncClient, app: FastAPI, simulator: SimulatorHandle) -> None:
+    key = await agent_key(api)
+    endpoint = await create_endpoint(api, simulator.base_url)
+    probe = await create_probe(api, endpoint["id"], enabled=False, interval_s=60,
+                               locations=[LOCATION])
+    run = spooled(probe["id"], datetime(2026, 12, 4, 12, 0, tzinfo=UTC), 10)
+    headers = {"Authorization": f"Bearer {key}", "content-type": "application/msgpack"}
+    common = {"upload_id": str(run.upload_id), "parts": 2, "probe_id": run.probe_id,
+              "tick": run.tick, "run_id": None, "started_at": run.started_at, "dropped": 0}
+    last = msgpack.packb({**common, "part": 1, "samples": run.samples[5:],
+                          "final": run.final})
+    r = await api.post("/api/v1/agent/uploads", params={"agent": "a1"}, content=last,
+                       headers=headers)
+    assert r.json()["outcome"] == "part"
+    assert r.json()["missing"] == [0]
+    first = msgpack.packb({**common, "part": 0, "samples": run.samples[:5], "final": None})
+    assert (await api.post("/api/v1/agent/uploads", params={"agent": "a1"}, content=first,
+                           headers=headers)).json()["outcome"] == "part"
+    r = await api.post("/api/v1/agent/uploads", params={"agent": "a1"}, content=last,
+                       headers=headers)
+    assert r.json()["outcome"] == "stored"
+    assert await fetch(runtime_of(app).engine, "SELECT count(*) FROM samples") == [(10,)]
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ({"samples": [[1, 2, 3, 1.8e9]]}, "body.samples[0]"),
+    ({"tick": "yesterday"}, "body.tick"),
+    ({"upload_id": "nope"}, "body.upload_id"),
+    ({"final": {"status": "succeeded", "counts": {"attempts": -1}}},
+     "body.final.counts.attempts"),
+    ({"final": {"status": "partying"}}, "body.final.status"),
+    ({"final": {"status": "succeeded", "sketches": [[0, "ttft", b"junk"]]}},
+     "body.final.sketches[0].sketch"),
+])
+async def test_a_malformed_upload_is_refused_naming_the_field(
+        api: httpx.AsyncClient, app: FastAPI, simulator: SimulatorHandle,
+        change: dict[str, Any], field: str) -> None:
+    key = await agent_key(api)
+    endpoint = await create_endpoint(api, simulator.base_url)
+    probe = await create_probe(api, endpoint["id"], enabled=False, interval_s=60,
+                               locations=[LOCATION])
+    run = spooled(probe["id"], datetime(2026, 12, 4, 12, 0, tzinfo=UTC), 3)
+    body = {"upload_id": str(run.upload_id), "part": 0, "parts": 1, "probe_id": run.probe_id,
+            "tick": run.tick, "run_id": None, "started_at": run.started_at, "dropped": 0,
+            "samples": run.samples, "final": run.final, **change}
+    r = await api.post("/api/v1/agent/uploads", params={"agent": "a1"},
+                       content=msgpack.packb(body, use_bin_type=True),
+                       headers={"Authorization": f"Bearer {key}",
+                                "content-type": "application/msgpack"})
+    assert r.status_code == 422, r.text
+    assert field in {e["field"] for e in r.json()["errors"]}, r.text
+    engine = runtime_of(app).engine
+    assert await fetch(engine, "SELECT count(*) FROM runs") == [(0,)], "nothing written"
+    assert await fetch(engine, "SELECT count(*) FROM agent_upload_parts") == [(0,)]
+
+
