@@ -36,13 +36,14 @@ def test_compose_file_is_valid_against_the_compose_spec_schema() -> None:
 
 def test_services_ports_and_dependencies() -> None:
     services = compose()["services"]
-    assert set(services) == {"postgres", "sustain", "simulator", "prometheus", "alertmanager",
-                             "grafana"}
+    assert set(services) == {"postgres", "sustain", "sustain-west", "sustain-agent",
+                             "simulator", "prometheus", "alertmanager", "grafana"}
     ports = {name: [p.rsplit(":", 2)[-2] for p in s.get("ports", [])]
              for name, s in services.items()}
     published = [p for s in services.values() for p in s.get("ports", [])]
     assert all(p.startswith("127.0.0.1:") for p in published), "a local stack stays local"
-    assert ports == {"postgres": [], "sustain": ["8000"], "simulator": ["8001"],
+    assert ports == {"postgres": [], "sustain": ["8000"], "sustain-west": [],
+                     "sustain-agent": [], "simulator": ["8001"],
                      "prometheus": ["9090"], "alertmanager": ["9093"], "grafana": ["3000"]}
     assert services["sustain"]["depends_on"] == {
         "postgres": {"condition": "service_healthy"},
@@ -59,6 +60,16 @@ def test_services_ports_and_dependencies() -> None:
     url = services["sustain"]["environment"]["SUSTAIN_DATABASE_URL"]
     assert url.startswith("postgresql://")
     assert "@postgres:5432/" in url
+    west = services["sustain-west"]
+    assert west["environment"]["SUSTAIN_LOCATION"] == "west"
+    assert west["environment"]["SUSTAIN_DATABASE_URL"] == url
+    assert west["depends_on"] == {"sustain": {"condition": "service_healthy"}}, \
+        "it starts once the first replica has migrated the schema"
+    agent = services["sustain-agent"]
+    assert agent["profiles"] == ["agent"], "started only when asked (it needs a key)"
+    assert "SUSTAIN_DATABASE_URL" not in agent["environment"], "an agent has no database"
+    config = yaml.safe_load(SUSTAIN_CONFIG.read_text())
+    assert any("west" in probe.get("locations", []) for probe in config["probes"])
 
 
 def test_every_mounted_file_exists_and_the_sustain_config_validates() -> None:

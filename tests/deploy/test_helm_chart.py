@@ -264,3 +264,57 @@ def test_measuring_pods_get_whole_cores_of_their_own_and_the_hook_job_does_not()
     assert int(cpu) >= 2
     job = kinds["Job"]["spec"]["template"]["spec"]["containers"][0]["resources"]
     assert "cpu" not in job["limits"]
+
+
+AGENT = {"location": "edge-1", "agent": {
+    "enabled": True, "server": "https://sustain.example.com",
+    "keySecret": {"existingSecret": "edge-1-agent"}},
+    "secretEnv": [{"name": "OPENAI_API_KEY", "secretName": "llm", "key": "openai"}]}
+
+
+def test_a_release_s_replicas_measure_from_its_location() -> None:
+    container = by_kind(render({**BASE, "location": "eu-west-1"}))["Deployment"]["spec"][
+        "template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["SUSTAIN_LOCATION"] == "eu-west-1"
+    with pytest.raises(helm.HelmValuesError):
+        helm.Chart.load(CHART).validate_schema({**BASE, "location": "EU West"})
+
+
+def test_an_agent_only_release_runs_agents_and_nothing_that_needs_the_database() -> None:
+    """No server, Service, config, migration Job or database URL: agent pods that reach the
+    service over HTTPS with their key from a Secret, with whole cores of their own and their
+    spool on a bounded volume."""
+    manifests = render(AGENT)
+    for manifest in manifests:
+        kubernetes_validate.validate(manifest, KUBERNETES, strict=True)
+    assert sorted(m["kind"] for m in manifests) == ["Deployment", "ServiceAccount"]
+    (deployment,) = [m for m in manifests if m["kind"] == "Deployment"]
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    args = container["args"]
+    assert args[0] == "agent"
+    assert args[args.index("--server") + 1] == "https://sustain.example.com"
+    assert args[args.index("--location") + 1] == "edge-1"
+    assert "--allow-plain-http" not in args
+    env = {e["name"]: e for e in container["env"]}
+    assert env["SUSTAIN_AGENT_KEY"]["valueFrom"]["secretKeyRef"]["name"] == "edge-1-agent"
+    assert env["SUSTAIN_SECRET_ENV"]["value"] == "OPENAI_API_KEY"
+    assert not [name for name in env if "DATABASE" in name]
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    resources = container["resources"]
+    assert resources["requests"] == resources["limits"]
+    assert str(resources["limits"]["cpu"]).isdigit()
+    (data,) = [v for v in pod["volumes"] if v["name"] == "data"]
+    assert data["emptyDir"]["sizeLimit"] == "576Mi"
+    assert deployment["spec"]["selector"]["matchLabels"][
+        "app.kubernetes.io/component"] == "agent"
+
+
+@pytest.mark.parametrize(("missing", "message"), [
+    ("server", "agent.server"), ("keySecret", "agent.keySecret.existingSecret")])
+def test_an_agent_release_names_what_it_lacks(missing: str, message: str) -> None:
+    values = {**AGENT, "agent": {k: v for k, v in AGENT["agent"].items()  # type: ignore[attr-defined]
+                                 if k != missing}}
+    with pytest.raises(helm.HelmRenderError, match=message):
+        render(values)

@@ -9,7 +9,7 @@ from pathlib import Path
 from tests.live.docker import docker
 from tests.processes import TEST_ADMIN_KEY
 
-SERVICES = ("postgres", "simulator", "sustain", "prometheus", "alertmanager")
+SERVICES = ("postgres", "simulator", "sustain", "sustain-west", "prometheus", "alertmanager")
 """Every service but Grafana, which has no image or stand-in on a machine without a registry."""
 
 PORTS = {"sustain": 8000, "simulator": 8001, "prometheus": 9090, "alertmanager": 9093}

@@ -93,3 +93,18 @@ def _own_down(api: httpx.Client) -> list[str]:
     return [a["state"] for a in api.get("/api/v1/alerts").json()["items"]
             if a["labels"].get("alertname") == "SustainEndpointDown"
             and a["labels"].get("probe") == PROBE]
+
+
+def test_the_second_location_measures_the_probes_that_list_it(stack: ComposeStack) -> None:
+    """sustain-west (location `west`) runs the heartbeat probe's ticks there, beside the
+    first replica's in `default`: one run per tick in each."""
+    api = admin_client(stack.url("sustain"))
+    probe = next(p for p in api.get("/api/v1/probes").json()["items"] if p["name"] == PROBE)
+    assert probe["locations"] == ["default", "west"]
+
+    def ran_in(location: str) -> bool:
+        runs = api.get("/api/v1/runs", params={"probe_id": probe["id"],
+                                               "location": location}).json()["items"]
+        return any(r["status"] == "succeeded" and r["trigger"] == "schedule" for r in runs)
+
+    wait_until(lambda: ran_in("west") and ran_in("default"), timeout_s=120, step_s=2)

@@ -24,6 +24,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: server
 {{- end -}}
 
+{{- define "sustain.agentSelectorLabels" -}}
+{{ include "sustain.selectorLabels" . }}
+app.kubernetes.io/component: agent
+{{- end -}}
+
 {{- define "sustain.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{ include "sustain.selectorLabels" . }}
