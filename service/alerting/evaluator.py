@@ -32,7 +32,12 @@ from sustain.service.evaluation.candidates import (
 )
 from sustain.service.evaluation.capacity_drop import HISTORY, capacity_drop_candidates
 from sustain.service.evaluation.rules import SloRules
-from sustain.service.evaluation.slo_status import needed_windows, status
+from sustain.service.evaluation.slo_status import (
+    in_each_location,
+    judged,
+    needed_windows,
+    status,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -69,11 +74,15 @@ class AlertEvaluator:
             connection = await session.connection()
             for slo in slos:
                 tiers = tiers_of(slo)
-                counts = await slo_counts.window_counts(connection, slo.id, now,
-                                                        needed_windows(slo.window_s, tiers))
+                windows = needed_windows(slo.window_s, tiers)
+                counts = await slo_counts.window_counts(connection, slo.id, now, windows)
+                places = in_each_location(slo.objective, slo.window_s, tiers,
+                                          await slo_counts.location_window_counts(
+                                              connection, slo.id, now, windows))
                 out += slo_burn_candidates(
                     SloRules(slo.name, slo.objective, tiers, slo.description),
-                    status(slo.objective, slo.window_s, tiers, counts))
+                    judged(status(slo.objective, slo.window_s, tiers, counts), places,
+                           slo.locations_mode, slo.min_locations, tiers), places)
             health = await probe_health(session, self.endpoint_down_runs)
             out += endpoint_down_candidates(health, self.endpoint_down_runs)
             out += no_data_candidates(health, now)

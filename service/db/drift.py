@@ -44,20 +44,21 @@ class DriftResult:
 
 
 async def drift_report(session: AsyncSession, probe_id: int, metric: str, stat: str, *,
-                       end: datetime, window: timedelta, baseline: timedelta | Run
-                       ) -> DriftResult:
+                       end: datetime, window: timedelta, baseline: timedelta | Run,
+                       location: str | None = None) -> DriftResult:
     """Compare the runs of [end - window, end) with the `baseline` window just before it, or
     with one pinned run (a Run of this probe, checked by the caller), on each run's `stat` of
-    `metric`."""
+    `metric`; the runs of one `location`, or of all."""
     start = end - window
-    recent_rows = await _sketch_rows(session, probe_id, metric, start=start, end=end)
+    recent_rows = await _sketch_rows(session, probe_id, metric, start=start, end=end,
+                                     location=location)
     if isinstance(baseline, Run):
         base_start = base_end = None
         base_rows = await _sketch_rows(session, probe_id, metric, run_id=baseline.id)
     else:
         base_start, base_end = start - baseline, start
         base_rows = await _sketch_rows(session, probe_id, metric, start=base_start,
-                                       end=base_end)
+                                       end=base_end, location=location)
     compared = await asyncio.to_thread(
         compare_runs, base_rows, recent_rows, stat, pinned=isinstance(baseline, Run))
     return DriftResult(

@@ -377,6 +377,10 @@ class Slo(NamedResource, Base):
     objective: Mapped[float] = mapped_column(Double)
     window_s: Mapped[int] = mapped_column(Integer)
     tiers: Mapped[list[dict[str, Any]]] = mapped_column(JSONB)
+    locations_mode: Mapped[str] = mapped_column(String(8), server_default="across")
+    """`across`: judged over every location's events together; `each`: in each location,
+    a tier breaching when at least `min_locations` locations breach it."""
+    min_locations: Mapped[int] = mapped_column(Integer, server_default=text("1"))
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _updated()
 
@@ -384,6 +388,8 @@ class Slo(NamedResource, Base):
         CheckConstraint("kind IN ('availability', 'latency', 'goodput', 'quality')",
                         name="kind_known"),
         CheckConstraint("objective > 0 AND objective < 1", name="objective_range"),
+        CheckConstraint("locations_mode IN ('across', 'each')", name="locations_mode_known"),
+        CheckConstraint("min_locations BETWEEN 1 AND 16", name="min_locations_range"),
     )
 
 
@@ -401,6 +407,8 @@ class SloRunCount(Base):
     total: Mapped[int] = mapped_column(BigInteger)
     approximate: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
     """Counted from the run's sketches (its raw samples were past retention)."""
+    location: Mapped[str] = mapped_column(Text, server_default=DEFAULT_LOCATION)
+    """The run's location (an SLO may be judged in each)."""
 
     __table_args__ = (Index("ix_slo_run_counts_slo_id_scheduled_for", "slo_id",
                             "scheduled_for"),)

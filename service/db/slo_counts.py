@@ -24,8 +24,8 @@ LATENCY_VALUE = """CASE s.metric WHEN 'ttft' THEN x.ttft_ms WHEN 'tpot' THEN x.t
                                   WHEN 'itl' THEN x.itl_max_ms ELSE x.e2e_ms END"""
 
 COUNT_EXACT = f"""
-    INSERT INTO slo_run_counts (slo_id, run_id, scheduled_for, good, total)
-    SELECT s.id, r.id, r.scheduled_for,
+    INSERT INTO slo_run_counts (slo_id, run_id, scheduled_for, location, good, total)
+    SELECT s.id, r.id, r.scheduled_for, r.location,
            CASE s.kind WHEN 'availability' THEN r.successes
                        WHEN 'goodput' THEN coalesce(r.good, r.successes)
                        WHEN 'quality' THEN coalesce(r.quality_passed, 0)
@@ -48,7 +48,7 @@ COUNT_EXACT = f"""
 """
 
 APPROXIMATE_SOURCES = f"""
-    SELECT s.id, s.metric, s.threshold_ms, r.id, r.scheduled_for, k.sketch
+    SELECT s.id, s.metric, s.threshold_ms, r.id, r.scheduled_for, k.sketch, r.location
     FROM runs r
     JOIN probes p ON p.id = r.probe_id
     JOIN slos s ON {COVERS}
@@ -84,19 +84,20 @@ async def backfill(connection: AsyncConnection, slo_id: int, since: datetime,
     written = int(result.rowcount)
     rows = list(await connection.execute(text(APPROXIMATE_SOURCES), {
         "slo_id": slo_id, "since": since, "exact_since": exact_since}))
-    merged: dict[int, tuple[datetime, int, int]] = {}
-    for _, _, threshold, run_id, scheduled_for, data in rows:
+    merged: dict[int, tuple[datetime, str, int, int]] = {}
+    for _, _, threshold, run_id, scheduled_for, data, location in rows:
         sketch = MetricSketch.from_bytes(bytes(data))
-        _, good, total = merged.get(run_id, (scheduled_for, 0, 0))
-        merged[run_id] = (scheduled_for, good + sketch.count_at_or_below(threshold),
+        _, _, good, total = merged.get(run_id, (scheduled_for, location, 0, 0))
+        merged[run_id] = (scheduled_for, location, good + sketch.count_at_or_below(threshold),
                           total + sketch.count)
     if merged:
         await connection.execute(text(
-            "INSERT INTO slo_run_counts (slo_id, run_id, scheduled_for, good, total, "
-            "approximate) VALUES (:slo_id, :run_id, :at, :good, :total, true) "
-            "ON CONFLICT (slo_id, run_id) DO NOTHING"),
-            [{"slo_id": slo_id, "run_id": run_id, "at": at, "good": good, "total": total}
-             for run_id, (at, good, total) in sorted(merged.items())])
+            "INSERT INTO slo_run_counts (slo_id, run_id, scheduled_for, location, good, "
+            "total, approximate) VALUES (:slo_id, :run_id, :at, :location, :good, :total, "
+            "true) ON CONFLICT (slo_id, run_id) DO NOTHING"),
+            [{"slo_id": slo_id, "run_id": run_id, "at": at, "location": location,
+              "good": good, "total": total}
+             for run_id, (at, location, good, total) in sorted(merged.items())])
     if rows:
         written += len(merged)
     return written
@@ -123,3 +124,32 @@ async def window_counts(connection: AsyncConnection, slo_id: int, now: datetime,
         GROUP BY w.s"""),
         {"now": now, "windows": sorted(set(windows_s)), "slo_id": slo_id, "longest": longest})
     return {int(w): (int(good), int(total)) for w, good, total in rows}
+
+
+async def location_window_counts(connection: AsyncConnection, slo_id: int, now: datetime,
+                                 windows_s: Sequence[int]
+                                 ) -> dict[str, dict[int, tuple[int, int]]]:
+    """(good, total) of the SLO over each trailing window ending at `now`, in each location
+    that has events in the longest of them."""
+    if not windows_s:
+        return {}
+    longest = max(windows_s)
+    rows = await connection.execute(text("""
+        SELECT c.location, w.s,
+               coalesce(sum(c.good) FILTER (
+                   WHERE c.scheduled_for >= CAST(:now AS timestamptz)
+                         - make_interval(secs => w.s)), 0),
+               coalesce(sum(c.total) FILTER (
+                   WHERE c.scheduled_for >= CAST(:now AS timestamptz)
+                         - make_interval(secs => w.s)), 0)
+        FROM slo_run_counts c
+        CROSS JOIN unnest(CAST(:windows AS integer[])) AS w(s)
+        WHERE c.slo_id = :slo_id
+          AND c.scheduled_for >= CAST(:now AS timestamptz) - make_interval(secs => :longest)
+          AND c.scheduled_for < CAST(:now AS timestamptz)
+        GROUP BY c.location, w.s"""),
+        {"now": now, "windows": sorted(set(windows_s)), "slo_id": slo_id, "longest": longest})
+    out: dict[str, dict[int, tuple[int, int]]] = {}
+    for location, window, good, total in rows:
+        out.setdefault(str(location), {})[int(window)] = (int(good), int(total))
+    return dict(sorted(out.items()))

@@ -12,9 +12,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from sustain.service.db import slo_counts
 from sustain.service.db.models import Probe, Slo, SloRunCount
-from sustain.service.evaluation.slo_status import SloStatus, needed_windows, status
+from sustain.service.evaluation.slo_status import (
+    SloStatus,
+    in_each_location,
+    judged,
+    needed_windows,
+    status,
+)
 from sustain.service.evaluation.tiers import BurnTier
-from sustain.service.schemas.slos import Sli, SloCreate, SloRead, SloUpdate
+from sustain.service.schemas.slos import Sli, SloCreate, SloLocations, SloRead, SloUpdate
 
 BACKFILL_MARGIN = timedelta(days=1)
 """Raw samples of the oldest retained day may already be partly dropped: count them from
@@ -65,6 +71,9 @@ def columns(body: SloCreate | SloUpdate, *, partial: bool = False) -> dict[str, 
         out["probe_names"] = out.pop("probes")
     if "window" in out:
         out["window_s"] = out.pop("window")
+    if "locations" in out:
+        places = out.pop("locations")
+        out |= {"locations_mode": places["mode"], "min_locations": places["min_locations"]}
     if "sli" in out:
         sli = out.pop("sli")
         out |= {"kind": sli["kind"], "metric": sli.get("metric"),
@@ -80,6 +89,8 @@ def read(slo: Slo) -> SloRead:
         sli=Sli.model_validate({"kind": slo.kind, "metric": slo.metric,
                                 "threshold_ms": slo.threshold_ms}),
         objective=slo.objective, window_s=slo.window_s, tiers=tiers_of(slo),
+        locations=SloLocations(mode=slo.locations_mode,  # type: ignore[arg-type]
+                               min_locations=slo.min_locations),
         managed_by=slo.managed_by, created_at=slo.created_at, updated_at=slo.updated_at)
 
 
@@ -104,10 +115,14 @@ async def snapshots(session: AsyncSession, now: datetime) -> list[SloSnapshot]:
     connection = await session.connection()
     for slo in slos:
         tiers = tiers_of(slo)
-        counts = await slo_counts.window_counts(connection, slo.id, now,
-                                                needed_windows(slo.window_s, tiers))
+        windows = needed_windows(slo.window_s, tiers)
+        counts = await slo_counts.window_counts(connection, slo.id, now, windows)
+        places = in_each_location(slo.objective, slo.window_s, tiers,
+                                  await slo_counts.location_window_counts(
+                                      connection, slo.id, now, windows))
         good, total = totals.get(slo.id, (0, 0))
         out.append(SloSnapshot(slo.name, slo.objective,
-                               status(slo.objective, slo.window_s, tiers, counts),
+                               judged(status(slo.objective, slo.window_s, tiers, counts),
+                                      places, slo.locations_mode, slo.min_locations, tiers),
                                good, total - good))
     return out

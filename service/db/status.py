@@ -128,6 +128,40 @@ WHERE p.id = ANY(CAST(:ids AS bigint[]))
 """)
 
 
+@dataclass(frozen=True, slots=True)
+class LocationRun:
+    """A probe's newest finished run in one of its locations."""
+
+    location: str
+    run_id: int | None
+    status: str | None
+    scheduled_for: datetime | None
+
+
+_BY_LOCATION = text(f"""
+SELECT p.id AS probe_id, l.location, r.id, r.status, r.scheduled_for
+FROM probes p
+CROSS JOIN LATERAL unnest(p.locations) AS l(location)
+LEFT JOIN LATERAL (
+    SELECT id, status, scheduled_for FROM runs
+    WHERE probe_id = p.id AND location = l.location AND {_FINISHED}
+    ORDER BY scheduled_for DESC LIMIT 1) r ON true
+WHERE p.id = ANY(CAST(:ids AS bigint[])) AND cardinality(p.locations) > 1
+ORDER BY p.id, l.location
+""")
+
+
+async def latest_by_location(session: AsyncSession, probe_ids: Collection[int]
+                             ) -> dict[int, list[LocationRun]]:
+    """For each of `probe_ids` that runs from several locations, its newest finished run in
+    each (None where it has none yet): the page shows locations side by side."""
+    out: dict[int, list[LocationRun]] = {}
+    for r in await session.execute(_BY_LOCATION, {"ids": list(probe_ids)}):
+        out.setdefault(r.probe_id, []).append(
+            LocationRun(r.location, r.id, r.status, r.scheduled_for))
+    return out
+
+
 async def latest_runs(session: AsyncSession, probe_ids: Collection[int]
                       ) -> dict[int, LatestRun]:
     """Each of `probe_ids`' newest run that has finished (any outcome but missed, skipped or

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 from sustain.service.domain.schedule import parse_cron
 from sustain.service.evaluation.rules import SloRules
-from sustain.service.evaluation.slo_status import SloStatus, window_label
+from sustain.service.evaluation.slo_status import SloStatus, breaching, window_label
 from sustain.service.evaluation.tiers import threshold
 
 
@@ -42,13 +42,19 @@ class Candidate:
         return fingerprint(self.labels)
 
 
-def slo_burn_candidates(slo: SloRules, status: SloStatus) -> list[Candidate]:
-    """One candidate per enabled tier: firing while the tier is breached."""
+def slo_burn_candidates(slo: SloRules, status: SloStatus,
+                        by_location: Mapping[str, SloStatus] | None = None
+                        ) -> list[Candidate]:
+    """One candidate per enabled tier: firing while the tier is breached (as the SLO is
+    judged: across locations, or in N of them); its annotations say which locations breach it
+    on their own (`by_location`)."""
     out = []
     for tier in slo.tiers:
         if not tier.enabled:
             continue
         limit = threshold(tier, slo.objective)
+        where = breaching(by_location or {}, tier.name)
+        located = {"locations": ", ".join(where)} if where else {}
         out.append(Candidate(
             labels={"alertname": "SustainSloBurnRate", "slo": slo.name, "tier": tier.name,
                     "severity": tier.severity},
@@ -59,7 +65,9 @@ def slo_burn_candidates(slo: SloRules, status: SloStatus) -> list[Candidate]:
                            f"{tier.factor:g}x too fast",
                 "description": f"Error ratio over {window_label(tier.long_window_s)} and "
                                f"{window_label(tier.short_window_s)} is above "
-                               f"{limit:g}."}))
+                               f"{limit:g}" + (f" (breaching in {located['locations']})"
+                                               if where else "") + ".",
+                **located}))
     return out
 
 

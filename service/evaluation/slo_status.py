@@ -4,7 +4,7 @@ window, and which tiers breach now. Pure: counts in, figures out."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sustain.service.evaluation.budget import budget_remaining, burn_rate, compliance
 from sustain.service.evaluation.tiers import BurnTier, tier_breached
@@ -56,3 +56,30 @@ def window_label(seconds: int) -> str:
         if seconds % size == 0:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
+
+
+def in_each_location(objective: float, window_s: int, tiers: Sequence[BurnTier],
+                     counts: Mapping[str, Mapping[int, tuple[int, int]]]
+                     ) -> dict[str, SloStatus]:
+    """The SLO's status in each location, from each location's windowed counts."""
+    needed = needed_windows(window_s, tiers)
+    return {location: status(objective, window_s, tiers,
+                             {w: windows.get(w, (0, 0)) for w in needed})
+            for location, windows in sorted(counts.items())}
+
+
+def breaching(by_location: Mapping[str, SloStatus], tier: str) -> list[str]:
+    """The locations where `tier` breaches on their own."""
+    return [location for location, found in by_location.items()
+            if tier in found.breached_tiers]
+
+
+def judged(across: SloStatus, by_location: Mapping[str, SloStatus], mode: str,
+           min_locations: int, tiers: Sequence[BurnTier]) -> SloStatus:
+    """The SLO's status as it states it is judged: `across` every location's events together
+    (as counted), or in `each` location, a tier breaching when at least `min_locations`
+    locations breach it on their own (so one location's trouble alone need not page)."""
+    if mode != "each":
+        return across
+    return replace(across, breached_tiers=[
+        t.name for t in tiers if len(breaching(by_location, t.name)) >= min_locations])

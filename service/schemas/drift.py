@@ -22,6 +22,8 @@ class WindowStat(BaseModel):
 
 class DriftRead(BaseModel):
     probe_id: int
+    location: str | None = None
+    """The location whose runs were compared; null: every location's."""
     metric: str
     stat: str
     verdict: Literal["regressed", "improved", "no_change", "insufficient_data"]

@@ -52,6 +52,18 @@ class Sli(InputModel):
         return self
 
 
+class SloLocations(InputModel):
+    """How the SLO is judged over the locations its probes run from."""
+
+    mode: Literal["across", "each"] = Field(
+        default="across", description="across: every location's events together; each: in "
+        "each location on its own, a tier breaching when at least `min_locations` locations "
+        "breach it.")
+    min_locations: int = Field(
+        default=1, ge=1, le=16, description="each: how many locations must breach a tier "
+        "before it fires (so one location's network trouble does not page).")
+
+
 class SloCreate(InputModel):
     name: Name
     description: Text | None = Field(default=None, max_length=MAX_DESCRIPTION_CHARS)
@@ -63,6 +75,7 @@ class SloCreate(InputModel):
     objective: float = Field(gt=0, lt=1, description="e.g. 0.995")
     window: Window = Field(default=28 * 86400, description="Compliance window, e.g. 28d.")
     tiers: list[BurnTier] = Field(default_factory=lambda: list(DEFAULT_TIERS), max_length=16)
+    locations: SloLocations = Field(default_factory=SloLocations)
 
     @model_validator(mode="after")
     def _selects_something(self) -> SloCreate:
@@ -84,6 +97,7 @@ class SloUpdate(InputModel):
     objective: float | None = Field(default=None, gt=0, lt=1)
     window: Window | None = None
     tiers: list[BurnTier] | None = Field(default=None, max_length=16)
+    locations: SloLocations | None = None
 
     @model_validator(mode="after")
     def _nulls(self) -> SloUpdate:
@@ -101,6 +115,7 @@ class SloRead(BaseModel):
     objective: float
     window_s: int
     tiers: list[BurnTier]
+    locations: SloLocations = Field(default_factory=SloLocations)
     managed_by: str | None
     created_at: datetime
     updated_at: datetime
@@ -111,6 +126,14 @@ class WindowRead(BaseModel):
     good: int
     total: int
     burn_rate: float | None = Field(description="null for a window without events.")
+
+
+class LocationStatusRead(BaseModel):
+    good: int
+    total: int
+    compliance: float | None
+    budget_remaining: float | None
+    breached_tiers: list[str]
 
 
 class SloStatusRead(BaseModel):
@@ -125,5 +148,11 @@ class SloStatusRead(BaseModel):
         description="Share of the compliance window's error budget left; negative when "
         "overspent; null without events.")
     windows: list[WindowRead]
-    breached_tiers: list[str]
+    breached_tiers: list[str] = Field(
+        description="As the SLO is judged: across locations, or in at least min_locations "
+        "of them (`locations.mode` each).")
     approximate: bool = Field(description="Some counts come from sketches (old runs).")
+    locations: dict[str, LocationStatusRead] = Field(
+        default_factory=dict, description="The SLO in each location with events in its "
+        "longest window, on its own.")
+

@@ -187,13 +187,15 @@ async def status_page(request: Request, session: SessionDep,
                                            view.PROBES_PER_PAGE)
     ids = [probe.id for probe in rows]
     latest = await status_queries.latest_runs(session, ids)
+    by_location = await status_queries.latest_by_location(session, ids)
     firsts = await status_queries.first_runs_since(session, start, ids)
     cards = []
     for probe in rows:
         spans = view.chart_windows(max(start, firsts.get(probe.id, start)), now,
                                    probe.interval_s)
         hourly = await history.aggregates(session, probe.id, spans, ["ttft", "e2e"])
-        cards.append(view.probe_card(probe, latest.get(probe.id), view.day_figures(hourly)))
+        cards.append(view.probe_card(probe, latest.get(probe.id), view.day_figures(hourly),
+                                     by_location.get(probe.id)))
     all_bars = [view.slo_bar(s.name, s.objective, s.status.compliance,
                              s.status.budget_remaining)
                 for s in await slo_queries.snapshots(session, now)]

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import urlencode
 
 from sustain.probes.measure.sketch import MetricSketch
-from sustain.service.db.status import STATE_ORDER, LatestRun, ProbeRow, ProbeState
+from sustain.service.db.status import STATE_ORDER, LatestRun, LocationRun, ProbeRow, ProbeState
 from sustain.service.history.aggregate import Aggregate, latency_stat
 from sustain.service.history.windows import aligned_windows
 from sustain.service.web.charts import Sparkline, budget_width, sparkline
@@ -45,6 +45,8 @@ class ProbeCard:
     notes: list[str]
     """The newest run's figures beyond latency: cache hits, canaries, conversations, the
     server's queue (each where the run has it)."""
+    locations: list[LocationRun] = field(default_factory=list)
+    """A probe of several locations: its newest run in each, side by side."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,12 +124,13 @@ def day_figures(hourly: Sequence[Aggregate]) -> DayFigures:
                       per_hour["ttft"], per_hour["e2e"])
 
 
-def probe_card(probe: ProbeRow, last: LatestRun | None, day: DayFigures) -> ProbeCard:
+def probe_card(probe: ProbeRow, last: LatestRun | None, day: DayFigures,
+               locations: list[LocationRun] | None = None) -> ProbeCard:
     schedule = f"cron {probe.cron}" if probe.cron else f"every {probe.interval_s} s"
     return ProbeCard(probe.id, probe.name, probe.endpoint, probe.model, schedule, probe.state,
                      last, day.availability, day.ttft_p99_ms, day.e2e_p99_ms,
                      sparkline(day.ttft_hourly), sparkline(day.e2e_hourly),
-                     [] if last is None else run_notes(last))
+                     [] if last is None else run_notes(last), locations or [])
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Path, Query
 
 from sustain.probes.measure.run_sketches import MetricName
 from sustain.service.api.deps import SessionDep
+from sustain.service.api.filters import LocationQuery
 from sustain.service.api.times import utc_or_now
 from sustain.service.db import drift as drift_queries
 from sustain.service.db import runs as run_queries
@@ -48,9 +49,11 @@ async def drift(
     baseline: Annotated[str, Query(max_length=16)] = "7d",
     baseline_run: Annotated[int | None, Query(ge=1, le=MAX_DB_ID)] = None,
     to: ApiTime | None = None,
+    location: LocationQuery = None,
 ) -> DriftRead:
     """Compare the runs of the last `window` with the `baseline` window just before it, or
-    with the run `baseline_run`, on each run's `stat` of `metric`."""
+    with the run `baseline_run`, on each run's `stat` of `metric`; `location` keeps one
+    location's runs (a location's own drift: its network path, its region)."""
     if stat not in LATENCY_STATS:
         raise FieldError("query.stat", f"must be one of {', '.join(sorted(LATENCY_STATS))}")
     window_s = _duration("query.window", window)
@@ -68,10 +71,11 @@ async def drift(
             raise FieldError("query.baseline_run", "is a run of another probe")
     result = await drift_queries.drift_report(
         session, probe_id, metric, stat, end=utc_or_now(to),
-        window=timedelta(seconds=window_s), baseline=compared)
+        window=timedelta(seconds=window_s), baseline=compared, location=location)
     report, point = result.report, result.change_point
     return DriftRead(
-        probe_id=probe_id, metric=metric, stat=stat, verdict=report.verdict,
+        probe_id=probe_id, location=location, metric=metric, stat=stat,
+        verdict=report.verdict,
         ratio=report.ratio, ci_low=report.ci_low, ci_high=report.ci_high,
         p_value=report.p_value, shift=report.shift,
         change_point=None if point is None else ChangePoint(

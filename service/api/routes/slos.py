@@ -15,11 +15,12 @@ from sustain.service.db import crud, quotas, slo_counts
 from sustain.service.db import slos as slo_queries
 from sustain.service.db.models import Slo
 from sustain.service.errors import FieldError
-from sustain.service.evaluation.slo_status import needed_windows
+from sustain.service.evaluation.slo_status import in_each_location, judged, needed_windows
 from sustain.service.evaluation.slo_status import status as slo_status
 from sustain.service.schemas.common import MAX_DB_ID, ApiTime
 from sustain.service.schemas.paging import Page
 from sustain.service.schemas.slos import (
+    LocationStatusRead,
     SloCreate,
     SloRead,
     SloStatusRead,
@@ -100,9 +101,13 @@ async def get_slo_status(slo_id: SloId, session: SessionDep,
     moment = utc_or_now(at)
     tiers = slo_queries.tiers_of(slo)
     connection = await session.connection()
-    counts = await slo_counts.window_counts(connection, slo.id, moment,
-                                            needed_windows(slo.window_s, tiers))
-    figures = slo_status(slo.objective, slo.window_s, tiers, counts)
+    windows = needed_windows(slo.window_s, tiers)
+    counts = await slo_counts.window_counts(connection, slo.id, moment, windows)
+    places = in_each_location(slo.objective, slo.window_s, tiers,
+                              await slo_counts.location_window_counts(connection, slo.id,
+                                                                      moment, windows))
+    figures = judged(slo_status(slo.objective, slo.window_s, tiers, counts), places,
+                     slo.locations_mode, slo.min_locations, tiers)
     return SloStatusRead(
         slo_id=slo.id, at=moment, objective=figures.objective, window_s=figures.window_s,
         good=figures.good, total=figures.total, compliance=figures.compliance,
@@ -111,4 +116,8 @@ async def get_slo_status(slo_id: SloId, session: SessionDep,
                             burn_rate=w.burn_rate) for w in figures.windows],
         breached_tiers=figures.breached_tiers,
         approximate=await slo_queries.any_approximate(
-            session, slo.id, moment - slo_queries.lookback(slo)))
+            session, slo.id, moment - slo_queries.lookback(slo)),
+        locations={place: LocationStatusRead(
+            good=found.good, total=found.total, compliance=found.compliance,
+            budget_remaining=found.budget_remaining, breached_tiers=found.breached_tiers)
+            for place, found in places.items()})

@@ -158,3 +158,18 @@ async def test_last_run_gauges_are_per_location(api: httpx.AsyncClient,
     places = sorted(labels["location"] for labels, _ in
                     metrics["sustain_probe_last_run_timestamp_seconds"])
     assert places == ["far", "near"]
+
+
+async def test_drift_compares_one_location_s_runs(api: httpx.AsyncClient,
+                                                  app: FastAPI) -> None:
+    """A location's drift report compares that location's runs only."""
+    probe_id = await seed_two_locations(app)
+    params = {"metric": "ttft", "stat": "p50", "window": "3h", "baseline": "3h",
+              "to": END.isoformat()}
+    far = (await api.get(f"/api/v1/probes/{probe_id}/drift",
+                         params={**params, "location": "far"})).json()
+    assert far["location"] == "far"
+    assert far["recent"]["runs"] == far["baseline"]["runs"] == 3
+    whole = (await api.get(f"/api/v1/probes/{probe_id}/drift", params=params)).json()
+    assert whole["location"] is None
+    assert whole["recent"]["runs"] == whole["baseline"]["runs"] == 6

@@ -161,3 +161,25 @@ async def test_status_page_refuses_a_bad_page_or_state_naming_it(
     assert r.status_code == 422
     assert r.headers["content-type"] == "application/problem+json"
     assert [e["field"] for e in r.json()["errors"]] == [field]
+
+
+async def test_a_probe_of_several_locations_shows_each_side_by_side(
+        api: httpx.AsyncClient, app: FastAPI) -> None:
+    state = runtime_of(app)
+    probe_id = await create_probe_rows(state.engine, "everywhere")
+    async with state.engine.begin() as connection:
+        await connection.execute(text(
+            "UPDATE probes SET enabled = true, locations = ARRAY['north', 'south', 'edge'] "
+            "WHERE id = :p"), {"p": probe_id})
+    rng = random.Random(9)
+    at = datetime.now(UTC) - timedelta(minutes=5)
+    north = await seed_run(state.engine, probe_id, at, synthetic_samples(10, at, rng),
+                           location="north")
+    south = await seed_run(state.engine, probe_id, at,
+                           synthetic_samples(10, at, rng, fail_every=1), location="south")
+    page = (await api.get("/")).text
+    items = dict(re.findall(r'<li data-location="([a-z-]+)">(.*?)</li>', page, re.S))
+    assert list(items) == ["edge", "north", "south"]
+    assert f'href="/runs/{north}">succeeded' in items["north"]
+    assert f'href="/runs/{south}">failed' in items["south"]
+    assert "none yet" in items["edge"]
