@@ -55,15 +55,27 @@ def postgres_cpu_s() -> float:
     return total
 
 
-async def database_figures(url: str) -> tuple[int, int]:
-    """(WAL position in bytes, database size in bytes)."""
+TABLES = {
+    "runs": "runs", "run_sketches": "run_sketches", "samples": "samples%",
+    "rollups": "rollup%", "slo_run_counts": "slo_run_counts",
+}
+"""What grows, by table (samples: its day partitions together), indexes and TOAST included."""
+
+
+async def database_figures(url: str) -> tuple[int, int, dict[str, int]]:
+    """(WAL position in bytes, database size in bytes, bytes of each table of TABLES)."""
     connection = await asyncpg.connect(asyncpg_dsn(url))
     try:
         wal = await connection.fetchval("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')")
         size = await connection.fetchval("SELECT pg_database_size(current_database())")
+        tables = {name: int(await connection.fetchval(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND c.relname LIKE $1",
+            pattern)) for name, pattern in TABLES.items()}
     finally:
         await connection.close()
-    return int(wal), int(size)
+    return int(wal), int(size), tables
 
 
 async def window_runs(url: str, start: datetime, end: datetime) -> list[asyncpg.Record]:
@@ -121,13 +133,14 @@ def main() -> None:
             created_s = time.monotonic() - began
             start = datetime.now(UTC) + timedelta(seconds=args.interval)
             time.sleep(args.interval)
-            cpu0, (wal0, size0), t0 = postgres_cpu_s(), asyncio.run(database_figures(url)), \
-                time.monotonic()
+            cpu0, (wal0, size0, tables0), t0 = postgres_cpu_s(), \
+                asyncio.run(database_figures(url)), time.monotonic()
             time.sleep(args.minutes * 60)
-            cpu1, (wal1, size1), t1 = postgres_cpu_s(), asyncio.run(database_figures(url)), \
-                time.monotonic()
+            cpu1, (wal1, size1, tables1), t1 = postgres_cpu_s(), \
+                asyncio.run(database_figures(url)), time.monotonic()
             end = start + timedelta(seconds=t1 - t0)
-            time.sleep(args.interval / 2 + 10)  # the window's last runs finish and are written
+            # the window's last ticks fire up to the jitter later, then run and are written
+            time.sleep(args.jitter + 15)
             rows = asyncio.run(window_runs(url, start, end))
     finally:
         drop_database(args.server_url, DATABASE)
@@ -162,7 +175,9 @@ def main() -> None:
         f"({(cpu1 - cpu0) / max(runs, 1) * 1000:.2f} ms per run)\n"
         f"- bytes written per run: {(wal1 - wal0) / max(runs, 1) / 1024:.1f} KiB of WAL, "
         f"{(size1 - size0) / max(runs, 1) / 1024:.1f} KiB of database growth "
-        f"({(size1 - size0) / 2**20:.1f} MiB over the window)\n")
+        f"({(size1 - size0) / 2**20:.1f} MiB over the window); by table, KiB per run: "
+        + ", ".join(f"{name} {(tables1[name] - tables0[name]) / max(runs, 1) / 1024:.2f}"
+                    for name in TABLES) + "\n")
     if args.no_record:
         print(body)
     else:

@@ -80,6 +80,9 @@ class Worker:
     queued_bytes: int = 0
     flush_at: asyncio.TimerHandle | None = None
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    cleanups: set[asyncio.Task[None]] = field(default_factory=set)
+    """What closed runs leave behind, being cleared (a RAG probe's pgvector table): awaited,
+    never cancelled, when the parent closes the pipe (a drop cut short would leave it)."""
     closed: set[int] = field(default_factory=set)
     """Runs closed while they were still being opened."""
 
@@ -109,9 +112,15 @@ class Worker:
                 return
             if closed.task is not None:
                 closed.task.cancel()
-            self._spawn(finish(closed.prepare))  # a RAG probe's pgvector table, dropped
+            self._clean(closed.prepare)
         else:
             logger.warning("unknown message %r from the parent", op)
+
+    def _clean(self, prepare: Prepare) -> None:
+        """Clear what a closed run leaves behind, in a task that outlives the pipe."""
+        task = asyncio.get_running_loop().create_task(finish(prepare))
+        self.cleanups.add(task)
+        task.add_done_callback(self.cleanups.discard)
 
     def _spawn(self, work: Any) -> asyncio.Task[None]:
         task: asyncio.Task[None] = asyncio.get_running_loop().create_task(work)
@@ -145,7 +154,7 @@ class Worker:
         else:
             if key in self.closed:
                 self.closed.discard(key)
-                await finish(prepare)
+                self._clean(prepare)
                 return
             self.runs[key] = OpenRun(prepare, pickle.loads(message["sessions"]))
             self.send({"op": "opened", "run": key})
@@ -263,7 +272,8 @@ async def serve(in_fd: int, out_fd: int) -> None:
     for task in list(worker.tasks):
         task.cancel()
     await asyncio.gather(*worker.tasks, return_exceptions=True)
-    await asyncio.gather(*(finish(run.prepare) for run in worker.runs.values()),
+    await asyncio.gather(*worker.cleanups, *(finish(run.prepare)
+                                             for run in worker.runs.values()),
                          return_exceptions=True)
     if worker.clients is not None:
         await worker.clients.aclose()
