@@ -70,6 +70,8 @@ async def _compare(url: str, names: list[str], seconds: int) -> Comparison:
 
 def comparison_table(found: Comparison) -> Table:
     """One column per probe, one row per figure."""
+    from sustain.service.evaluation.drift_words import drift_words
+
     table = Table(title=f"{found.from_:%Y-%m-%d %H:%M} to {found.to:%Y-%m-%d %H:%M} UTC")
     table.add_column("")
     for probe in found.probes:
@@ -110,9 +112,7 @@ def comparison_table(found: Comparison) -> Table:
         ("TTFT p99 stability", [
             "-" if (s := p.stability.get("ttft_p99")) is None or s.cov is None
             else f"{s.cov:.1%} ({s.band})" for p in found.probes]),
-        ("drift", [", ".join(f"{d.metric}:{d.stat} {d.verdict}" for d in p.drift
-                             if d.verdict in ("regressed", "improved")) or "no change"
-                   for p in found.probes]),
+        ("drift", [drift_words(p.drift) for p in found.probes]),
     ]
     kind_rows = {"items/s", "RTF p50 / p99", "retrieval hit rate"}
     for label, cells in rows:

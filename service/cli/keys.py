@@ -60,6 +60,34 @@ def _keys(action: str, database_url: str | None, data_dir: Path | None, **args: 
             raise typer.Exit(2) from None
 
 
+FLAGS = {"name": "--name", "role": "--role", "location": "--location"}
+
+
+def key_problems(name: str, role: str, location: str | None) -> list[str]:
+    """What is wrong with `keys create`'s flags, each named as the user typed it (only the
+    flags that are wrong)."""
+    from sustain.service.domain.keys import Role
+    from sustain.service.schemas.keys import KeyCreate
+
+    roles = [r.value for r in Role]
+    if role not in roles:
+        return [f"--role: {role!r} is not a role; one of {', '.join(roles)}"]
+    try:
+        KeyCreate(name=name, role=Role(role), location=location)
+    except ValidationError as exc:
+        out = []
+        for error in exc.errors():
+            field = str(error["loc"][0]) if error["loc"] else str(
+                (error.get("ctx") or {}).get("field", "location"))
+            message = error["msg"].removeprefix("Value error, ")
+            if field == "location" and "agent key" in message:
+                message = ("an agent key needs --location (a DNS label such as eu-west-1); "
+                           "the other roles take none")
+            out.append(f"{FLAGS.get(field, '--' + field)}: {message}")
+        return out
+    return []
+
+
 @keys_app.command("create")
 def keys_create(
     name: Annotated[str, typer.Option(help="What the key is for (unique among active keys).")],
@@ -72,13 +100,12 @@ def keys_create(
     from sustain.service.domain.keys import Role
     from sustain.service.schemas.keys import KeyCreate
 
-    try:
-        body = KeyCreate(name=name, role=Role(role), location=location)
-    except (ValueError, ValidationError):
-        console.print("[red]--role: must be viewer, editor, admin or agent (an agent key "
-                      "needs --location, a DNS label such as eu-west-1; the others take "
-                      "none); --name: 1-100 printable characters[/red]")
-        raise typer.Exit(2) from None
+    problems = key_problems(name, role, location)
+    if problems:
+        for problem in problems:
+            console.print(problem, style="red", markup=False, highlight=False)
+        raise typer.Exit(2)
+    body = KeyCreate(name=name, role=Role(role), location=location)
     created = _keys("create", database_url, data_dir, name=body.name, role=body.role,
                     location=body.location)
     console.print(f"created key {created.id} {created.name!r} ({created.role.value}); it is "

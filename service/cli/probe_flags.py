@@ -268,7 +268,8 @@ class ProbeFlags(BaseModel):
     @classmethod
     def _known_profile(cls, kind: str) -> str:
         if kind not in PROFILE_KINDS:
-            raise FlagError(f"--profile: unknown profile {kind!r}")
+            raise FlagError(f"--profile: unknown profile {kind!r} (one of "
+                            f"{', '.join(sorted(PROFILE_KINDS))})")
         return kind
 
     @model_validator(mode="before")

@@ -42,6 +42,7 @@ from sustain.service.domain.auth_failures import AuthFailure, LoginThrottle
 from sustain.service.domain.keys import Role, allows, key_hash
 from sustain.service.domain.origin import is_cross_site
 from sustain.service.errors import FieldError
+from sustain.service.evaluation.drift_words import drift_words
 from sustain.service.history.windows import parse_duration
 from sustain.service.schemas.common import MAX_DB_ID
 from sustain.service.web import report, view
@@ -255,4 +256,4 @@ async def compare_page(request: Request, session: SessionDep) -> Response:
             problem=message, found=None, chart=None, window=window), status_code=422)
     chart = report.pareto_chart([(p.probe, p.pareto) for p in found.probes if p.pareto])
     return HTMLResponse(report.environment().get_template("compare.html").render(
-        problem=None, found=found, chart=chart, window=window))
+        problem=None, found=found, chart=chart, window=window, drift_words=drift_words))

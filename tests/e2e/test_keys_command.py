@@ -52,3 +52,21 @@ def test_generate_prints_a_fresh_key_each_time() -> None:
     assert KEY.match(first)
     assert KEY.match(second)
     assert first != second
+
+
+def test_each_refusal_names_only_the_flag_that_is_wrong(database_url: str) -> None:
+    role = keys("create", "--name", "ok-name", "--role", "superuser",
+                database_url=database_url)
+    assert role.returncode == 2
+    assert "--role: 'superuser' is not a role; one of viewer, editor, admin, agent" in \
+        role.stderr
+    assert "--name" not in role.stderr
+    name = keys("create", "--name", "", "--role", "viewer", database_url=database_url)
+    assert name.returncode == 2
+    assert "--name:" in name.stderr
+    assert "--role" not in name.stderr
+    agent = keys("create", "--name", "edge", "--role", "agent", database_url=database_url)
+    assert agent.returncode == 2
+    assert "--location: an agent key needs --location" in agent.stderr
+    assert "--name" not in agent.stderr
+    assert json.loads(keys("list", "--json", database_url=database_url).stdout) == []

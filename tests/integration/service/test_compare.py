@@ -70,6 +70,8 @@ async def test_two_probes_side_by_side(api: httpx.AsyncClient, app: FastAPI,
     assert table.returncode == 0, table.stderr
     assert "vllm-a" in table.stdout
     assert "TTFT p50 / p99" in table.stdout
+    drift = next(line for line in table.stdout.splitlines() if "drift" in line)
+    assert drift.count("not enough runs yet") == 2, drift
 
 
 async def test_the_compare_page_shows_probes_side_by_side(api: httpx.AsyncClient,
@@ -82,6 +84,9 @@ async def test_the_compare_page_shows_probes_side_by_side(api: httpx.AsyncClient
     assert 'data-probe="vllm-a"' in page.text
     assert 'data-probe="sglang-b"' in page.text
     assert "<script" not in page.text
+    drift_row = page.text[page.text.index("<th>drift</th>"):].split("</tr>", 1)[0]
+    assert drift_row.count("not enough runs yet") == 2, "no drift finding yet is not a no"
+    assert "no change" not in drift_row
     bad = await api.get("/compare", params={"probe": ["vllm-a", "nope"]})
     assert bad.status_code == 422
     assert "no probe named &#39;nope&#39;" in bad.text

@@ -102,8 +102,11 @@ def test_steps_and_sweep_profiles_require_levels(kind: str) -> None:
     assert refused(profile=kind) == f"--levels is required with --profile {kind}"
 
 
-def test_unknown_profile_is_named() -> None:
-    assert refused(profile="warp") == "--profile: unknown profile 'warp'"
+KINDS = "capacity, concurrency, constant, pareto, poisson, single, steps, sweep, trace"
+
+
+def test_unknown_profile_is_named_with_the_valid_ones() -> None:
+    assert refused(profile="warp") == f"--profile: unknown profile 'warp' (one of {KINDS})"
 
 
 def test_constant_profile_sends_for_ten_seconds_unless_told() -> None:
@@ -281,7 +284,7 @@ def test_every_problem_of_the_flags_themselves_is_reported() -> None:
     assert message.split("; ") == [
         "--header: expected NAME:VALUE (header 1, its text not echoed)",
         "--levels: expected numbers separated by commas, got 'x'",
-        "--profile: unknown profile 'warp'",
+        f"--profile: unknown profile 'warp' (one of {KINDS})",
     ]
 
 
