@@ -26,7 +26,6 @@ from sustain.probes.client.target import Target
 from sustain.probes.load.live import LiveStats
 from sustain.probes.load.plan import sessions_problem
 from sustain.probes.load.profiles import ConstantProfile, LoadProfile, parse_profile
-from sustain.probes.measure.sample import ErrorClass
 from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.report_tables import progress_table
 from sustain.probes.runner import InProcess, Measurer, RunBudget, RunResult
@@ -48,8 +47,6 @@ from sustain.service.domain.thresholds import threshold_problems
 from sustain.service.ingest.store import store_each
 from sustain.service.schemas.endpoints import EndpointCreate
 
-UNREACHABLE = frozenset({ErrorClass.CONNECT, ErrorClass.DNS, ErrorClass.TLS,
-                         ErrorClass.TIMEOUT_CONNECT, ErrorClass.EGRESS_DENIED})
 DEFAULT_DURATION_S = 10.0
 DEFAULT_IN_FLIGHT = int(ConstantProfile.model_fields["max_in_flight"].default)
 EGRESS = EgressPolicy()
@@ -250,12 +247,6 @@ def load_profile(flags: ProbeFlags, limits: LoadLimits | None = None) -> LoadPro
         return parse_profile(raw)
     except ValidationError as exc:
         raise flag_error(exc) from None
-
-
-def unreachable(result: RunResult) -> bool:
-    """Every request failed before reaching the endpoint."""
-    return bool(result.samples) and all(
-        s.measurement.error_class in UNREACHABLE for s in result.samples)
 
 
 async def run_with_display(shot: OneShot, show: Live | None, max_connections: int = 1000,

@@ -33,7 +33,8 @@ if TYPE_CHECKING:  # imported where used, so that `sustain --help` stays fast
 @takes_flags(ProbeFlags)
 def probe(**given: Any) -> None:
     """Run one load profile against BASE_URL now and report: live progress, then a table
-    (or --json). Exit status 1 when every request failed to reach the endpoint."""
+    (or --json). Exit status: 0 when a request succeeded; 1 when none did (with the first
+    failure and a hint); 2 when the flags or a file they name cannot be used."""
     from sustain.probes.client.secrets import SecretUnavailableError, resolve_secret
     from sustain.probes.workload.dataset import DatasetError
     from sustain.probes.workload.spec import WorkloadError
@@ -65,7 +66,7 @@ def _report(flags: ProbeFlags, shot: OneShot, result: RunResult) -> None:
     """The result as a table or JSON (and an HTML file), saved as a run if asked."""
     from sustain.probes.report import json_report
     from sustain.probes.report_tables import results
-    from sustain.service.cli import oneshot
+    from sustain.service.cli.failure_hints import EXIT_NONE_SUCCEEDED, failure_lines
 
     if not flags.json_output:
         Console(width=None if sys.stdout.isatty() else 140).print(results(result))
@@ -84,9 +85,11 @@ def _report(flags: ProbeFlags, shot: OneShot, result: RunResult) -> None:
         print(strict_json.dumps(report))
     elif run_id is not None:
         console.print(f"saved as run {run_id}")
-    if oneshot.unreachable(result):
-        console.print("[red]the endpoint was unreachable for every request[/red]")
-        raise typer.Exit(1)
+    lines = failure_lines(result.samples, flags.base_url, flags.model)
+    for line in lines:  # the server's words and the URL, printed as they are
+        console.print(line, style="red", markup=False, highlight=False)
+    if lines:
+        raise typer.Exit(EXIT_NONE_SUCCEEDED)
 
 
 def _write_report(flags: ProbeFlags, result: RunResult) -> None:

@@ -83,9 +83,23 @@ def test_bad_base_url_is_named() -> None:
 
 
 def test_unreachable_endpoint_exits_1() -> None:
-    done = probe(f"http://127.0.0.1:{free_port()}/v1", "--model", "m", "--json")
+    port = free_port()
+    done = probe(f"http://127.0.0.1:{port}/v1", "--model", "m", "--json")
     assert done.returncode == 1
     assert json.loads(done.stdout)["errors"] == {"connect": 1}
+    assert f"hint: nothing answered at 127.0.0.1:{port}" in done.stderr
+
+
+def test_a_base_url_without_v1_exits_1_with_the_status_url_and_a_hint(
+        simulator: SimulatorHandle) -> None:
+    """Every request got a 404 (the endpoint answered: not 'unreachable'), which used to
+    exit 0 with only "errors http_4xx 1" to go on."""
+    root = simulator.base_url.removesuffix("/v1")
+    done = probe(root, "--model", "m")
+    assert done.returncode == 1
+    stderr = " ".join(done.stderr.split())
+    assert f"the first: http_4xx (HTTP 404) from {root}" in stderr
+    assert f"hint: most servers serve their API under /v1: try {root}/v1" in stderr
 
 
 def test_save_stores_the_run(simulator: SimulatorHandle, database_url: str) -> None:
