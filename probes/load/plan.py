@@ -143,7 +143,8 @@ def capacity_stage(profile: CapacityProfile, level: int) -> Stage:
             max(profile.duration_s, profile.min_samples / level)
         return OpenStage(f"capacity {level}/s", float(level), duration, profile.warmup_s,
                          profile.max_in_flight)
-    return ClosedStage(f"capacity {level} users", level, profile.duration_s, profile.warmup_s,
+    users = "user" if level == 1 else "users"
+    return ClosedStage(f"capacity {level} {users}", level, profile.duration_s, profile.warmup_s,
                        min_requests=profile.min_samples)
 
 

@@ -114,7 +114,13 @@ def check_config(path: Path, settings: Settings) -> bool:
         for line in exc.lines():
             console.print(line, markup=False, highlight=False)
         return False
-    console.print(f"{path}: ok ({len(config.endpoints)} endpoints, {len(config.workloads)} "
-                  f"workloads, {len(config.probes)} probes, {len(config.slos)} SLOs, "
-                  f"{len(config.notifiers)} notifiers)", markup=False, highlight=False)
+    counts = ", ".join(counted(len(items), word) for items, word in (
+        (config.endpoints, "endpoint"), (config.workloads, "workload"),
+        (config.probes, "probe"), (config.slos, "SLO"), (config.notifiers, "notifier")))
+    console.print(f"{path}: ok ({counts})", markup=False, highlight=False)
     return True
+
+
+def counted(n: int, word: str) -> str:
+    """`1 probe`, `2 probes`, `0 SLOs`: a count with its noun in the right number."""
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"

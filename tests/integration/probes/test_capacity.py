@@ -74,7 +74,7 @@ async def test_the_capacity_search_finds_the_batch_limit_exactly(
     assert failing.reason.startswith("TTFT p99")
     assert all(p.low_count for p in capacity.points), "a few requests: no p99 bound"
     assert [p.count for p in capacity.points] == levels, "one request per user and level"
-    assert [s.label for s in result.stages][:2] == ["capacity 1 users", "capacity 2 users"]
+    assert [s.label for s in result.stages][:2] == ["capacity 1 user", "capacity 2 users"]
 
 
 async def test_a_pareto_curve_has_its_points_and_streams_at_1000_over_itl_below_the_knee(

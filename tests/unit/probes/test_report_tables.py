@@ -27,7 +27,8 @@ def run(stages: int = 1, stopped: str | None = None) -> RunResult:
     samples.append(sample(9, error=ErrorClass.HTTP_5XX, ttft=None, tokens=0))
     summary = summarise(samples, 2.0, SloThresholds(ttft_ms=100.0))
     return RunResult(samples, summary, [
-        StageResult(index=i, label=f"{i + 1} users", summary=summary) for i in range(stages)
+        StageResult(index=i, label=f"{i + 1} user{'s' if i else ''}", summary=summary)
+        for i in range(stages)
     ], stopped)
 
 
@@ -48,7 +49,7 @@ def test_low_count_percentiles_are_starred_and_explained() -> None:
 def test_several_stages_get_a_table_with_the_reason_a_sweep_stopped() -> None:
     shown = text(results(run(stages=2, stopped="availability 90.0% < 95.0%")))
     assert "stages" in shown
-    assert "1 users" in shown
+    assert "1 user" in shown
     assert "2 users" in shown
     assert "sweep stopped: availability 90.0% < 95.0%" in shown
 

@@ -18,3 +18,11 @@ def test_serve_refuses_anonymous_reads_beyond_loopback_unless_explicit(host: str
                                      "SUSTAIN_DATABASE_URL": "postgresql://u@127.0.0.1:1/x"})
     assert result.exit_code == 2
     assert "SUSTAIN_ANONYMOUS_READ=true" in " ".join(result.output.split())
+
+
+def test_counts_read_in_the_right_number() -> None:
+    from sustain.service.cli.common import counted
+
+    assert [counted(n, "probe") for n in (0, 1, 2, 1200)] == [
+        "0 probes", "1 probe", "2 probes", "1,200 probes"]
+    assert counted(1, "SLO") == "1 SLO"
