@@ -18,10 +18,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sustain.service.alerting import drift_findings
 from sustain.service.db import alerts as alert_queries
 from sustain.service.db import drift as drift_queries
-from sustain.service.db import slo_counts
 from sustain.service.db.models import AlertRow, Slo
 from sustain.service.db.probe_health import capacity_histories, probe_health
-from sustain.service.db.slos import tiers_of
+from sustain.service.db.slos import judged_status, tiers_of
 from sustain.service.evaluation.candidates import (
     Candidate,
     DriftState,
@@ -32,12 +31,6 @@ from sustain.service.evaluation.candidates import (
 )
 from sustain.service.evaluation.capacity_drop import HISTORY, capacity_drop_candidates
 from sustain.service.evaluation.rules import SloRules
-from sustain.service.evaluation.slo_status import (
-    in_each_location,
-    judged,
-    needed_windows,
-    status,
-)
 
 logger = logging.getLogger(__name__)
 
@@ -73,16 +66,10 @@ class AlertEvaluator:
             slos = (await session.execute(select(Slo).order_by(Slo.id))).scalars().all()
             connection = await session.connection()
             for slo in slos:
-                tiers = tiers_of(slo)
-                windows = needed_windows(slo.window_s, tiers)
-                counts = await slo_counts.window_counts(connection, slo.id, now, windows)
-                places = in_each_location(slo.objective, slo.window_s, tiers,
-                                          await slo_counts.location_window_counts(
-                                              connection, slo.id, now, windows))
+                found, places = await judged_status(connection, slo, now)
                 out += slo_burn_candidates(
-                    SloRules(slo.name, slo.objective, tiers, slo.description),
-                    judged(status(slo.objective, slo.window_s, tiers, counts), places,
-                           slo.locations_mode, slo.min_locations, tiers), places)
+                    SloRules(slo.name, slo.objective, tiers_of(slo), slo.description),
+                    found, places)
             health = await probe_health(session, self.endpoint_down_runs)
             out += endpoint_down_candidates(health, self.endpoint_down_runs)
             out += no_data_candidates(health, now)

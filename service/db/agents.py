@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
-from sqlalchemy import delete, select, text
+from sqlalchemy import delete, func, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
@@ -42,10 +42,22 @@ async def assigned(session: AsyncSession, location: str) -> Sequence[tuple[Probe
 
 
 async def keep_part(session: AsyncSession, upload_id: uuid.UUID, part: int, agent: str,
-                    body: bytes) -> None:
-    """Keep one part (a part sent again is kept once)."""
-    await session.execute(pg_insert(AgentUploadPart).values(
-        upload_id=upload_id, part=part, agent=agent, body=body).on_conflict_do_nothing())
+                    fleet: str, body: bytes) -> None:
+    """Keep one part (a part sent again is kept once). A process of the same agent key
+    (`fleet`: the prefix of that key's agent ids) sending it again takes it over: an agent
+    restarted mid-upload sends its spooled run again under its new process name."""
+    insert = pg_insert(AgentUploadPart).values(upload_id=upload_id, part=part, agent=agent,
+                                               body=body)
+    await session.execute(insert.on_conflict_do_update(
+        index_elements=["upload_id", "part"],
+        set_={"agent": insert.excluded.agent, "body": insert.excluded.body},
+        where=func.starts_with(AgentUploadPart.agent, fleet)))
+
+
+async def waiting_parts(session: AsyncSession, fleet: str) -> int:
+    """Parts kept for the processes of one agent key (`fleet`), waiting for the rest."""
+    return int(await session.scalar(select(func.count()).select_from(AgentUploadPart).where(
+        func.starts_with(AgentUploadPart.agent, fleet))) or 0)
 
 
 async def parts(session: AsyncSession, upload_id: uuid.UUID, agent: str

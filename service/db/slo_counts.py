@@ -103,29 +103,6 @@ async def backfill(connection: AsyncConnection, slo_id: int, since: datetime,
     return written
 
 
-async def window_counts(connection: AsyncConnection, slo_id: int, now: datetime,
-                        windows_s: Sequence[int]) -> dict[int, tuple[int, int]]:
-    """(good, total) of the SLO over each trailing window ending at `now`."""
-    if not windows_s:
-        return {}
-    longest = max(windows_s)
-    rows = await connection.execute(text("""
-        SELECT w.s,
-               coalesce(sum(c.good) FILTER (
-                   WHERE c.scheduled_for >= CAST(:now AS timestamptz)
-                         - make_interval(secs => w.s)), 0),
-               coalesce(sum(c.total) FILTER (
-                   WHERE c.scheduled_for >= CAST(:now AS timestamptz)
-                         - make_interval(secs => w.s)), 0)
-        FROM unnest(CAST(:windows AS integer[])) AS w(s)
-        LEFT JOIN slo_run_counts c ON c.slo_id = :slo_id
-            AND c.scheduled_for >= CAST(:now AS timestamptz) - make_interval(secs => :longest)
-            AND c.scheduled_for < CAST(:now AS timestamptz)
-        GROUP BY w.s"""),
-        {"now": now, "windows": sorted(set(windows_s)), "slo_id": slo_id, "longest": longest})
-    return {int(w): (int(good), int(total)) for w, good, total in rows}
-
-
 async def location_window_counts(connection: AsyncConnection, slo_id: int, now: datetime,
                                  windows_s: Sequence[int]
                                  ) -> dict[str, dict[int, tuple[int, int]]]:

@@ -8,12 +8,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import delete, exists, func, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from sustain.service.db import slo_counts
 from sustain.service.db.models import Probe, Slo, SloRunCount
 from sustain.service.evaluation.slo_status import (
     SloStatus,
+    across_locations,
     in_each_location,
     judged,
     needed_windows,
@@ -94,6 +95,18 @@ def read(slo: Slo) -> SloRead:
         managed_by=slo.managed_by, created_at=slo.created_at, updated_at=slo.updated_at)
 
 
+async def judged_status(connection: AsyncConnection, slo: Slo, now: datetime
+                        ) -> tuple[SloStatus, dict[str, SloStatus]]:
+    """The SLO's status at `now` as it is judged (across locations, or in N of them), and its
+    status in each location, from one read of its windowed counts."""
+    tiers = tiers_of(slo)
+    windows = needed_windows(slo.window_s, tiers)
+    located = await slo_counts.location_window_counts(connection, slo.id, now, windows)
+    places = in_each_location(slo.objective, slo.window_s, tiers, located)
+    across = status(slo.objective, slo.window_s, tiers, across_locations(located, windows))
+    return judged(across, places, slo.locations_mode, slo.min_locations, tiers), places
+
+
 @dataclass(frozen=True, slots=True)
 class SloSnapshot:
     """What /metrics shows of one SLO."""
@@ -114,15 +127,7 @@ async def snapshots(session: AsyncSession, now: datetime) -> list[SloSnapshot]:
         .group_by(SloRunCount.slo_id)))
     connection = await session.connection()
     for slo in slos:
-        tiers = tiers_of(slo)
-        windows = needed_windows(slo.window_s, tiers)
-        counts = await slo_counts.window_counts(connection, slo.id, now, windows)
-        places = in_each_location(slo.objective, slo.window_s, tiers,
-                                  await slo_counts.location_window_counts(
-                                      connection, slo.id, now, windows))
+        found, _ = await judged_status(connection, slo, now)
         good, total = totals.get(slo.id, (0, 0))
-        out.append(SloSnapshot(slo.name, slo.objective,
-                               judged(status(slo.objective, slo.window_s, tiers, counts),
-                                      places, slo.locations_mode, slo.min_locations, tiers),
-                               good, total - good))
+        out.append(SloSnapshot(slo.name, slo.objective, found, good, total - good))
     return out

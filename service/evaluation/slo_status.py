@@ -58,6 +58,13 @@ def window_label(seconds: int) -> str:
     return f"{seconds}s"
 
 
+def across_locations(counts: Mapping[str, Mapping[int, tuple[int, int]]],
+                     windows_s: Sequence[int]) -> dict[int, tuple[int, int]]:
+    """(good, total) of each window over every location together."""
+    return {w: (sum(c.get(w, (0, 0))[0] for c in counts.values()),
+                sum(c.get(w, (0, 0))[1] for c in counts.values())) for w in windows_s}
+
+
 def in_each_location(objective: float, window_s: int, tiers: Sequence[BurnTier],
                      counts: Mapping[str, Mapping[int, tuple[int, int]]]
                      ) -> dict[str, SloStatus]:

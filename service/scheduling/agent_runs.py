@@ -32,8 +32,14 @@ from sustain.service.domain.run_upload import (
     decode_samples,
     epoch_time,
 )
+from sustain.service.errors import ConflictError
 from sustain.service.ingest.store import Stored
 from sustain.service.scheduling.offline import HeldRun, duplicate_error, store_whole
+
+MAX_WAITING_PARTS = MAX_PARTS
+"""Parts one agent key may leave waiting for the rest of their uploads (an agent uploads one
+run at a time, so one upload's parts at most; older unfinished ones are dropped after a day
+by the hourly maintenance): a bound on what a key can make the service keep."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,15 +103,22 @@ class Outcome:
     stored: Stored | None = None
 
 
-async def receive(session: AsyncSession, body: bytes, agent_id: str, location: str) -> Outcome:
+async def receive(session: AsyncSession, body: bytes, agent_id: str, fleet: str,
+                  location: str) -> Outcome:
     """Take one part: keep it, and when it completes its upload, store the whole run (the
-    caller commits). UploadError for a part that is not one."""
+    caller commits). UploadError for a part that is not one; ConflictError when the agent's
+    key already has MAX_WAITING_PARTS parts waiting."""
     part = decode_part(body)
     await run_queries.lock_probe(session, part.probe_id)
     done = await agent_queries.run_of_upload(session, part.upload_id)
     if done is not None:
         return Outcome("duplicate", done)
-    await agent_queries.keep_part(session, part.upload_id, part.part, agent_id, body)
+    if part.parts > 1 and \
+            await agent_queries.waiting_parts(session, fleet) >= MAX_WAITING_PARTS:
+        raise ConflictError(
+            f"{MAX_WAITING_PARTS} parts of unfinished uploads wait for this agent key; "
+            "finish an upload (send its remaining parts) before starting another")
+    await agent_queries.keep_part(session, part.upload_id, part.part, agent_id, fleet, body)
     if part.final is None:
         return Outcome("part")
     have = await agent_queries.parts(session, part.upload_id, agent_id)

@@ -16,10 +16,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import httpx
 
-from tests.conftest import asyncpg_dsn
+from tests.e2e.test_replicas import db
 from tests.processes import SustainProcess, admin_client, free_port, wait_until
 from tests.tcp_proxy import CuttableProxy
 
@@ -27,18 +26,6 @@ INTERVAL_S = 2
 HEARTBEAT_S = 1.0
 OUTAGE_S = 30.0
 LOCATIONS = {"r1": "north", "r2": "north", "r3": "south"}
-
-
-async def query(url: str, sql: str, *args: Any) -> list[asyncpg.Record]:
-    connection = await asyncpg.connect(asyncpg_dsn(url))
-    try:
-        return list(await connection.fetch(sql, *args))
-    finally:
-        await connection.close()
-
-
-def db(url: str, sql: str, *args: Any) -> list[asyncpg.Record]:
-    return asyncio.run(query(url, sql, *args))
 
 
 class ProxyThread:

@@ -127,13 +127,15 @@ async def upload(request: Request, session: SessionDep, caller: Caller,
     """One part of a finished run (msgpack: upload_id, part, parts, probe_id, tick,
     run_id (null: measured without a claim), started_at, dropped, samples, and with the
     last part its final record). The run is stored whole when its last part is in; an upload
-    sent again is stored once."""
+    sent again is stored once. 409 when the key's unfinished uploads already hold
+    MAX_WAITING_PARTS parts."""
     if request.headers.get("content-type", "").split(";")[0].strip() != UPLOAD_MEDIA:
         raise FieldError("content-type", f"must be {UPLOAD_MEDIA}")
     body = await request.body()
     me = agent_id(caller, agent)
     try:
-        done = await agent_runs.receive(session, body, me, _location(caller))
+        done = await agent_runs.receive(session, body, me, agent_id(caller, ""),
+                                        _location(caller))
     except UploadError as exc:
         raise FieldError(f"body.{exc.field}", exc.message) from None
     await session.commit()

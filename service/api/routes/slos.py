@@ -11,12 +11,10 @@ from sustain.service.api import cursor as cursors
 from sustain.service.api.deps import SessionDep, StateDep
 from sustain.service.api.paging import PageDep
 from sustain.service.api.times import utc_or_now
-from sustain.service.db import crud, quotas, slo_counts
+from sustain.service.db import crud, quotas
 from sustain.service.db import slos as slo_queries
 from sustain.service.db.models import Slo
 from sustain.service.errors import FieldError
-from sustain.service.evaluation.slo_status import in_each_location, judged, needed_windows
-from sustain.service.evaluation.slo_status import status as slo_status
 from sustain.service.schemas.common import MAX_DB_ID, ApiTime
 from sustain.service.schemas.paging import Page
 from sustain.service.schemas.slos import (
@@ -99,15 +97,8 @@ async def get_slo_status(slo_id: SloId, session: SessionDep,
     window, ending at `at` (now). Windows without events have null figures."""
     slo = await crud.get(session, Slo, slo_id, "slo")
     moment = utc_or_now(at)
-    tiers = slo_queries.tiers_of(slo)
-    connection = await session.connection()
-    windows = needed_windows(slo.window_s, tiers)
-    counts = await slo_counts.window_counts(connection, slo.id, moment, windows)
-    places = in_each_location(slo.objective, slo.window_s, tiers,
-                              await slo_counts.location_window_counts(connection, slo.id,
-                                                                      moment, windows))
-    figures = judged(slo_status(slo.objective, slo.window_s, tiers, counts), places,
-                     slo.locations_mode, slo.min_locations, tiers)
+    figures, places = await slo_queries.judged_status(await session.connection(), slo,
+                                                      moment)
     return SloStatusRead(
         slo_id=slo.id, at=moment, objective=figures.objective, window_s=figures.window_s,
         good=figures.good, total=figures.total, compliance=figures.compliance,

@@ -27,6 +27,7 @@ from sustain.service.agent.client import ServiceClient
 from sustain.service.agent.spool import Spool, SpooledRun
 from sustain.service.app import create_app, runtime_of
 from sustain.service.domain.run_upload import MAX_PART_SAMPLES, encode_final, encode_samples
+from sustain.service.scheduling import agent_runs
 from tests.conftest import SimulatorHandle
 from tests.integration.service.helpers import (
     app_settings,
@@ -301,3 +302,56 @@ async def test_a_malformed_upload_is_refused_naming_the_field(
     assert await fetch(engine, "SELECT count(*) FROM agent_upload_parts") == [(0,)]
 
 
+
+
+def part_body(run: SpooledRun, number: int, parts: int) -> bytes:
+    """Part `number` of `parts` of the run, its samples split evenly."""
+    size = -(-len(run.samples) // parts)
+    return bytes(msgpack.packb({
+        "upload_id": str(run.upload_id), "part": number, "parts": parts,
+        "probe_id": run.probe_id, "tick": run.tick, "run_id": None,
+        "started_at": run.started_at, "dropped": 0,
+        "samples": run.samples[number * size:(number + 1) * size],
+        "final": run.final if number == parts - 1 else None}, use_bin_type=True))
+
+
+async def test_an_agent_restarted_mid_upload_finishes_it_under_its_new_name(
+        api: httpx.AsyncClient, app: FastAPI, simulator: SimulatorHandle) -> None:
+    key = await agent_key(api)
+    endpoint = await create_endpoint(api, simulator.base_url)
+    probe = await create_probe(api, endpoint["id"], enabled=False, interval_s=60,
+                               locations=[LOCATION])
+    run = spooled(probe["id"], datetime(2026, 12, 4, 12, 0, tzinfo=UTC), 10)
+    headers = {"Authorization": f"Bearer {key}", "content-type": "application/msgpack"}
+
+    async def send(agent: str, number: int) -> dict[str, Any]:
+        r = await api.post("/api/v1/agent/uploads", params={"agent": agent},
+                           content=part_body(run, number, 2), headers=headers)
+        assert r.status_code == 200, r.text
+        return dict(r.json())
+
+    assert (await send("a1-100", 0))["outcome"] == "part"  # then a1-100 dies
+    assert (await send("a1-200", 0))["outcome"] == "part"  # its successor sends it all again
+    done = await send("a1-200", 1)
+    assert done["outcome"] == "stored", done
+    assert await fetch(runtime_of(app).engine, "SELECT count(*) FROM samples") == [(10,)]
+
+
+async def test_an_agent_key_can_leave_only_so_many_parts_waiting(
+        api: httpx.AsyncClient, app: FastAPI, simulator: SimulatorHandle,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(agent_runs, "MAX_WAITING_PARTS", 2)
+    key = await agent_key(api)
+    endpoint = await create_endpoint(api, simulator.base_url)
+    probe = await create_probe(api, endpoint["id"], enabled=False, interval_s=60,
+                               locations=[LOCATION])
+    headers = {"Authorization": f"Bearer {key}", "content-type": "application/msgpack"}
+    answers = []
+    for hour in range(3):  # first parts of three uploads, never finished
+        run = spooled(probe["id"], datetime(2026, 12, 4, hour, 0, tzinfo=UTC), 4)
+        answers.append(await api.post("/api/v1/agent/uploads", params={"agent": "a1"},
+                                      content=part_body(run, 0, 2), headers=headers))
+    assert [r.status_code for r in answers] == [200, 200, 409]
+    assert "parts of unfinished uploads" in answers[2].text
+    assert await fetch(runtime_of(app).engine,
+                       "SELECT count(*) FROM agent_upload_parts") == [(2,)]
