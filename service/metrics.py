@@ -8,11 +8,13 @@ custom collector, so every replica reports the same, current values.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from sustain.probes.measure.deployment import Deployment
 from sustain.probes.measure.sample import Sample
 from sustain.service.db.runs import LastRun
 from sustain.service.db.slos import SloSnapshot
@@ -27,6 +29,72 @@ from sustain.service.probe_metrics import SERIES_LABELS, ProbeMetrics
 DB_WRITE_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 """Batch write buckets, seconds (a batch is up to 5,000 samples plus run results)."""
 
+RENAMED = {
+    "sustain_probe_last_run_request_throughput": "sustain_probe_last_run_requests_per_second",
+    "sustain_capacity_system_tps": "sustain_capacity_output_tokens_per_second",
+}
+"""Old name -> new name. The old names are still exported for one release, their HELP saying
+"Deprecated: use <new name>.", and go in the next; so does sustain_probe_last_run_efficiency,
+split into EFFICIENCY_GAUGES."""
+
+DEFAULT_CURRENCY: str = Deployment.model_fields["currency"].default
+"""The `currency` label of a run's money gauges where its efficiency names none: a
+deployment's default."""
+
+
+@dataclass(frozen=True)
+class EfficiencyGauge:
+    """One figure of a run's `summary.efficiency`, as a gauge with its unit in its name."""
+
+    figure: str
+    name: str
+    help: str
+    divisor: float = 1.0
+    """The figure over this is the gauge, in base units (kW to W, per million to per one)."""
+    money: bool = False
+    """In the deployment's currency: labelled `currency`."""
+
+
+EFFICIENCY_GAUGES = (
+    EfficiencyGauge(
+        "output_tps_per_accelerator",
+        "sustain_probe_last_run_output_tokens_per_second_per_accelerator",
+        "Output tokens per second per accelerator of the endpoint's deployment, in the "
+        "probe's newest run."),
+    EfficiencyGauge(
+        "output_tps_per_kw", "sustain_probe_last_run_output_tokens_per_joule",
+        "Output tokens per joule (output tokens per second per watt; x1000: per kW) at the "
+        "power sustain_probe_last_run_power_watts, in the probe's newest run.", divisor=1000.0),
+    EfficiencyGauge(
+        "power_w", "sustain_probe_last_run_power_watts",
+        "The power the newest run's energy figures use: measured over the run by the "
+        "endpoint's DCGM exporter (metrics_url), else declared by its deployment."),
+    EfficiencyGauge(
+        "joules_per_output_token", "sustain_probe_last_run_energy_per_output_token_joules",
+        "Energy per output token of the probe's newest run: power / output tokens per "
+        "second."),
+    EfficiencyGauge(
+        "joules_per_good_token", "sustain_probe_last_run_energy_per_good_token_joules",
+        "Energy per good output token (of requests that met every SLO threshold) of the "
+        "probe's newest run."),
+    EfficiencyGauge(
+        "cost_per_million_output_tokens", "sustain_probe_last_run_cost_per_output_token",
+        "The deployment's price per output token of the probe's newest run (price_per_hour "
+        "/ output tokens per hour), in `currency`, the deployment's.", divisor=1e6, money=True),
+    EfficiencyGauge(
+        "cost_per_million_good_tokens", "sustain_probe_last_run_cost_per_good_token",
+        "The deployment's price per good output token (of requests that met every SLO "
+        "threshold) of the probe's newest run, in `currency`, the deployment's.",
+        divisor=1e6, money=True),
+)
+"""sustain_probe_last_run_efficiency{figure} split by unit (it is still exported for one
+release, and goes in the next)."""
+
+
+def _deprecated(name: str) -> str:
+    return f"Deprecated: use {name}. Removed in the next release. "
+
+
 class LastRunCollector(Collector):
     """Gauges of each probe's newest finished run, from a snapshot refreshed before a scrape."""
 
@@ -34,9 +102,13 @@ class LastRunCollector(Collector):
         self.snapshot: Sequence[LastRun] = ()
 
     def describe(self) -> Iterable[Metric]:
-        return []
+        return self._families(())
 
     def collect(self) -> Iterable[Metric]:
+        return self._families(self.snapshot)
+
+    @staticmethod
+    def _families(snapshot: Sequence[LastRun]) -> list[Metric]:
         labels = list(SERIES_LABELS)
         timestamp = GaugeMetricFamily(
             "sustain_probe_last_run_timestamp_seconds",
@@ -47,9 +119,12 @@ class LastRunCollector(Collector):
         availability = GaugeMetricFamily(
             "sustain_probe_last_run_availability_ratio",
             "Successes / attempts in the probe's newest run.", labels=labels)
+        throughput_help = "Successful requests per second in the probe's newest run."
         throughput = GaugeMetricFamily(
+            "sustain_probe_last_run_requests_per_second", throughput_help, labels=labels)
+        old_throughput = GaugeMetricFamily(
             "sustain_probe_last_run_request_throughput",
-            "Successful requests per second in the probe's newest run.", labels=labels)
+            _deprecated(throughput.name) + throughput_help, labels=labels)
         latency = {
             metric: GaugeMetricFamily(
                 f"sustain_probe_last_run_{metric}_seconds",
@@ -66,16 +141,21 @@ class LastRunCollector(Collector):
             f"The highest {unit} that met the SLO in the capacity probe's newest run "
             "(0: not even the lowest level met it).", labels=labels)
             for unit in ("concurrency", "rate")}
+        capacity_help = ("Output tokens per second, all users together, at the highest level "
+                         "that met the SLO in the capacity probe's newest run.")
         capacity_tps = GaugeMetricFamily(
-            "sustain_capacity_system_tps",
-            "Output tokens per second at that level, in the capacity probe's newest run.",
+            "sustain_capacity_output_tokens_per_second", capacity_help, labels=labels)
+        old_capacity_tps = GaugeMetricFamily(
+            "sustain_capacity_system_tps", _deprecated(capacity_tps.name) + capacity_help,
             labels=labels)
-        efficiency = GaugeMetricFamily(
+        efficiency = {gauge.figure: GaugeMetricFamily(
+            gauge.name, gauge.help, labels=[*labels, "currency"] if gauge.money else labels)
+            for gauge in EFFICIENCY_GAUGES}
+        old_efficiency = GaugeMetricFamily(
             "sustain_probe_last_run_efficiency",
-            "The newest run's efficiency under its endpoint's deployment: output tokens per "
-            "second per accelerator and per kW, the power it used (W, measured by DCGM or "
-            "declared), joules per output and good token, cost per million output and good "
-            "tokens (in the deployment's currency).", labels=[*labels, "figure"])
+            _deprecated(", ".join(gauge.name for gauge in EFFICIENCY_GAUGES))
+            + "The newest run's efficiency figures by `figure`, in mixed units (the money "
+            "ones in the deployment's currency, unlabelled).", labels=[*labels, "figure"])
         items = GaugeMetricFamily(
             "sustain_probe_last_run_item_throughput",
             "Inputs embedded or documents ranked per second in the probe's newest run "
@@ -93,7 +173,7 @@ class LastRunCollector(Collector):
             "sustain_probe_last_run_rag_stage_seconds",
             "Stage time percentiles of the RAG probe's newest run (embed, retrieve, rerank, "
             "generate_ttft, generate, overhead).", labels=[*labels, "stage", "quantile"])
-        for run in self.snapshot:
+        for run in snapshot:
             values = [run.endpoint, run.probe, run.model, run.location]
             timestamp.add_metric(values, run.finished_at.timestamp())
             success.add_metric(values, 1.0 if run.status == "succeeded" else 0.0)
@@ -102,6 +182,7 @@ class LastRunCollector(Collector):
                 availability.add_metric(values, float(summary["availability"]))
             if summary.get("request_throughput") is not None:
                 throughput.add_metric(values, float(summary["request_throughput"]))
+                old_throughput.add_metric(values, float(summary["request_throughput"]))
             for metric, family in latency.items():
                 dist = summary.get(f"{metric}_ms") or {}
                 for name, q in (("p50", "0.5"), ("p99", "0.99")):
@@ -115,6 +196,7 @@ class LastRunCollector(Collector):
                             if isinstance(p, dict) and p.get("level") == best), None)
                 if isinstance(tps, int | float):
                     capacity_tps.add_metric(values, float(tps))
+                    old_capacity_tps.add_metric(values, float(tps))
             if isinstance(value := summary.get("item_throughput"), int | float):
                 items.add_metric(values, float(value))
             if isinstance(value := summary.get("retrieval_hit_rate"), int | float):
@@ -126,15 +208,26 @@ class LastRunCollector(Collector):
                     if isinstance(dist, dict) and isinstance(value := dist.get(name),
                                                              int | float):
                         stages.add_metric([*values, str(stage), q], float(value) / 1000.0)
-            for figure, value in (summary.get("efficiency") or {}).items():
+            figures = summary.get("efficiency") or {}
+            currency = figures.get("currency")
+            if not isinstance(currency, str) or not currency:
+                currency = DEFAULT_CURRENCY
+            for figure, value in figures.items():
                 if isinstance(value, int | float) and not isinstance(value, bool):
-                    efficiency.add_metric([*values, figure], float(value))
+                    old_efficiency.add_metric([*values, figure], float(value))
+            for gauge in EFFICIENCY_GAUGES:
+                value = figures.get(gauge.figure)
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    efficiency[gauge.figure].add_metric(
+                        [*values, currency] if gauge.money else values,
+                        float(value) / gauge.divisor)
             for series, stats in (summary.get("server_metrics") or {}).items():
                 for stat in ("max", "mean", "last"):
                     if isinstance(stats, dict) and stats.get(stat) is not None:
                         server.add_metric([*values, str(series), stat], float(stats[stat]))
-        yield from (timestamp, success, availability, throughput, *latency.values(), server,
-                    *capacity.values(), capacity_tps, efficiency, items, rtf, hits, stages)
+        return [timestamp, success, availability, throughput, *latency.values(), server,
+                *capacity.values(), capacity_tps, *efficiency.values(), items, rtf, hits,
+                stages, old_throughput, old_capacity_tps, old_efficiency]
 
 
 class SloCollector(Collector):
@@ -146,9 +239,13 @@ class SloCollector(Collector):
         self.snapshot: Sequence[SloSnapshot] = ()
 
     def describe(self) -> Iterable[Metric]:
-        return []
+        return self._families(())
 
     def collect(self) -> Iterable[Metric]:
+        return self._families(self.snapshot)
+
+    @staticmethod
+    def _families(snapshot: Sequence[SloSnapshot]) -> list[Metric]:
         objective = GaugeMetricFamily(
             "sustain_slo_objective_ratio", "The SLO's objective (good / total).",
             labels=["slo"])
@@ -162,7 +259,7 @@ class SloCollector(Collector):
         events = CounterMetricFamily(
             "sustain_slo_events", "SLI events counted for the SLO, by outcome.",
             labels=["slo", "outcome"])
-        for slo in self.snapshot:
+        for slo in snapshot:
             objective.add_metric([slo.name], slo.objective)
             if slo.status.budget_remaining is not None:
                 budget.add_metric([slo.name], slo.status.budget_remaining)
@@ -172,7 +269,7 @@ class SloCollector(Collector):
                                     window.burn_rate)
             events.add_metric([slo.name, "good"], slo.good_total)
             events.add_metric([slo.name, "bad"], slo.bad_total)
-        yield from (objective, budget, burn, events)
+        return [objective, budget, burn, events]
 
 
 class AlertCollector(Collector):
@@ -183,14 +280,18 @@ class AlertCollector(Collector):
         self.snapshot: Sequence[tuple[str, str, str, int]] = ()
 
     def describe(self) -> Iterable[Metric]:
-        return []
+        return self._families(())
 
     def collect(self) -> Iterable[Metric]:
+        return self._families(self.snapshot)
+
+    @staticmethod
+    def _families(snapshot: Sequence[tuple[str, str, str, int]]) -> list[Metric]:
         family = GaugeMetricFamily("sustain_alerts", "Alerts by name, severity and state.",
                                    labels=["alertname", "severity", "state"])
-        for alertname, severity, state, count in self.snapshot:
+        for alertname, severity, state, count in snapshot:
             family.add_metric([alertname, severity, state], count)
-        yield family
+        return [family]
 
 
 class DriftCollector(Collector):
@@ -201,16 +302,20 @@ class DriftCollector(Collector):
         self.snapshot: Sequence[tuple[str, str, str, float]] = ()
 
     def describe(self) -> Iterable[Metric]:
-        return []
+        return self._families(())
 
     def collect(self) -> Iterable[Metric]:
+        return self._families(self.snapshot)
+
+    @staticmethod
+    def _families(snapshot: Sequence[tuple[str, str, str, float]]) -> list[Metric]:
         family = GaugeMetricFamily(
             "sustain_drift_ratio",
             "Recent window's statistic / the baseline's (1: no drift), per probe.",
             labels=["probe", "metric", "stat"])
-        for probe, metric, stat, ratio in self.snapshot:
+        for probe, metric, stat, ratio in snapshot:
             family.add_metric([probe, metric, stat], ratio)
-        yield family
+        return [family]
 
 
 class WriteBufferCollector(Collector):
@@ -221,37 +326,41 @@ class WriteBufferCollector(Collector):
         self.writer = writer
 
     def describe(self) -> Iterable[Metric]:
-        return []
+        return self._families(fill=False)
 
     def collect(self) -> Iterable[Metric]:
-        yield GaugeMetricFamily(
-            "sustain_buffer_samples", "Samples buffered in memory, not yet in the database.",
-            value=self.buffer.samples)
-        yield GaugeMetricFamily(
-            "sustain_buffer_capacity_samples", "Capacity of the sample buffer.",
-            value=self.buffer.capacity)
-        yield CounterMetricFamily(
-            "sustain_samples_dropped", "Samples dropped because the buffer was full.",
-            value=self.buffer.dropped_total)
-        yield CounterMetricFamily(
-            "sustain_samples_written", "Samples written to the database.",
-            value=self.writer.written_total)
-        yield CounterMetricFamily(
+        return self._families(fill=True)
+
+    def _families(self, fill: bool) -> list[Metric]:
+        samples = GaugeMetricFamily(
+            "sustain_buffer_samples", "Samples buffered in memory, not yet in the database.")
+        capacity = GaugeMetricFamily(
+            "sustain_buffer_capacity_samples", "Capacity of the sample buffer.")
+        dropped = CounterMetricFamily(
+            "sustain_samples_dropped", "Samples dropped because the buffer was full.")
+        written = CounterMetricFamily(
+            "sustain_samples_written", "Samples written to the database.")
+        orphaned = CounterMetricFamily(
             "sustain_samples_orphaned",
-            "Samples discarded because their run was deleted before they were written.",
-            value=self.writer.orphaned_total)
-        yield CounterMetricFamily(
+            "Samples discarded because their run was deleted before they were written.")
+        failures = CounterMetricFamily(
             "sustain_write_failures",
             "Failed attempts to write a batch while the database was unavailable (each is "
-            "retried).",
-            value=self.writer.failures_total)
+            "retried).")
         rejected = CounterMetricFamily(
             "sustain_storage_rejected",
             "Records the database refused (kept in dead_letters, their run failed), by reason.",
             labels=["reason"])
-        for reason in REASONS:
-            rejected.add_metric([reason], self.writer.refusals.by_reason[reason])
-        yield rejected
+        if fill:
+            samples.add_metric([], self.buffer.samples)
+            capacity.add_metric([], self.buffer.capacity)
+            dropped.add_metric([], self.buffer.dropped_total)
+            written.add_metric([], self.writer.written_total)
+            orphaned.add_metric([], self.writer.orphaned_total)
+            failures.add_metric([], self.writer.failures_total)
+            for reason in REASONS:
+                rejected.add_metric([reason], self.writer.refusals.by_reason[reason])
+        return [samples, capacity, dropped, written, orphaned, failures, rejected]
 
 
 class Metrics:

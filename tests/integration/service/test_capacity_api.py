@@ -34,6 +34,16 @@ async def test_a_capacity_run_is_stored_priced_and_exported(
         assert [(p["run_id"], p["capacity"]) for p in series] == [(run["id"], 2)]
         metrics = samples_of((await api.get("/metrics")).text)
         assert [v for _, v in metrics["sustain_capacity_concurrency"]] == [2.0]
+        at_capacity = next(p["system_tps"] for p in capacity["points"] if p["level"] == 2)
+        assert [v for _, v in metrics["sustain_capacity_output_tokens_per_second"]] == [
+            pytest.approx(at_capacity)]
+        assert [v for _, v in metrics[
+            "sustain_probe_last_run_output_tokens_per_second_per_accelerator"]] == [
+            pytest.approx(tps / 2)]
+        ((priced, per_token),) = metrics["sustain_probe_last_run_cost_per_output_token"]
+        assert priced["currency"] == "USD"  # the deployment names none: its default
+        assert per_token == pytest.approx(
+            efficiency["cost_per_million_output_tokens"] / 1e6)
         window = (await api.get(f"/api/v1/probes/{probe['id']}/summary",
                                 params={"window": "1d"})).json()
         assert window["efficiency"]["output_tps_per_accelerator"] == pytest.approx(
