@@ -39,6 +39,11 @@ def summary_report(summary: RunSummary) -> dict[str, Any]:
         "input_tokens": summary.input_tokens,
         "input_token_throughput": summary.input_token_throughput,
     }
+    report["prompt_tokens_requested"] = summary.prompt_tokens_requested
+    report["prompt_tokens_served"] = summary.prompt_tokens_served
+    report["prompt_tokens_ratio"] = summary.prompt_tokens_ratio
+    if summary.prompt_calibration is not None:
+        report["prompt_calibration"] = summary.prompt_calibration.model_dump(mode="json")
     if summary.items is not None:
         report["items"] = summary.items
         report["item_throughput"] = summary.item_throughput

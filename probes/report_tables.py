@@ -9,6 +9,7 @@ from rich.table import Table
 
 from sustain.probes.load.live import LiveStats
 from sustain.probes.measure.percentiles import Distribution
+from sustain.probes.measure.prompt_tokens import PromptCalibration
 from sustain.probes.measure.summary import RunSummary
 from sustain.probes.runner import RunResult
 
@@ -82,10 +83,35 @@ def summary_table(summary: RunSummary) -> Table:
     else:
         table.add_row("output tokens/s" + (" (estimated)" if summary.output_tokens_estimated
                                            else ""), _rate(summary.output_token_throughput))
+    if summary.prompt_tokens_requested is not None:
+        table.add_row("prompt tokens requested / served", prompt_tokens(summary))
+    if summary.prompt_calibration is not None:
+        table.add_row("prompt sizing", calibration(summary.prompt_calibration))
     table.add_row("goodput (req/s)", _rate(summary.goodput))
     table.add_row("generator", "SATURATED: latency figures not trustworthy"
                   if summary.generator.saturated else "kept schedule")
     return table
+
+
+def prompt_tokens(summary: RunSummary) -> str:
+    """Mean prompt tokens asked for and served, and their ratio: `330.0 / 327.4 (x0.992)`."""
+    served = summary.prompt_tokens_served
+    if served is None:
+        return f"{_rate(summary.prompt_tokens_requested)} / - (no usage reported)"
+    return (f"{_rate(summary.prompt_tokens_requested)} / {_rate(served)} "
+            f"(x{_factor(summary.prompt_tokens_ratio)})")
+
+
+def calibration(sizing: PromptCalibration) -> str:
+    """How the synthetic prompts were sized, and its note."""
+    if sizing.method == "server":
+        text = (f"fitted to the server: {_rate(sizing.tokens_per_word)} tokens/word + "
+                f"{_rate(sizing.overhead_tokens)}" + (" (reused)" if sizing.reused else ""))
+    elif sizing.method == "tokenizer":
+        text = "counted with the tokenizer file"
+    else:
+        text = "whitespace words (uncalibrated)"
+    return text if sizing.note is None else f"{text}; {sizing.note}"
 
 
 def stages_table(result: RunResult) -> Table:

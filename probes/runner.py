@@ -19,6 +19,7 @@ from sustain.probes.client.protocols import auth_headers, protocol_headers
 from sustain.probes.client.secret_policy import SecretPolicy
 from sustain.probes.client.secrets import resolve_secret
 from sustain.probes.client.target import CHAT_KINDS, Target
+from sustain.probes.load.calibrate import SizedPrompts
 from sustain.probes.load.clock import RunClock
 from sustain.probes.load.drivers import (
     Prepare,
@@ -56,6 +57,7 @@ from sustain.probes.measure.capacity import (
 )
 from sustain.probes.measure.deployment import Deployment
 from sustain.probes.measure.efficiency import efficiency
+from sustain.probes.measure.prompt_tokens import PromptCalibration
 from sustain.probes.measure.sample import Sample
 from sustain.probes.measure.server_metrics import Point, ScrapeCounts, summarise_series
 from sustain.probes.measure.slo import SloThresholds
@@ -115,6 +117,13 @@ class RunResult:
             "server_scrapes": ScrapeCounts(scrapes=telemetry.scrapes,
                                            failures=dict(telemetry.failures))})
         return replace(self, summary=summary, server_series=telemetry.series)
+
+    def with_prompt_calibration(self, calibration: PromptCalibration | None) -> RunResult:
+        """This result with how its synthetic prompts were sized (the run's summary only)."""
+        if calibration is None:
+            return self
+        return replace(self, summary=self.summary.model_copy(update={
+            "prompt_calibration": calibration}))
 
     def report(self) -> RunReport:
         return RunReport(**self.summary.model_dump(), stages=self.stages, stopped=self.stopped,
@@ -217,11 +226,17 @@ def prepare_requests(clients: HttpClients, target: Target, workload: Workload,
                               datasets, replay)
 
 
-async def ready(prepare: Prepare) -> None:
+async def ready(prepare: Prepare, calibration: PromptCalibration | None = None
+                ) -> PromptCalibration | None:
     """What a run's requests need before the first is sent: a RAG probe's corpus, embedded
-    (RagIndexError when it cannot be)."""
+    (RagIndexError when it cannot be); synthetic prompts sized in the server's tokens (by
+    `calibration` when the run has it already: another worker's), and how (None for
+    prompts of given text)."""
     if isinstance(prepare, RagPipeline):
         await prepare.index()
+    if isinstance(prepare, SizedPrompts):
+        return await prepare.calibrate(calibration)
+    return None
 
 
 async def finish(prepare: Prepare) -> None:
@@ -322,7 +337,7 @@ async def execute(
     replay, sessions = await asyncio.to_thread(inputs_of, profile, workload, datasets)
     prepared = prepare_requests(clients, target, workload, secrets or SecretPolicy(),
                                 datasets, replay)
-    await ready(prepared)
+    calibration = await ready(prepared)
     stop = stop if stop is not None else RunStop()
     prepare = prepared if budget is None else budgeted(prepared, budget.requests, stop)
     try:
@@ -341,7 +356,8 @@ async def execute(
                     timer.cancel()
     finally:
         await finish(prepared)
-    return result.with_telemetry(telemetry).with_efficiency(target.deployment)
+    return result.with_telemetry(telemetry).with_efficiency(target.deployment) \
+        .with_prompt_calibration(calibration)
 
 
 def stopped_stage(samples: list[Sample]) -> tuple[list[Sample], float]:

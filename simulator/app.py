@@ -26,6 +26,7 @@ from sustain.simulator.completion import (
     Completion,
     StreamEvents,
     message_text,
+    prompt_token_count,
     prompt_words,
     stream_plan,
     tool_call,
@@ -52,6 +53,8 @@ GENERATE = {"/v1/chat/completions": "chat", "/v1/completions": "completions",
             "/v1/responses": "responses", MESSAGES_PATH: "messages",
             "/v1/audio/transcriptions": "transcriptions"}
 """Generation paths -> the protocol their answers speak."""
+CHAT_SHAPED = frozenset({"chat", "responses", "messages"})
+"""Protocols whose prompt is messages, which a chat template wraps."""
 ITEMS = {"/v1/embeddings": "embeddings", "/v1/rerank": "rerank"}
 """Paths of the item kinds -> their answers (items.py)."""
 EVENTS: dict[str, Callable[[Completion], StreamEvents]] = {
@@ -315,13 +318,18 @@ class SimulatorApp:
         elif fault is Fault.OVERLONG:
             tokens, finish = 2 * (limit or config.output_tokens) + 3, "length"
         words = prompt_words(body)
-        cached = None if self._cache is None else self._cache.admit(words)
-        self.metrics.admitted(len(words), cached)  # images are not prefix-cached
+        cached_words = None if self._cache is None else self._cache.admit(words)
+        per_token = config.prompt_chars_per_token
+        prompt = prompt_token_count(words, per_token) + (
+            config.chat_template_tokens if kind in CHAT_SHAPED else 0)
+        cached = None if cached_words is None else \
+            prompt_token_count(words[:cached_words], per_token)
+        self.metrics.admitted(prompt, cached)  # images are not prefix-cached
         tool = tool_call(body["tools"], tokens) if kind != "completions" and \
             config.tool_calls and fault not in TEXT_ONLY and wants_tool(body) else None
         pictures = image_tokens(body)
         completion = Completion(kind != "completions", str(body.get("model", config.model)),
-                                tokens, len(words) + pictures, cached, tool)
+                                tokens, prompt + pictures, cached, tool)
         if tool is not None and completion.tokens:
             finish = "tool_calls"
         if self._cache is not None and kind in HISTORY_PROBLEM and completion.tokens:

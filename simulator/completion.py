@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from sustain.simulator.config import Fault, SimulatorConfig
@@ -220,6 +222,14 @@ def prompt_words(body: dict[str, Any]) -> list[str]:
     else:
         text = str(body.get("prompt", ""))
     return text.split()
+
+
+def prompt_token_count(words: Sequence[str], chars_per_token: float | None) -> int:
+    """The tokens of a prompt's `words`: one each, or, with `chars_per_token`, each word's
+    length over it rounded up (as a subword tokenizer splits a longer word in more pieces)."""
+    if chars_per_token is None:
+        return len(words)
+    return sum(max(1, math.ceil(len(word) / chars_per_token)) for word in words)
 
 
 def history_problem(messages: Any) -> str | None:

@@ -119,6 +119,14 @@ class SimulatorConfig:
     audio_ms_per_s: float = 20.0
     """Transcriptions: added to the first text's time per second of audio (a real-time
     factor of 0.02 on top of ttft_ms)."""
+    prompt_chars_per_token: float | None = None
+    """When set, a generation request's prompt word counts as ceil(len(word) /
+    prompt_chars_per_token) tokens, as a subword (BPE) tokenizer splits longer words (3 makes
+    sustain's synthetic vocabulary about 1.8 tokens a word, its salt 6); None: one token per
+    whitespace-separated word. Embeddings and rerank count words either way."""
+    chat_template_tokens: int = 0
+    """Tokens added to the prompt count of every chat-shaped generation request (chat,
+    responses, messages; not completions), as a chat template adds its role markers."""
     model: str = "sim-model"
     fault: Fault = Fault.NONE
     """Fault injected into a fraction `fault_rate` of requests without a fault header."""

@@ -29,6 +29,7 @@ from sustain.probes.client.httpx_transport import send_openai_httpx
 from sustain.probes.client.openai_protocol import EncodedRequest, encode_request
 from sustain.probes.client.target import ITEM_KINDS, ApiKind, HttpCheck, Target
 from sustain.probes.client.transcription_protocol import encode_transcription
+from sustain.probes.load.calibrate import SizedPrompts
 from sustain.probes.load.drivers import Prepare
 from sustain.probes.measure.expect import Expect
 from sustain.probes.measure.quality import meets
@@ -77,7 +78,9 @@ def openai_prepare(transport: Callable[..., Awaitable[Measurement]], target: Tar
                    replay: Replay | None) -> PrepareFn:
     """`prepare` over a transport bound to its connections and target (called as
     transport(encoded, stream, t_send_ns, keep_reply=...)): a request keeps its reply when it
-    is a session's turn (the history needs it) or a quality canary (scored, then let go)."""
+    is a session's turn (the history needs it) or a quality canary (scored, then let go).
+    Synthetic prompts get a SizedPrompts, to be calibrated before the run (calibrate.py),
+    and each measurement carries the prompt length its request asked for."""
     builder = RequestBuilder(workload, target.api_kind, target.model, datasets, replay)
     if target.api_kind in ITEM_KINDS:
         return items_prepare(transport, builder, headers)
@@ -91,16 +94,22 @@ def openai_prepare(transport: Callable[..., Awaitable[Measurement]], target: Tar
         expect = builder.expectation(seq)
         send: SendFn = partial(transport, encode_request(builder.body(seq), headers),
                                workload.stream, keep_reply=expect is not None)
-        if (size := builder.image_size(seq)) is not None:
-            send = sized(send, size)
+        size, asked = builder.image_size(seq), builder.requested_tokens(seq)
+        if size is not None or asked is not None:
+            send = labelled(send, size, asked)
         return send if expect is None else scored(send, expect)
+    if builder.synthetic:
+        return SizedPrompts(prepare, builder, transport, headers, target)
     return prepare
 
 
-def sized(send: SendFn, size: str) -> SendFn:
-    """`send`, its measurement labelled with the size of the images it attached."""
+def labelled(send: SendFn, image_size: str | None, prompt_tokens_requested: int | None
+             ) -> SendFn:
+    """`send`, its measurement labelled with the size of the images it attached and the
+    prompt length it asked for (after the response: never part of the request's time)."""
     async def request(t_send_ns: int) -> Measurement:
-        return replace(await send(t_send_ns), image_size=size)
+        return replace(await send(t_send_ns), image_size=image_size,
+                       prompt_tokens_requested=prompt_tokens_requested)
     return request
 
 

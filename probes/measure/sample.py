@@ -74,6 +74,10 @@ class Measurement:
     """Seconds of audio a transcription request sent; None for the other kinds."""
     image_size: str | None = None
     """`WIDTHxHEIGHT` of the images a request attached (workload `images`); None without."""
+    prompt_tokens_requested: int | None = None
+    """The prompt length, in tokens, the request asked for (a synthetic prompt's, a trace
+    request's), to set against the server's count (`input_tokens`); None for prompts of
+    given text (a fixed prompt, a dataset, a session's history) and the other kinds."""
     vectors: tuple[tuple[float, ...], ...] | None = None
     """An embeddings answer's vectors, in input order, kept only for a pipeline's next stage
     (a RAG probe's retrieval); None otherwise (and never stored)."""

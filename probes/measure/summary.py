@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from sustain.probes.measure.deployment import Efficiency
 from sustain.probes.measure.finite import ratio
 from sustain.probes.measure.percentiles import Distribution, distribution, quantile
+from sustain.probes.measure.prompt_tokens import PromptCalibration, prompt_token_figures
 from sustain.probes.measure.quality import QualityCounts
 from sustain.probes.measure.sample import Outcome, Sample
 from sustain.probes.measure.server_metrics import ScrapeCounts, ServerMetric
@@ -118,6 +119,19 @@ class RunSummary(BaseModel):
     """RAG requests whose question names its expected passage (and got past retrieval)."""
     retrieval_hit_rate: float | None = None
     """The share of those whose expected passage reached the model."""
+    prompt_tokens_requested: float | None = None
+    """Mean prompt length, in tokens, that the successful requests asked for: synthetic
+    prompts (`input_tokens`, `input_length`) and trace requests; None for prompts of given
+    text (docs/metrics.md#prompt-tokens)."""
+    prompt_tokens_served: float | None = None
+    """Mean prompt tokens the server counted (`usage.prompt_tokens`) for those of them whose
+    server reported it; None when none did."""
+    prompt_tokens_ratio: float | None = None
+    """Served over requested, over the requests with both: 1 when prompts were served at the
+    length asked for."""
+    prompt_calibration: PromptCalibration | None = None
+    """How the run sized its synthetic prompts (the run's summary only, not a stage's); None
+    for prompts of given text."""
 
 
 def combined_health(stages: Sequence[GeneratorHealth]) -> GeneratorHealth:
@@ -169,6 +183,7 @@ def summarise(samples: Sequence[Sample], duration_s: float, slo: SloThresholds |
     items = [s.measurement.items for s in ok if s.measurement.items is not None]
     audio = [s.measurement.audio_s for s in ok if s.measurement.audio_s is not None]
     hits = [s.measurement.hit for s in samples if s.measurement.hit is not None]
+    prompts = prompt_token_figures(ok)
     return RunSummary(
         attempts=len(samples),
         successes=len(ok),
@@ -209,6 +224,9 @@ def summarise(samples: Sequence[Sample], duration_s: float, slo: SloThresholds |
         rag_stages_ms=rag_stages(ok),
         retrieval_checked=len(hits) if hits else None,
         retrieval_hit_rate=ratio(sum(hits), len(hits)) if hits else None,
+        prompt_tokens_requested=prompts.requested,
+        prompt_tokens_served=prompts.served,
+        prompt_tokens_ratio=prompts.ratio,
     )
 
 

@@ -138,7 +138,10 @@ class Worker:
                 prepare_requests, self.clients, target, pickle.loads(message["workload"]),
                 pickle.loads(message["secrets"]), pickle.loads(message["datasets"]),
                 pickle.loads(message["replay"]))
-            await ready(prepare)  # a RAG probe's corpus, embedded in every worker
+            # a RAG probe's corpus, embedded in every worker; synthetic prompts sized by the
+            # run's fit, or (the run's first worker) by a fit of its own
+            calibration = await ready(prepare, pickle.loads(message["calibration"])
+                                      if message.get("calibration") is not None else None)
         except SecretUnavailableError as exc:
             self.send({"op": "failed", "run": key, "kind": "secret", "error": str(exc)})
         except DatasetError as exc:
@@ -157,7 +160,8 @@ class Worker:
                 self._clean(prepare)
                 return
             self.runs[key] = OpenRun(prepare, pickle.loads(message["sessions"]))
-            self.send({"op": "opened", "run": key})
+            self.send({"op": "opened", "run": key, "calibration": None if calibration is None
+                       else calibration.model_dump(mode="json")})
 
     async def stage(self, key: int, run: OpenRun, stop: RunStop,
                     message: wire.Message) -> None:

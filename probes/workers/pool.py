@@ -21,8 +21,10 @@ from pathlib import Path
 from sustain.probes.client.egress import EgressPolicy
 from sustain.probes.client.secret_policy import SecretPolicy
 from sustain.probes.client.target import Target
+from sustain.probes.load.calibrate import FITS, calibration_key, known_fit
 from sustain.probes.load.live import LiveStats
 from sustain.probes.load.profiles import LoadProfile
+from sustain.probes.measure.prompt_tokens import PromptCalibration
 from sustain.probes.measure.sample import Sample
 from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.runner import (
@@ -34,9 +36,12 @@ from sustain.probes.runner import (
     server_watch,
 )
 from sustain.probes.workers.conductor import conduct
-from sustain.probes.workers.process import WorkerDiedError, WorkerProcess
+from sustain.probes.workers.process import RunChannel, WorkerDiedError, WorkerProcess
 from sustain.probes.workload.dataset import DatasetPolicy
+from sustain.probes.workload.requests import fitted
+from sustain.probes.workload.sessions import Sessions
 from sustain.probes.workload.spec import Workload
+from sustain.probes.workload.traces import Replay
 
 logger = logging.getLogger(__name__)
 
@@ -147,22 +152,44 @@ class WorkerPool:
         workers = await self.lease(profile.workers)
         channels = [worker.channel(next(self._keys)) for worker in workers]
         try:
-            opened = await asyncio.gather(
-                *(channel.open(target, workload, secrets or SecretPolicy(), datasets, replay,
-                               sessions)
-                  for channel in channels),
-                return_exceptions=True)
-            for outcome in opened:
-                if isinstance(outcome, BaseException):
-                    raise outcome
+            calibration = await self.open(channels, target, workload,
+                                          secrets or SecretPolicy(), datasets, replay, sessions)
             async with server_watch(target, self.egress) as telemetry:
                 result = await conduct(channels, profile, slo, live, on_sample,
                                        stop if stop is not None else RunStop(), budget, replay)
-            return result.with_telemetry(telemetry).with_efficiency(target.deployment)
+            return result.with_telemetry(telemetry).with_efficiency(target.deployment) \
+                .with_prompt_calibration(calibration)
         finally:
             for channel in channels:
                 channel.stop("the run ended")
                 channel.close()
+
+    @staticmethod
+    async def open(channels: list[RunChannel], target: Target, workload: Workload,
+                   secrets: SecretPolicy, datasets: DatasetPolicy, replay: Replay | None,
+                   sessions: Sessions | None) -> PromptCalibration | None:
+        """Open the run on every worker; how its synthetic prompts are sized. Prompts to be
+        fitted to the server's count that this process holds no fit for are fitted by the
+        first worker alone, then every other worker opens with its fit (the calibration
+        requests go out once, not once per worker)."""
+        calibration = known_fit(target, workload)
+        first: list[PromptCalibration | None] = []
+        rest = channels
+        if calibration is None and len(channels) > 1 and fitted(workload, target.api_kind):
+            calibration = await channels[0].open(target, workload, secrets, datasets, replay,
+                                                 sessions)
+            first, rest = [calibration], channels[1:]
+        opened = await asyncio.gather(
+            *(channel.open(target, workload, secrets, datasets, replay, sessions, calibration)
+              for channel in rest),
+            return_exceptions=True)
+        for outcome in opened:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        run = next((c for c in [*first, *opened] if isinstance(c, PromptCalibration)), None)
+        if run is not None and not run.reused:
+            FITS.put(calibration_key(target, workload), run)
+        return run
 
     async def aclose(self) -> None:
         self._closing = True

@@ -17,10 +17,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from sustain.probes.client.secret_policy import SecretPolicy, scrubbed_environment
 from sustain.probes.client.secrets import SecretUnavailableError
 from sustain.probes.client.target import Target
 from sustain.probes.load.clock import RunClock
+from sustain.probes.measure.prompt_tokens import PromptCalibration
 from sustain.probes.measure.sample import Sample
 from sustain.probes.workers import wire
 from sustain.probes.workers.shards import Shard
@@ -76,7 +79,7 @@ class RunChannel:
         self.key = key
         self.clock: RunClock | None = None
         self.on_sample: Callable[[Sample], None] = lambda _sample: None
-        self._opened: asyncio.Future[None] | None = None
+        self._opened: asyncio.Future[PromptCalibration | None] | None = None
         self._stage: asyncio.Future[StageDone] | None = None
         self.closed = False
         self.failed: Exception | None = None
@@ -93,16 +96,21 @@ class RunChannel:
 
     async def open(self, target: Target, workload: Workload, secrets: SecretPolicy,
                    datasets: DatasetPolicy, replay: Replay | None = None,
-                   sessions: Sessions | None = None) -> None:
-        """Prepare the run on the worker; raises what preparing raises in-process
+                   sessions: Sessions | None = None,
+                   calibration: PromptCalibration | None = None) -> PromptCalibration | None:
+        """Prepare the run on the worker, its synthetic prompts sized by `calibration` when
+        given (else by a fit the worker makes or holds), and return how they are sized (None
+        for prompts of given text); raises what preparing raises in-process
         (SecretUnavailableError, DatasetError, ValueError) or WorkerDiedError."""
         self._opened = self._future()
         self.worker.send({"op": "open", "run": self.key, "target": pickle.dumps(target),
                           "workload": pickle.dumps(workload),
                           "secrets": pickle.dumps(secrets.without_values()),
                           "datasets": pickle.dumps(datasets), "replay": pickle.dumps(replay),
-                          "sessions": pickle.dumps(sessions)})
-        await self._opened
+                          "sessions": pickle.dumps(sessions),
+                          "calibration": None if calibration is None
+                          else pickle.dumps(calibration)})
+        return await self._opened
 
     async def stage(self, index: int, shard: Shard, seq: int, start_ns: int,
                     max_sends: int | None, limit_reason: str,
@@ -146,7 +154,7 @@ class RunChannel:
             self._stage.set_result(StageDone(int(message["sends"]),
                                              None if stopped is None else str(stopped)))
         elif op == "opened" and self._opened is not None and not self._opened.done():
-            self._opened.set_result(None)
+            self._opened.set_result(calibration_of(message.get("calibration")))
         elif op == "failed" and self._opened is not None and not self._opened.done():
             self._opened.set_exception(setup_error(str(message["kind"]),
                                                    str(message["error"])))
@@ -156,6 +164,18 @@ class RunChannel:
         for future in (self._opened, self._stage):
             if future is not None and not future.done():
                 future.set_exception(error)
+
+
+def calibration_of(value: Any) -> PromptCalibration | None:
+    """How a worker sized a run's prompts, from its plain values; None for none (or values
+    that are not one: the run then reports none)."""
+    if value is None:
+        return None
+    try:
+        return PromptCalibration.model_validate(value)
+    except ValidationError:
+        logger.warning("a measurement worker sent a prompt calibration that is not one")
+        return None
 
 
 def setup_error(kind: str, text: str) -> Exception:

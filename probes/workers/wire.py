@@ -46,7 +46,8 @@ def sample_row(sample: Sample) -> Row:
             m.http_status, None if m.error_class is None else m.error_class.value,
             m.error_detail, m.cached_tokens, m.tool_call_ms, sample.conversation, sample.turn,
             sample.session_end, m.quality, m.items, m.audio_s, m.image_size,
-            None if m.stages_ms is None else [list(stage) for stage in m.stages_ms], m.hit)
+            None if m.stages_ms is None else [list(stage) for stage in m.stages_ms], m.hit,
+            m.prompt_tokens_requested)
 
 
 def row_sample(row: list[Any], clock: RunClock) -> Sample:
@@ -54,7 +55,7 @@ def row_sample(row: list[Any], clock: RunClock) -> Sample:
     that is not one (a worker can only send what sample_row makes)."""
     (seq, stage, t_sched, t_send, ttft, itl, e2e, tokens, counted, input_tokens, status,
      error, detail, cached, tool_call, conversation, turn, session_end, quality, items,
-     audio, image_size, stages, hit) = row
+     audio, image_size, stages, hit, requested) = row
     measurement = Measurement(
         ttft_ms=None if ttft is None else float(ttft), itl_ms=tuple(float(g) for g in itl),
         e2e_ms=float(e2e), output_tokens=int(tokens), tokens_server_counted=bool(counted),
@@ -70,7 +71,8 @@ def row_sample(row: list[Any], clock: RunClock) -> Sample:
         image_size=None if image_size is None else str(image_size),
         stages_ms=None if stages is None else tuple((str(name), float(ms))
                                                     for name, ms in stages),
-        hit=None if hit is None else bool(hit))
+        hit=None if hit is None else bool(hit),
+        prompt_tokens_requested=None if requested is None else int(requested))
     t_send_ms = float(t_send)
     return Sample(seq=int(seq), stage=int(stage),
                   t_sched_ms=None if t_sched is None else float(t_sched), t_send_ms=t_send_ms,

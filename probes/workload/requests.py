@@ -17,6 +17,7 @@ import numpy as np
 from sustain.probes.client.expected import ExpectedItems
 from sustain.probes.client.target import CHAT_KINDS, ITEM_KINDS, ApiKind
 from sustain.probes.measure.expect import Expect
+from sustain.probes.measure.prompt_tokens import PromptFit
 from sustain.probes.workload.audio import SaltedWav
 from sustain.probes.workload.dataset import DatasetEntry, DatasetPolicy
 from sustain.probes.workload.dataset_images import DatasetImages, load_dataset_images
@@ -25,11 +26,21 @@ from sustain.probes.workload.lengths import sample_length
 from sustain.probes.workload.sessions import Dialogue
 from sustain.probes.workload.shapes import shaped
 from sustain.probes.workload.spec import Workload
-from sustain.probes.workload.tokenizer import HFTokenizer, PromptTokenizer, WhitespaceTokenizer
+from sustain.probes.workload.tokenizer import (
+    FittedWordTokenizer,
+    HFTokenizer,
+    PromptTokenizer,
+    WhitespaceTokenizer,
+    cycled_words,
+)
 from sustain.probes.workload.traces import MOONCAKE_BLOCK_TOKENS, Replay, TraceRequest
 
 MAX_CACHED_BLOCKS = 4096
 """Trace prefix blocks kept built (a block is built again once more are in use)."""
+GENERATION_KINDS = frozenset({*CHAT_KINDS, ApiKind.OPENAI_COMPLETIONS})
+"""The kinds whose requests carry one prompt the server counts as `usage.prompt_tokens`."""
+OUTPUT_LENGTH_KEYS = frozenset({"min_tokens", "max_completion_tokens", "max_output_tokens"})
+"""Extra body keys a calibration request leaves out: it asks for one output token."""
 
 
 class RequestBuilder:
@@ -51,8 +62,9 @@ class RequestBuilder:
             else WhitespaceTokenizer())
         self.dataset: list[DatasetEntry] | None = None
         self._order: list[int] = []
-        self.prefix = "" if not workload.shared_prefix_tokens else self.tokenizer.prompt(
-            workload.shared_prefix_tokens, random.Random(f"shared-prefix:{workload.seed}"))
+        self.fit: PromptFit | None = None
+        """The server's count of the synthetic words, once fitted (`calibrate`)."""
+        self.prefix = self._shared_prefix()
         """The stable shared prefix: the same in every request and every run."""
         self._wav = SaltedWav(workload.audio_seconds, workload.seed) \
             if api_kind is ApiKind.OPENAI_TRANSCRIPTIONS else None
@@ -70,6 +82,52 @@ class RequestBuilder:
             if api_kind in CHAT_KINDS:
                 self.dataset_images = load_dataset_images(
                     self.dataset, workload.dataset, policy, salted=workload.cache == "defeat")
+
+    def _shared_prefix(self) -> str:
+        w = self.workload
+        return "" if not w.shared_prefix_tokens else self.tokenizer.prompt(
+            w.shared_prefix_tokens, random.Random(f"shared-prefix:{w.seed}"))
+
+    @property
+    def synthetic(self) -> bool:
+        """Whether prompts are sized to a length in tokens (synthetic_prompts)."""
+        return synthetic_prompts(self.workload, self.api_kind)
+
+    @property
+    def calibratable(self) -> bool:
+        """Whether the prompts' length is to be fitted to the server's count (fitted)."""
+        return fitted(self.workload, self.api_kind)
+
+    def calibrate(self, fit: PromptFit) -> None:
+        """Size every prompt from now on by `fit`, the server's count of the words: its
+        tokens per word scale the words, its overhead comes off each request's length."""
+        self.fit = fit
+        self.tokenizer = FittedWordTokenizer(fit)
+        self._blocks.clear()
+        self.prefix = self._shared_prefix()
+
+    def calibration_body(self, words: int) -> dict[str, Any]:
+        """A request of `words` words in the vocabulary's order (cycled_words) behind a salt
+        as the run's requests have one, asking for one output token: the server's count of
+        it is a point of the fit. It is shaped as the run's requests are (protocol, extra
+        body but for its output lengths, which one token could not meet), so the fit's
+        overhead holds the server's template and the salt; but it attaches no images: a
+        prompt's length is its text's, the images come on top."""
+        body: dict[str, Any] = {key: value for key, value in self.workload.extra_body.items()
+                                if key not in OUTPUT_LENGTH_KEYS}
+        self._set_prompt(body, joined(self.salt(), cycled_words(words)))
+        return self.finish(body, 1, 0, images=[])
+
+    def requested_tokens(self, seq: int) -> int | None:
+        """The prompt length request `seq` asks for, to set against the server's count: a
+        synthetic prompt's, a trace request's; None for prompts of given text, for
+        conversations (whose prompt is their history) and for requests with images (whose
+        tokens the server counts with the text's)."""
+        if not self.synthetic or self.workload.in_sessions or self.images is not None:
+            return None
+        if self.replay is not None:
+            return self.replay.requests[seq % len(self.replay.requests)].input_tokens
+        return self.prompt_tokens(seq)
 
     @property
     def order(self) -> list[int]:
@@ -247,8 +305,7 @@ class RequestBuilder:
         share), or, without hash ids, words of its own; `input_tokens` long."""
         assert self.replay is not None
         parts = [self.replay.salt] if self.replay.salt else []
-        left = request.input_tokens - (self.tokenizer.count(self.replay.salt)
-                                       if self.replay.salt else 0)
+        left = request.input_tokens - self._fixed_tokens(self.replay.salt)
         for hash_id in request.hash_ids:
             if left <= 0:
                 break
@@ -271,8 +328,7 @@ class RequestBuilder:
         the lead (a word after a space is another token), so the length is checked on the
         whole text and the words' share corrected, a few times at most."""
         target = self.prompt_tokens(seq)
-        own = target - self.workload.shared_prefix_tokens - (
-            self.tokenizer.count(salt) if salt else 0)
+        own = target - self.workload.shared_prefix_tokens - self._fixed_tokens(salt)
         text = joined(lead, self.tokenizer.prompt(max(1, own), self._rng(seq)))
         if isinstance(self.tokenizer, WhitespaceTokenizer) or not lead:
             return text
@@ -284,11 +340,32 @@ class RequestBuilder:
             text = joined(lead, self.tokenizer.prompt(own, self._rng(seq)))
         return text
 
+    def _fixed_tokens(self, salt: str) -> int:
+        """What every request's prompt holds besides its words: with a fit, its overhead
+        (the server's template, the salt), else the salt's tokens."""
+        if self.fit is not None:
+            return round(self.fit.overhead_tokens)
+        return self.tokenizer.count(salt) if salt else 0
+
     def _set_prompt(self, body: dict[str, Any], text: str) -> None:
         if self.api_kind in CHAT_KINDS:
             body["messages"] = [{"role": "user", "content": text}]
         else:
             body["prompt"] = text
+
+
+def synthetic_prompts(workload: Workload, api_kind: ApiKind) -> bool:
+    """Whether a run's prompts are made of the vocabulary's words, sized to a length in
+    tokens (synthetic prompts and turns, trace replays), on a generation kind."""
+    w = workload
+    return (api_kind in GENERATION_KINDS and w.prompt is None and w.dataset is None
+            and w.sessions is None and w.rag is None)
+
+
+def fitted(workload: Workload, api_kind: ApiKind) -> bool:
+    """Whether a run's prompts are sized by a fit of the server's count (calibrate): they
+    are synthetic and no tokenizer file counts them."""
+    return synthetic_prompts(workload, api_kind) and workload.tokenizer is None
 
 
 def joined(lead: str, text: str) -> str:

@@ -1,8 +1,10 @@
 """Counting input length in tokens: the built-in whitespace tokenizer (one word, one token),
-or a Hugging Face tokenizer.json file the user names (optional `tokenizers` package, extra
-`hf`). The file is read as a dataset is: only where the DatasetPolicy allows (under
-SUSTAIN_DATASET_DIR, links resolved), a regular file up to its size cap, checked when the run
-reads it; a file that cannot be used fails the run with a TokenizerError saying why."""
+the same words scaled to the server's count (FittedWordTokenizer, once a run has fitted
+it: probes/measure/prompt_tokens.py), or a Hugging Face tokenizer.json file the user names
+(optional `tokenizers` package, extra `hf`). The file is read as a dataset is: only where
+the DatasetPolicy allows (under SUSTAIN_DATASET_DIR, links resolved), a regular file up to
+its size cap, checked when the run reads it; a file that cannot be used fails the run with a
+TokenizerError saying why."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import random
 from pathlib import Path
 from typing import Any, Protocol
 
+from sustain.probes.measure.prompt_tokens import PromptFit
 from sustain.probes.workload.dataset import DatasetError, DatasetPolicy
 
 VOCABULARY = (
@@ -34,6 +37,36 @@ class WhitespaceTokenizer:
 
     def count(self, text: str) -> int:
         return len(text.split())
+
+
+class FittedWordTokenizer(WhitespaceTokenizer):
+    """The vocabulary's words, as many as the server counts as the tokens asked for: `fit`,
+    fitted to what it reported for whole rounds of the vocabulary (its overhead apart: the
+    request builder takes that off each request's length). A prompt is rounds of the whole
+    vocabulary, each in its own shuffled order, so its count is the fit's up to the last,
+    partial round, whatever the words' own counts (drawn one by one, a 300-token prompt's
+    count would stray by some 2 %)."""
+
+    def __init__(self, fit: PromptFit) -> None:
+        self.fit = fit
+
+    def prompt(self, tokens: int, rng: random.Random) -> str:
+        words = self.fit.words_for(tokens)
+        drawn: list[str] = []
+        while len(drawn) < words:
+            round_ = list(VOCABULARY)
+            rng.shuffle(round_)
+            drawn += round_
+        return " ".join(drawn[:words])
+
+    def count(self, text: str) -> int:
+        return self.fit.tokens_of(len(text.split()))
+
+
+def cycled_words(words: int) -> str:
+    """`words` words of the vocabulary in order, round and round: a text whose tokens per
+    word are the vocabulary's mean (as the mean of random draws from it is), for fitting."""
+    return " ".join(VOCABULARY[k % len(VOCABULARY)] for k in range(words))
 
 
 MAX_REASON_CHARS = 200

@@ -164,7 +164,8 @@ class ProbeFlags(BaseModel):
         "Replay this request trace at its own arrival times (implies --profile trace).")] = None
     trace_format: Annotated[str, Flag("mooncake (JSONL) | azure (CSV).")] = "mooncake"
     speedup: Annotated[float, Flag("Replay the trace this many times faster.")] = 1.0
-    input_tokens: Annotated[int, Flag("Synthetic prompt length (words).")] = 32
+    input_tokens: Annotated[int, Flag(
+        "Synthetic prompt length (tokens, as the server counts them).")] = 32
     output_tokens: Annotated[int, Flag("max_tokens per request.")] = 64
     no_stream: Annotated[bool, Flag("Ask for whole responses.", ("--no-stream",))] = False
     batch_size: Annotated[int, Flag("--api openai-embeddings: inputs per request.")] = 1

@@ -52,6 +52,11 @@ def simulate(
         help="Also expose DCGM power and energy series, each GPU drawing this many W.")]
     = None,
     gpus: Annotated[int, typer.Option(help="--gpu-power-w: GPUs to expose.")] = 1,
+    prompt_chars_per_token: Annotated[float | None, typer.Option(
+        help="Count each prompt word as ceil(length / this) tokens, as a subword tokenizer "
+        "does (3: about 1.8 a word); unset: one token a word.")] = None,
+    chat_template_tokens: Annotated[int, typer.Option(
+        help="Add this many tokens to the prompt count of every chat-shaped request.")] = 0,
 ) -> None:
     """Run the simulator (http://HOST:PORT/v1): OpenAI chat, completions, responses,
     embeddings and transcriptions, Anthropic messages, rerank."""
@@ -76,6 +81,9 @@ def simulate(
         if (gpu_power_w is not None and gpu_power_w <= 0) or not 1 <= gpus <= 64 else "",
         "--embedding-dimensions must be from 1 to 65536"
         if not 1 <= embedding_dimensions <= 65_536 else "",
+        "--prompt-chars-per-token must be > 0"
+        if prompt_chars_per_token is not None and not prompt_chars_per_token > 0 else "",
+        "--chat-template-tokens must be >= 0" if chat_template_tokens < 0 else "",
     ]
     if any(problems):
         console.print("[red]" + "; ".join(p for p in problems if p) + "[/red]")
@@ -94,7 +102,8 @@ def simulate(
                              prefix_cache=not no_prefix_cache, item_ms=item_ms,
                              embedding_dimensions=embedding_dimensions,
                              audio_ms_per_s=audio_ms_per_s, gpu_power_w=gpu_power_w,
-                             gpus=gpus,
+                             gpus=gpus, prompt_chars_per_token=prompt_chars_per_token,
+                             chat_template_tokens=chat_template_tokens,
                              truth_log=None if truth_log is None else str(truth_log))
     console.print(f"simulator on http://{host}:{port}/v1 (ttft {ttft_ms} ms, itl {itl_ms} ms)")
     serve_simulator(config, host, port)

@@ -4,13 +4,16 @@ stages, and the reason a sweep stopped."""
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 
 from rich.console import Console, RenderableType
 
 from sustain.probes.load.live import LiveStats
+from sustain.probes.measure.prompt_tokens import PromptCalibration, PromptFit
 from sustain.probes.measure.sample import ErrorClass, Measurement
 from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.measure.summary import summarise
+from sustain.probes.report import json_report
 from sustain.probes.report_tables import LOW_COUNT_CAPTION, progress_table, results
 from sustain.probes.runner import RunResult, StageResult
 from tests.unit.probes.samples import sample
@@ -69,3 +72,37 @@ def test_progress_shows_counters_and_running_ttft() -> None:
 
 def test_progress_before_any_answer_shows_dashes() -> None:
     assert "-" in text(progress_table(LiveStats(), 0.0))
+
+
+def test_results_show_prompt_tokens_requested_against_served_and_how_they_were_sized() -> None:
+    samples = [sample(i) for i in range(4)]
+    samples = [replace(s, measurement=replace(s.measurement, prompt_tokens_requested=330,
+                                              input_tokens=served))
+               for s, served in zip(samples, (320, 330, 335, 339), strict=True)]
+    result = RunResult(samples, summarise(samples, 1.0)).with_prompt_calibration(
+        PromptCalibration.of(PromptFit(1.78, 26.0)))
+    shown = text(results(result))
+    assert "prompt tokens requested / served" in shown
+    assert "330.00 / 331.00 (x1.003)" in shown
+    assert "fitted to the server: 1.78 tokens/word + 26.00" in shown
+    report = json_report(result)
+    assert (report["prompt_tokens_requested"], report["prompt_tokens_served"]) == (330, 331)
+    assert report["prompt_tokens_ratio"] == 331 / 330
+    assert report["prompt_calibration"]["method"] == "server"
+
+
+def test_a_run_without_usage_or_calibration_says_so() -> None:
+    s = sample()
+    samples = [replace(s, measurement=replace(s.measurement, prompt_tokens_requested=50,
+                                              input_tokens=None))]
+    result = RunResult(samples, summarise(samples, 1.0)).with_prompt_calibration(
+        PromptCalibration(method="words", note="the server reported no prompt token count"))
+    shown = text(results(result))
+    assert "50.00 / - (no usage reported)" in shown
+    assert "whitespace words (uncalibrated); the server reported no prompt token count" in shown
+
+
+def test_prompts_of_given_text_show_no_prompt_rows() -> None:
+    shown = text(results(run()))
+    assert "prompt tokens" not in shown
+    assert "prompt sizing" not in shown
