@@ -1,9 +1,12 @@
-"""The demo's objects, so its first screen shows what sustain is for: an endpoint on the
-built-in simulator (8 generations at once) with a declared deployment, a constant-rate probe
-with an availability SLO, and a small capacity probe that finds the simulator's knee."""
+"""The demo's objects, so its first screen shows what sustain is for: two endpoints on the
+built-in simulator (8 generations at once each, with a declared deployment), a constant-rate
+probe with an availability SLO on the one, and a small capacity probe that finds the knee of
+the other. Each probe has its simulator to itself: the capacity probe saturates its own on
+purpose, and the constant probe's figures stay the simulator's truth."""
 
 from __future__ import annotations
 
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from sustain.probes.load.profiles import CapacityProfile, ConstantProfile
@@ -16,6 +19,7 @@ from sustain.service.db.models import Endpoint, Probe, Slo
 from sustain.service.schemas.slos import SloCreate
 
 DEMO_ENDPOINT = "demo-simulator"
+DEMO_CAPACITY_ENDPOINT = "demo-capacity-simulator"
 DEMO_PROBE = "demo-constant"
 DEMO_CAPACITY = "demo-capacity"
 DEMO_SLO = "demo-availability"
@@ -25,43 +29,123 @@ DEMO_DEPLOYMENT = Deployment(accelerator="simulated GPU", accelerators=1, price_
                              power_kw=0.7)
 
 
-async def ensure_demo_objects(session: AsyncSession, simulator_base_url: str) -> Probe:
-    """Create or refresh the demo endpoint and probe (idempotent: the simulator's port changes
-    from one start to the next, so the endpoint URL is updated)."""
-    endpoint = await crud.get_by_name(session, Endpoint, DEMO_ENDPOINT)
+DEMO_CONSTANT_RATE = 2.0
+DEMO_CONSTANT_DURATION_S = 5.0
+DEMO_TOKENS = 32
+
+
+async def _endpoint(session: AsyncSession, name: str, base_url: str) -> Endpoint:
+    """The named demo endpoint at base_url, created or moved there."""
+    endpoint = await crud.get_by_name(session, Endpoint, name)
     if endpoint is None:
-        endpoint = await crud.create(session, Endpoint, {
-            "name": DEMO_ENDPOINT, "base_url": simulator_base_url, "api_kind": "openai-chat",
+        return await crud.create(session, Endpoint, {
+            "name": name, "base_url": base_url, "api_kind": "openai-chat",
             "model": "sim-model", "headers": {}, "auth_secret_ref": None,
             "timeout_connect_s": 5.0, "timeout_first_token_s": 30.0, "timeout_total_s": 60.0,
             "tls_verify": True, "labels": {"demo": "true"},
             "deployment": DEMO_DEPLOYMENT.model_dump(mode="json"),
         }, "endpoint")
-    elif endpoint.base_url != simulator_base_url:
-        endpoint = await crud.update(session, endpoint, {"base_url": simulator_base_url},
-                                     "endpoint")
-    probe = await crud.get_by_name(session, Probe, DEMO_PROBE)
-    if probe is None:
-        probe = await crud.create(session, Probe, {
+    if endpoint.base_url != base_url:
+        endpoint = await crud.update(session, endpoint, {"base_url": base_url}, "endpoint")
+    return endpoint
+
+
+def moved_url(base_url: str, moved: dict[str, str]) -> str | None:
+    """base_url with its origin replaced when that origin moved (`http://127.0.0.1:1234` ->
+    `http://127.0.0.1:5678`), else None."""
+    for old, new in moved.items():
+        if base_url == old or base_url.startswith(old + "/"):
+            return new + base_url[len(old):]
+    return None
+
+
+async def follow_moved_simulators(session: AsyncSession, moved: dict[str, str]) -> list[str]:
+    """Point the endpoints a user made against a demo simulator that had to move at its new
+    address; the names of those moved."""
+    names = []
+    for old in moved:
+        found = await session.scalars(select(Endpoint).where(Endpoint.base_url.startswith(old)))
+        for endpoint in found:
+            new = moved_url(endpoint.base_url, moved)
+            if new is not None and new != endpoint.base_url:
+                await crud.update(session, endpoint, {"base_url": new}, "endpoint")
+                names.append(endpoint.name)
+    return names
+
+
+async def ensure_demo_objects(session: AsyncSession, constant_url: str, capacity_url: str,
+                              moved: dict[str, str] | None = None) -> list[str]:
+    """Create the demo's endpoints, probes and SLO once, point the endpoints at this start's
+    simulators, and move the user's endpoints that followed a simulator that moved (`moved`:
+    old origin -> new origin); the names of the user's endpoints moved. Idempotent."""
+    followed = await follow_moved_simulators(session, moved or {})
+    endpoint = await _endpoint(session, DEMO_ENDPOINT, constant_url)
+    capacity_endpoint = await _endpoint(session, DEMO_CAPACITY_ENDPOINT, capacity_url)
+    if await crud.get_by_name(session, Probe, DEMO_PROBE) is None:
+        await crud.create(session, Probe, {
             "name": DEMO_PROBE, "endpoint_id": endpoint.id,
-            "workload": Workload(input_tokens=32, max_tokens=32).model_dump(mode="json"),
-            "profile": ConstantProfile(rate=2.0, duration_s=5.0).model_dump(mode="json"),
+            "workload": Workload(input_tokens=DEMO_TOKENS, max_tokens=DEMO_TOKENS
+                                 ).model_dump(mode="json"),
+            "profile": ConstantProfile(rate=DEMO_CONSTANT_RATE,
+                                       duration_s=DEMO_CONSTANT_DURATION_S
+                                       ).model_dump(mode="json"),
             "interval_seconds": 15, "jitter_seconds": 0.0, "enabled": True,
             "slo_ttft_ms": 200.0, "slo_tpot_ms": 50.0, "slo_e2e_ms": 2000.0,
             "labels": {"demo": "true"},
         }, "probe")
-    if await crud.get_by_name(session, Probe, DEMO_CAPACITY) is None:
+    capacity = await crud.get_by_name(session, Probe, DEMO_CAPACITY)
+    if capacity is None:
         await crud.create(session, Probe, {
-            "name": DEMO_CAPACITY, "endpoint_id": endpoint.id,
-            "workload": Workload(input_tokens=32, max_tokens=32).model_dump(mode="json"),
+            "name": DEMO_CAPACITY, "endpoint_id": capacity_endpoint.id,
+            "workload": Workload(input_tokens=DEMO_TOKENS, max_tokens=DEMO_TOKENS
+                                 ).model_dump(mode="json"),
             "profile": CapacityProfile(slo=CapacitySlo(ttft_ms=200), minimum=1, maximum=16,
                                        duration_s=2.0).model_dump(mode="json"),
             "interval_seconds": 120, "jitter_seconds": 0.0, "enabled": True,
             "labels": {"demo": "true"},
         }, "probe")
+    elif capacity.endpoint_id == endpoint.id:  # a data directory from before the split
+        await crud.update(session, capacity, {"endpoint_id": capacity_endpoint.id}, "probe")
     if await crud.get_by_name(session, Slo, DEMO_SLO) is None:
         await crud.create(session, Slo, slo_queries.columns(SloCreate.model_validate({
             "name": DEMO_SLO, "probes": [DEMO_PROBE], "sli": {"kind": "availability"},
             "objective": 0.99, "window": "1d",
             "description": "The demo probe's requests succeed 99 % of the time."})), "slo")
-    return probe
+    return followed
+
+
+def demo_banner(base: str, constant_url: str, capacity_url: str, database_url: str | None,
+                new_admin_key: str | None, followed: list[str]) -> str:
+    """What `sustain demo` prints once it is up: where to look, a `sustain probe` line to
+    paste, the database URL the other commands can use while the demo holds the data
+    directory, and the admin key when it made one (plain text, printed literally)."""
+    probe_line = (f"sustain probe {constant_url} --model sim-model --profile constant "
+                  f"--rate {DEMO_CONSTANT_RATE:g} --duration {DEMO_CONSTANT_DURATION_S:g} "
+                  f"--input-tokens {DEMO_TOKENS} --output-tokens {DEMO_TOKENS}")
+    lines = [
+        f"sustain demo: probe '{DEMO_PROBE}' ({DEMO_CONSTANT_RATE:g} req/s for "
+        f"{DEMO_CONSTANT_DURATION_S:g} s, every 15 s, under the SLO '{DEMO_SLO}') against "
+        f"the simulator at {constant_url}, and '{DEMO_CAPACITY}' (the highest concurrency "
+        f"with TTFT p99 <= 200 ms, every 2 min) against its own at {capacity_url} "
+        f"({DEMO_BATCH} generations at once each)",
+        f"  status page  {base}/",
+        f"  latest run   {base}/runs/latest",
+        f"  API docs     {base}/docs",
+        f"  metrics      {base}/metrics",
+        "Measure the simulator yourself (in another terminal):",
+        f"  {probe_line}",
+    ]
+    if database_url is not None:
+        lines += ["While the demo runs, `sustain compare`, `keys` and `export` reach its "
+                  "database with:",
+                  f"  export SUSTAIN_DATABASE_URL='{database_url}'"]
+    for name in followed:
+        lines.append(f"Endpoint '{name}' pointed at a demo simulator that had to move; it "
+                     "now points at the simulator's new port.")
+    lines.append("Reads need no key here (loopback only); writes need the admin key"
+                 + (" (SUSTAIN_ADMIN_KEY)." if new_admin_key is None else
+                    f", new for this run:\n  {new_admin_key}\n"
+                    f"  e.g. curl -H 'Authorization: Bearer {new_admin_key}' "
+                    f"{base}/api/v1/keys"))
+    lines.append("Press Ctrl-C to stop.")
+    return "\n".join(lines)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from typing import Annotated
 
 import typer
 from pydantic import SecretStr
@@ -73,11 +74,12 @@ def _check_anonymous_read(settings: Settings) -> None:
             settings.host)
 
 
-async def _seed_demo(url: str, simulator_url: str) -> None:
+async def _seed_demo(url: str, constant_url: str, capacity_url: str,
+                     moved: dict[str, str]) -> list[str]:
     from sustain.service.cli.demo import ensure_demo_objects
 
     async with one_connection_engine(url) as engine, session_factory(engine).begin() as session:
-        await ensure_demo_objects(session, simulator_url)
+        return await ensure_demo_objects(session, constant_url, capacity_url, moved)
 
 
 def _loopback(host: str) -> bool:
@@ -87,45 +89,49 @@ def _loopback(host: str) -> bool:
     return is_loopback(host)
 
 
+SimulatorPortOpt = Annotated[int | None, typer.Option(
+    "--simulator-port", envvar="SUSTAIN_DEMO_SIMULATOR_PORT", min=1, max=65_534,
+    help="Port of the demo probe's simulator; the capacity probe's takes the next one. "
+    "Default: the ports of the previous start, else the service's port + 1 and + 2.")]
+
+
 def demo(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None,
          data_dir: DataDirOpt = None, log_level: LogLevelOpt = None,
-         log_format: LogFormatOpt = None) -> None:
-    """Embedded PostgreSQL + built-in simulator + a demo probe, served on HOST:PORT."""
-    from sustain.service.cli.demo import DEMO_BATCH
+         log_format: LogFormatOpt = None, simulator_port: SimulatorPortOpt = None) -> None:
+    """Embedded PostgreSQL + two built-in simulators + demo probes, served on HOST:PORT."""
+    from sustain.service.cli.demo import DEMO_BATCH, demo_banner
+    from sustain.service.cli.demo_simulators import DemoSimulators, SimulatorPortError
     from sustain.service.domain.keys import generate_key
-    from sustain.simulator.config import SimulatorConfig
-    from sustain.simulator.server import BackgroundSimulator
 
     settings = load_settings(host=host, port=port, database_url=database_url,
                              data_dir=data_dir, log_level=log_level, log_format=log_format)
     if not _loopback(settings.host):
-        console.print(f"[red]--host: the demo lets anyone read without a key, so it binds "
+        console.print(f"--host: the demo lets anyone read without a key, so it binds "
                       f"loopback only (127.0.0.1 or ::1), not {settings.host!r}; use "
-                      "`sustain serve` to serve others[/red]")
+                      "`sustain serve` to serve others", style="red", markup=False,
+                      highlight=False)
         raise typer.Exit(2)
     generated = settings.admin_key is None
     admin_key = generate_key() if generated else settings.admin_key.get_secret_value()  # type: ignore[union-attr]
     settings = settings.model_copy(update={"anonymous_read": True,
                                            "admin_key": SecretStr(admin_key)})
     configure_logging(settings.log_level, settings.log_format)
-    with database(settings) as url, \
-            BackgroundSimulator(SimulatorConfig(max_batch=DEMO_BATCH)) as simulator:
-        upgrade_to_head(url)
-        asyncio.run(_seed_demo(url, simulator.base_url))
-        base = f"http://{settings.host}:{settings.port}"
-        console.print(
-            f"[bold]sustain demo[/bold]: probe 'demo-constant' (2 req/s for 5 s, every 15 s, "
-            f"under the SLO 'demo-availability') and 'demo-capacity' (the highest concurrency "
-            f"with TTFT p99 <= 200 ms, every 2 min) against the simulator at "
-            f"{simulator.base_url} ({DEMO_BATCH} generations at once)\n"
-            f"  status page {base}/\n"
-            f"  API docs    {base}/docs\n"
-            f"  metrics     {base}/metrics\n"
-            f"  latest run  {base}/api/v1/runs?limit=1\n"
-            "Reads need no key here (loopback only); writes need the admin key"
-            + (" (SUSTAIN_ADMIN_KEY)." if not generated else
-               f", new for this run:\n  {admin_key}\n"
-               f"  e.g. curl -H 'Authorization: Bearer {admin_key}' {base}/api/v1/keys")
-            + "\nPress Ctrl-C to stop."
-        )
-        serve_app(settings, url)
+    simulators = DemoSimulators(settings.data_dir, settings.port, simulator_port, DEMO_BATCH)
+    with database(settings) as url:
+        try:
+            simulators.__enter__()
+        except SimulatorPortError as exc:
+            console.print(str(exc), style="red", markup=False, highlight=False)
+            raise typer.Exit(2) from None
+        try:
+            upgrade_to_head(url)
+            followed = asyncio.run(_seed_demo(url, simulators.url("constant"),
+                                              simulators.url("capacity"), simulators.moved))
+            console.print(demo_banner(
+                f"http://{settings.host}:{settings.port}", simulators.url("constant"),
+                simulators.url("capacity"), None if settings.database_url else url,
+                admin_key if generated else None, followed), markup=False, highlight=False,
+                soft_wrap=True)
+            serve_app(settings, url)
+        finally:
+            simulators.stop()

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, exists, func, select
+from sqlalchemy import and_, delete, exists, func, or_, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from sustain.service.db import slo_counts
@@ -131,3 +131,16 @@ async def snapshots(session: AsyncSession, now: datetime) -> list[SloSnapshot]:
         good, total = totals.get(slo.id, (0, 0))
         out.append(SloSnapshot(slo.name, slo.objective, found, good, total - good))
     return out
+
+
+async def covering(session: AsyncSession, name: str, labels: Mapping[str, Any], now: datetime,
+                   limit: int = 100) -> list[tuple[Slo, SloStatus]]:
+    """The SLOs that cover a probe (by its name, or by labels it carries), each with its
+    judged status at `now`; at most `limit`, oldest first."""
+    found = await session.scalars(
+        select(Slo).where(or_(Slo.probe_names.contains([name]),
+                              and_(Slo.probe_labels != text("'{}'::jsonb"),
+                                   Slo.probe_labels.contained_by(dict(labels)))))
+        .order_by(Slo.id).limit(limit))
+    connection = await session.connection()
+    return [(slo, (await judged_status(connection, slo, now))[0]) for slo in found]

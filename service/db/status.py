@@ -13,7 +13,7 @@ from typing import Any, Literal, get_args
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from sustain.service.db.models import AlertRow
+from sustain.service.db.models import AlertRow, Probe
 
 ProbeState = Literal["down", "failing", "no data", "degraded", "waiting", "ok", "disabled"]
 STATE_ORDER: tuple[ProbeState, ...] = get_args(ProbeState)
@@ -228,3 +228,45 @@ async def run_latencies(session: AsyncSession, run_id: int, started_at: datetime
             ttfts.append(float(ttft))
         e2es.append(float(e2e))
     return ttfts, e2es
+
+
+async def newest_finished_run(session: AsyncSession, probe: str | None) -> int | None:
+    """The id of the newest run that finished with something to say of its endpoint (of the
+    probe named, or of any), or None: a backward scan of an index, not a sort of every run."""
+    if probe is None:
+        query = text(f"SELECT id FROM runs WHERE {_FINISHED} ORDER BY id DESC LIMIT 1")
+    else:
+        query = text(f"SELECT id FROM runs WHERE probe_id = (SELECT id FROM probes WHERE "
+                     f"name = :name) AND {_FINISHED} ORDER BY scheduled_for DESC LIMIT 1")
+    found = (await session.execute(query, {"name": probe} if probe is not None else {})).first()
+    return None if found is None else int(found[0])
+
+
+@dataclass(frozen=True, slots=True)
+class FirstFailure:
+    """A run's first failed request, as its sample row keeps it."""
+
+    error_class: str
+    http_status: int | None
+    failed: int
+    """Failed requests in the run (of those stored)."""
+
+
+async def first_failure(session: AsyncSession, run_id: int, started_at: datetime | None
+                        ) -> FirstFailure | None:
+    """The first failed request of a run (in send order), and how many failed."""
+    since = None if started_at is None else started_at - timedelta(minutes=10)
+    row = (await session.execute(text(
+        "SELECT error_class, http_status, count(*) OVER () FROM samples "
+        "WHERE run_id = :r AND outcome <> 'success' "
+        "AND (CAST(:since AS timestamptz) IS NULL OR sent_at >= CAST(:since AS timestamptz)) "
+        "ORDER BY pos LIMIT 1"), {"r": run_id, "since": since})).first()
+    if row is None:
+        return None
+    return FirstFailure(str(row[0] or "unknown"), None if row[1] is None else int(row[1]),
+                        int(row[2]))
+
+
+async def probe_names(session: AsyncSession, limit: int) -> list[str]:
+    """The first `limit` probe names, alphabetically (the compare page's choices)."""
+    return list(await session.scalars(select(Probe.name).order_by(Probe.name).limit(limit)))

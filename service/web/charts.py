@@ -1,48 +1,13 @@
-"""Small inline SVG charts for the status page. Pure: values in, SVG attributes out."""
+"""Inline SVG charts for the pages and the report file. Pure: values in, SVG attributes
+out; the templates draw them (axis_chart.svg.html) without any script."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-
-@dataclass(frozen=True, slots=True)
-class Sparkline:
-    """An SVG polyline per unbroken stretch of values (a missing value breaks the line)."""
-
-    width: int
-    height: int
-    segments: list[str]
-    """`points` attributes, one per stretch of two or more values."""
-    dots: list[tuple[float, float]]
-    """(x, y) of values standing alone (a line of one point would not show)."""
-    low: float | None
-    high: float | None
-
-
-def sparkline(values: Sequence[float | None], width: int = 240, height: int = 40,
-              pad: float = 3.0) -> Sparkline:
-    """Scale values onto [pad, height - pad] (higher is up), evenly spaced over the width."""
-    present = [v for v in values if v is not None]
-    if not present:
-        return Sparkline(width, height, [], [], None, None)
-    low, high = min(present), max(present)
-    span = high - low or 1.0
-    step = (width - 2 * pad) / max(1, len(values) - 1)
-    segments: list[str] = []
-    dots: list[tuple[float, float]] = []
-    current: list[tuple[float, float]] = []
-    for i, value in enumerate([*values, None]):
-        if value is None:
-            if len(current) == 1:
-                dots.append(current[0])
-            elif current:
-                segments.append(" ".join(f"{x:.1f},{y:.1f}" for x, y in current))
-            current = []
-            continue
-        current.append((round(pad + i * step, 1),
-                        round(height - pad - (value - low) / span * (height - 2 * pad), 1)))
-    return Sparkline(width, height, segments, dots, low, high)
+from sustain.service.web.axes import time_label, time_ticks, value_label, value_range
 
 
 def budget_width(remaining: float | None) -> float:
@@ -62,87 +27,184 @@ class Bar:
 
 
 @dataclass(frozen=True, slots=True)
-class Histogram:
+class Tick:
+    at: float
+    """Pixel position along its axis."""
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """A point drawn on its own, with what it is in words (its tooltip)."""
+
+    x: float
+    y: float
+    title: str
+    verdict: str = ""
+    """"pass" or "fail" where the point passed or failed a test (drawn apart), else ""."""
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    name: str
+    color: int
+    """Index of the palette colour (c0..c3)."""
+    paths: list[str]
+    """SVG path data, one per unbroken stretch (a missing value breaks the line)."""
+    marks: list[Mark]
+
+
+@dataclass(frozen=True, slots=True)
+class AxisChart:
+    """A chart with both axes ticked and labelled with their units; `empty` says why there
+    is nothing to draw instead of an empty frame."""
+
     width: int
     height: int
-    bars: list[Bar]
-    low: float | None
-    high: float | None
-    count: int
+    left: float
+    top: float
+    right: float
+    bottom: float
+    """The plot area, pixels."""
+    x_label: str
+    y_label: str
+    x_ticks: list[Tick]
+    y_ticks: list[Tick]
+    lines: list[Line]
+    empty: str | None = None
+    verdicts: bool = False
+    bars: list[Bar] = field(default_factory=list)
+    """A histogram's bars."""
+    """Whether points carry pass/fail verdicts (the legend explains the two marks)."""
 
 
-def histogram(values: Sequence[float], bins: int = 24, width: int = 360, height: int = 120,
-              pad: float = 4.0) -> Histogram:
-    """Equal-width bins from the lowest to the highest value (the top 0.1 % of values cut,
-    so one straggler does not squeeze the rest into a bar): bar heights scale with counts."""
+Point = tuple[float, float | None]
+Verdict = tuple[float, float, str, str]
+"""(x, y, verdict, title): a point of an x-y chart."""
+
+
+def _frame(width: int, height: int, small: bool) -> tuple[float, float, float, float]:
+    return ((42.0, 8.0, width - 8.0, height - 22.0) if small
+            else (64.0, 12.0, width - 16.0, height - 44.0))
+
+
+def _empty(width: int, height: int, x_label: str, y_label: str, why: str) -> AxisChart:
+    return AxisChart(width, height, 0, 0, 0, 0, x_label, y_label, [], [], [], why)
+
+
+def time_chart(series: Sequence[tuple[str, Sequence[Point]]], start: float, end: float,
+               y_label: str, empty: str, width: int = 560, height: int = 220,
+               small: bool = False) -> AxisChart:
+    """Values over time: x from `start` to `end` (Unix s, UTC ticks), y from 0 to a round
+    number above the largest value; each series a line through its points in time order,
+    broken where a value is missing, each point marked with its time and value."""
+    values = [v for _, points in series for _, v in points if v is not None]
     if not values:
-        return Histogram(width, height, [], None, None, 0)
+        return _empty(width, height, "time (UTC)", y_label, empty)
+    left, top, right, bottom = _frame(width, height, small)
+    end = max(end, start + 1.0)
+    y_low, y_high, y_ticks = value_range(min(values), max(values), 2 if small else 4,
+                                         from_zero=True)
+    y_step = y_ticks[1] - y_ticks[0] if len(y_ticks) > 1 else 1.0
+
+    def at(x: float, y: float) -> tuple[float, float]:
+        return (round(left + (x - start) / (end - start) * (right - left), 1),
+                round(bottom - (y - y_low) / ((y_high - y_low) or 1.0) * (bottom - top), 1))
+
+    span = end - start
+    lines = []
+    for index, (name, points) in enumerate(series):
+        paths: list[str] = []
+        marks: list[Mark] = []
+        stretch: list[str] = []
+        for x, y in [*sorted(points, key=lambda p: p[0]), (math.inf, None)]:
+            if y is None:
+                if len(stretch) > 1:
+                    paths.append(" ".join(stretch))
+                stretch = []
+                continue
+            px, py = at(x, y)
+            stretch.append(f"{'M' if not stretch else 'L'} {px} {py}")
+            marks.append(Mark(px, py, f"{name} {time_label(x, span)} UTC: "
+                                      f"{value_label(y, y_step / 10)}"))
+        lines.append(Line(name, index % 4, paths, marks))
+    x_ticks = [Tick(at(t, y_low)[0], time_label(t, span))
+               for t in time_ticks(start, end, 2 if small else 4)]
+    return AxisChart(width, height, left, top, right, bottom, "time (UTC)", y_label, x_ticks,
+                     [Tick(at(start, v)[1], value_label(v, y_step)) for v in y_ticks], lines)
+
+
+def xy_chart(series: Sequence[tuple[str, Sequence[Verdict]]], x_label: str, y_label: str,
+             empty: str, step: bool = False, x_from_zero: bool = False,
+             y_from_zero: bool = True, width: int = 560, height: int = 280) -> AxisChart:
+    """Points against a numeric x, on axes that span the data out to round ticks (so points
+    close together stay apart); `step` joins each series as a step function in x order (as
+    MLPerf Endpoints draws a Pareto curve: no interpolation), else as straight lines. A
+    point's verdict ("pass"/"fail") is drawn apart."""
+    xs = [x for _, points in series for x, _, _, _ in points]
+    ys = [y for _, points in series for _, y, _, _ in points]
+    if not xs:
+        return _empty(width, height, x_label, y_label, empty)
+    left, top, right, bottom = _frame(width, height, False)
+    x_low, x_high, x_ticks = value_range(min(xs), max(xs), 5, x_from_zero)
+    y_low, y_high, y_ticks = value_range(min(ys), max(ys), 4, y_from_zero)
+    x_step = x_ticks[1] - x_ticks[0] if len(x_ticks) > 1 else 1.0
+    y_step = y_ticks[1] - y_ticks[0] if len(y_ticks) > 1 else 1.0
+
+    def at(x: float, y: float) -> tuple[float, float]:
+        return (round(left + (x - x_low) / ((x_high - x_low) or 1.0) * (right - left), 1),
+                round(bottom - (y - y_low) / ((y_high - y_low) or 1.0) * (bottom - top), 1))
+
+    lines = []
+    for index, (name, points) in enumerate(series):
+        ordered = sorted(points, key=lambda p: p[0])
+        path: list[str] = []
+        for x, y, _, _ in ordered:
+            px, py = at(x, y)
+            path.append(f"M {px} {py}" if not path else (f"H {px} V {py}" if step
+                                                          else f"L {px} {py}"))
+        marks = [Mark(*at(x, y), title, verdict) for x, y, verdict, title in ordered]
+        lines.append(Line(name, index % 4, [" ".join(path)] if len(path) > 1 else [], marks))
+    return AxisChart(width, height, left, top, right, bottom, x_label, y_label,
+                     [Tick(at(v, y_low)[0], value_label(v, x_step)) for v in x_ticks],
+                     [Tick(at(x_low, v)[1], value_label(v, y_step)) for v in y_ticks], lines,
+                     verdicts=any(v for _, points in series for _, _, v, _ in points))
+
+
+def histogram(values: Sequence[float], x_label: str, empty: str, bins: int = 24,
+              width: int = 400, height: int = 200) -> AxisChart:
+    """Equal-width bins from the lowest to the highest value (the top 0.1 % of values cut,
+    so one straggler does not squeeze the rest into a bar): bar heights scale with counts,
+    on a value axis (x_label names it and its unit) and a count axis."""
+    if not values:
+        return _empty(width, height, x_label, "requests", empty)
     ordered = sorted(values)
     low = ordered[0]
     high = ordered[min(len(ordered) - 1, int(len(ordered) * 0.999))]
-    span = (high - low) or 1.0
+    if high <= low:
+        high = low + (abs(low) * 0.01 or 1.0)
     counts = [0] * bins
     for value in ordered:
-        counts[min(bins - 1, max(0, int((value - low) / span * bins)))] += 1
-    top = max(counts)
-    step = (width - 2 * pad) / bins
+        counts[min(bins - 1, max(0, int((value - low) / (high - low) * bins)))] += 1
+    left, top, right, bottom = _frame(width, height, False)
+    x_low, x_high, x_ticks = value_range(low, high, 4)
+    _, y_high, y_ticks = value_range(0.0, float(max(counts)), 3, from_zero=True)
+    x_step = x_ticks[1] - x_ticks[0] if len(x_ticks) > 1 else 1.0
+
+    def x_at(x: float) -> float:
+        return round(left + (x - x_low) / ((x_high - x_low) or 1.0) * (right - left), 1)
+
+    def y_at(y: float) -> float:
+        return round(bottom - y / (y_high or 1.0) * (bottom - top), 1)
+
     bars = []
     for index, count in enumerate(counts):
-        h = (height - 2 * pad) * count / top
-        edge = low + span * index / bins
-        bars.append(Bar(round(pad + index * step, 1), round(height - pad - h, 1),
-                        round(max(step - 1, 1), 1), round(h, 1),
-                        f"{edge:.1f}-{edge + span / bins:.1f} ms: {count}"))
-    return Histogram(width, height, bars, low, high, len(values))
-
-
-@dataclass(frozen=True, slots=True)
-class Curve:
-    name: str
-    path: str
-    """An SVG path: a step function through the points (held until the next one)."""
-    dots: list[tuple[float, float, str]]
-    """(x, y, title) of each point."""
-
-
-@dataclass(frozen=True, slots=True)
-class StepChart:
-    width: int
-    height: int
-    curves: list[Curve]
-    x_label: str
-    y_label: str
-    x_max: float | None
-    y_max: float | None
-
-
-def step_chart(curves: Sequence[tuple[str, Sequence[tuple[float, float]]]], x_label: str,
-               y_label: str, width: int = 480, height: int = 260, pad: float = 30.0
-               ) -> StepChart:
-    """Curves on shared axes from 0 to the largest x and y of any of them, each a step
-    function in x order (as MLPerf Endpoints draws its Pareto curve: no interpolation)."""
-    points = [p for _, pts in curves for p in pts]
-    if not points:
-        return StepChart(width, height, [], x_label, y_label, None, None)
-    x_max = max(x for x, _ in points) or 1.0
-    y_max = max(y for _, y in points) or 1.0
-
-    def at(x: float, y: float) -> tuple[float, float]:
-        return (round(pad + x / x_max * (width - 2 * pad), 1),
-                round(height - pad - y / y_max * (height - 2 * pad), 1))
-
-    out = []
-    for name, pts in curves:
-        ordered = sorted(pts)
-        if not ordered:
-            continue
-        steps: list[str] = []
-        for index, (x, y) in enumerate(ordered):
-            px, py = at(x, y)
-            if index == 0:
-                steps.append(f"M {px} {py}")
-            else:
-                steps.append(f"H {px} V {py}")
-        dots = [(*at(x, y), f"{name}: {x:,.1f} / {y:,.1f}") for x, y in ordered]
-        out.append(Curve(name, " ".join(steps), dots))
-    return StepChart(width, height, out, x_label, y_label, x_max, y_max)
+        edge = low + (high - low) * index / bins
+        after = low + (high - low) * (index + 1) / bins
+        x0, x1 = x_at(edge), x_at(after)
+        bars.append(Bar(x0, y_at(count), round(max(x1 - x0 - 1, 1), 1),
+                        round(bottom - y_at(count), 1),
+                        f"{edge:,.1f} to {after:,.1f}: {count} requests"))
+    return AxisChart(width, height, left, top, right, bottom, x_label, "requests",
+                     [Tick(x_at(v), value_label(v, x_step)) for v in x_ticks],
+                     [Tick(y_at(v), value_label(v, 1.0)) for v in y_ticks], [], bars=bars)

@@ -13,7 +13,11 @@ from typing import Any
 
 import jinja2
 
-from sustain.service.web.charts import Histogram, StepChart, histogram, step_chart
+from sustain.probes.client.protocols import PROTOCOLS
+from sustain.probes.client.target import ApiKind
+from sustain.service.db.status import FirstFailure
+from sustain.service.domain.hints import failure_hint
+from sustain.service.web.charts import AxisChart, Verdict, histogram, xy_chart
 
 LATENCIES = (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("itl_ms", "ITL"), ("e2e_ms", "E2E"),
              ("corrected_e2e_ms", "E2E corrected"), ("lag_ms", "Lag"))
@@ -28,12 +32,16 @@ class RunPage:
     latencies: list[tuple[str, list[str]]]
     stages: list[list[str]]
     errors: list[tuple[str, int]]
-    histograms: list[tuple[str, Histogram]]
-    curve: StepChart | None
+    histograms: list[AxisChart]
+    curve: AxisChart | None
     curve_title: str | None
     curve_rows: list[list[str]] = field(default_factory=list)
     curve_columns: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    failure: list[str] = field(default_factory=list)
+    """What failed, where and why, for a run with failed requests or a failed run."""
+    probe_link: tuple[str, str] | None = None
+    """(href, name) of the run's probe page, on the site."""
 
 
 def _num(value: Any, unit: str = "", digits: int = 2) -> str:
@@ -47,9 +55,11 @@ def _share(value: Any) -> str:
 
 
 def run_page(report: Mapping[str, Any], title: str, subtitle: str,
-             ttfts: Sequence[float], e2es: Sequence[float]) -> RunPage:
-    """The page of a run from its report (RunReport as JSON) and its successful requests'
-    TTFT and E2E values (ms) for the histograms."""
+             ttfts: Sequence[float], e2es: Sequence[float],
+             failure: Sequence[str] = ()) -> RunPage:
+    """The page of a run from its report (RunReport as JSON), its successful requests'
+    TTFT and E2E values (ms) for the histograms, and what failed (lines, see
+    failure_lines)."""
     figures = [
         ("requests", str(report.get("attempts", "-"))),
         ("availability", _share(report.get("availability"))),
@@ -104,8 +114,9 @@ def run_page(report: Mapping[str, Any], title: str, subtitle: str,
     errors = sorted((report.get("errors") or {}).items(), key=lambda kv: -kv[1])
     page = RunPage(title=title, subtitle=subtitle, figures=figures, latencies=latencies,
                    stages=stages if len(stages) > 1 else [], errors=errors,
-                   histograms=[("TTFT (ms)", histogram(ttfts)), ("E2E (ms)", histogram(e2es))],
-                   curve=None, curve_title=None)
+                   histograms=[histogram(values, f"{label} (ms)", _no_latency(report))
+                               for label, values in (("TTFT", ttfts), ("E2E", e2es))],
+                   curve=None, curve_title=None, failure=list(failure))
     return _with_curve(page, report)
 
 
@@ -115,9 +126,14 @@ def _with_curve(page: RunPage, report: Mapping[str, Any]) -> RunPage:
                "TTFT p99", "TPOT p90"]
     if isinstance(capacity, Mapping):
         points = capacity.get("points") or []
-        chart = step_chart([("system tok/s", [(p["level"], p.get("system_tps") or 0.0)
-                                              for p in points])],
-                           f"load ({capacity.get('unit')})", "output tokens/s")
+        unit = "users" if capacity.get("unit") == "concurrency" else "requests/s"
+        chart = xy_chart([("system output tokens/s", [
+            (float(p["level"]), float(p.get("system_tps") or 0.0),
+             "pass" if p.get("passed") else "fail",
+             f"{p['level']} {unit}: {p.get('system_tps') or 0:,.1f} output tokens/s, "
+             + ("met the SLO" if p.get("passed") else f"failed: {p.get('reason')}"))
+            for p in points])], f"load ({unit})", "system output tokens/s",
+            "The capacity search measured no level.", x_from_zero=True)
         best = capacity.get("max_passing")
         found = "none" if best is None else best
         return _replace(page, curve=chart, curve_columns=[*columns, "verdict"],
@@ -134,13 +150,28 @@ def _with_curve(page: RunPage, report: Mapping[str, Any]) -> RunPage:
     return page
 
 
-def pareto_chart(curves: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]) -> StepChart:
-    """Pareto points of one or more probes on shared axes: tokens/s per user against system
-    tokens/s."""
-    return step_chart([(name, [(p["tps_per_user"], p["system_tps"]) for p in points
-                               if p.get("tps_per_user") and p.get("system_tps")])
-                       for name, points in curves],
-                      "tokens/s per user (1000 / TPOT p90)", "system output tokens/s")
+def pareto_chart(curves: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]) -> AxisChart:
+    """Pareto points of one or more probes on shared axes: system output tokens/s against
+    tokens/s per user, each axis spanning the points (not from 0), each curve a step
+    function."""
+    series: list[tuple[str, list[Verdict]]] = [
+        (name, [(float(p["tps_per_user"]), float(p["system_tps"]), "",
+                 f"{name}: {p['tps_per_user']:,.1f} tokens/s per user, "
+                 f"{p['system_tps']:,.1f} system tokens/s at {p.get('level')}")
+                for p in points if p.get("tps_per_user") and p.get("system_tps")])
+        for name, points in curves]
+    return xy_chart([(name, points) for name, points in series if points],
+                    "tokens/s per user (1000 / TPOT p90)", "system output tokens/s",
+                    "No Pareto run yet.", step=True, y_from_zero=False)
+
+
+def _no_latency(report: Mapping[str, Any]) -> str:
+    """Why a run's latency histogram is empty."""
+    if not report:
+        return "The run has no results yet (it has not finished)."
+    if not report.get("attempts"):
+        return "The run sent no request."
+    return "No request succeeded, so there is no latency to draw."
 
 
 def _row(point: Mapping[str, Any]) -> list[str]:
@@ -165,6 +196,54 @@ def environment() -> jinja2.Environment:
                               autoescape=jinja2.select_autoescape(default=True))
 
 
-def render(page: RunPage) -> str:
-    """The page as one self-contained HTML document."""
-    return environment().get_template("report.html").render(page=page)
+def render(page: RunPage, nav: Mapping[str, Any] | None = None) -> str:
+    """The page as one self-contained HTML document; on the site (`nav`: who is signed in),
+    with the navigation bar."""
+    return environment().get_template("report.html").render(
+        page=page, nav=nav is not None, **(nav or {}))
+
+
+def failure_lines(status: str, error: str | None, report: Mapping[str, Any],
+                  first: FirstFailure | None, base_url: str | None, api_kind: str | None,
+                  model: str | None = None) -> list[str]:
+    """What failed, where and why, in sentences: the run's own error (a run that could not
+    measure), then its failed requests (how many of how many, by class), the first one's
+    class and HTTP status and the URL it went to, and a hint for the usual mistakes."""
+    lines = []
+    if error:
+        lines.append(f"The run {status}: {error}")
+    if first is not None:
+        errors = report.get("errors") if isinstance(report.get("errors"), Mapping) else {}
+        classes = ", ".join(f"{k} {v}" for k, v in sorted(
+            (errors or {}).items(), key=lambda kv: -kv[1]))
+        attempts = report.get("attempts")
+        failed = sum(v for v in (errors or {}).values() if isinstance(v, int)) or first.failed
+        http = f"HTTP {first.http_status}" if first.http_status is not None \
+            else "no HTTP answer"
+        target = request_target(base_url, api_kind)
+        lines.append(
+            f"{failed} of {attempts if isinstance(attempts, int) else '?'} requests failed"
+            + (f" ({classes})" if classes else "")
+            + f"; the first: {first.error_class} ({http})"
+            + (f" from {target}" if target else "") + ".")
+        hint = failure_hint(first.error_class, first.http_status, base_url or "", model,
+                            flags=False) if base_url else None
+        if hint:
+            lines.append(f"Hint: {hint}.")
+    return lines
+
+
+def request_target(base_url: str | None, api_kind: str | None) -> str | None:
+    """The URL a probe's requests go to: its endpoint's base URL and its API's path."""
+    if not base_url:
+        return None
+    try:
+        path = PROTOCOLS[ApiKind(api_kind)].path if api_kind else ""
+    except (ValueError, KeyError):
+        path = ""
+    return "POST " + base_url.rstrip("/") + path if path else base_url
+
+
+def with_probe_link(page: RunPage, probe_id: int, probe_name: str) -> RunPage:
+    """The page as the site serves it: its title links back to its probe's page."""
+    return _replace(page, probe_link=(f"/probes/{probe_id}", probe_name))

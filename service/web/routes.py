@@ -33,8 +33,10 @@ from sustain.service.api.auth import (
 from sustain.service.api.deps import SessionDep, StateDep
 from sustain.service.config import Settings
 from sustain.service.db import compare as compare_queries
+from sustain.service.db import drift as drift_queries
 from sustain.service.db import history
 from sustain.service.db import keys as key_queries
+from sustain.service.db import runs as run_queries
 from sustain.service.db import slos as slo_queries
 from sustain.service.db import status as status_queries
 from sustain.service.db.models import Endpoint, Probe, Run
@@ -45,10 +47,12 @@ from sustain.service.errors import FieldError
 from sustain.service.evaluation.drift_words import drift_words
 from sustain.service.history.windows import parse_duration
 from sustain.service.schemas.common import MAX_DB_ID
-from sustain.service.web import report, view
+from sustain.service.web import probe_view, report, view
 
 router = APIRouter(include_in_schema=False)
 REFRESH_S = 30
+COMPARE_CHOICES = 500
+"""Probes the compare page's form offers at most (by name)."""
 
 
 @cache
@@ -61,29 +65,47 @@ MAX_FORM_BYTES = 4096
 
 
 async def page_viewer(request: Request) -> Principal | None:
-    """Who is looking at the page: anyone when it is public, else a bearer key or a sign-in
-    (a bad one is counted as a failed authentication; no cookie at all is just a visitor)."""
+    """Who is looking at the page: a bearer key or a sign-in (a bad one is counted as a
+    failed authentication; no cookie at all is just a visitor), or anyone when the pages are
+    public (where a sign-in still shows who is signed in, and a stale one is ignored)."""
     replica = request.app.state.sustain
-    if replica.settings.public_status_page or replica.settings.anonymous_read:
-        return ANONYMOUS_VIEWER
+    public = replica.settings.public_status_page or replica.settings.anonymous_read
     header = request.headers.get("authorization")
     cookie = request.cookies.get(SESSION_COOKIE)
     if header is None and cookie is None:
-        return None
+        return ANONYMOUS_VIEWER if public else None
     found = await (authenticate_header(replica, header) if header is not None
                    else authenticate_cookie(replica, cookie))
-    if isinstance(found, AuthFailure):
-        refuse(request, found)
-        return None
-    if not allows(found.role, Role.viewer):  # an agent key reads no page
-        refuse(request, AuthFailure.forbidden_role)
+    if isinstance(found, AuthFailure) or not allows(found.role, Role.viewer):
+        if public:
+            return ANONYMOUS_VIEWER
+        # an agent key reads no page
+        refuse(request, found if isinstance(found, AuthFailure) else AuthFailure.forbidden_role)
         return None
     return found
+
+
+def signed_in(viewer: Principal) -> str | None:
+    """The name the navigation bar shows, None for an anonymous visitor."""
+    return None if viewer is ANONYMOUS_VIEWER else viewer.name
 
 
 def _login_form(request: Request, error: str | None, status_code: int) -> HTMLResponse:
     return templates().TemplateResponse(request, "login.html", {"error": error},
                                         status_code=status_code)
+
+
+FAVICON = (b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">'
+           b'<rect width="16" height="16" rx="3" fill="#1f2328"/>'
+           b'<path d="M2 11 L5 8 L8 9 L14 3" stroke="#3fb950" stroke-width="2" fill="none"/>'
+           b'</svg>')
+"""The pages' icon (a rising line), so a browser's automatic /favicon.ico finds one."""
+
+
+@router.get("/favicon.ico")
+async def favicon() -> Response:
+    return Response(FAVICON, media_type="image/svg+xml",
+                    headers={"Cache-Control": "public, max-age=86400"})
 
 
 @router.get("/login", response_class=HTMLResponse)
@@ -196,7 +218,7 @@ async def status_page(request: Request, session: SessionDep,
                                    probe.interval_s)
         hourly = await history.aggregates(session, probe.id, spans, ["ttft", "e2e"])
         cards.append(view.probe_card(probe, latest.get(probe.id), view.day_figures(hourly),
-                                     by_location.get(probe.id)))
+                                     by_location.get(probe.id), spans, now.timestamp()))
     all_bars = [view.slo_bar(s.name, s.objective, s.status.compliance,
                              s.status.budget_remaining)
                 for s in await slo_queries.snapshots(session, now)]
@@ -208,40 +230,129 @@ async def status_page(request: Request, session: SessionDep,
         "slo_total": len(all_bars), "alerts": lines, "alert_total": alert_total,
         "probe_total": sum(counts.values()), "states": view.state_counts(counts),
         "paging": view.paging(page, total, state, shown=len(cards)), "refresh_s": REFRESH_S,
-        "signed_in": None if viewer is ANONYMOUS_VIEWER else viewer.name})
+        "signed_in": signed_in(viewer), "nav_active": "status"})
+
+
+@router.get("/runs/latest", response_class=HTMLResponse)
+async def latest_run(request: Request, session: SessionDep,
+                     probe: Annotated[str | None, Query(max_length=128)] = None) -> Response:
+    """The newest finished run's page (of one probe with `?probe=NAME`): a run in flight has
+    no results to show yet."""
+    if await page_viewer(request) is None:
+        return RedirectResponse("/login", status_code=303)
+    run_id = await status_queries.newest_finished_run(session, probe)
+    if run_id is None:
+        return HTMLResponse(
+            "<!doctype html><html lang=en><meta charset=utf-8><meta http-equiv=refresh "
+            "content=5><title>no finished run yet</title><p>No run has finished yet"
+            + (" for that probe" if probe else "") + "; this page looks again every 5 s. "
+            "<a href=\"/\">Status page</a>.</p></html>", status_code=404)
+    return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
 async def run_report(run_id: Annotated[int, FastPath(ge=1, le=MAX_DB_ID)], request: Request,
                      session: SessionDep) -> Response:
     """One run as a page (the report `sustain probe --html` writes): results, the capacity or
-    Pareto chart, latency percentiles and histograms, stages, errors."""
-    if await page_viewer(request) is None:
+    Pareto chart, latency percentiles and histograms, stages, errors, and for failures what
+    failed, where and why."""
+    viewer = await page_viewer(request)
+    if viewer is None:
         return RedirectResponse("/login", status_code=303)
     run = await session.get(Run, run_id)
     probe = None if run is None else await session.get(Probe, run.probe_id)
     if run is None or probe is None:
-        return HTMLResponse("<!doctype html><title>no such run</title><p>No such run.</p>",
-                            status_code=404)
+        return HTMLResponse("<!doctype html><html lang=en><meta charset=utf-8><title>no such "
+                            "run</title><p>No such run. <a href=\"/\">Status page</a>.</p>"
+                            "</html>", status_code=404)
     endpoint = await session.get(Endpoint, probe.endpoint_id)
     ttfts, e2es = await status_queries.run_latencies(session, run.id, run.started_at)
+    first = await status_queries.first_failure(session, run.id, run.started_at)
     scheduled = run.scheduled_for.astimezone(UTC)
     page = report.run_page(
         run.summary or {}, f"Run {run.id} of probe {probe.name}",
-        f"model {endpoint.model if endpoint else '-'} · {run.status} · scheduled "
-        f"{scheduled:%Y-%m-%d %H:%M:%S} UTC" + (f" · {run.error}" if run.error else ""),
-        ttfts, e2es)
-    return HTMLResponse(report.render(page))
+        f"model {endpoint.model if endpoint else '-'} · {run.status} · {run.location} · "
+        f"scheduled {scheduled:%Y-%m-%d %H:%M:%S} UTC", ttfts, e2es,
+        report.failure_lines(run.status, run.error, run.summary or {}, first,
+                             endpoint.base_url if endpoint else None,
+                             endpoint.api_kind if endpoint else None))
+    page = report.with_probe_link(page, probe.id, probe.name)
+    return HTMLResponse(report.render(page, nav={"signed_in": signed_in(viewer)}))
+
+
+@router.get("/probes/{probe_id}", response_class=HTMLResponse)
+async def probe_page(probe_id: Annotated[int, FastPath(ge=1, le=MAX_DB_ID)], request: Request,
+                     session: SessionDep,
+                     window: Annotated[str, Query(max_length=8)] = probe_view.DEFAULT_WINDOW
+                     ) -> Response:
+    """A probe as a page: what it measures, its latency, availability and capacity over a
+    window (`?window=1h|24h|7d|30d`), the SLOs that cover it, its drift, its newest runs."""
+    viewer = await page_viewer(request)
+    if viewer is None:
+        return RedirectResponse("/login", status_code=303)
+    probe = await session.get(Probe, probe_id)
+    if probe is None:
+        return HTMLResponse("<!doctype html><html lang=en><meta charset=utf-8><title>no such "
+                            "probe</title><p>No such probe. <a href=\"/\">Status page</a>.</p>"
+                            "</html>", status_code=404)
+    if window not in probe_view.WINDOWS:
+        window = probe_view.DEFAULT_WINDOW
+    endpoint = await session.get(Endpoint, probe.endpoint_id)
+    now = datetime.now(UTC)
+    start = now - timedelta(seconds=probe_view.WINDOWS[window])
+    firsts = await status_queries.first_runs_since(session, start, [probe.id])
+    since = max(start, firsts.get(probe.id, start))
+    spans = probe_view.chart_spans(since, now, probe.interval_seconds)
+    windows = await history.aggregates(session, probe.id, spans, ["ttft", "e2e"])
+    is_capacity = probe.profile.get("kind") == "capacity"
+    capacity = None
+    if is_capacity:
+        capacity = [(at, found) for _, at, found, _, _ in await run_queries.capacity_series(
+            session, probe.id, since, now, probe_view.CHART_POINTS * 4)]
+    unit = "req/s" if probe.profile.get("unit") == "rate" else "users"
+    charts = probe_view.probe_charts(spans, windows, capacity, since.timestamp(),
+                                     now.timestamp(), unit)
+    runs = [probe_view.run_line(r.id, r.status, r.location, r.scheduled_for.astimezone(UTC),
+                                r.summary, r.error)
+            for r in await run_queries.list_runs(session, probe_id=probe.id, status=None,
+                                                 start=None, end=None, before_id=None,
+                                                 limit=probe_view.RUNS_SHOWN)]
+    slos = [probe_view.SloLine(slo.name, slo.objective, found.compliance,
+                               found.budget_remaining)
+            for slo, found in await slo_queries.covering(session, probe.name, probe.labels, now)]
+    verdicts = [finding for name, finding in await drift_queries.findings(session)
+                if name == probe.name]
+    thresholds = ", ".join(f"{label} <= {value:g} ms" for label, value in (
+        ("TTFT", probe.slo_ttft_ms), ("TPOT", probe.slo_tpot_ms), ("E2E", probe.slo_e2e_ms))
+        if value is not None)
+    latest = runs[0] if runs else None
+    state = "no run yet" if latest is None else \
+        f"newest run {latest.status}, scheduled {latest.scheduled_for:%H:%M:%S} UTC"
+    return templates().TemplateResponse(request, "probe.html", {
+        "probe": probe, "endpoint": endpoint, "profile": probe_view.describe_profile(probe.profile),
+        "schedule": f"cron {probe.cron}" if probe.cron else f"every {probe.interval_seconds} s",
+        "thresholds": thresholds, "drift": drift_words(verdicts), "window": window,
+        "windows": list(probe_view.WINDOWS), "young": since > start, "since": since,
+        "charts": charts, "slos": slos, "runs": runs, "state": state, "refresh_s": REFRESH_S,
+        "signed_in": signed_in(viewer), "nav_active": "probe"})
 
 
 @router.get("/compare", response_class=HTMLResponse)
 async def compare_page(request: Request, session: SessionDep) -> Response:
     """Probes side by side (`?probe=A&probe=B&window=7d`): the figures of /api/v1/compare and
-    each probe's newest Pareto curve, on shared axes."""
-    if await page_viewer(request) is None:
+    each probe's newest Pareto curve, on shared axes; without probes, a form to pick them."""
+    viewer = await page_viewer(request)
+    if viewer is None:
         return RedirectResponse("/login", status_code=303)
     names = request.query_params.getlist("probe")
     window = request.query_params.get("window", "7d")
+    choices = await status_queries.probe_names(session, COMPARE_CHOICES)
+    context: dict[str, object] = {
+        "problem": None, "found": None, "chart": None, "window": window, "choices": choices,
+        "picked": names, "probe_ids": {}, "drift_words": drift_words,
+        "signed_in": signed_in(viewer), "nav_active": "compare"}
+    if not names:
+        return HTMLResponse(report.environment().get_template("compare.html").render(context))
     try:
         seconds = parse_duration(window)
         if not 0 < seconds <= 400 * 86400:
@@ -250,10 +361,11 @@ async def compare_page(request: Request, session: SessionDep) -> Response:
         found = await compare_queries.compare(session, names, end - timedelta(seconds=seconds),
                                               end)
     except (ValueError, FieldError) as exc:
-        message = "; ".join(text for _, text in exc.problems) if isinstance(exc, FieldError) \
-            else "window: a duration such as 24h or 7d, at most 400d"
-        return HTMLResponse(report.environment().get_template("compare.html").render(
-            problem=message, found=None, chart=None, window=window), status_code=422)
-    chart = report.pareto_chart([(p.probe, p.pareto) for p in found.probes if p.pareto])
-    return HTMLResponse(report.environment().get_template("compare.html").render(
-        problem=None, found=found, chart=chart, window=window, drift_words=drift_words))
+        context["problem"] = "; ".join(text for _, text in exc.problems) \
+            if isinstance(exc, FieldError) else "window: a duration such as 24h or 7d, at most 400d"
+        return HTMLResponse(report.environment().get_template("compare.html").render(context),
+                            status_code=422)
+    context.update(found=found, probe_ids={p.probe: p.probe_id for p in found.probes},
+                   chart=report.pareto_chart([(p.probe, p.pareto) for p in found.probes
+                                              if p.pareto]))
+    return HTMLResponse(report.environment().get_template("compare.html").render(context))

@@ -14,7 +14,7 @@ from sustain.probes.measure.sketch import MetricSketch
 from sustain.service.db.status import STATE_ORDER, LatestRun, LocationRun, ProbeRow, ProbeState
 from sustain.service.history.aggregate import Aggregate, latency_stat
 from sustain.service.history.windows import aligned_windows
-from sustain.service.web.charts import Sparkline, budget_width, sparkline
+from sustain.service.web.charts import AxisChart, budget_width, time_chart
 
 PROBES_PER_PAGE = 100
 MAX_PAGE = 1_000_000
@@ -40,8 +40,8 @@ class ProbeCard:
     """Successful / attempted requests over the last 24 h."""
     ttft_p99_ms: float | None
     e2e_p99_ms: float | None
-    ttft_chart: Sparkline
-    e2e_chart: Sparkline
+    ttft_chart: AxisChart
+    e2e_chart: AxisChart
     notes: list[str]
     """The newest run's figures beyond latency: cache hits, canaries, conversations, the
     server's queue (each where the run has it)."""
@@ -124,12 +124,26 @@ def day_figures(hourly: Sequence[Aggregate]) -> DayFigures:
                       per_hour["ttft"], per_hour["e2e"])
 
 
+def small_chart(spans: Sequence[tuple[float, float]], values: Sequence[float | None],
+                label: str, now: float) -> AxisChart:
+    """A card's chart of one p99 over its windows: time (UTC) across, ms up, both ticked; it
+    spans only the time the probe has run (a young probe's chart covers minutes, and its
+    ticks say so)."""
+    start = spans[0][0] if spans else now - 86_400
+    return time_chart([(label, [((a + b) / 2, v) for (a, b), v in zip(spans, values,
+                                                                       strict=False)])],
+                      start, now, f"{label} p99 (ms)", "no successful request yet",
+                      width=260, height=84, small=True)
+
+
 def probe_card(probe: ProbeRow, last: LatestRun | None, day: DayFigures,
-               locations: list[LocationRun] | None = None) -> ProbeCard:
+               locations: list[LocationRun] | None = None,
+               spans: Sequence[tuple[float, float]] = (), now: float = 0.0) -> ProbeCard:
     schedule = f"cron {probe.cron}" if probe.cron else f"every {probe.interval_s} s"
     return ProbeCard(probe.id, probe.name, probe.endpoint, probe.model, schedule, probe.state,
                      last, day.availability, day.ttft_p99_ms, day.e2e_p99_ms,
-                     sparkline(day.ttft_hourly), sparkline(day.e2e_hourly),
+                     small_chart(spans, day.ttft_hourly, "TTFT", now),
+                     small_chart(spans, day.e2e_hourly, "E2E", now),
                      [] if last is None else run_notes(last), locations or [])
 
 

@@ -1,6 +1,6 @@
 """The API docs in a real browser (Debian's Chromium, headless, driven by Playwright) against a
 live `sustain serve` that answers only for 127.0.0.1 (SUSTAIN_ALLOWED_HOSTS): Swagger UI
-renders the API from this service's own assets under the page's Content-Security-Policy,
+and ReDoc render the API from this service's own assets under the page's Content-Security-Policy,
 with no request to any other origin and no policy violation."""
 
 from __future__ import annotations
@@ -51,6 +51,18 @@ def test_api_docs_render_from_this_service_alone_under_their_policy(
                 assert page.locator(".opblock").count() > 10, "the API's operations"
                 assert requested
                 assert all(url.startswith(base + "/") for url in requested), requested
+                assert problems == []
+
+                response = page.goto(base + "/redoc")
+                assert response is not None
+                assert response.status == 200
+                heading = page.locator("h1").first
+                heading.wait_for(timeout=15_000)  # hang guard
+                assert heading.inner_text().startswith("sustain")
+                assert page.locator("[data-section-id]").count() > 10, "the API's operations"
+                elsewhere = [url for url in requested
+                             if not url.startswith((base + "/", "blob:", "data:"))]
+                assert elsewhere == []
                 assert problems == []
             finally:
                 browser.close()

@@ -53,9 +53,12 @@ def test_the_html_report_opens_offline_with_its_chart(tmp_path: Path) -> None:
             assert page.locator("table.figures").inner_text().count("\n") >= 5
             assert page.locator("h2#curve").inner_text().startswith("Pareto curve")
             assert page.locator("table.curve tbody tr").count() == 7
-            assert page.locator("figure.step-chart svg path.curve").count() == 1
-            assert page.locator("figure.step-chart svg circle").count() == 7
-            assert page.locator("figure.histogram svg rect.bar").count() > 0
+            curve = page.locator("figure.axis-chart").filter(has=page.locator("path.curve"))
+            assert curve.locator("svg path.curve").count() == 1
+            assert curve.locator("svg circle").count() == 7
+            assert curve.locator("text.axis-label").all_text_contents() == [
+                "tokens/s per user (1000 / TPOT p90)", "system output tokens/s"]
+            assert page.locator("figure.axis-chart svg rect.bar").count() > 0
             page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
         finally:
             browser.close()

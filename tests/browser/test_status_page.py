@@ -119,8 +119,10 @@ def _check_status_page(page: Page) -> Locator:
     assert cells[0] == "100.00 %"
     assert cells[1].endswith(" ms")
     assert cells[2].endswith(" ms")
-    assert chat.locator("svg.spark").count() == 2
-    assert "ms" in (chat.locator("svg.ttft").get_attribute("aria-label") or "")
+    assert chat.locator("figure.axis-chart svg.chart").count() == 2
+    labels = chat.locator("figure.axis-chart .axis-label").all_text_contents()
+    assert "TTFT p99 (ms)" in labels and "time (UTC)" in labels, "charts name axes and units"
+    assert chat.locator("svg.chart text.tick").count() >= 4, "both axes are ticked"
     dead = page.locator('tr.probe[data-probe="dead-probe"]')
     assert dead.locator(".badge").inner_text() == "down"
 
@@ -131,7 +133,8 @@ def _check_status_page(page: Page) -> Locator:
     assert "%" in slo.inner_text()
     assert slo.locator(".bar span").count() == 1
 
-    assert page.get_by_role("link", name="API docs").get_attribute("href") == "/docs"
+    site = page.get_by_role("navigation", name="Site")
+    assert site.get_by_role("link", name="API docs").get_attribute("href") == "/docs"
     page.screenshot(path=str(ARTIFACTS / "status-page.png"), full_page=True)
     return chat
 
@@ -147,7 +150,7 @@ def _check_run_page(page: Page, chat: Locator) -> None:
     assert page.locator("h1").inner_text().startswith("Run ")
     assert "of probe chat" in page.locator("h1").inner_text()
     assert page.locator("table.latency tr").count() >= 3
-    assert page.locator("figure.histogram svg rect.bar").count() > 0
+    assert page.locator("figure.axis-chart svg rect.bar").count() > 0
     assert page.locator("script").count() == 0
     page.screenshot(path=str(ARTIFACTS / "run-page.png"), full_page=True)
 

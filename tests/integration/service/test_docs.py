@@ -1,4 +1,4 @@
-"""/docs is Swagger UI served entirely by this app: every script, stylesheet and image it
+"""/docs (Swagger UI) and /redoc (ReDoc) are served entirely by this app: every script, stylesheet and image it
 names is a path here, each answers with its content type, and the page's policy names no
 other origin (tests/browser/test_docs.py renders it in Chromium under that policy)."""
 
@@ -35,5 +35,18 @@ async def test_docs_load_their_assets_from_this_app_only(api: httpx.AsyncClient)
     assert (await api.get("/openapi.json")).status_code == 200
 
 
-async def test_redoc_is_not_served(api: httpx.AsyncClient) -> None:
-    assert (await api.get("/redoc")).status_code == 404
+async def test_redoc_loads_its_script_from_this_app_only(api: httpx.AsyncClient) -> None:
+    page = await api.get("/redoc")
+    assert page.status_code == 200
+    urls = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+    assert "/docs/redoc.js" in urls
+    assert all(url.startswith("/docs/") for url in urls), urls
+    assert "fonts.googleapis" not in page.text
+    script = await api.get("/docs/redoc.js")
+    assert script.status_code == 200
+    assert script.headers["content-type"].startswith("text/javascript")
+    assert len(script.content) > 100_000
+    assert b"cdn.redoc.ly" not in script.content, "nothing from another origin"
+    csp = page.headers["content-security-policy"]
+    assert "http" not in csp and "*" not in csp, "no other origin"
+    assert "worker-src blob:" in csp

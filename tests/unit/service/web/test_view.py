@@ -1,4 +1,4 @@
-"""The status page's pieces: sparklines, budget bars, state counts, paging and alert
+"""The status page's pieces: charts, budget bars, state counts, paging and alert
 lines (each probe's state is worked out in SQL: tests/integration/service/test_status_page.py)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from sustain.probes.measure.percentiles import quantile
 from sustain.probes.measure.sketch import MetricSketch
 from sustain.service.db.status import LatestRun, ProbeRow
 from sustain.service.history.aggregate import Aggregate, Counts
-from sustain.service.web.charts import budget_width, sparkline
+from sustain.service.web.charts import budget_width
 from sustain.service.web.view import (
     PROBES_PER_PAGE,
     alert_line,
@@ -22,6 +22,7 @@ from sustain.service.web.view import (
     probe_card,
     run_notes,
     slo_bar,
+    small_chart,
     state_counts,
     worst_slos,
 )
@@ -30,14 +31,18 @@ PROBE = ProbeRow(1, "chat", "vllm", "m", True, 60, None, {}, "ok")
 RUN = LatestRun(7, "succeeded", datetime(2026, 12, 3, tzinfo=UTC), None)
 
 
-def test_sparkline_scales_high_values_up_and_breaks_on_gaps() -> None:
-    chart = sparkline([10.0, 20.0, None, 30.0, None, 15.0, 25.0], width=100, height=20, pad=0)
-    assert (chart.low, chart.high) == (10.0, 30.0)
-    assert len(chart.segments) == 2
-    first = [tuple(map(float, p.split(","))) for p in chart.segments[0].split()]
-    assert first == [(0.0, 20.0), (16.7, 10.0)], "low at the bottom, higher is up"
-    assert chart.dots == [(50.0, 0.0)], "a value standing alone is a dot"
-    assert sparkline([None, None]).segments == []
+def test_a_card_chart_has_ticked_axes_over_the_time_the_probe_has_run() -> None:
+    now = datetime(2026, 12, 3, 12, 0, tzinfo=UTC).timestamp()
+    spans = [(now - 600 + 60 * i, now - 540 + 60 * i) for i in range(10)]
+    values: list[float | None] = [50.0, 52.0, None, 55.0, None, 51.0, 53.0, 50.0, 49.0, 60.0]
+    chart = small_chart(spans, values, "TTFT", now)
+    assert chart.empty is None
+    assert chart.y_label == "TTFT p99 (ms)" and chart.x_label == "time (UTC)"
+    assert [t.label for t in chart.y_ticks][0] == "0", "latency axes start at zero"
+    assert chart.x_ticks and all(":" in t.label for t in chart.x_ticks), "times of day"
+    assert len(chart.lines[0].paths) == 2, "a missing value breaks the line; one alone is a dot"
+    assert len(chart.lines[0].marks) == 8
+    assert "no successful request" in (small_chart(spans, [None] * 10, "TTFT", now).empty or "")
 
 
 def test_budget_bar_fill_and_state() -> None:
