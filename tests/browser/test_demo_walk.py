@@ -72,8 +72,8 @@ class Walk:
         assert page.locator("script").count() == 0 or name.endswith("docs"), "no script"
         for chart in page.locator("figure.axis-chart").all():
             labels = chart.locator(".axis-label").all_text_contents()
-            assert len(labels) == 2 and all(label.strip() for label in labels), \
-                f"{name}: a chart without both axis labels: {labels}"
+            assert len(labels) == 2, f"{name}: a chart without both axis labels: {labels}"
+            assert all(label.strip() for label in labels), f"{name}: a blank axis label"
             assert chart.locator("text.tick").count() >= 3, f"{name}: a chart without ticks"
         for empty in page.locator(".chart-empty").all_text_contents():
             assert empty.strip(), f"{name}: an empty chart that does not say why"

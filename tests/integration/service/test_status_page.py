@@ -46,7 +46,8 @@ async def test_status_page_lists_probes_with_their_figures_slos_and_charts(
     assert 'data-probe="chat"' in html
     assert "90.00 %" in html, "availability over 24 h: 1 in 10 failed"
     assert html.count('<path class="curve') >= 2, "hourly p99 lines for TTFT and E2E"
-    assert "TTFT p99 (ms)" in html and "E2E p99 (ms)" in html, "axes name their units"
+    assert "TTFT p99 (ms)" in html, "axes name their units"
+    assert "E2E p99 (ms)" in html
     assert f"canaries {sum(checked)}/{len(checked)} passed" in html, "the newest run's canaries"
     assert 'data-slo="chat-avail"' in html
     assert "<script" not in html

@@ -39,7 +39,7 @@ def test_a_remembered_port_that_is_taken_is_moved() -> None:
 
 
 def test_an_asked_for_port_that_is_taken_is_refused_naming_the_flag() -> None:
-    with pytest.raises(SimulatorPortError, match="--simulator-port.*9301"):
+    with pytest.raises(SimulatorPortError, match=r"--simulator-port.*9301"):
         choose_ports(9300, {}, 8000, {9300: True, 9301: False})
     assert choose_ports(9300, {}, 8000, {9300: True, 9301: True})[0] == {
         "constant": 9300, "capacity": 9301}

@@ -20,9 +20,11 @@ def test_steps_are_one_two_or_five_times_a_power_of_ten() -> None:
 
 def test_a_value_range_reaches_round_ticks_around_the_data() -> None:
     low, high, ticks = value_range(99.4, 99.9, 5)
-    assert low <= 99.4 and high >= 99.9
+    assert low <= 99.4
+    assert high >= 99.9
     assert high - low < 1.0, "not from zero: points between 99.4 and 99.9 spread out"
-    assert ticks[0] == low and ticks[-1] == high
+    assert ticks[0] == low
+    assert ticks[-1] == high
     assert value_range(3.0, 400.0, 4, from_zero=True)[0] == 0.0
     one = value_range(8.0, 8.0, 4)
     assert one[0] < 8.0 < one[1], "a single value gets room around it"
@@ -36,8 +38,10 @@ def test_labels_carry_the_decimals_their_step_needs() -> None:
 def test_time_ticks_fall_on_round_times_within_the_span() -> None:
     start = datetime(2026, 12, 3, 10, 7, 13, tzinfo=UTC).timestamp()
     ticks = time_ticks(start, start + 3 * 3600, 4)
-    assert ticks and all(t % 3600 == 0 for t in ticks)
-    assert start <= ticks[0] and ticks[-1] <= start + 3 * 3600
+    assert ticks
+    assert all(t % 3600 == 0 for t in ticks)
+    assert start <= ticks[0]
+    assert ticks[-1] <= start + 3 * 3600
     assert time_label(ticks[0], 3 * 3600) == "11:00"
     assert time_label(start, 300) == "10:07:13"
     assert time_label(start, 7 * 86400) == "Dec 03"
@@ -81,7 +85,9 @@ def test_a_pareto_chart_spans_its_points_not_zero_to_the_maximum() -> None:
 
 def test_a_histogram_has_a_value_axis_and_a_count_axis() -> None:
     chart = histogram([float(v) for v in range(50, 100)], "TTFT (ms)", "none")
-    assert chart.x_label == "TTFT (ms)" and chart.y_label == "requests"
+    assert chart.x_label == "TTFT (ms)"
+    assert chart.y_label == "requests"
     assert sum(int(b.label.rsplit(": ", 1)[1].split()[0]) for b in chart.bars) == 50
-    assert chart.x_ticks and chart.y_ticks
+    assert chart.x_ticks
+    assert chart.y_ticks
     assert histogram([], "TTFT (ms)", "No request succeeded").empty == "No request succeeded"
