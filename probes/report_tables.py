@@ -88,8 +88,58 @@ def summary_table(summary: RunSummary) -> Table:
     if summary.prompt_calibration is not None:
         table.add_row("prompt sizing", calibration(summary.prompt_calibration))
     table.add_row("goodput (req/s)", _rate(summary.goodput))
+    for what, value in measured_rows(summary):
+        table.add_row(what, value)
     table.add_row("generator", "SATURATED: latency figures not trustworthy"
                   if summary.generator.saturated else "kept schedule")
+    return table
+
+
+def measured_rows(summary: RunSummary) -> list[tuple[str, str]]:
+    """What a run measured beyond latency and throughput, where it measured it: the prefix
+    cache, conversations, quality canaries and the deployment's efficiency."""
+    rows = []
+    if summary.cache_hit_ratio is not None:
+        rows.append(("prompt cache hits", f"{_share(summary.cache_hit_ratio)} "
+                                          f"({summary.cached_tokens or 0:,} tokens)"))
+    if summary.sessions is not None:
+        sessions = summary.sessions
+        rows.append(("conversations completed",
+                     f"{sessions.completed}/{sessions.conversations} "
+                     f"({sessions.turns} turns, {sessions.failed_turns} failed)"))
+        if summary.e2e_interactivity is not None:
+            rows.append(("interactivity (output tokens/s of turn time)",
+                         _rate(summary.e2e_interactivity)))
+    if summary.quality is not None:
+        rows.append(("canaries passed", f"{summary.quality.passed}/{summary.quality.checked}"))
+    found = summary.efficiency
+    if found is not None:
+        for label, value, unit in (
+                ("output tokens/s per accelerator", found.output_tps_per_accelerator, ""),
+                ("output tokens/s per kW", found.output_tps_per_kw, ""),
+                ("cost per million output tokens", found.cost_per_million_output_tokens,
+                 f" {found.currency}"),
+                ("cost per million good tokens", found.cost_per_million_good_tokens,
+                 f" {found.currency}"),
+                ("joules per output token", found.joules_per_output_token, " J")):
+            if value is not None:
+                rows.append((label, f"{value:,.4g}{unit}"))
+    return rows
+
+
+def server_table(summary: RunSummary) -> Table | None:
+    """The server's own series over the run (its metrics_url): min, mean, max, last and the
+    increase of counters; None when it was not scraped."""
+    if not summary.server_metrics:
+        return None
+    table = Table(title="server telemetry (its metrics_url, over the run)")
+    table.add_column("series")
+    for name in ("min", "mean", "max", "last", "increase"):
+        table.add_column(name, justify="right")
+    for name, metric in sorted(summary.server_metrics.items()):
+        table.add_row(name, *(f"{v:,.4g}" for v in (metric.min, metric.mean, metric.max,
+                                                    metric.last)),
+                      "-" if metric.increase is None else f"{metric.increase:,.4g}")
     return table
 
 
@@ -158,9 +208,13 @@ def curve_table(result: RunResult) -> Table | None:
 
 
 def results(result: RunResult) -> Group:
-    """The tables of a finished run: summary, latency, stages when there are several, and a
-    capacity search's or Pareto curve's points."""
+    """The tables of a finished run: summary, latency, the server's telemetry when it was
+    scraped, stages when there are several, and a capacity search's or Pareto curve's
+    points."""
     parts: list[Table] = [summary_table(result.summary), latency_table(result.summary)]
+    server = server_table(result.summary)
+    if server is not None:
+        parts.append(server)
     curve = curve_table(result)
     if curve is not None:
         parts.append(curve)

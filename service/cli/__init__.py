@@ -15,6 +15,7 @@ import typer
 
 from sustain.service.cli.admin import migrate, rules, validate
 from sustain.service.cli.agent import agent
+from sustain.service.cli.common import guarded, help_texts
 from sustain.service.cli.compare import compare
 from sustain.service.cli.export import export
 from sustain.service.cli.keys import keys_app
@@ -28,5 +29,10 @@ app = typer.Typer(
 )
 for command in (serve, rules, validate, migrate, demo, probe, simulate, export, compare,
                 agent):
-    app.command()(command)
+    long_help, short_help = help_texts(command.__doc__)
+    app.command(help=long_help, short_help=short_help)(guarded(command))
+for sub in keys_app.registered_commands:
+    if sub.callback is not None:
+        sub.help, sub.short_help = help_texts(sub.callback.__doc__)
+        sub.callback = guarded(sub.callback)
 app.add_typer(keys_app, name="keys")

@@ -14,15 +14,17 @@ from sustain.service.cli.common import (
     ConfigOpt,
     DataDirOpt,
     DbOpt,
+    VerboseOpt,
     check_config,
+    command_logging,
     console,
     database,
     load_settings,
     one_connection_engine,
+    say,
 )
 from sustain.service.db.engine import safe_url, session_factory
 from sustain.service.db.migrate import upgrade_to_head
-from sustain.service.logging import configure_logging
 
 if TYPE_CHECKING:  # imported where used, so that `sustain --help` stays fast
     from sustain.service.evaluation.rules import SloRules
@@ -41,7 +43,7 @@ async def _slo_rules_from_database(url: str) -> list[SloRules]:
 
 
 def rules(config: ConfigOpt = None, database_url: DbOpt = None,
-          data_dir: DataDirOpt = None) -> None:
+          data_dir: DataDirOpt = None, verbose: VerboseOpt = False) -> None:
     """Print Prometheus recording and alerting rules for the SLOs (of the config file, else
     of the database): multi-window, multi-burn-rate over sustain_slo_events_total."""
     import yaml
@@ -51,6 +53,7 @@ def rules(config: ConfigOpt = None, database_url: DbOpt = None,
     from sustain.service.evaluation.rules import SloRules, rules_document
 
     settings = load_settings(database_url=database_url, data_dir=data_dir)
+    command_logging(settings, verbose)
     if config is not None:
         try:
             parsed, _ = read(config, expandable=settings.config_expansion())
@@ -74,10 +77,11 @@ def validate(path: Annotated[Path, typer.Argument(help="The YAML config file.")]
         raise typer.Exit(1)
 
 
-def migrate(database_url: DbOpt = None, data_dir: DataDirOpt = None) -> None:
+def migrate(database_url: DbOpt = None, data_dir: DataDirOpt = None,
+            verbose: VerboseOpt = False) -> None:
     """Upgrade the database schema to the newest revision."""
     settings = load_settings(database_url=database_url, data_dir=data_dir)
-    configure_logging(settings.log_level, settings.log_format)
+    command_logging(settings, verbose)
     with database(settings) as url:
         upgrade_to_head(url)
-    console.print(f"database {safe_url(url)} is at the newest revision")
+    say(f"database {safe_url(url)} is at the newest revision")

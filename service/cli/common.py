@@ -3,24 +3,49 @@ and flags, the database (configured or embedded) and serving the app."""
 
 from __future__ import annotations
 
+import functools
+import inspect
+import re
 import signal
-from collections.abc import AsyncIterator, Iterator
+import socket
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any
+from typing import Annotated, Any, ParamSpec
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from sustain.service.config import Settings
 from sustain.service.db.embedded import DataDirInUseError, EmbeddedPostgres
 from sustain.service.db.engine import create_engine
 
-console = Console(stderr=True, soft_wrap=True)
+console = Console(stderr=True, soft_wrap=True, emoji=False)
 """Messages go to stderr, so a command's stdout carries only its output (--json, keys)."""
+
+
+def say(text: str, style: str | None = None) -> None:
+    """A message on stderr exactly as written: what it echoes of the user's (names, paths,
+    values, a file's lines) is never read as markup, highlighting or emoji codes."""
+    console.print(text, style=style, markup=False, highlight=False, emoji=False)
+
+VerboseOpt = Annotated[bool, typer.Option(
+    "--verbose", "-v", help="Also log what the command does (INFO): the database, migrations.")]
+
+
+def command_logging(settings: Settings, verbose: bool) -> None:
+    """A one-shot command logs only warnings and errors (its output is what it prints),
+    unless --verbose (or SUSTAIN_LOG_LEVEL=DEBUG)."""
+    from sustain.service.logging import configure_logging
+
+    level = settings.log_level if verbose or settings.log_level.upper() == "DEBUG" \
+        else "WARNING"
+    configure_logging(level, settings.log_format)
+
 
 HostOpt = Annotated[str | None, typer.Option(help="Bind address (env SUSTAIN_HOST).")]
 PortOpt = Annotated[int | None, typer.Option(help="Bind port (env SUSTAIN_PORT).")]
@@ -40,7 +65,7 @@ def load_settings(**overrides: Any) -> Settings:
     except ValidationError as exc:
         for error in exc.errors():
             field = ".".join(str(p) for p in error["loc"])
-            console.print(f"[red]invalid setting SUSTAIN_{field.upper()}: {error['msg']}[/red]")
+            say(f"invalid setting SUSTAIN_{field.upper()}: {error['msg']}", "red")
         raise typer.Exit(2) from None
 
 
@@ -63,7 +88,7 @@ def database(settings: Settings) -> Iterator[str]:
     try:
         url = embedded.start()
     except DataDirInUseError as exc:
-        console.print(f"[red]{exc}[/red]")
+        say(f"{exc}", "red")
         raise typer.Exit(2) from None
     try:
         yield url.render_as_string(hide_password=False)
@@ -124,3 +149,45 @@ def check_config(path: Path, settings: Settings) -> bool:
 def counted(n: int, word: str) -> str:
     """`1 probe`, `2 probes`, `0 SLOs`: a count with its noun in the right number."""
     return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
+_SENTENCE_END = re.compile(r"(?<!e\.g)(?<!i\.e)\.(?=\s|$)")
+
+
+def help_texts(doc: str | None) -> tuple[str, str]:
+    """A command's help from its docstring: each paragraph on one line (the terminal wraps
+    it, never the source's line breaks), and its first sentence for the list of commands:
+    (help, short_help)."""
+    paragraphs = [" ".join(p.split()) for p in inspect.cleandoc(doc or "").split("\n\n")]
+    full = "\n\n".join(p for p in paragraphs if p)
+    end = _SENTENCE_END.search(full)
+    return full, full[:end.end()] if end else full.split("\n")[0]
+
+
+P = ParamSpec("P")
+EXIT_DATABASE = 1
+"""A command could not use its database (nothing listening, no such database, refused)."""
+_CLASS_PREFIX = re.compile(r"^<class '[\w.]+'>: ")
+
+
+def database_problem(exc: BaseException) -> str:
+    """What the database (or the way to it) said, in one line, without the library's
+    class names or its link to background reading."""
+    origin = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+    text = _CLASS_PREFIX.sub("", str(origin).strip()).splitlines()
+    return text[0] if text else type(origin).__name__
+
+
+def guarded(command: Callable[P, None]) -> Callable[P, None]:
+    """The command, saying in one line why its database cannot be used (a wrong name,
+    refused credentials, nothing listening) and exiting with EXIT_DATABASE, instead of a
+    traceback. Other errors are bugs, and keep theirs."""
+    @functools.wraps(command)
+    def run(*args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            command(*args, **kwargs)
+        except (DBAPIError, ConnectionRefusedError, socket.gaierror) as exc:
+            console.print("cannot use the database (SUSTAIN_DATABASE_URL or --database-url): "
+                          + database_problem(exc), style="red", markup=False, highlight=False)
+            raise typer.Exit(EXIT_DATABASE) from None
+    return run

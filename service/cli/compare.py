@@ -15,14 +15,15 @@ from sustain.service import strict_json
 from sustain.service.cli.common import (
     DataDirOpt,
     DbOpt,
-    console,
+    VerboseOpt,
+    command_logging,
     database,
     load_settings,
     one_connection_engine,
+    say,
 )
 from sustain.service.db.engine import session_factory
 from sustain.service.db.migrate import upgrade_to_head
-from sustain.service.logging import configure_logging
 
 if TYPE_CHECKING:  # imported where used, so that `sustain --help` stays fast
     from sustain.service.schemas.compare import Comparison
@@ -33,7 +34,7 @@ def compare(
     window: Annotated[str, typer.Option(help="How far back, e.g. 24h, 7d.")] = "7d",
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object only.")]
     = False,
-    database_url: DbOpt = None, data_dir: DataDirOpt = None,
+    database_url: DbOpt = None, data_dir: DataDirOpt = None, verbose: VerboseOpt = False,
 ) -> None:
     """Probes side by side over a window: availability, latency, throughput, capacity under
     SLO, efficiency, stability and drift (what GET /api/v1/compare answers)."""
@@ -43,16 +44,16 @@ def compare(
     try:
         seconds = parse_duration(window)
     except ValueError as exc:
-        console.print(f"[red]--window: {exc}[/red]")
+        say(f"--window: {exc}", "red")
         raise typer.Exit(2) from None
     settings = load_settings(database_url=database_url, data_dir=data_dir)
-    configure_logging(settings.log_level, settings.log_format)
+    command_logging(settings, verbose)
     with database(settings) as url:
         upgrade_to_head(url)
         try:
             found = asyncio.run(_compare(url, probes, seconds))
         except ServiceError as exc:
-            console.print(f"[red]{exc}[/red]")
+            say(f"{exc}", "red")
             raise typer.Exit(2) from None
     if json_output:
         print(strict_json.dumps(found.model_dump(mode="json", by_alias=True)))

@@ -13,12 +13,14 @@ import typer
 from sustain.service.cli.common import (
     DataDirOpt,
     DbOpt,
-    console,
+    VerboseOpt,
+    command_logging,
+    counted,
     database,
     load_settings,
     one_connection_engine,
+    say,
 )
-from sustain.service.logging import configure_logging
 
 if TYPE_CHECKING:  # imported where used, so that `sustain --help` stays fast
     from sustain.service.export.samples import ExportRequest
@@ -29,7 +31,7 @@ def _moment(option: str, value: str) -> datetime:
     try:
         moment = datetime.fromisoformat(value)
     except ValueError:
-        console.print(f"[red]{option}: not an ISO 8601 time: {value!r}[/red]")
+        say(f"{option}: not an ISO 8601 time: {value!r}", "red")
         raise typer.Exit(2) from None
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
@@ -57,33 +59,33 @@ def export(
         "--format", help="csv | parquet (parquet needs the `parquet` extra).")] = "csv",
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="File to write; CSV goes to stdout without it.")] = None,
-    database_url: DbOpt = None, data_dir: DataDirOpt = None,
+    database_url: DbOpt = None, data_dir: DataDirOpt = None, verbose: VerboseOpt = False,
 ) -> None:
     """Raw samples of one probe sent in [--from, --to), oldest first, as CSV or Parquet."""
     from sustain.service.export.parquet_file import ParquetUnavailableError
     from sustain.service.export.samples import ExportRequest, UnknownProbeError
 
     if file_format not in ("csv", "parquet"):
-        console.print(f"[red]--format: must be csv or parquet, not {file_format!r}[/red]")
+        say(f"--format: must be csv or parquet, not {file_format!r}", "red")
         raise typer.Exit(2)
     if file_format == "parquet" and output is None:
-        console.print("[red]--output: required for parquet (a binary file)[/red]")
+        say("--output: required for parquet (a binary file)", "red")
         raise typer.Exit(2)
     request = ExportRequest(probe=probe_name, start=_moment("--from", start),
                             end=_moment("--to", end) if end else datetime.now(UTC))
     if request.start >= request.end:
-        console.print("[red]--from: must be before --to[/red]")
+        say("--from: must be before --to", "red")
         raise typer.Exit(2)
     settings = load_settings(database_url=database_url, data_dir=data_dir)
-    configure_logging(settings.log_level, settings.log_format)
+    command_logging(settings, verbose)
     with database(settings) as url:
         try:
             count = asyncio.run(_export(url, request, file_format, output))
         except UnknownProbeError:
-            console.print(f"[red]--probe: no probe named {probe_name!r}[/red]")
+            say(f"--probe: no probe named {probe_name!r}", "red")
             raise typer.Exit(2) from None
         except ParquetUnavailableError as exc:
-            console.print(f"[red]--format parquet: {exc}[/red]")
+            say(f"--format parquet: {exc}", "red")
             raise typer.Exit(2) from None
-    console.print(f"exported {count} samples of probe {probe_name!r}"
-                  + (f" to {output}" if output else ""))
+    say(f"exported {counted(count, 'sample')} of probe {probe_name!r}"
+        + (f" to {output}" if output else ""))

@@ -17,14 +17,16 @@ from sustain.service import strict_json
 from sustain.service.cli.common import (
     DataDirOpt,
     DbOpt,
+    VerboseOpt,
+    command_logging,
     console,
     database,
     load_settings,
     one_connection_engine,
+    say,
 )
 from sustain.service.db.engine import session_factory
 from sustain.service.db.migrate import upgrade_to_head
-from sustain.service.logging import configure_logging
 
 keys_app = typer.Typer(help="API keys: create (shown once), list, revoke; generate a "
                             "SUSTAIN_ADMIN_KEY value.", no_args_is_help=True)
@@ -46,17 +48,18 @@ async def _keys_call(url: str, action: str, **args: Any) -> Any:
         return [key_queries.read(k) for k in await key_queries.list_all(session)]
 
 
-def _keys(action: str, database_url: str | None, data_dir: Path | None, **args: Any) -> Any:
+def _keys(action: str, database_url: str | None, data_dir: Path | None, verbose: bool,
+          **args: Any) -> Any:
     from sustain.service.errors import ServiceError
 
     settings = load_settings(database_url=database_url, data_dir=data_dir)
-    configure_logging(settings.log_level, settings.log_format)
+    command_logging(settings, verbose)
     with database(settings) as url:
         upgrade_to_head(url)
         try:
             return asyncio.run(_keys_call(url, action, **args))
         except ServiceError as exc:
-            console.print(f"[red]{exc}[/red]")
+            say(f"{exc}", "red")
             raise typer.Exit(2) from None
 
 
@@ -94,7 +97,7 @@ def keys_create(
     role: Annotated[str, typer.Option(help="viewer | editor | admin | agent.")],
     location: Annotated[str | None, typer.Option(
         help="An agent key's location (required with --role agent).")] = None,
-    database_url: DbOpt = None, data_dir: DataDirOpt = None,
+    database_url: DbOpt = None, data_dir: DataDirOpt = None, verbose: VerboseOpt = False,
 ) -> None:
     """Create a key and print it once (stdout); store it now, it cannot be shown again."""
     from sustain.service.domain.keys import Role
@@ -106,18 +109,19 @@ def keys_create(
             console.print(problem, style="red", markup=False, highlight=False)
         raise typer.Exit(2)
     body = KeyCreate(name=name, role=Role(role), location=location)
-    created = _keys("create", database_url, data_dir, name=body.name, role=body.role,
+    created = _keys("create", database_url, data_dir, verbose, name=body.name, role=body.role,
                     location=body.location)
-    console.print(f"created key {created.id} {created.name!r} ({created.role.value}); it is "
-                  "shown once, below:")
+    say(f"created key {created.id} {created.name!r} ({created.role.value}); it is shown once, "
+        "below:")
     print(created.key)
 
 
 @keys_app.command("list")
 def keys_list(database_url: DbOpt = None, data_dir: DataDirOpt = None,
-              json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+              json_output: Annotated[bool, typer.Option("--json")] = False,
+              verbose: VerboseOpt = False) -> None:
     """Every key with its role, prefix and times; never the keys themselves."""
-    found = _keys("list", database_url, data_dir)
+    found = _keys("list", database_url, data_dir, verbose)
     if json_output:
         print(strict_json.dumps([k.model_dump(mode="json") for k in found]))
         return
@@ -132,13 +136,14 @@ def keys_list(database_url: DbOpt = None, data_dir: DataDirOpt = None,
 
 @keys_app.command("revoke")
 def keys_revoke(key_id: Annotated[int, typer.Argument(help="The key's id (keys list).")],
-                database_url: DbOpt = None, data_dir: DataDirOpt = None) -> None:
+                database_url: DbOpt = None, data_dir: DataDirOpt = None,
+                verbose: VerboseOpt = False) -> None:
     """Revoke a key at once; its status-page sign-ins end too."""
     if not 1 <= key_id < 2**63:
-        console.print("[red]KEY_ID: not a key id[/red]")
+        say("KEY_ID: not a key id", "red")
         raise typer.Exit(2)
-    revoked = _keys("revoke", database_url, data_dir, key_id=key_id)
-    console.print(f"revoked key {revoked.id} {revoked.name!r}")
+    revoked = _keys("revoke", database_url, data_dir, verbose, key_id=key_id)
+    say(f"revoked key {revoked.id} {revoked.name!r}")
 
 
 @keys_app.command("generate")

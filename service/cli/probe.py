@@ -19,6 +19,7 @@ from sustain.service.cli.common import (
     database,
     load_settings,
     one_connection_engine,
+    say,
 )
 from sustain.service.cli.flags import takes_flags
 from sustain.service.cli.probe_flags import FlagError, ProbeFlags
@@ -47,7 +48,7 @@ def probe(**given: Any) -> None:
         if shot.endpoint.auth_secret_ref is not None:
             resolve_secret(shot.endpoint.auth_secret_ref, shot.secrets)
     except (FlagError, SecretUnavailableError) as exc:
-        console.print(f"[red]{exc}[/red]")
+        say(f"{exc}", "red")
         raise typer.Exit(2) from None
     try:
         if flags.json_output:
@@ -57,7 +58,7 @@ def probe(**given: Any) -> None:
                 result = uvloop.run(oneshot.run_with_display(shot, display,
                                                              budget=limits.budget()))
     except (DatasetError, WorkloadError) as exc:  # a file or workload that cannot be used
-        console.print(f"[red]{exc}[/red]")
+        say(f"{exc}", "red")
         raise typer.Exit(2) from None
     _report(flags, shot, result)
 
@@ -84,7 +85,7 @@ def _report(flags: ProbeFlags, shot: OneShot, result: RunResult) -> None:
             report["run_id"] = run_id
         print(strict_json.dumps(report))
     elif run_id is not None:
-        console.print(f"saved as run {run_id}")
+        say(f"saved as run {run_id}")
     lines = failure_lines(result.samples, flags.base_url, flags.model)
     for line in lines:  # the server's words and the URL, printed as they are
         console.print(line, style="red", markup=False, highlight=False)
@@ -106,7 +107,7 @@ def _write_report(flags: ProbeFlags, result: RunResult) -> None:
     try:
         flags.html.write_text(render(page), encoding="utf-8")
     except OSError as exc:
-        console.print(f"[red]--html: cannot write {flags.html} ({exc.strerror})[/red]")
+        say(f"--html: cannot write {flags.html} ({exc.strerror})", "red")
         raise typer.Exit(2) from None
 
 

@@ -8,6 +8,7 @@ REST API uses, in `oneshot.build`; `flag_error` names the flag of each of their 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Self
@@ -77,8 +78,23 @@ def flag_error(exc: ValidationError, flag_of: Mapping[str, str] = FLAG_OF) -> Fl
         if ctx.get("field"):
             names.append(str(ctx["field"]))
         flag = next((flag_of[n] for n in reversed(names) if n in flag_of), ".".join(names))
-        messages.append(f"{flag}: {error['msg']}")
+        text = in_flags(error["msg"], flag_of)
+        messages.append(text if flag in text else f"{flag}: {text}")
     return FlagError("; ".join(messages))
+
+
+PHRASES = {"auth_secret_ref (env:NAME or file:/path)":
+           "--api-key-env VAR (the variable's name, never the key)"}
+"""Whole phrases of the REST API's messages that read differently on the command line."""
+
+
+def in_flags(message: str, flag_of: Mapping[str, str] = FLAG_OF) -> str:
+    """A message with the field names it mentions (those with an underscore: `ttft_ms`, not
+    `rate`, a word of its own) spelled as the flags the user types."""
+    for phrase, flags in PHRASES.items():
+        message = message.replace(phrase, flags)
+    return re.sub(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b",
+                  lambda m: flag_of.get(m.group(0), m.group(0)), message)
 
 
 def option(field: str) -> str:

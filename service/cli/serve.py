@@ -4,6 +4,7 @@ the simulator and demo probes."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from typing import Annotated
 
@@ -23,6 +24,7 @@ from sustain.service.cli.common import (
     database,
     load_settings,
     one_connection_engine,
+    say,
     serve_app,
 )
 from sustain.service.config import Settings
@@ -50,8 +52,6 @@ def serve(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None
 def _check_anonymous_read(settings: Settings) -> None:
     """Refuse to serve anonymous reads beyond loopback unless asked for in so many words;
     warn when asked."""
-    import logging
-
     from sustain.service.domain.exposure import (
         ANONYMOUS_READ_VAR,
         anonymous_read_explicit,
@@ -61,11 +61,10 @@ def _check_anonymous_read(settings: Settings) -> None:
     exposure = anonymous_read_exposure(settings.host, settings.anonymous_read,
                                        anonymous_read_explicit(os.environ))
     if exposure == "refused":
-        console.print(f"[red]--host {settings.host!r} is reachable from other machines and "
-                      f"anonymous reads are on: anyone who can connect would read every "
-                      f"endpoint, probe, run and alert without a key. Set {ANONYMOUS_READ_VAR}"
-                      f"=true to mean it, or bind loopback (127.0.0.1), or unset "
-                      f"{ANONYMOUS_READ_VAR}[/red]", highlight=False)
+        say(f"--host {settings.host!r} is reachable from other machines and anonymous reads "
+            f"are on: anyone who can connect would read every endpoint, probe, run and alert "
+            f"without a key. Set {ANONYMOUS_READ_VAR}=true to mean it, or bind loopback "
+            f"(127.0.0.1), or unset {ANONYMOUS_READ_VAR}", "red")
         raise typer.Exit(2)
     if exposure == "network":
         logging.getLogger("sustain.service.cli").warning(
@@ -116,6 +115,8 @@ def demo(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None,
     settings = settings.model_copy(update={"anonymous_read": True,
                                            "admin_key": SecretStr(admin_key)})
     configure_logging(settings.log_level, settings.log_format)
+    if settings.log_level.upper() != "DEBUG":  # a newcomer's screen: no migration log
+        logging.getLogger("alembic").setLevel(logging.WARNING)
     simulators = DemoSimulators(settings.data_dir, settings.port, simulator_port, DEMO_BATCH)
     with database(settings) as url:
         try:

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from sustain.service.cli.common import (
-    console,
+    say,
 )
 
 
@@ -66,7 +66,7 @@ def simulate(
     try:
         chosen = Fault(fault)
     except ValueError:
-        console.print(f"[red]--fault must be one of {', '.join(f.value for f in Fault)}[/red]")
+        say(f"--fault must be one of {', '.join(f.value for f in Fault)}", "red")
         raise typer.Exit(2) from None
     problems = [
         "--fault-rate must be in [0, 1]" if not 0.0 <= fault_rate <= 1.0 else "",
@@ -86,13 +86,13 @@ def simulate(
         "--chat-template-tokens must be >= 0" if chat_template_tokens < 0 else "",
     ]
     if any(problems):
-        console.print("[red]" + "; ".join(p for p in problems if p) + "[/red]")
+        say("" + "; ".join(p for p in problems if p) + "", "red")
         raise typer.Exit(2)
     api_key = None
     if api_key_env is not None:
         api_key = os.environ.get(api_key_env)
         if not api_key:
-            console.print(f"[red]--api-key-env: variable {api_key_env} is not set[/red]")
+            say(f"--api-key-env: variable {api_key_env} is not set", "red")
             raise typer.Exit(2)
     config = SimulatorConfig(ttft_ms=ttft_ms, itl_ms=itl_ms, output_tokens=output_tokens,
                              model=model, fault=chosen, fault_rate=fault_rate, seed=seed,
@@ -105,5 +105,5 @@ def simulate(
                              gpus=gpus, prompt_chars_per_token=prompt_chars_per_token,
                              chat_template_tokens=chat_template_tokens,
                              truth_log=None if truth_log is None else str(truth_log))
-    console.print(f"simulator on http://{host}:{port}/v1 (ttft {ttft_ms} ms, itl {itl_ms} ms)")
+    say(f"simulator on http://{host}:{port}/v1 (ttft {ttft_ms} ms, itl {itl_ms} ms)")
     serve_simulator(config, host, port)

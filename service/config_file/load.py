@@ -128,6 +128,34 @@ def _rag_problems(probe: ProbeSpec, workload: Workload, config: ConfigFile
         else kinds[rag.rerank])]
 
 
+def raw_references(data: Mapping[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
+    """References to undeclared endpoints, workloads and probes, read from the file's data as
+    written (when it is not valid as a whole), so that `sustain validate` reports them in the
+    same pass as the other problems instead of after those are fixed."""
+    def names(kind: str) -> set[str]:
+        items = data.get(kind)
+        return {str(i["name"]) for i in items if isinstance(i, dict) and "name" in i} \
+            if isinstance(items, list) else set()
+
+    endpoints, workloads, probes = names("endpoints"), names("workloads"), names("probes")
+    found: list[tuple[tuple[str | int, ...], str]] = []
+    for i, probe in enumerate(data.get("probes") or []):
+        if not isinstance(probe, dict):
+            continue
+        if isinstance(probe.get("endpoint"), str) and probe["endpoint"] not in endpoints:
+            found.append((("probes", i, "endpoint"),
+                          f"no endpoint named {probe['endpoint']!r} in this file"))
+        if isinstance(probe.get("workload"), str) and probe["workload"] not in workloads:
+            found.append((("probes", i, "workload"),
+                          f"no workload named {probe['workload']!r} in this file"))
+    for i, slo in enumerate(data.get("slos") or []):
+        if isinstance(slo, dict) and isinstance(slo.get("probes"), list):
+            found.extend((("slos", i, "probes", j), f"no probe named {name!r} in this file")
+                         for j, name in enumerate(slo["probes"])
+                         if isinstance(name, str) and name not in probes)
+    return found
+
+
 def _beyond_limits(config: ConfigFile, limits: LoadLimits | None
                    ) -> list[tuple[tuple[str | int, ...], str]]:
     """Probe profiles beyond the load limits, each field that breaks one."""
@@ -186,8 +214,12 @@ def parse(text: str, file: str, environ: Mapping[str, str] | None = None,
     try:
         config = ConfigFile.model_validate(located.data)
     except ValidationError as exc:
-        raise ConfigError(file, _together(located.problems,
-                                          _validation_problems(located, exc))) from None
+        invalid = _validation_problems(located, exc)
+        seen = {p.field for p in invalid}
+        unresolved = [Problem(located.line_of(path), dotted(path), message)
+                      for path, message in raw_references(located.data)
+                      if dotted(path) not in seen]
+        raise ConfigError(file, _together(located.problems, invalid + unresolved)) from None
     found = [*_references(config), *_beyond_limits(config, limits)]
     if reach is not None:
         found += _reach_problems(config, reach, environ)

@@ -40,6 +40,8 @@ class RunPage:
     notes: list[str] = field(default_factory=list)
     failure: list[str] = field(default_factory=list)
     """What failed, where and why, for a run with failed requests or a failed run."""
+    server: list[list[str]] = field(default_factory=list)
+    """The server's own series over the run: name, min, mean, max, last, increase."""
     probe_link: tuple[str, str] | None = None
     """(href, name) of the run's probe page, on the site."""
 
@@ -84,6 +86,12 @@ def run_page(report: Mapping[str, Any], title: str, subtitle: str,
             figures.append((f"TTFT p50 / p99 with {size} images",
                             f"{_num(dist.get('p50'), ' ms', 1)} / "
                             f"{_num(dist.get('p99'), ' ms', 1)}"))
+    requested = report.get("prompt_tokens_requested")
+    if isinstance(requested, int | float):
+        served = report.get("prompt_tokens_served")
+        figures.append(("prompt tokens requested / served",
+                        f"{_num(requested, digits=1)} / {_num(served, digits=1)}"
+                        + ("" if served is not None else " (no usage reported)")))
     if report.get("cache_hit_ratio") is not None:
         figures.append(("cache hit ratio", _share(report["cache_hit_ratio"])))
     quality = report.get("quality")
@@ -116,7 +124,8 @@ def run_page(report: Mapping[str, Any], title: str, subtitle: str,
                    stages=stages if len(stages) > 1 else [], errors=errors,
                    histograms=[histogram(values, f"{label} (ms)", _no_latency(report))
                                for label, values in (("TTFT", ttfts), ("E2E", e2es))],
-                   curve=None, curve_title=None, failure=list(failure))
+                   curve=None, curve_title=None, failure=list(failure),
+                   server=server_rows(report.get("server_metrics")))
     return _with_curve(page, report)
 
 
@@ -163,6 +172,15 @@ def pareto_chart(curves: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]) -> A
     return xy_chart([(name, points) for name, points in series if points],
                     "tokens/s per user (1000 / TPOT p90)", "system output tokens/s",
                     "No Pareto run yet.", step=True, y_from_zero=False)
+
+
+def server_rows(series: Any) -> list[list[str]]:
+    """The server telemetry table's rows, by series name."""
+    if not isinstance(series, Mapping):
+        return []
+    return [[str(name), *(_num(metric.get(stat), digits=2) for stat in
+                          ("min", "mean", "max", "last", "increase"))]
+            for name, metric in sorted(series.items()) if isinstance(metric, Mapping)]
 
 
 def _no_latency(report: Mapping[str, Any]) -> str:

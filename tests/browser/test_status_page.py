@@ -156,6 +156,22 @@ def _check_run_page(page: Page, chat: Locator) -> None:
     page.screenshot(path=str(ARTIFACTS / "run-page.png"), full_page=True)
 
 
+def _check_failed_run_page(page: Page, live: str) -> None:
+    """The dead endpoint's last run says what failed, where and why: the error class, that no
+    HTTP answer came, the URL the requests went to, and a hint; no empty histogram frames."""
+    page.goto(live + "/")
+    page.locator('tr.probe[data-probe="dead-probe"] a.run').first.click()
+    failure = page.locator("section.failure").inner_text()
+    assert "requests failed (connect" in failure
+    assert "(no HTTP answer) from POST http://127.0.0.1:" in failure
+    assert "/v1/chat/completions" in failure
+    assert "is the server up there?" in failure
+    assert page.locator("figure.axis-chart").count() == 0, "no empty frames"
+    empties = page.locator(".chart-empty").all_inner_texts()
+    assert empties == ["No request succeeded, so there is no latency to draw."] * 2
+    page.screenshot(path=str(ARTIFACTS / "failed-run-page.png"), full_page=True)
+
+
 def _check_compare_page(page: Page, live: str) -> None:
     """The compare page shows both probes side by side, and names a probe that is not."""
     page.goto(live + "/compare?probe=chat&probe=dead-probe&window=1d")
@@ -189,6 +205,7 @@ def test_status_page_shows_probes_slos_and_alerts_without_javascript(live: str) 
             _sign_in_as_viewer(page, live)
             chat = _check_status_page(page)
             _check_run_page(page, chat)
+            _check_failed_run_page(page, live)
             _check_compare_page(page, live)
             _check_sign_out(page, live)
         finally:

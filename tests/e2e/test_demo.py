@@ -121,7 +121,7 @@ def test_demo_refuses_to_bind_beyond_loopback(tmp_path: Path) -> None:
 CONFIGURED_TTFT_MS = 50.0
 """The demo simulators' time to first token (`sustain simulate`'s default)."""
 TTFT_MARGIN_MS = 20.0
-WINDOW_S = 110.0
+WINDOW_S = 90.0
 
 
 def _summary_p99(api: httpx.Client, probe_id: int, window_s: int) -> tuple[float, int]:

@@ -106,3 +106,42 @@ def test_prompts_of_given_text_show_no_prompt_rows() -> None:
     shown = text(results(run()))
     assert "prompt tokens" not in shown
     assert "prompt sizing" not in shown
+
+
+def test_the_table_shows_cache_sessions_canaries_and_efficiency_when_the_run_has_them() -> None:
+    from sustain.probes.measure.deployment import Efficiency
+    from sustain.probes.measure.quality import QualityCounts
+    from sustain.probes.measure.sessions import SessionCounts
+
+    result = run()
+    summary = result.summary.model_copy(update={
+        "cached_tokens": 1200, "cache_hit_ratio": 0.75,
+        "sessions": SessionCounts(conversations=4, completed=3, turns=12, failed_turns=1),
+        "quality": QualityCounts(checked=10, passed=9),
+        "efficiency": Efficiency(output_tps_per_accelerator=500.0, output_tps_per_kw=700.0,
+                                 cost_per_million_output_tokens=1.1,
+                                 cost_per_million_good_tokens=None, currency="EUR",
+                                 joules_per_output_token=1.4)})
+    shown = text(results(replace(result, summary=summary)))
+    for expected in ("prompt cache hits", "75.00% (1,200 tokens)", "conversations completed",
+                     "3/4 (12 turns, 1 failed)", "canaries passed", "9/10",
+                     "cost per million output tokens", "1.1 EUR", "joules per output token"):
+        assert expected in shown
+    assert "cost per million good tokens" not in shown, "a figure the run lacks is left out"
+    plain = text(results(run()))
+    assert "prompt cache hits" not in plain
+    assert "canaries" not in plain
+
+
+def test_server_telemetry_gets_its_own_table_when_scraped() -> None:
+    from sustain.probes.measure.server_metrics import ServerMetric
+
+    result = run()
+    summary = result.summary.model_copy(update={"server_metrics": {
+        "waiting": ServerMetric(min=0, mean=2.5, max=7, last=1, points=10),
+        "preemptions": ServerMetric(min=3, mean=4, max=5, last=5, points=10, increase=2)}})
+    shown = text(results(replace(result, summary=summary)))
+    assert "server telemetry" in shown
+    assert "waiting" in shown
+    assert "preemptions" in shown
+    assert "server telemetry" not in text(results(run()))

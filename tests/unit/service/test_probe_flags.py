@@ -179,7 +179,8 @@ def test_header_without_name_or_colon_is_refused_without_echoing_it(pair: str) -
 def test_credential_header_is_refused_naming_header() -> None:
     message = refused(header=["Authorization: Bearer x"])
     assert message.startswith("--header: ")
-    assert "auth_secret_ref" in message
+    assert "use --api-key-env VAR" in message, "the flag the user types"
+    assert "auth_secret_ref" not in message
 
 
 def test_model_is_required_except_for_the_http_api() -> None:

@@ -196,7 +196,9 @@ def test_duplicate_keys_and_a_missing_schedule_are_errors() -> None:
     text = "probes:\n  - name: a\n    name: b\n"
     assert problems(text) == ["sustain.yaml:3: probes[0].name: duplicate key"]
     text = "endpoints: []\nprobes:\n  - name: a\n    endpoint: x\n"
-    assert problems(text) == ["sustain.yaml:3: probes[0].schedule: Field required"]
+    assert problems(text) == ["sustain.yaml:3: probes[0].schedule: Field required",
+                              "sustain.yaml:4: probes[0].endpoint: no endpoint named 'x' in "
+                              "this file"], "an undeclared endpoint in the same pass"
 
 
 def test_secrets_cannot_be_written_inline() -> None:

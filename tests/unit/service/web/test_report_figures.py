@@ -38,3 +38,39 @@ def test_energy_figures_say_where_the_power_came_from() -> None:
     assert shown["joules per output token"] == "0.25"
     assert shown["power w"] == "620.00"
     assert "currency" not in shown
+
+
+def test_the_report_shows_prompt_tokens_requested_against_served() -> None:
+    shown = figures({"prompt_tokens_requested": 330.0, "prompt_tokens_served": 331.5})
+    assert shown["prompt tokens requested / served"] == "330.0 / 331.5"
+    unserved = figures({"prompt_tokens_requested": 330.0, "prompt_tokens_served": None})
+    assert unserved["prompt tokens requested / served"] == "330.0 / - (no usage reported)"
+
+
+def test_server_telemetry_has_a_row_per_series() -> None:
+    page = run_page({"server_metrics": {
+        "waiting": {"min": 0, "mean": 2.5, "max": 7, "last": 1, "points": 9},
+        "preemptions": {"min": 3, "mean": 4, "max": 5, "last": 5, "increase": 2}}},
+        "t", "s", [], [])
+    assert page.server == [["preemptions", "3.00", "4.00", "5.00", "5.00", "2.00"],
+                           ["waiting", "0.00", "2.50", "7.00", "1.00", "-"]]
+    assert run_page({}, "t", "s", [], []).server == []
+
+
+def test_a_failed_run_says_what_failed_where_and_why() -> None:
+    from sustain.service.db.status import FirstFailure
+    from sustain.service.web.report import failure_lines
+
+    lines = failure_lines("failed", None, {"attempts": 20, "errors": {"http_4xx": 20}},
+                          FirstFailure("http_4xx", 404, 20), "http://127.0.0.1:9/api",
+                          "openai-chat", "m")
+    assert lines[0] == ("20 of 20 requests failed (http_4xx 20); the first: http_4xx "
+                        "(HTTP 404) from POST http://127.0.0.1:9/api/chat/completions.")
+    assert "try http://127.0.0.1:9/api/v1 as the base URL" in lines[1]
+    refused = failure_lines("failed", None, {"attempts": 3, "errors": {"connect": 3}},
+                            FirstFailure("connect", None, 3), "http://127.0.0.1:9/v1",
+                            "openai-chat")
+    assert "connect (no HTTP answer)" in refused[0]
+    assert "nothing answered at 127.0.0.1:9" in refused[1]
+    crashed = failure_lines("failed", "worker exited with status -9", {}, None, None, None)
+    assert crashed == ["The run failed: worker exited with status -9"]
