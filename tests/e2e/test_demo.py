@@ -200,3 +200,53 @@ def _last_json(log: Path) -> str:
     """`sustain probe --json` prints one JSON object (after any log lines)."""
     text = log.read_text(encoding="utf-8")
     return text[text.index("\n{") + 1 if not text.startswith("{") else 0:]
+
+
+def _simulator_port(output: str) -> int:
+    found = re.search(r"against the simulator at http://127\.0\.0\.1:(\d+)/v1",
+                      output.replace("\n", " "))
+    assert found is not None, output
+    return int(found.group(1))
+
+
+def test_an_endpoint_made_against_the_demo_simulator_survives_restarts(tmp_path: Path) -> None:
+    """The simulator keeps its port from one start to the next, so an endpoint a user made
+    against it keeps working; when the remembered port is taken, the simulator moves and the
+    endpoint follows it."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    first = demo(tmp_path, port, "demo1.log")
+    first.env["SUSTAIN_ADMIN_KEY"] = TEST_ADMIN_KEY
+    with first:
+        first.wait_http(f"{base}/readyz")
+        sim_port = _simulator_port(first.output())
+        api = admin_client(base)
+        mine = api.post("/api/v1/endpoints", json={
+            "name": "mine", "base_url": f"http://127.0.0.1:{sim_port}/v1", "model": "sim-model"})
+        assert mine.status_code == 201, mine.text
+        assert first.stop(signal.SIGINT) == 0
+
+    again = demo(tmp_path, port, "demo2.log")
+    again.env["SUSTAIN_ADMIN_KEY"] = TEST_ADMIN_KEY
+    with again:
+        again.wait_http(f"{base}/readyz")
+        assert _simulator_port(again.output()) == sim_port, "the same port as before"
+        endpoint = admin_client(base).get(f"/api/v1/endpoints/{mine.json()['id']}").json()
+        assert endpoint["base_url"] == f"http://127.0.0.1:{sim_port}/v1"
+        assert port_open(sim_port)
+        assert again.stop(signal.SIGINT) == 0
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", sim_port))
+        taken.listen()
+        moved = demo(tmp_path, port, "demo3.log")
+        moved.env["SUSTAIN_ADMIN_KEY"] = TEST_ADMIN_KEY
+        with moved:
+            moved.wait_http(f"{base}/readyz")
+            new_port = _simulator_port(moved.output())
+            assert new_port != sim_port
+            endpoint = admin_client(base).get(f"/api/v1/endpoints/{mine.json()['id']}").json()
+            assert endpoint["base_url"] == f"http://127.0.0.1:{new_port}/v1", "it followed"
+            assert "Endpoint 'mine' pointed at a demo simulator that had to move" in " ".join(
+                moved.output().split())
+            assert moved.stop(signal.SIGINT) == 0
