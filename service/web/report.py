@@ -21,6 +21,16 @@ from sustain.service.web.charts import AxisChart, Verdict, histogram, xy_chart
 
 LATENCIES = (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("itl_ms", "ITL"), ("e2e_ms", "E2E"),
              ("corrected_e2e_ms", "E2E corrected"), ("lag_ms", "Lag"))
+EFFICIENCY_LABELS = {
+    "output_tps_per_accelerator": "output tokens/s per accelerator",
+    "output_tps_per_kw": "output tokens/s per kW",
+    "power_w": "power (W)",
+    "joules_per_output_token": "joules per output token",
+    "joules_per_good_token": "joules per good token",
+    "cost_per_million_output_tokens": "cost per million output tokens ({currency})",
+    "cost_per_million_good_tokens": "cost per million good tokens ({currency})",
+}
+"""How the efficiency figures of a run's summary read on its page."""
 STATS = ("p50", "p90", "p95", "p99", "p999", "max", "mean", "count")
 
 
@@ -101,10 +111,12 @@ def run_page(report: Mapping[str, Any], title: str, subtitle: str,
     if isinstance(sessions, Mapping):
         figures.append(("conversations completed",
                         f"{sessions.get('completed')}/{sessions.get('conversations')}"))
-    for key, value in (report.get("efficiency") or {}).items():
+    efficiency = report.get("efficiency") or {}
+    currency = str(efficiency.get("currency") or "")
+    for key, value in efficiency.items():
         if key != "currency":
-            figures.append((key.replace("_", " "),
-                            value if isinstance(value, str) else _num(value)))
+            label = EFFICIENCY_LABELS.get(key, key.replace("_", " ")).format(currency=currency)
+            figures.append((label, value if isinstance(value, str) else _num(value)))
     latencies = []
     for key, label in LATENCIES:
         dist = report.get(key) or {}

@@ -12,6 +12,7 @@ import shutil
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -111,9 +112,13 @@ def test_page_alert_reaches_alertmanager_and_webhook_once_then_resolves_and_is_s
             webhook_latency = page_posts(receiver, "firing")[0] - broke
             receiver.wait_for(lambda _: "firing" in am_statuses(receiver), 30)
             am_latency = receiver.answered("/am-hook")[0].at - broke
-            listed = httpx.get(f"http://127.0.0.1:{am_port}/api/v2/alerts", timeout=5).json()
-            mine = [a for a in listed if a["labels"].get("tier") == "page_fast"]
-            assert mine
+            def listed_in_alertmanager() -> list[dict[str, Any]]:
+                listed = httpx.get(f"http://127.0.0.1:{am_port}/api/v2/alerts",
+                                   timeout=5).json()
+                return [a for a in listed if a["labels"].get("tier") == "page_fast"]
+            # a hang guard: Alertmanager lists what it notified of, once its API catches up
+            wait_until(lambda: bool(listed_in_alertmanager()), 30, 0.5)
+            mine = listed_in_alertmanager()
             assert mine[0]["generatorURL"].startswith("http://127.0.0.1:")
 
             healed = switch(sim_port, 0.0)

@@ -121,7 +121,7 @@ def test_demo_refuses_to_bind_beyond_loopback(tmp_path: Path) -> None:
 CONFIGURED_TTFT_MS = 50.0
 """The demo simulators' time to first token (`sustain simulate`'s default)."""
 TTFT_MARGIN_MS = 20.0
-WINDOW_S = 90.0
+WINDOW_S = 70.0
 
 
 def _summary_p99(api: httpx.Client, probe_id: int, window_s: int) -> tuple[float, int]:
@@ -132,11 +132,12 @@ def _summary_p99(api: httpx.Client, probe_id: int, window_s: int) -> tuple[float
 
 def test_demo_probes_do_not_disturb_each_other(tmp_path: Path) -> None:
     """The demo's own configuration with its intervals shortened (the constant probe every
-    10 s, the capacity probe every 25 s) so their runs overlap several times in under two
-    minutes: the constant probe's TTFT p99 stays within 20 ms of the simulator's 50 ms, and
-    every capacity run finds the simulator's 8 slots. The machine's own noise is measured
-    beside it: `sustain probe` at the same rate against a simulator nobody else uses, in the
-    same window; its excess over 50 ms is added to the margin (0 on a quiet machine)."""
+    10 s, the capacity probe every 20 s: it searches for ~18 s) so their runs overlap several
+    times in about a minute and a half: the constant probe's TTFT p99 stays within 20 ms of
+    the simulator's 50 ms, and every capacity run finds the simulator's 8 slots. The
+    machine's own noise is measured beside it: `sustain probe` at the same rate against a
+    simulator nobody else uses, in the same window; its excess over 50 ms is added to the
+    margin (0 on a quiet machine)."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     process = demo(tmp_path, port, "demo.log")
@@ -149,7 +150,7 @@ def test_demo_probes_do_not_disturb_each_other(tmp_path: Path) -> None:
         control_sim.wait_http(f"http://127.0.0.1:{control_port}/v1/models")
         api = admin_client(base)
         probes = {p["name"]: p for p in api.get("/api/v1/probes").json()["items"]}
-        for name, interval in (("demo-constant", 10), ("demo-capacity", 25)):
+        for name, interval in (("demo-constant", 10), ("demo-capacity", 20)):
             changed = api.patch(f"/api/v1/probes/{probes[name]['id']}",
                                 json={"interval_s": interval})
             assert changed.status_code == 200, changed.text
@@ -183,8 +184,8 @@ def test_demo_probes_do_not_disturb_each_other(tmp_path: Path) -> None:
               f"requests in {len(constant)} runs, {overlaps} run pairs overlapping; capacity "
               f"found {found}; control TTFT p99 {report['ttft_ms']['p99']:.1f} ms "
               f"(machine noise {noise:.1f} ms)")
-        assert len(capacity) >= 3, "the capacity probe ran several times"
-        assert overlaps >= 2, "the two probes' runs overlapped"
+        assert len(capacity) >= 2, "the capacity probe ran more than once"
+        assert overlaps >= 3, "the two probes' runs overlapped several times"
         assert found == [8] * len(found), "every capacity run finds the simulator's 8 slots"
         assert p99 <= CONFIGURED_TTFT_MS + TTFT_MARGIN_MS + noise, (
             f"demo-constant TTFT p99 {p99:.1f} ms against the simulator's "

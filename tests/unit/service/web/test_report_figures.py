@@ -36,8 +36,12 @@ def test_energy_figures_say_where_the_power_came_from() -> None:
                                     "joules_per_output_token": 0.25, "currency": "USD"}})
     assert shown["power source"] == "measured"
     assert shown["joules per output token"] == "0.25"
-    assert shown["power w"] == "620.00"
+    assert shown["power (W)"] == "620.00"
     assert "currency" not in shown
+    priced = figures({"efficiency": {"cost_per_million_output_tokens": 1.1,
+                                     "output_tps_per_kw": 722.0, "currency": "EUR"}})
+    assert priced["cost per million output tokens (EUR)"] == "1.10"
+    assert priced["output tokens/s per kW"] == "722.00"
 
 
 def test_the_report_shows_prompt_tokens_requested_against_served() -> None:
