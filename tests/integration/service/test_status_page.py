@@ -16,7 +16,12 @@ from sqlalchemy import text
 from sustain.service.app import create_app, runtime_of
 from sustain.service.db.status import STATE_ORDER
 from tests.integration.service.helpers import app_settings, serving
-from tests.integration.service.storage import create_probe_rows, seed_run, synthetic_samples
+from tests.integration.service.storage import (
+    create_probe_rows,
+    create_run,
+    seed_run,
+    synthetic_samples,
+)
 
 
 async def test_status_page_lists_probes_with_their_figures_slos_and_charts(
@@ -185,3 +190,65 @@ async def test_a_probe_of_several_locations_shows_each_side_by_side(
     assert f'href="/runs/{north}">succeeded' in items["north"]
     assert f'href="/runs/{south}">failed' in items["south"]
     assert "none yet" in items["edge"]
+
+
+async def test_a_probe_page_shows_its_runs_charts_and_the_slos_that_cover_it(
+        api: httpx.AsyncClient, app: FastAPI) -> None:
+    state = runtime_of(app)
+    probe_id = await create_probe_rows(state.engine, "chat")
+    other_id = await create_probe_rows(state.engine, "other")
+    async with state.engine.begin() as connection:
+        await connection.execute(text("UPDATE probes SET labels = '{\"team\": \"a\"}' "
+                                      "WHERE id = :p"), {"p": probe_id})
+    now = datetime.now(UTC)
+    rng = random.Random(3)
+    for minutes in (40, 20, 1):
+        await seed_run(state.engine, probe_id, now - timedelta(minutes=minutes),
+                       synthetic_samples(30, now - timedelta(minutes=minutes), rng))
+    for name, selector in (("by-name", {"probes": ["chat"]}),
+                           ("by-label", {"probe_labels": {"team": "a"}}),
+                           ("elsewhere", {"probes": ["other"]})):
+        made = await api.post("/api/v1/slos", json={
+            "name": name, **selector, "sli": {"kind": "availability"}, "objective": 0.99,
+            "window": "1d"})
+        assert made.status_code == 201, made.text
+    page = await api.get(f"/probes/{probe_id}", params={"window": "1h"})
+    assert page.status_code == 200
+    assert page.headers["content-type"].startswith("text/html")
+    html = page.text
+    assert "<h1>Probe chat</h1>" in html
+    assert re.findall(r'data-slo="([^"]+)"', html) == ["by-name", "by-label"], \
+        "the SLOs that cover it, by name or by label, and no other"
+    assert html.count('class="run-row"') == 3
+    assert html.count('<figure class="axis-chart">') >= 3, "TTFT, E2E and availability"
+    assert "TTFT (ms)" in html
+    assert "not enough runs yet" in html
+    assert 'aria-current="true">1h<' in html
+    fallback = await api.get(f"/probes/{probe_id}", params={"window": "forever"})
+    assert 'aria-current="true">24h<' in fallback.text, "an unknown window reads as 24h"
+    missing = await api.get("/probes/999999")
+    assert missing.status_code == 404
+    assert "No such probe" in missing.text
+    quiet = await api.get(f"/probes/{other_id}")
+    assert "No runs yet" in quiet.text
+    assert "No finished run in this window yet." in quiet.text, "empty charts say why"
+
+
+async def test_latest_run_opens_the_newest_finished_runs_page(
+        api: httpx.AsyncClient, app: FastAPI) -> None:
+    none_yet = await api.get("/runs/latest")
+    assert none_yet.status_code == 404
+    assert "No run has finished yet" in none_yet.text
+    state = runtime_of(app)
+    probe_id = await create_probe_rows(state.engine, "chat")
+    now = datetime.now(UTC)
+    rng = random.Random(4)
+    finished = await seed_run(state.engine, probe_id, now - timedelta(minutes=2),
+                              synthetic_samples(10, now - timedelta(minutes=2), rng))
+    await create_run(state.engine, probe_id, now, status="running")
+    found = await api.get("/runs/latest", follow_redirects=False)
+    assert found.status_code == 303
+    assert found.headers["location"] == f"/runs/{finished}", "the running run is skipped"
+    named = await api.get("/runs/latest", params={"probe": "chat"}, follow_redirects=False)
+    assert named.headers["location"] == f"/runs/{finished}"
+    assert (await api.get("/runs/latest", params={"probe": "nope"})).status_code == 404
