@@ -32,6 +32,8 @@ DB_WRITE_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 1
 RENAMED = {
     "sustain_probe_last_run_request_throughput": "sustain_probe_last_run_requests_per_second",
     "sustain_capacity_system_tps": "sustain_capacity_output_tokens_per_second",
+    "sustain_probe_last_run_item_throughput": "sustain_probe_last_run_items_per_second",
+    "sustain_probe_last_run_rtf": "sustain_probe_last_run_rtf_ratio",
 }
 """Old name -> new name. The old names are still exported for one release, their HELP saying
 "Deprecated: use <new name>.", and go in the next; so does sustain_probe_last_run_efficiency,
@@ -156,14 +158,19 @@ class LastRunCollector(Collector):
             _deprecated(", ".join(gauge.name for gauge in EFFICIENCY_GAUGES))
             + "The newest run's efficiency figures by `figure`, in mixed units (the money "
             "ones in the deployment's currency, unlabelled).", labels=[*labels, "figure"])
+        items_help = ("Inputs embedded or documents ranked per second in the probe's newest "
+                      "run (openai-embeddings and rerank probes).")
         items = GaugeMetricFamily(
-            "sustain_probe_last_run_item_throughput",
-            "Inputs embedded or documents ranked per second in the probe's newest run "
-            "(openai-embeddings and rerank probes).", labels=labels)
+            "sustain_probe_last_run_items_per_second", items_help, labels=labels)
+        old_items = GaugeMetricFamily(
+            "sustain_probe_last_run_item_throughput", _deprecated(items.name) + items_help,
+            labels=labels)
+        rtf_help = ("Real-time factor percentiles (processing time / audio time; below 1 is "
+                    "faster than real time) of the transcription probe's newest run.")
         rtf = GaugeMetricFamily(
-            "sustain_probe_last_run_rtf",
-            "Real-time factor percentiles (processing time / audio time; below 1 is faster "
-            "than real time) of the transcription probe's newest run.",
+            "sustain_probe_last_run_rtf_ratio", rtf_help, labels=[*labels, "quantile"])
+        old_rtf = GaugeMetricFamily(
+            "sustain_probe_last_run_rtf", _deprecated(rtf.name) + rtf_help,
             labels=[*labels, "quantile"])
         hits = GaugeMetricFamily(
             "sustain_probe_last_run_retrieval_hit_ratio",
@@ -199,11 +206,13 @@ class LastRunCollector(Collector):
                     old_capacity_tps.add_metric(values, float(tps))
             if isinstance(value := summary.get("item_throughput"), int | float):
                 items.add_metric(values, float(value))
+                old_items.add_metric(values, float(value))
             if isinstance(value := summary.get("retrieval_hit_rate"), int | float):
                 hits.add_metric(values, float(value))
             for name, q in (("p50", "0.5"), ("p99", "0.99")):
                 if isinstance(value := (summary.get("rtf") or {}).get(name), int | float):
                     rtf.add_metric([*values, q], float(value))
+                    old_rtf.add_metric([*values, q], float(value))
                 for stage, dist in (summary.get("rag_stages_ms") or {}).items():
                     if isinstance(dist, dict) and isinstance(value := dist.get(name),
                                                              int | float):
@@ -227,7 +236,7 @@ class LastRunCollector(Collector):
                         server.add_metric([*values, str(series), stat], float(stats[stat]))
         return [timestamp, success, availability, throughput, *latency.values(), server,
                 *capacity.values(), capacity_tps, *efficiency.values(), items, rtf, hits,
-                stages, old_throughput, old_capacity_tps, old_efficiency]
+                stages, old_throughput, old_capacity_tps, old_efficiency, old_items, old_rtf]
 
 
 class SloCollector(Collector):

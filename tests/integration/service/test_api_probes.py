@@ -155,7 +155,7 @@ async def test_run_now_of_an_item_kind_stores_items_per_sample_and_per_second(
     exported = samples_of((await api.get("/metrics")).text)
     assert [value for labels, value in exported["sustain_items_total"]
             if labels["probe"] == probe["name"]] == [5.0 * items]
-    assert [value for labels, value in exported["sustain_probe_last_run_item_throughput"]
+    assert [value for labels, value in exported["sustain_probe_last_run_items_per_second"]
             if labels["probe"] == probe["name"]] == [pytest.approx(summary["item_throughput"])]
     window = (await api.get(f"/api/v1/probes/{probe['id']}/summary")).json()
     assert window["items"] == 5 * items
@@ -187,7 +187,7 @@ async def test_run_now_of_transcriptions_stores_audio_and_the_real_time_factor(
     rtf = (await api.get(f"/api/v1/probes/{probe['id']}/summary")).json()["metrics"]["rtf"]
     assert rtf["count"] == 3
     assert rtf["max"] == pytest.approx(summary["rtf"]["max"])
-    exported = samples_of((await api.get("/metrics")).text)["sustain_probe_last_run_rtf"]
+    exported = samples_of((await api.get("/metrics")).text)["sustain_probe_last_run_rtf_ratio"]
     assert {labels["quantile"]: value for labels, value in exported
             if labels["probe"] == probe["name"]} == {
         "0.5": pytest.approx(summary["rtf"]["p50"]), "0.99": pytest.approx(summary["rtf"]["p99"])}

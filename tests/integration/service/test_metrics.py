@@ -200,13 +200,17 @@ def test_figures_a_run_lacks_are_absent_not_zero() -> None:
 
 
 def test_deprecated_names_are_still_exported_and_say_so() -> None:
-    exported = scrape(last_run(request_throughput=12.5, capacity=CAPACITY, efficiency=PRICED))
+    exported = scrape(last_run(request_throughput=12.5, capacity=CAPACITY, efficiency=PRICED,
+                               item_throughput=96.5, rtf={"p50": 0.04, "p99": 0.05}))
     assert RENAMED == {
         "sustain_probe_last_run_request_throughput": "sustain_probe_last_run_requests_per_second",
-        "sustain_capacity_system_tps": "sustain_capacity_output_tokens_per_second"}
+        "sustain_capacity_system_tps": "sustain_capacity_output_tokens_per_second",
+        "sustain_probe_last_run_item_throughput": "sustain_probe_last_run_items_per_second",
+        "sustain_probe_last_run_rtf": "sustain_probe_last_run_rtf_ratio"}
     for old, new in RENAMED.items():
         assert exported[old].documentation.startswith(f"Deprecated: use {new}.")
         assert values(exported[old]) == values(exported[new])
+        assert values(exported[new]), f"{new} has a value"
         assert not exported[new].documentation.startswith("Deprecated")
     efficiency = exported["sustain_probe_last_run_efficiency"]
     new_names = ", ".join(gauge.name for gauge in EFFICIENCY_GAUGES)
