@@ -63,7 +63,7 @@ def rules(config: ConfigOpt = None, database_url: DbOpt = None,
             raise typer.Exit(2) from None
         slos = [SloRules(s.name, s.objective, s.tiers, s.description) for s in parsed.slos]
     else:
-        with database(settings) as url:
+        with database(settings, share=True) as url:
             slos = asyncio.run(_slo_rules_from_database(url))
     sys.stdout.write(yaml.safe_dump(rules_document(slos), sort_keys=False, width=1000))
 
@@ -82,6 +82,6 @@ def migrate(database_url: DbOpt = None, data_dir: DataDirOpt = None,
     """Upgrade the database schema to the newest revision."""
     settings = load_settings(database_url=database_url, data_dir=data_dir)
     command_logging(settings, verbose)
-    with database(settings) as url:
+    with database(settings, share=True) as url:
         upgrade_to_head(url)
     say(f"database {safe_url(url)} is at the newest revision")

@@ -21,7 +21,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from sustain.service.config import Settings
-from sustain.service.db.embedded import DataDirInUseError, EmbeddedPostgres
+from sustain.service.db.embedded import DataDirInUseError, EmbeddedPostgres, running_url
 from sustain.service.db.engine import create_engine
 
 console = Console(stderr=True, soft_wrap=True, emoji=False)
@@ -74,8 +74,10 @@ def _terminate(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001 - 
 
 
 @contextmanager
-def database(settings: Settings) -> Iterator[str]:
-    """The configured database, or an embedded one that lives as long as this block.
+def database(settings: Settings, share: bool = False) -> Iterator[str]:
+    """The configured database, or an embedded one that lives as long as this block. With
+    `share` (the one-shot commands), a data directory another sustain process holds (`sustain
+    demo`, `serve`) is not an error: its running server is used, over its socket.
 
     SIGTERM becomes SystemExit so the embedded server is stopped on the way out (uvicorn
     re-raises the signal it caught after its own graceful shutdown).
@@ -88,8 +90,14 @@ def database(settings: Settings) -> Iterator[str]:
     try:
         url = embedded.start()
     except DataDirInUseError as exc:
-        say(f"{exc}", "red")
-        raise typer.Exit(2) from None
+        running = running_url(settings.data_dir) if share else None
+        if running is None:
+            say(f"{exc}", "red")
+            raise typer.Exit(2) from None
+        say(f"using the embedded PostgreSQL of the sustain process that holds "
+            f"{settings.data_dir}")
+        yield running
+        return
     try:
         yield url.render_as_string(hide_password=False)
     finally:

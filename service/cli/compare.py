@@ -48,7 +48,7 @@ def compare(
         raise typer.Exit(2) from None
     settings = load_settings(database_url=database_url, data_dir=data_dir)
     command_logging(settings, verbose)
-    with database(settings) as url:
+    with database(settings, share=True) as url:
         upgrade_to_head(url)
         try:
             found = asyncio.run(_compare(url, probes, seconds))

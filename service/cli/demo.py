@@ -136,8 +136,8 @@ def demo_banner(base: str, constant_url: str, capacity_url: str, database_url: s
         f"  {probe_line}",
     ]
     if database_url is not None:
-        lines += ["While the demo runs, `sustain compare`, `keys` and `export` reach its "
-                  "database with:",
+        lines += ["While the demo runs, `sustain compare`, `keys` and `export` (with the same "
+                  "SUSTAIN_DATA_DIR) use its database; other PostgreSQL clients reach it at:",
                   f"  export SUSTAIN_DATABASE_URL='{database_url}'"]
     for name in followed:
         lines.append(f"Endpoint '{name}' pointed at a demo simulator that had to move; it "

@@ -78,7 +78,7 @@ def export(
         raise typer.Exit(2)
     settings = load_settings(database_url=database_url, data_dir=data_dir)
     command_logging(settings, verbose)
-    with database(settings) as url:
+    with database(settings, share=True) as url:
         try:
             count = asyncio.run(_export(url, request, file_format, output))
         except UnknownProbeError:

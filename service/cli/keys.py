@@ -54,7 +54,7 @@ def _keys(action: str, database_url: str | None, data_dir: Path | None, verbose:
 
     settings = load_settings(database_url=database_url, data_dir=data_dir)
     command_logging(settings, verbose)
-    with database(settings) as url:
+    with database(settings, share=True) as url:
         upgrade_to_head(url)
         try:
             return asyncio.run(_keys_call(url, action, **args))

@@ -20,11 +20,24 @@ from sqlalchemy import URL
 logger = logging.getLogger(__name__)
 
 LOCK_FILE = "sustain.lock"
+URL_FILE = "postgres.url"
+"""Where the running server can be reached (its Unix socket), while its owner runs: the
+one-shot commands (`sustain compare`, `keys`, `export`) use it instead of failing on the
+lock."""
 HANDLE_FILE = ".handle_pids.json"
 
 
 class DataDirInUseError(RuntimeError):
     """Another process holds the data directory."""
+
+
+def running_url(data_dir: Path) -> str | None:
+    """The URL of the embedded server another process runs in data_dir, or None."""
+    try:
+        url = (data_dir / URL_FILE).read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return url if url.startswith("postgresql://") else None
 
 
 class EmbeddedPostgres:
@@ -81,6 +94,8 @@ class EmbeddedPostgres:
             raise
         logger.info("embedded PostgreSQL running in %s (pid %s)", self.pgdata,
                     self._server.get_pid())
+        (self.data_dir / URL_FILE).write_text(self.url.render_as_string(hide_password=False),
+                                              encoding="utf-8")
         return self.url
 
     @property
@@ -88,6 +103,8 @@ class EmbeddedPostgres:
         return None if self._server is None else int(self._server.get_pid())
 
     def stop(self) -> None:
+        if self._lock is not None:
+            (self.data_dir / URL_FILE).unlink(missing_ok=True)
         if self._server is not None:
             self._server.cleanup()
             self._server = None

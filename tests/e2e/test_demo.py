@@ -232,6 +232,14 @@ def test_an_endpoint_made_against_the_demo_simulator_survives_restarts(tmp_path:
     with again:
         again.wait_http(f"{base}/readyz")
         assert _simulator_port(again.output()) == sim_port, "the same port as before"
+        keys = SustainProcess(["keys", "list", "--json"], tmp_path / "keys.log",
+                              env={"SUSTAIN_DATA_DIR": str(tmp_path / "data")})
+        keys.env.pop("SUSTAIN_DATABASE_URL", None)
+        with keys:
+            assert keys.proc is not None
+            assert keys.proc.wait(60) == 0, keys.output()
+        assert "using the embedded PostgreSQL of the sustain process" in keys.output(), \
+            "a one-shot command uses the running demo's database"
         endpoint = admin_client(base).get(f"/api/v1/endpoints/{mine.json()['id']}").json()
         assert endpoint["base_url"] == f"http://127.0.0.1:{sim_port}/v1"
         assert port_open(sim_port)

@@ -12,7 +12,7 @@ import psutil
 import pytest
 from sqlalchemy import text
 
-from sustain.service.db.embedded import DataDirInUseError, EmbeddedPostgres
+from sustain.service.db.embedded import DataDirInUseError, EmbeddedPostgres, running_url
 from sustain.service.db.engine import create_engine
 
 
@@ -54,9 +54,12 @@ def test_embedded_server_keeps_data_and_stops_cleanly(tmp_path: Path) -> None:
         run(_query(url, "CREATE TABLE kept (v int)", "INSERT INTO kept VALUES (42)"))
         with pytest.raises(DataDirInUseError, match="in use by another sustain process"):
             EmbeddedPostgres(tmp_path).start()
+        assert running_url(tmp_path) == url, "others find the running server"
+        assert run(_query(url, "SELECT v FROM kept")) == 42
     finally:
         server.stop()
     assert postgres_processes(tmp_path / "postgres") == []
+    assert running_url(tmp_path) is None, "no address once it stopped"
 
     with EmbeddedPostgres(tmp_path) as again:
         assert again.url is not None
