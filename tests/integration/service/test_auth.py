@@ -104,6 +104,39 @@ async def test_every_operation_answers_each_role_as_the_matrix_says(
           f"{checked} calls")
 
 
+PUBLIC_PAGES = {"/login", "/favicon.ico", "/docs", "/redoc", "/docs/redoc.js"}
+"""Pages anyone may load: the sign-in form, the icon, the API docs and their assets (the
+OpenAPI document they read is public too)."""
+
+
+async def test_every_page_needs_a_viewer_and_refuses_an_agent_key(
+        api: httpx.AsyncClient, app: FastAPI) -> None:
+    """The pages beside the OpenAPI operations, found from the pages' router: each sends a
+    caller without a key, or with an agent key, to the sign-in form; every other role reads
+    it (an unknown id is a 404 page)."""
+    from fastapi.routing import APIRoute
+
+    from sustain.service.web import routes
+
+    callers = await role_keys(api)
+    pages = sorted(route.path for route in routes.router.routes if isinstance(route, APIRoute)
+                   and "GET" in (route.methods or set()) and route.path not in PUBLIC_PAGES)
+    assert {"/", "/probes/{probe_id}", "/runs/{run_id}", "/runs/latest", "/compare"} <= \
+        set(pages), pages
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                 base_url="http://sustain.test") as bare:
+        for path in pages:
+            for caller, headers in callers.items():
+                r = await bare.get(concrete(path), headers=headers)
+                where = f"{caller} GET {path}: {r.status_code}"
+                if caller in ("anonymous", "agent"):
+                    assert r.status_code == 303, where
+                    assert r.headers["location"] == "/login", where
+                else:
+                    assert r.status_code in (200, 404), where
+                    assert r.headers["content-type"].startswith("text/html"), where
+
+
 async def test_the_openapi_document_declares_the_bearer_scheme(app: FastAPI) -> None:
     document = app.openapi()
     assert document["components"]["securitySchemes"]["apiKey"]["scheme"] == "bearer"
