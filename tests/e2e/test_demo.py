@@ -121,6 +121,9 @@ def test_demo_refuses_to_bind_beyond_loopback(tmp_path: Path) -> None:
 CONFIGURED_TTFT_MS = 50.0
 """The demo simulators' time to first token (`sustain simulate`'s default)."""
 TTFT_MARGIN_MS = 20.0
+NOISE_FACTOR = 2.0
+"""The machine's noise, measured beside the demo, is allowed twice over: two p99s of about a
+hundred requests each differ by chance as much as either differs from the truth."""
 WINDOW_S = 70.0
 
 
@@ -136,8 +139,8 @@ def test_demo_probes_do_not_disturb_each_other(tmp_path: Path) -> None:
     times in about a minute and a half: the constant probe's TTFT p99 stays within 20 ms of
     the simulator's 50 ms, and every capacity run finds the simulator's 8 slots. The
     machine's own noise is measured beside it: `sustain probe` at the same rate against a
-    simulator nobody else uses, in the same window; its excess over 50 ms is added to the
-    margin (0 on a quiet machine)."""
+    simulator nobody else uses, in the same window; twice its excess over 50 ms is added to
+    the margin (about 0 on a quiet machine)."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     process = demo(tmp_path, port, "demo.log")
@@ -187,9 +190,11 @@ def test_demo_probes_do_not_disturb_each_other(tmp_path: Path) -> None:
         assert len(capacity) >= 2, "the capacity probe ran more than once"
         assert overlaps >= 3, "the two probes' runs overlapped several times"
         assert found == [8] * len(found), "every capacity run finds the simulator's 8 slots"
-        assert p99 <= CONFIGURED_TTFT_MS + TTFT_MARGIN_MS + noise, (
+        allowance = TTFT_MARGIN_MS + NOISE_FACTOR * noise
+        assert p99 <= CONFIGURED_TTFT_MS + allowance, (
             f"demo-constant TTFT p99 {p99:.1f} ms against the simulator's "
-            f"{CONFIGURED_TTFT_MS:.0f} ms (+{TTFT_MARGIN_MS:.0f} ms, +{noise:.1f} ms noise)")
+            f"{CONFIGURED_TTFT_MS:.0f} ms (+{TTFT_MARGIN_MS:.0f} ms, +{NOISE_FACTOR:g} x "
+            f"{noise:.1f} ms noise)")
         assert process.stop(signal.SIGINT) == 0
 
 
