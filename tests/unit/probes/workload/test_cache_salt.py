@@ -5,29 +5,14 @@ that the workload did not mean it to; `cache: allow` sends the same prompts ever
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
 from sustain.probes.client.target import ApiKind
-from sustain.probes.workload.dataset import DatasetPolicy
-from sustain.probes.workload.requests import RequestBuilder
 from sustain.probes.workload.spec import Workload
-
-SALT = re.compile(r"^s[0-9a-f]{16}$")
-
-
-def builder(api: ApiKind = ApiKind.OPENAI_CHAT, **fields: object) -> RequestBuilder:
-    return RequestBuilder(Workload.model_validate(fields), api, "m",
-                          DatasetPolicy.unrestricted())
-
-
-def words(body: dict[str, object]) -> list[str]:
-    if "prompt" in body:
-        return str(body["prompt"]).split()
-    return str(body["messages"][-1]["content"]).split()  # type: ignore[index]
+from tests.unit.probes.workload.bodies import SALT, builder, words
 
 
 def test_every_request_starts_with_a_fresh_salt_within_its_input_length() -> None:

@@ -3,29 +3,15 @@ tokens per word, its overhead taken off every request's length."""
 
 from __future__ import annotations
 
-import re
-
 from sustain.probes.client.target import ApiKind
 from sustain.probes.measure.prompt_tokens import PromptFit
-from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.probes.workload.requests import RequestBuilder
 from sustain.probes.workload.spec import Workload
 from sustain.probes.workload.tokenizer import VOCABULARY, cycled_words
 from sustain.probes.workload.traces import Replay, TraceRequest
+from tests.unit.probes.workload.bodies import SALT, builder, words
 
-SALT = re.compile(r"^s[0-9a-f]{16}$")
 BPE = PromptFit(tokens_per_word=1.6, overhead_tokens=27.0)
-
-
-def builder(api: ApiKind = ApiKind.OPENAI_CHAT, **fields: object) -> RequestBuilder:
-    return RequestBuilder(Workload.model_validate(fields), api, "m",
-                          DatasetPolicy.unrestricted())
-
-
-def words(body: dict[str, object]) -> list[str]:
-    if "prompt" in body:
-        return str(body["prompt"]).split()
-    return str(body["messages"][-1]["content"]).split()  # type: ignore[index]
 
 
 def test_a_fitted_prompt_has_the_words_the_server_counts_as_the_length_asked() -> None:
