@@ -128,11 +128,13 @@ async def save_finding(session: AsyncSession, probe_id: int, metric: str, stat: 
         index_elements=["probe_id", "metric", "stat"], set_=values))
 
 
-async def findings(session: AsyncSession) -> list[tuple[str, DriftFinding]]:
-    """(probe name, finding) of every enabled probe."""
+async def findings(session: AsyncSession, probe_id: int | None = None
+                   ) -> list[tuple[str, DriftFinding]]:
+    """(probe name, finding) of every enabled probe, or of the one with `probe_id`."""
     rows = await session.execute(
         select(Probe.name, DriftFinding).join(Probe, Probe.id == DriftFinding.probe_id)
-        .where(Probe.enabled).order_by(Probe.name, DriftFinding.metric, DriftFinding.stat))
+        .where(Probe.enabled, *([] if probe_id is None else [Probe.id == probe_id]))
+        .order_by(Probe.name, DriftFinding.metric, DriftFinding.stat))
     return [(name, finding) for name, finding in rows.all()]
 
 

@@ -139,3 +139,16 @@ def describe_profile(profile: Mapping[str, Any]) -> str:
         return f"capacity search {low} to {high} {unit}, {duration:g} s a level" \
             if isinstance(duration, int | float) else f"capacity search {low} to {high} {unit}"
     return kind + for_s
+
+
+def thresholds_text(ttft_ms: float | None, tpot_ms: float | None, e2e_ms: float | None) -> str:
+    """A probe's goodput thresholds in words: `TTFT <= 200 ms, E2E <= 2000 ms` ("" for none)."""
+    return ", ".join(f"{label} <= {value:g} ms" for label, value in (
+        ("TTFT", ttft_ms), ("TPOT", tpot_ms), ("E2E", e2e_ms)) if value is not None)
+
+
+def state_text(runs: Sequence[RunLine]) -> str:
+    """What the newest of a probe's runs (newest first) is doing."""
+    if not runs:
+        return "no run yet"
+    return f"newest run {runs[0].status}, scheduled {runs[0].scheduled_for:%H:%M:%S} UTC"

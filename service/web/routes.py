@@ -233,6 +233,16 @@ async def status_page(request: Request, session: SessionDep,
         "signed_in": signed_in(viewer), "nav_active": "status"})
 
 
+def not_found(sentence: str, refresh_s: int | None = None) -> HTMLResponse:
+    """A 404 page that says what is missing and links back to the status page (`refresh_s`:
+    it looks again that often)."""
+    refresh = "" if refresh_s is None else \
+        f"<meta http-equiv=refresh content={refresh_s}>"
+    return HTMLResponse(f"<!doctype html><html lang=en><meta charset=utf-8>{refresh}<title>"
+                        f"not found</title><p>{sentence} <a href=\"/\">Status page</a>.</p>"
+                        "</html>", status_code=404)
+
+
 @router.get("/runs/latest", response_class=HTMLResponse)
 async def latest_run(request: Request, session: SessionDep,
                      probe: Annotated[str | None, Query(max_length=128)] = None) -> Response:
@@ -242,11 +252,8 @@ async def latest_run(request: Request, session: SessionDep,
         return RedirectResponse("/login", status_code=303)
     run_id = await status_queries.newest_finished_run(session, probe)
     if run_id is None:
-        return HTMLResponse(
-            "<!doctype html><html lang=en><meta charset=utf-8><meta http-equiv=refresh "
-            "content=5><title>no finished run yet</title><p>No run has finished yet"
-            + (" for that probe" if probe else "") + "; this page looks again every 5 s. "
-            "<a href=\"/\">Status page</a>.</p></html>", status_code=404)
+        return not_found("No run has finished yet" + (" for that probe" if probe else "")
+                         + "; this page looks again every 5 s.", refresh_s=5)
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
 
@@ -262,9 +269,7 @@ async def run_report(run_id: Annotated[int, FastPath(ge=1, le=MAX_DB_ID)], reque
     run = await session.get(Run, run_id)
     probe = None if run is None else await session.get(Probe, run.probe_id)
     if run is None or probe is None:
-        return HTMLResponse("<!doctype html><html lang=en><meta charset=utf-8><title>no such "
-                            "run</title><p>No such run. <a href=\"/\">Status page</a>.</p>"
-                            "</html>", status_code=404)
+        return not_found("No such run.")
     endpoint = await session.get(Endpoint, probe.endpoint_id)
     ttfts, e2es = await status_queries.run_latencies(session, run.id, run.started_at)
     first = await status_queries.first_failure(session, run.id, run.started_at)
@@ -292,9 +297,7 @@ async def probe_page(probe_id: Annotated[int, FastPath(ge=1, le=MAX_DB_ID)], req
         return RedirectResponse("/login", status_code=303)
     probe = await session.get(Probe, probe_id)
     if probe is None:
-        return HTMLResponse("<!doctype html><html lang=en><meta charset=utf-8><title>no such "
-                            "probe</title><p>No such probe. <a href=\"/\">Status page</a>.</p>"
-                            "</html>", status_code=404)
+        return not_found("No such probe.")
     if window not in probe_view.WINDOWS:
         window = probe_view.DEFAULT_WINDOW
     endpoint = await session.get(Endpoint, probe.endpoint_id)
@@ -320,20 +323,16 @@ async def probe_page(probe_id: Annotated[int, FastPath(ge=1, le=MAX_DB_ID)], req
     slos = [probe_view.SloLine(slo.name, slo.objective, found.compliance,
                                found.budget_remaining)
             for slo, found in await slo_queries.covering(session, probe.name, probe.labels, now)]
-    verdicts = [finding for name, finding in await drift_queries.findings(session)
-                if name == probe.name]
-    thresholds = ", ".join(f"{label} <= {value:g} ms" for label, value in (
-        ("TTFT", probe.slo_ttft_ms), ("TPOT", probe.slo_tpot_ms), ("E2E", probe.slo_e2e_ms))
-        if value is not None)
-    latest = runs[0] if runs else None
-    state = "no run yet" if latest is None else \
-        f"newest run {latest.status}, scheduled {latest.scheduled_for:%H:%M:%S} UTC"
+    verdicts = [finding for _, finding in await drift_queries.findings(session, probe.id)]
     return templates().TemplateResponse(request, "probe.html", {
         "probe": probe, "endpoint": endpoint, "profile": probe_view.describe_profile(probe.profile),
         "schedule": f"cron {probe.cron}" if probe.cron else f"every {probe.interval_seconds} s",
-        "thresholds": thresholds, "drift": drift_words(verdicts), "window": window,
+        "thresholds": probe_view.thresholds_text(probe.slo_ttft_ms, probe.slo_tpot_ms,
+                                                 probe.slo_e2e_ms),
+        "drift": drift_words(verdicts), "window": window,
         "windows": list(probe_view.WINDOWS), "young": since > start, "since": since,
-        "charts": charts, "slos": slos, "runs": runs, "state": state, "refresh_s": REFRESH_S,
+        "charts": charts, "slos": slos, "runs": runs, "state": probe_view.state_text(runs),
+        "refresh_s": REFRESH_S,
         "signed_in": signed_in(viewer), "nav_active": "probe"})
 
 
@@ -346,12 +345,12 @@ async def compare_page(request: Request, session: SessionDep) -> Response:
         return RedirectResponse("/login", status_code=303)
     names = request.query_params.getlist("probe")
     window = request.query_params.get("window", "7d")
-    choices = await status_queries.probe_names(session, COMPARE_CHOICES)
     context: dict[str, object] = {
-        "problem": None, "found": None, "chart": None, "window": window, "choices": choices,
+        "problem": None, "found": None, "chart": None, "window": window, "choices": [],
         "picked": names, "probe_ids": {}, "drift_words": drift_words,
         "signed_in": signed_in(viewer), "nav_active": "compare"}
     if not names:
+        context["choices"] = await status_queries.probe_names(session, COMPARE_CHOICES)
         return HTMLResponse(report.environment().get_template("compare.html").render(context))
     try:
         seconds = parse_duration(window)
@@ -363,6 +362,7 @@ async def compare_page(request: Request, session: SessionDep) -> Response:
     except (ValueError, FieldError) as exc:
         context["problem"] = "; ".join(text for _, text in exc.problems) \
             if isinstance(exc, FieldError) else "window: a duration such as 24h or 7d, at most 400d"
+        context["choices"] = await status_queries.probe_names(session, COMPARE_CHOICES)
         return HTMLResponse(report.environment().get_template("compare.html").render(context),
                             status_code=422)
     context.update(found=found, probe_ids={p.probe: p.probe_id for p in found.probes},
