@@ -195,7 +195,7 @@ def guarded(command: Callable[P, None]) -> Callable[P, None]:
         try:
             command(*args, **kwargs)
         except (DBAPIError, ConnectionRefusedError, socket.gaierror) as exc:
-            console.print("cannot use the database (SUSTAIN_DATABASE_URL or --database-url): "
-                          + database_problem(exc), style="red", markup=False, highlight=False)
+            say("cannot use the database (SUSTAIN_DATABASE_URL or --database-url): "
+                + database_problem(exc), "red")
             raise typer.Exit(EXIT_DATABASE) from None
     return run

@@ -130,7 +130,9 @@ class DemoSimulators:
     def url(self, role: str) -> str:
         return self.running[role].base_url
 
-    def __enter__(self) -> DemoSimulators:
+    def start(self) -> DemoSimulators:
+        """Both simulators up and answering, on the ports chosen; SimulatorPortError when the
+        ports asked for cannot be used."""
         remembered = remembered_ports(self.data_dir)
         candidates = {*remembered.values(), self.service_port + 1, self.service_port + 2}
         if self.wanted is not None:
@@ -192,6 +194,9 @@ class DemoSimulators:
             except subprocess.TimeoutExpired:
                 simulator.process.kill()
                 simulator.process.wait()
+
+    def __enter__(self) -> DemoSimulators:
+        return self.start()
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:

@@ -20,7 +20,6 @@ from sustain.service.cli.common import (
     LogLevelOpt,
     PortOpt,
     check_config,
-    console,
     database,
     load_settings,
     one_connection_engine,
@@ -105,10 +104,9 @@ def demo(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None,
     settings = load_settings(host=host, port=port, database_url=database_url,
                              data_dir=data_dir, log_level=log_level, log_format=log_format)
     if not _loopback(settings.host):
-        console.print(f"--host: the demo lets anyone read without a key, so it binds "
-                      f"loopback only (127.0.0.1 or ::1), not {settings.host!r}; use "
-                      "`sustain serve` to serve others", style="red", markup=False,
-                      highlight=False)
+        say(f"--host: the demo lets anyone read without a key, so it binds loopback only "
+            f"(127.0.0.1 or ::1), not {settings.host!r}; use `sustain serve` to serve others",
+            "red")
         raise typer.Exit(2)
     generated = settings.admin_key is None
     admin_key = generate_key() if generated else settings.admin_key.get_secret_value()  # type: ignore[union-attr]
@@ -120,19 +118,18 @@ def demo(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None,
     simulators = DemoSimulators(settings.data_dir, settings.port, simulator_port, DEMO_BATCH)
     with database(settings) as url:
         try:
-            simulators.__enter__()
+            simulators.start()
         except SimulatorPortError as exc:
-            console.print(str(exc), style="red", markup=False, highlight=False)
+            say(str(exc), "red")
             raise typer.Exit(2) from None
         try:
             upgrade_to_head(url)
             followed = asyncio.run(_seed_demo(url, simulators.url("constant"),
                                               simulators.url("capacity"), simulators.moved))
-            console.print(demo_banner(
+            say(demo_banner(
                 f"http://{settings.host}:{settings.port}", simulators.url("constant"),
                 simulators.url("capacity"), None if settings.database_url else url,
-                admin_key if generated else None, followed), markup=False, highlight=False,
-                soft_wrap=True)
+                admin_key if generated else None, followed))
             serve_app(settings, url)
         finally:
             simulators.stop()

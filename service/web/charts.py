@@ -4,7 +4,7 @@ out; the templates draw them (axis_chart.svg.html) without any script."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from sustain.service.web.axes import time_label, time_ticks, value_label, value_range
@@ -73,9 +73,9 @@ class AxisChart:
     lines: list[Line]
     empty: str | None = None
     verdicts: bool = False
+    """Whether points carry pass/fail verdicts (the legend explains the two marks)."""
     bars: list[Bar] = field(default_factory=list)
     """A histogram's bars."""
-    """Whether points carry pass/fail verdicts (the legend explains the two marks)."""
 
 
 Point = tuple[float, float | None]
@@ -92,6 +92,17 @@ def _empty(width: int, height: int, x_label: str, y_label: str, why: str) -> Axi
     return AxisChart(width, height, 0, 0, 0, 0, x_label, y_label, [], [], [], why)
 
 
+def _linear(low: float, high: float, start: float, end: float) -> Callable[[float], float]:
+    """Values in [low, high] onto pixels from `start` to `end` (either way round)."""
+    span = (high - low) or 1.0
+    return lambda value: round(start + (value - low) / span * (end - start), 1)
+
+
+def _step(ticks: Sequence[float]) -> float:
+    """The spacing of an axis's ticks (1 when it has a single one)."""
+    return ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
+
+
 def time_chart(series: Sequence[tuple[str, Sequence[Point]]], start: float, end: float,
                y_label: str, empty: str, width: int = 560, height: int = 220,
                small: bool = False) -> AxisChart:
@@ -105,11 +116,8 @@ def time_chart(series: Sequence[tuple[str, Sequence[Point]]], start: float, end:
     end = max(end, start + 1.0)
     y_low, y_high, y_ticks = value_range(min(values), max(values), 2 if small else 4,
                                          from_zero=True)
-    y_step = y_ticks[1] - y_ticks[0] if len(y_ticks) > 1 else 1.0
-
-    def at(x: float, y: float) -> tuple[float, float]:
-        return (round(left + (x - start) / (end - start) * (right - left), 1),
-                round(bottom - (y - y_low) / ((y_high - y_low) or 1.0) * (bottom - top), 1))
+    y_step = _step(y_ticks)
+    x_at, y_at = _linear(start, end, left, right), _linear(y_low, y_high, bottom, top)
 
     span = end - start
     lines = []
@@ -123,15 +131,15 @@ def time_chart(series: Sequence[tuple[str, Sequence[Point]]], start: float, end:
                     paths.append(" ".join(stretch))
                 stretch = []
                 continue
-            px, py = at(x, y)
+            px, py = x_at(x), y_at(y)
             stretch.append(f"{'M' if not stretch else 'L'} {px} {py}")
             marks.append(Mark(px, py, f"{name} {time_label(x, span)} UTC: "
                                       f"{value_label(y, y_step / 10)}"))
         lines.append(Line(name, index % 4, paths, marks))
-    x_ticks = [Tick(at(t, y_low)[0], time_label(t, span))
+    x_ticks = [Tick(x_at(t), time_label(t, span))
                for t in time_ticks(start, end, 2 if small else 4)]
     return AxisChart(width, height, left, top, right, bottom, "time (UTC)", y_label, x_ticks,
-                     [Tick(at(start, v)[1], value_label(v, y_step)) for v in y_ticks], lines)
+                     [Tick(y_at(v), value_label(v, y_step)) for v in y_ticks], lines)
 
 
 def xy_chart(series: Sequence[tuple[str, Sequence[Verdict]]], x_label: str, y_label: str,
@@ -148,26 +156,21 @@ def xy_chart(series: Sequence[tuple[str, Sequence[Verdict]]], x_label: str, y_la
     left, top, right, bottom = _frame(width, height, False)
     x_low, x_high, x_ticks = value_range(min(xs), max(xs), 5, x_from_zero)
     y_low, y_high, y_ticks = value_range(min(ys), max(ys), 4, y_from_zero)
-    x_step = x_ticks[1] - x_ticks[0] if len(x_ticks) > 1 else 1.0
-    y_step = y_ticks[1] - y_ticks[0] if len(y_ticks) > 1 else 1.0
-
-    def at(x: float, y: float) -> tuple[float, float]:
-        return (round(left + (x - x_low) / ((x_high - x_low) or 1.0) * (right - left), 1),
-                round(bottom - (y - y_low) / ((y_high - y_low) or 1.0) * (bottom - top), 1))
+    x_at, y_at = _linear(x_low, x_high, left, right), _linear(y_low, y_high, bottom, top)
 
     lines = []
     for index, (name, points) in enumerate(series):
         ordered = sorted(points, key=lambda p: p[0])
         path: list[str] = []
         for x, y, _, _ in ordered:
-            px, py = at(x, y)
+            px, py = x_at(x), y_at(y)
             path.append(f"M {px} {py}" if not path else (f"H {px} V {py}" if step
                                                           else f"L {px} {py}"))
-        marks = [Mark(*at(x, y), title, verdict) for x, y, verdict, title in ordered]
+        marks = [Mark(x_at(x), y_at(y), title, verdict) for x, y, verdict, title in ordered]
         lines.append(Line(name, index % 4, [" ".join(path)] if len(path) > 1 else [], marks))
     return AxisChart(width, height, left, top, right, bottom, x_label, y_label,
-                     [Tick(at(v, y_low)[0], value_label(v, x_step)) for v in x_ticks],
-                     [Tick(at(x_low, v)[1], value_label(v, y_step)) for v in y_ticks], lines,
+                     [Tick(x_at(v), value_label(v, _step(x_ticks))) for v in x_ticks],
+                     [Tick(y_at(v), value_label(v, _step(y_ticks))) for v in y_ticks], lines,
                      verdicts=any(v for _, points in series for _, _, v, _ in points))
 
 
@@ -189,13 +192,7 @@ def histogram(values: Sequence[float], x_label: str, empty: str, bins: int = 24,
     left, top, right, bottom = _frame(width, height, False)
     x_low, x_high, x_ticks = value_range(low, high, 4)
     _, y_high, y_ticks = value_range(0.0, float(max(counts)), 3, from_zero=True)
-    x_step = x_ticks[1] - x_ticks[0] if len(x_ticks) > 1 else 1.0
-
-    def x_at(x: float) -> float:
-        return round(left + (x - x_low) / ((x_high - x_low) or 1.0) * (right - left), 1)
-
-    def y_at(y: float) -> float:
-        return round(bottom - y / (y_high or 1.0) * (bottom - top), 1)
+    x_at, y_at = _linear(x_low, x_high, left, right), _linear(0.0, y_high, bottom, top)
 
     bars = []
     for index, count in enumerate(counts):
@@ -206,5 +203,5 @@ def histogram(values: Sequence[float], x_label: str, empty: str, bins: int = 24,
                         round(bottom - y_at(count), 1),
                         f"{edge:,.1f} to {after:,.1f}: {count} requests"))
     return AxisChart(width, height, left, top, right, bottom, x_label, "requests",
-                     [Tick(x_at(v), value_label(v, x_step)) for v in x_ticks],
+                     [Tick(x_at(v), value_label(v, _step(x_ticks))) for v in x_ticks],
                      [Tick(y_at(v), value_label(v, 1.0)) for v in y_ticks], [], bars=bars)
