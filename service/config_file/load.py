@@ -58,10 +58,11 @@ def _validation_problems(located: Located, error: ValidationError) -> list[Probl
     return problems or [Problem(None, "", str(error))]
 
 
-def _references(config: ConfigFile) -> list[tuple[tuple[str | int, ...], str]]:
-    """Duplicate names and references to undeclared endpoints, workloads and probes (an SLO
-    names probes of its own file, as a probe names its endpoint), and sessions workloads
-    under a profile that cannot play them."""
+def _references(config: ConfigFile, data: Mapping[str, Any]
+                ) -> list[tuple[tuple[str | int, ...], str]]:
+    """Duplicate names, references to undeclared endpoints, workloads and probes
+    (raw_references of the file's `data`), and sessions workloads under a profile that
+    cannot play them."""
     found: list[tuple[tuple[str | int, ...], str]] = []
     names: list[tuple[str, list[str]]] = [
         ("endpoints", [e.name for e in config.endpoints]),
@@ -75,15 +76,7 @@ def _references(config: ConfigFile) -> list[tuple[tuple[str | int, ...], str]]:
             if name in seen:
                 found.append(((kind, i, "name"), f"another {kind[:-1]} is named {name!r}"))
             seen.add(name)
-    endpoints = {e.name for e in config.endpoints}
-    workloads = {w.name for w in config.workloads}
-    for i, probe in enumerate(config.probes):
-        if probe.endpoint not in endpoints:
-            found.append((("probes", i, "endpoint"),
-                          f"no endpoint named {probe.endpoint!r} in this file"))
-        if isinstance(probe.workload, str) and probe.workload not in workloads:
-            found.append((("probes", i, "workload"),
-                          f"no workload named {probe.workload!r} in this file"))
+    found.extend(raw_references(data))
     named = {w.name: w for w in config.workloads}
     for i, probe in enumerate(config.probes):
         workload = named.get(probe.workload) if isinstance(probe.workload, str) \
@@ -99,10 +92,6 @@ def _references(config: ConfigFile) -> list[tuple[tuple[str | int, ...], str]]:
         if api_kind is not None:
             found.extend((("probes", i, "slo", name), message)
                          for name, message in threshold_problems(api_kind, probe.slo))
-    probes = {p.name for p in config.probes}
-    for i, slo in enumerate(config.slos):
-        found.extend((("slos", i, "probes", j), f"no probe named {name!r} in this file")
-                     for j, name in enumerate(slo.probes) if name not in probes)
     return found
 
 
@@ -129,9 +118,10 @@ def _rag_problems(probe: ProbeSpec, workload: Workload, config: ConfigFile
 
 
 def raw_references(data: Mapping[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
-    """References to undeclared endpoints, workloads and probes, read from the file's data as
-    written (when it is not valid as a whole), so that `sustain validate` reports them in the
-    same pass as the other problems instead of after those are fixed."""
+    """References to undeclared endpoints, workloads and probes (a probe names its endpoint and
+    workload, an SLO its probes, of the same file), read from the file's data as written: so
+    they are found whether or not the rest of the file is valid, and `sustain validate`
+    reports them in the same pass as the other problems."""
     def names(kind: str) -> set[str]:
         items = data.get(kind)
         return {str(i["name"]) for i in items if isinstance(i, dict) and "name" in i} \
@@ -220,7 +210,7 @@ def parse(text: str, file: str, environ: Mapping[str, str] | None = None,
                       for path, message in raw_references(located.data)
                       if dotted(path) not in seen]
         raise ConfigError(file, _together(located.problems, invalid + unresolved)) from None
-    found = [*_references(config), *_beyond_limits(config, limits)]
+    found = [*_references(config, located.data), *_beyond_limits(config, limits)]
     if reach is not None:
         found += _reach_problems(config, reach, environ)
     problems = [Problem(located.line_of(path), dotted(path), message) for path, message in found]
