@@ -61,10 +61,12 @@ def moved_url(base_url: str, moved: dict[str, str]) -> str | None:
 
 async def follow_moved_simulators(session: AsyncSession, moved: dict[str, str]) -> list[str]:
     """Point the endpoints a user made against a demo simulator that had to move at its new
-    address; the names of those moved."""
+    address (the demo's own follow in ensure_demo_objects); the names of those moved."""
     names = []
     for old in moved:
-        found = await session.scalars(select(Endpoint).where(Endpoint.base_url.startswith(old)))
+        found = await session.scalars(select(Endpoint).where(
+            Endpoint.base_url.startswith(old),
+            Endpoint.name.not_in((DEMO_ENDPOINT, DEMO_CAPACITY_ENDPOINT))))
         for endpoint in found:
             new = moved_url(endpoint.base_url, moved)
             if new is not None and new != endpoint.base_url:
