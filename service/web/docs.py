@@ -73,6 +73,6 @@ async def redoc(request: Request) -> HTMLResponse:
 
 
 def install_docs(app: FastAPI) -> None:
-    """The page and its assets on `app` (created with docs_url=None, redoc_url=None)."""
+    """The pages and their assets on `app` (created with docs_url=None, redoc_url=None)."""
     app.mount(ASSETS_PATH, StaticFiles(packages=[ASSETS_PACKAGE]), name="docs-assets")
     app.include_router(router)
