@@ -36,6 +36,7 @@ from sustain.probes.load.plan import (
     SingleStage,
     Stage,
     StagePlan,
+    peak_in_flight,
     sessions_problem,
 )
 from sustain.probes.load.profiles import (
@@ -333,7 +334,8 @@ async def execute(
     failures, egress refusals included (see HttpClients), become classified samples.
     `on_sample` sees each measured sample as it completes (the service buffers them). Setting
     `stop`, or reaching `budget`, ends the run early with what was measured so far."""
-    datasets = datasets or DatasetPolicy()
+    # the run's media are weighed against its peak requests in flight (workload/media.py)
+    datasets = (datasets or DatasetPolicy()).for_run(peak_in_flight(profile))
     replay, sessions = await asyncio.to_thread(inputs_of, profile, workload, datasets)
     prepared = prepare_requests(clients, target, workload, secrets or SecretPolicy(),
                                 datasets, replay)

@@ -61,8 +61,10 @@ class Settings(BaseSettings):
     )
     database_pool_size: int = Field(
         default=10, ge=1, le=1000,
-        description="Database connections a replica keeps open; it may open as many again "
-        "under load. Size them against PostgreSQL's max_connections over every replica.",
+        description="Database connections a replica keeps for measuring, storing samples and "
+        "its background loops; it may open as many again under load. The REST API and pages "
+        "have their own SUSTAIN_DATABASE_API_POOL_SIZE. Size both against PostgreSQL's "
+        "max_connections over every replica.",
     )
     http_max_connections: int = Field(
         default=1000, ge=1, le=100_000,
@@ -281,6 +283,68 @@ class Settings(BaseSettings):
         "${NAME} may expand (empty: none). SUSTAIN_*, database variables and anything "
         "SUSTAIN_SECRET_ENV allows are never expanded.")
 
+    # --- bounds in total: what one credential or socket can make the service hold ---
+    # (sustain.service.bounds lists each with who can push it and what happens beyond it;
+    # docs/limits.md is its table)
+    # -- request heads --
+    http_max_head_bytes: int = Field(
+        default=64 * 1024, ge=1024, le=16 * 1024 * 1024,
+        description="Largest request head (request line and every header line) the server "
+        "reads, in bytes; a larger one is answered 431 and its connection closed.")
+    # -- agent uploads --
+    agent_upload_max_bytes: int = Field(
+        default=64 * 1024 * 1024, ge=1024 * 1024, le=4 * 1024**3,
+        description="Bytes of one agent upload's parts together, and of all the unfinished "
+        "uploads one agent key leaves waiting (beyond: 413 for the upload, 409 for a new "
+        "one).")
+    agent_upload_max_itl_values: int = Field(
+        default=65_536, ge=16, le=10_000_000,
+        description="Inter-token latencies one uploaded sample may carry (beyond: 422).")
+    agent_upload_max_age_seconds: float = Field(
+        default=3 * 86400.0, ge=3600, le=365 * 86400,
+        description="How old a tick an agent may still upload a run for, in seconds (an agent "
+        "spools runs while the service is unreachable); older, or in the future: 422.")
+    agent_max_names: int = Field(
+        default=32, ge=1, le=100_000,
+        description="Agent processes (names) one agent key may heartbeat as within the "
+        "liveness window; one more is a 409.")
+    # -- readers and exports --
+    export_max_concurrent_per_key: int = Field(
+        default=2, ge=1, le=1000,
+        description="Sample exports (CSV, Parquet, JSON sample pages) one key or anonymous "
+        "address may have in flight at once (beyond: 429).")
+    export_max_concurrent: int = Field(
+        default=8, ge=1, le=10_000,
+        description="Sample exports in flight at once over all callers (beyond: 429).")
+    export_write_timeout_seconds: float = Field(
+        default=30.0, gt=0, le=3600,
+        description="How long a reader may take to accept the next chunk of an export "
+        "before its connection is closed, in seconds.")
+    database_api_pool_size: int = Field(
+        default=10, ge=1, le=1000,
+        description="Database connections the REST API and pages may use at once, apart "
+        "from SUSTAIN_DATABASE_POOL_SIZE, which measuring, storing and alerting keep for "
+        "themselves (a caller that waits past 5 s for one gets 503).")
+    # -- alerting --
+    notify_max_response_bytes: int = Field(
+        default=64 * 1024, ge=1024, le=16 * 1024 * 1024,
+        description="Bytes of a notifier's answer that are read (never decompressed); the "
+        "rest is discarded.")
+    max_silences: int = Field(
+        default=1000, ge=1, le=1_000_000, description="Most silences not yet expired "
+        "(pending or active; beyond: 409). Expired ones stay as a record and are not "
+        "counted.")
+    # -- what probes keep --
+    rag_max_index_bytes: int = Field(
+        default=64 * 1024 * 1024, ge=1024 * 1024, le=16 * 1024**3,
+        description="Bytes of embedding vectors a RAG probe's index may hold (beyond: the "
+        "run fails naming the limit).")
+    media_max_decoded_bytes: int = Field(
+        default=1024 * 1024 * 1024, ge=1024 * 1024, le=16 * 1024**3,
+        description="Bytes of images and audio a run may hold decoded at once, over all its "
+        "users (each file read once, however its path is spelled; beyond: the run fails "
+        "naming the limit).")
+
     def load_limits(self) -> LoadLimits:
         """The limits every load profile is held to (see sustain.service.domain.limits)."""
         return LoadLimits(max_rate=self.max_rate, max_concurrency=self.max_concurrency,
@@ -290,7 +354,8 @@ class Settings(BaseSettings):
                           max_total_rate=self.max_total_rate,
                           objects=ObjectLimits(endpoints=self.max_endpoints,
                                                probes=self.max_probes, slos=self.max_slos,
-                                               notifiers=self.max_notifiers))
+                                               notifiers=self.max_notifiers,
+                                               silences=self.max_silences))
 
     def worker_processes(self) -> int:
         """Measurement worker processes of a replica (0: it measures in-process)."""
@@ -366,7 +431,9 @@ class Settings(BaseSettings):
                 env_globs=parse_env_globs(self.secret_env), secret_dir=self.secret_dir,
                 forbidden_values=own_credentials(database_url or self.database_url, admin)),
             egress=EgressPolicy.parse(self.allowed_targets, self.denied_targets),
-            datasets=DatasetPolicy(directory=self.dataset_dir, max_bytes=self.dataset_max_bytes))
+            datasets=DatasetPolicy(directory=self.dataset_dir, max_bytes=self.dataset_max_bytes,
+                                   rag_max_index_bytes=self.rag_max_index_bytes,
+                                   media_max_bytes=self.media_max_decoded_bytes))
 
     def config_expansion(self, database_url: str | None = None) -> ExpansionPolicy:
         """The variables a config file's `${NAME}` may expand: those SUSTAIN_CONFIG_ENV names,

@@ -9,8 +9,8 @@ connection whose request is being answered is never chosen. The newcomer itself 
 when every other connection is busy.
 
 The cap is also kept below the process's file descriptor limit (RLIMIT_NOFILE), less what the
-rest of the replica may hold open at once (database pool, notifier client, worker pipes), so
-that the cap, not the kernel, is what turns clients away.
+rest of the replica may hold open at once (both database pools, notifier client, worker
+pipes), so that the cap, not the kernel, is what turns clients away.
 
 Pure: no sockets here (sustain.service.http_protocol closes what this chooses).
 """
@@ -88,14 +88,15 @@ class ConnectionRegistry(Generic[C]):
 
 
 def fd_reserve(settings: Settings) -> int:
-    """File descriptors the replica may need besides client connections: the database pool
-    (pool_size, and as many again under load) and its LISTEN connection, the notification
+    """File descriptors the replica may need besides client connections: the measuring
+    database pool (pool_size, and as many again under load) and its LISTEN connection, the
+    API's own pool (database_api_pool_size, no overflow), the notification
     client, the measurement workers' pipes (or, measuring in-process, the probe client's
     whole connection pool), plus BASE_FD_RESERVE."""
     workers = settings.worker_processes()
     measuring = settings.http_max_connections if workers == 0 else WORKER_FDS * workers
-    return (BASE_FD_RESERVE + 2 * settings.database_pool_size + 1 + NOTIFIER_CONNECTIONS
-            + measuring)
+    return (BASE_FD_RESERVE + 2 * settings.database_pool_size + 1
+            + settings.database_api_pool_size + NOTIFIER_CONNECTIONS + measuring)
 
 
 def open_connection_cap(wanted: int, fd_limit: int | None, reserve: int) -> int:

@@ -23,11 +23,30 @@ class ConflictError(ServiceError):
     title = "Conflict"
 
 
+class TooLargeError(ServiceError):
+    """More than a bound on bytes allows (an upload's parts together, say): 413."""
+
+    status = 413
+    title = "Content too large"
+
+
 class UnavailableError(ServiceError):
     """Temporarily unable (e.g. the write buffer is nearly full); retry later."""
 
     status = 503
     title = "Service unavailable"
+
+
+class TooManyRequestsError(ServiceError):
+    """The caller (or all callers together) has as many of these in flight as allowed: 429,
+    with Retry-After: `retry_after_s` seconds."""
+
+    status = 429
+    title = "Too many requests"
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 class FieldError(ServiceError):

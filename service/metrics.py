@@ -2,7 +2,10 @@
 
 Request counters and latency histograms are observed by this replica as its runs finish;
 Prometheus sums them over replicas. Last-run gauges are read from the database through a
-custom collector, so every replica reports the same, current values.
+custom collector, so every replica reports the same, current values. A run's summary may
+have come from an agent: the names in it that become label values (server series, RAG
+stages, efficiency figures, currency) are emitted only from their closed sets
+(domain.label_sets), so no stored summary can add series.
 """
 
 from __future__ import annotations
@@ -19,6 +22,12 @@ from sustain.probes.measure.sample import Sample
 from sustain.service.db.runs import LastRun
 from sustain.service.db.slos import SloSnapshot
 from sustain.service.domain.auth_failures import AuthFailure
+from sustain.service.domain.label_sets import (
+    EFFICIENCY_FIGURES,
+    RAG_STAGES,
+    currency_label,
+    server_series,
+)
 from sustain.service.domain.locations import DEFAULT_LOCATION
 from sustain.service.domain.refusals import REASONS
 from sustain.service.evaluation.slo_status import window_label
@@ -214,15 +223,14 @@ class LastRunCollector(Collector):
                     rtf.add_metric([*values, q], float(value))
                     old_rtf.add_metric([*values, q], float(value))
                 for stage, dist in (summary.get("rag_stages_ms") or {}).items():
-                    if isinstance(dist, dict) and isinstance(value := dist.get(name),
-                                                             int | float):
+                    if stage in RAG_STAGES and isinstance(dist, dict) \
+                            and isinstance(value := dist.get(name), int | float):
                         stages.add_metric([*values, str(stage), q], float(value) / 1000.0)
             figures = summary.get("efficiency") or {}
-            currency = figures.get("currency")
-            if not isinstance(currency, str) or not currency:
-                currency = DEFAULT_CURRENCY
+            currency = currency_label(figures.get("currency"))
             for figure, value in figures.items():
-                if isinstance(value, int | float) and not isinstance(value, bool):
+                if figure in EFFICIENCY_FIGURES and isinstance(value, int | float) \
+                        and not isinstance(value, bool):
                     old_efficiency.add_metric([*values, figure], float(value))
             for gauge in EFFICIENCY_GAUGES:
                 value = figures.get(gauge.figure)
@@ -230,7 +238,10 @@ class LastRunCollector(Collector):
                     efficiency[gauge.figure].add_metric(
                         [*values, currency] if gauge.money else values,
                         float(value) / gauge.divisor)
+            known = server_series(run.series_names)
             for series, stats in (summary.get("server_metrics") or {}).items():
+                if series not in known:
+                    continue
                 for stat in ("max", "mean", "last"):
                     if isinstance(stats, dict) and stats.get(stat) is not None:
                         server.add_metric([*values, str(series), stat], float(stats[stat]))

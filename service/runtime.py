@@ -1,6 +1,8 @@
 """Everything one replica runs, built in one place and started and stopped in order.
 
-A replica is: the database engine and sessions, the probe HTTP clients, the sample buffer and
+A replica is: the database engines and sessions (one for measuring, storing and the background
+loops; one for the REST API and pages, so readers can never take the connections that samples
+are stored through), the probe HTTP clients, the sample buffer and
 its writer, the run executor, heartbeats (liveness), the probe scheduler and its LISTEN/NOTIFY
 listener, the config-file reloader, the alert evaluator and the notification delivery worker.
 The FastAPI app (sustain.service.app) only starts and stops a Replica; routes read it. Nothing
@@ -27,8 +29,14 @@ from sustain.service.alerting.delivery import DeliveryPolicy, DeliveryWorker
 from sustain.service.alerting.evaluator import AlertEvaluator, DriftWatch
 from sustain.service.config import Settings
 from sustain.service.config_file.reloader import ConfigReloader
-from sustain.service.db.engine import create_engine, safe_url, session_factory
+from sustain.service.db.engine import (
+    create_api_engine,
+    create_engine,
+    safe_url,
+    session_factory,
+)
 from sustain.service.db.migrate import upgrade_to_head
+from sustain.service.domain.export_slots import ExportSlots
 from sustain.service.evaluation.drift_watch import parse_watched
 from sustain.service.history.windows import parse_duration
 from sustain.service.ingest.buffer import SampleBuffer
@@ -78,6 +86,17 @@ class Replica:
         self.engine: AsyncEngine = create_engine(database_url,
                                                  pool_size=settings.database_pool_size)
         self.sessions: async_sessionmaker[AsyncSession] = session_factory(self.engine)
+        """Measuring, storing, the scheduler, liveness, alerting and maintenance: never a
+        route (they use api_engine / api_sessions)."""
+        self.api_engine: AsyncEngine = create_api_engine(
+            database_url, pool_size=settings.database_api_pool_size)
+        self.api_sessions: async_sessionmaker[AsyncSession] = session_factory(self.api_engine)
+        """The REST API's and pages' sessions (SessionDep, authentication, the audit log,
+        /readyz, /metrics): at most database_api_pool_size connections; a request that
+        waits past API_POOL_TIMEOUT_S for one is answered 503."""
+        self.exports = ExportSlots(settings.export_max_concurrent_per_key,
+                                   settings.export_max_concurrent)
+        """Sample exports in flight (the API takes a slot per CSV stream or JSON page)."""
         self.reach = settings.reach(database_url)
         """What probes and notifiers may read and reach (checked at create and again at use)."""
         self.clients = HttpClients(settings.http_max_connections, egress=self.reach.egress)
@@ -113,7 +132,9 @@ class Replica:
             DeliveryPolicy(poll_s=settings.notify_poll_seconds,
                            max_attempts=settings.notify_max_attempts,
                            retry_max_s=settings.notify_retry_max_seconds,
-                           resend_s=settings.alertmanager_resend_seconds),
+                           resend_s=settings.alertmanager_resend_seconds,
+                           max_response_bytes=settings.notify_max_response_bytes,
+                           max_silences=settings.max_silences),
             observe=self.metrics.observe_notification, reach=self.reach)
         self.alerts = AlertEvaluator(
             self.sessions, self.replica_id, settings.alert_evaluation_seconds,
@@ -178,4 +199,5 @@ class Replica:
         await self.liveness.close()
         await self.measurer.aclose()
         await self.clients.aclose()
+        await self.api_engine.dispose()
         await self.engine.dispose()

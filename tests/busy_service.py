@@ -188,8 +188,14 @@ def busy_probe(tmp_path: Path, database_url: str, readers: int, duration_s: floa
     simulator = SustainProcess(
         ["simulate", "--port", str(sim_port), "--ttft-ms", f"{TTFT_MS:g}", "--itl-ms", "10",
          "--output-tokens", "32", "--truth-log", str(truth)], tmp_path / "simulator.log")
+    # The readers share the admin key: the export and API-pool limits are raised to let all
+    # of them read at once (what they bound is tested in tests/hostile/; here the readers are
+    # load, and a refused read would be no load).
     service = SustainProcess(["serve", "--port", str(port)], tmp_path / "serve.log",
-                             env={"SUSTAIN_DATABASE_URL": database_url, **(env or {})})
+                             env={"SUSTAIN_DATABASE_URL": database_url,
+                                  "SUSTAIN_EXPORT_MAX_CONCURRENT_PER_KEY": str(readers + 1),
+                                  "SUSTAIN_DATABASE_API_POOL_SIZE": str(readers + 2),
+                                  **(env or {})})
     base = f"http://127.0.0.1:{port}"
     with simulator, service, admin_client(base, timeout=30) as api:
         simulator.wait_http(f"http://127.0.0.1:{sim_port}/v1/models")

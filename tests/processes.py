@@ -87,7 +87,8 @@ class SustainProcess:
         self.args = args
         self.log_path = log
         self.env = {**os.environ, "SUSTAIN_ADMIN_KEY": TEST_ADMIN_KEY,
-                    "SUSTAIN_DATABASE_POOL_SIZE": TEST_POOL_SIZE, **(env or {})}
+                    "SUSTAIN_DATABASE_POOL_SIZE": TEST_POOL_SIZE,
+                    "SUSTAIN_DATABASE_API_POOL_SIZE": TEST_POOL_SIZE, **(env or {})}
         self.proc: subprocess.Popen[bytes] | None = None
         self.started_at = 0.0
 

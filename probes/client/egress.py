@@ -36,6 +36,12 @@ ALWAYS_DENIED_NETWORKS: tuple[tuple[str, str], ...] = (
     ("100.100.100.200/32", "cloud metadata"),
     # AWS EC2 instance metadata over IPv6 on Nitro instances (the AWS SDKs' IPv6 IMDS endpoint).
     ("fd00:ec2::254/128", "cloud metadata"),
+    # Google Cloud's metadata server over IPv6 (Compute Engine docs, "About VM metadata":
+    # fd20:ce::254 on IPv6-enabled instances).
+    ("fd20:ce::254/128", "cloud metadata"),
+    # Azure's WireServer (the platform's guest agent endpoint, which hands out extension
+    # settings and certificates to whoever asks from inside the VM).
+    ("168.63.129.16/32", "cloud metadata"),
 )
 ALWAYS_DENIED_HOSTS: tuple[str, ...] = (
     # Google Cloud's metadata server (Compute Engine docs: http://metadata.google.internal/),

@@ -8,8 +8,11 @@ alike, and the workload's `dimensions` when it names one) and that its values ar
 numbers (one C-level sum per vector: a NaN, an infinity or a value that is not a number makes
 it non-finite or raises; values so large their sum overflows are refused as implausible).
 Base64 vectors (`encoding_format: base64`, little-endian float32) are
-checked the same way after decoding. An answer that misses any check is `protocol`; one with no
-vectors at all is `empty`."""
+checked the same way after decoding. No vector may be longer than MAX_DIMENSIONS, and the whole
+answer was read up to WHOLE_BODY_LIMIT (16 MiB, openai_protocol.py), so what one answer can
+make the probe hold is bounded. An answer that misses any check is `protocol`; one with no
+vectors at all is `empty`. A kept answer (a RAG pipeline's) is one float32 matrix: 4 bytes a
+value, not a Python float's 32."""
 
 from __future__ import annotations
 
@@ -19,10 +22,15 @@ import math
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from sustain.probes.client.expected import ExpectedItems
 from sustain.probes.client.openai_protocol import failure, json_object, token_count
 from sustain.probes.measure.sample import NS_PER_MS, ErrorClass, Measurement
+
+MAX_DIMENSIONS = 16_384
+"""Longest embedding vector taken (the largest models' are 4,096 to 12,288 long); a longer one
+is `protocol`, so an endpoint cannot make a pipeline hold vectors of any length."""
 
 
 def vector_length(embedding: Any) -> int | str:
@@ -34,11 +42,15 @@ def vector_length(embedding: Any) -> int | str:
             return "embedding is neither a list of numbers nor base64"
         if len(raw) % 4:
             return "base64 embedding is not float32"
+        if len(raw) // 4 > MAX_DIMENSIONS:
+            return f"embedding of {len(raw) // 4} dimensions, more than {MAX_DIMENSIONS}"
         values = np.frombuffer(raw, dtype="<f4")
         return int(values.size) if bool(np.isfinite(values).all()) else \
             "embedding has a non-finite value"
     if not isinstance(embedding, list):
         return "embedding is not a list"
+    if len(embedding) > MAX_DIMENSIONS:
+        return f"embedding of {len(embedding)} dimensions, more than {MAX_DIMENSIONS}"
     try:
         total = sum(embedding, 0.0)  # C speed; a string or an object raises
     except TypeError:
@@ -74,11 +86,20 @@ def vectors_problem(data: list[Any], expect: ExpectedItems | None) -> str | None
     return None
 
 
-def vector_values(embedding: Any) -> tuple[float, ...]:
-    """A checked vector's values (a list, or base64 float32)."""
-    if isinstance(embedding, str):
-        return tuple(float(v) for v in np.frombuffer(base64.b64decode(embedding), "<f4"))
-    return tuple(float(v) for v in embedding)
+def vector_matrix(embeddings: list[Any]) -> npt.NDArray[np.float32]:
+    """Checked vectors (lists, or base64 float32), all of one length, as the rows of one
+    float32 matrix."""
+    matrix = np.empty((len(embeddings), vector_dimensions(embeddings[0])), dtype=np.float32)
+    for row, embedding in enumerate(embeddings):
+        matrix[row] = np.frombuffer(base64.b64decode(embedding), "<f4") \
+            if isinstance(embedding, str) else embedding
+    return matrix
+
+
+def vector_dimensions(embedding: Any) -> int:
+    """A checked vector's length."""
+    return len(base64.b64decode(embedding)) // 4 if isinstance(embedding, str) \
+        else len(embedding)
 
 
 def whole_response(raw: bytes, t_send_ns: int, end: int, status: int,
@@ -101,7 +122,9 @@ def whole_response(raw: bytes, t_send_ns: int, end: int, status: int,
     if keep_reply and error is None:
         ordered = sorted(data, key=lambda item: item.get("index", 0)
                          if isinstance(item.get("index"), int) else 0)
-        vectors = tuple(vector_values(item["embedding"]) for item in ordered)
+        vectors = vector_matrix([item["embedding"] for item in ordered])
+        if not bool(np.isfinite(vectors).all()):  # finite as float64, beyond float32's range
+            vectors, error, problem = None, ErrorClass.PROTOCOL, "embedding beyond float32"
     return Measurement(
         ttft_ms=None, itl_ms=(), e2e_ms=(end - t_send_ns) / NS_PER_MS, output_tokens=0,
         tokens_server_counted=True, input_tokens=prompt, http_status=status,

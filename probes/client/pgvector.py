@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 import asyncpg
+import numpy as np
+import numpy.typing as npt
 
 from sustain.probes.client.egress import EgressPolicy
 from sustain.probes.measure.sample import ErrorClass
@@ -39,6 +41,10 @@ INSERT_ROWS = 500
 """Vectors sent per INSERT while storing the corpus."""
 
 
+Vector = npt.NDArray[np.float32] | Sequence[float]
+"""One vector: a row of the index's float32 matrix, or a sequence of floats."""
+
+
 class PgVectorError(Exception):
     """The store could not be set up or queried: `error_class` classifies it, the message
     names what failed (never the URL, which holds a password)."""
@@ -48,7 +54,7 @@ class PgVectorError(Exception):
         self.error_class = error_class
 
 
-def literal(vector: Sequence[float]) -> str:
+def literal(vector: Vector) -> str:
     """A vector as pgvector's text form: `[1.0,2.5,...]`."""
     return "[" + ",".join(repr(float(v)) for v in vector) + "]"
 
@@ -90,7 +96,8 @@ class PgVectorIndex:
                        "LIMIT $2")
 
     @classmethod
-    async def create(cls, dsn: str, egress: EgressPolicy, vectors: Sequence[Sequence[float]],
+    async def create(cls, dsn: str, egress: EgressPolicy,
+                     vectors: npt.NDArray[np.float32] | Sequence[Sequence[float]],
                      top_k: int) -> PgVectorIndex:
         """A fresh table holding `vectors` (row i is passage i), indexed for queries of up to
         `top_k` rows; PgVectorError when the database cannot be reached, lacks pgvector, or
@@ -132,7 +139,7 @@ class PgVectorIndex:
                                 ) from None
         return index
 
-    async def top_k(self, query: Sequence[float], k: int) -> list[int]:
+    async def top_k(self, query: Vector, k: int) -> list[int]:
         """The indices of the `k` passages nearest `query` (cosine distance), best first;
         PgVectorError when the query fails."""
         try:

@@ -8,6 +8,11 @@ choice. So `env:NAME` resolves only when NAME matches one of the allowed names o
 database variables) nor holds one of its credentials; `file:/path` only when the path, links
 resolved, is under the secret directory (SUSTAIN_SECRET_DIR), and never under /proc, /sys or
 /dev. Reasons name the reference and the rule, never a value.
+
+"Holds" means contains, not only equals: `x-PASSWORD-y` or a URL with the password inside
+would otherwise carry the credential past an exact comparison. Containment is judged for
+credentials of at least MIN_CONTAINED_CHARS characters; a shorter one (a 1-character password
+would forbid every value holding that character) is refused only as the whole value.
 """
 
 from __future__ import annotations
@@ -28,6 +33,10 @@ FORBIDDEN_ENV = ("SUSTAIN_*", "*DATABASE_URL*", "PG*", "POSTGRES_*")
 admin key among them) and the variables PostgreSQL clients and images read credentials from."""
 ENV_GLOB = re.compile(r"^[A-Za-z0-9_*?\[\]!-]+$")
 """What an allow-list entry may hold: variable-name characters and fnmatch wildcards."""
+MIN_CONTAINED_CHARS = 8
+"""A credential at least this long (characters) is refused anywhere inside a value; a shorter
+one only as the whole value (stripped), so a short password does not forbid every value that
+happens to hold its characters."""
 
 
 def scrubbed_environment(environ: Mapping[str, str]) -> dict[str, str]:
@@ -61,11 +70,19 @@ class SecretPolicy:
     forbidden_digests: frozenset[str] = field(default=frozenset(), repr=False)
     """The same, as SHA-256 hex digests: what a measurement worker is given, so that the
     credentials themselves never reach the process that talks to endpoints."""
+    forbidden_lengths: frozenset[int] = field(default=frozenset(), repr=False)
+    """The lengths (characters) of the credentials behind `forbidden_digests`: a value is
+    searched for them by hashing each of its substrings of those lengths."""
 
     def without_values(self) -> SecretPolicy:
-        """This policy with its forbidden values kept only as digests (for a worker)."""
-        return replace(self, forbidden_values=frozenset(), forbidden_digests=frozenset(
-            {*self.forbidden_digests, *(_digest(v) for v in self.forbidden_values)}))
+        """This policy with its forbidden values kept only as digests and lengths (for a
+        worker)."""
+        return replace(
+            self, forbidden_values=frozenset(),
+            forbidden_digests=frozenset(
+                {*self.forbidden_digests, *(_digest(v) for v in self.forbidden_values)}),
+            forbidden_lengths=frozenset(
+                {*self.forbidden_lengths, *(len(v) for v in self.forbidden_values)}))
 
     def check(self, ref: str, environ: Mapping[str, str] | None = None) -> str | None:
         """Why `ref` may not be resolved, or None. With `environ`, a variable holding one of
@@ -99,12 +116,23 @@ class SecretPolicy:
         return None
 
     def holds_forbidden(self, value: str | None) -> bool:
-        """Whether a resolved value is one of sustain's own credentials."""
-        if value is None:
+        """Whether a value is, or contains, one of sustain's own credentials (see the module:
+        containment for those of MIN_CONTAINED_CHARS or more). With digests only, each
+        substring of a forbidden length is hashed: len(value) hashes per length, at most a
+        few per credential (a 64 KiB secret file and four credentials: ~256 thousand)."""
+        if not value:
             return False
         stripped = value.strip()
-        return stripped in self.forbidden_values or (
-            bool(self.forbidden_digests) and _digest(stripped) in self.forbidden_digests)
+        if stripped in self.forbidden_values or any(
+                len(v) >= MIN_CONTAINED_CHARS and v in value for v in self.forbidden_values):
+            return True
+        if not self.forbidden_digests:
+            return False
+        if _digest(stripped) in self.forbidden_digests:
+            return True
+        return any(_digest(value[i:i + length]) in self.forbidden_digests
+                   for length in self.forbidden_lengths if length >= MIN_CONTAINED_CHARS
+                   for i in range(len(value) - length + 1))
 
 
 def _digest(value: str) -> str:

@@ -74,6 +74,26 @@ class SingleStage:
 Stage = OpenStage | ClosedStage | SingleStage
 
 
+def peak_in_flight(profile: LoadProfile) -> int:
+    """The most requests `profile` may have in flight at once over all its workers: its
+    closed-loop users, else the open loop's max_in_flight (as the service's limits count them);
+    what the requests' own copies of a run's media are weighed by."""
+    if isinstance(profile, SingleProfile):
+        return 1
+    if isinstance(profile, ConcurrencyProfile):
+        return profile.users
+    if isinstance(profile, SweepProfile):
+        return max(profile.levels)
+    if isinstance(profile, ParetoProfile):
+        return profile.max_concurrency
+    if isinstance(profile, CapacityProfile) and profile.unit == "concurrency":
+        return profile.maximum
+    if isinstance(profile, StepsProfile):
+        return max(step.concurrency if step.concurrency is not None else profile.max_in_flight
+                   for step in profile.stages)
+    return profile.max_in_flight
+
+
 def sessions_problem(profile: LoadProfile) -> str | None:
     """Why a sessions workload cannot run under `profile`, or None: conversations are
     played by closed-loop users (a single profile plays one conversation)."""

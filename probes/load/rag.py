@@ -4,17 +4,20 @@ from the corpus's index, optionally rerank them (a rerank endpoint), then genera
 them in the prompt (the probe's own endpoint, a chat kind, streamed as the workload says).
 
 The corpus is embedded once per run, through the same embeddings endpoint, before any request is
-measured (`index`), and kept in memory, or in the operator's PostgreSQL with pgvector
-(`rag.pgvector_dsn_ref`; probes/client/pgvector.py), where each retrieval is then a query: its
-round trip is the `retrieve` stage, and `close()` drops the run's table. Each request is timed from
-its question's t_send: its TTFT is the time to the generation's first token, its E2E the time to
-the generation's end; each stage keeps its own time (`stages_ms`): `embed` and `rerank` from their
-request's t_send until the pipeline holds their answer (the request's E2E and the reading of its
-body: what the next stage waits for), `retrieve` the index's search, `generate_ttft` and `generate`
-the generation's TTFT and E2E from its own t_send. What the stages do not cover is the pipeline's
-own work between them (choosing the passages, building the next request): `e2e - (embed + retrieve
-+ rerank + generate)`. A stage that fails fails the request with its error class, its detail naming
-the stage.
+measured (`index`), and kept in memory (one float32 matrix, written batch by batch as the answers
+come: each answer holds exactly one vector per passage it was sent, of at most 16,384 values and
+the length of every other, and the whole matrix at most the policy's `rag_max_index_bytes`,
+SUSTAIN_RAG_MAX_INDEX_BYTES: beyond it the run fails before the matrix is made), or in the
+operator's PostgreSQL with pgvector (`rag.pgvector_dsn_ref`; probes/client/pgvector.py), where each
+retrieval is then a query: its round trip is the `retrieve` stage, and `close()` drops the run's
+table. Each request is timed from its question's t_send: its TTFT is the time to the generation's
+first token, its E2E the time to the generation's end; each stage keeps its own time (`stages_ms`):
+`embed` and `rerank` from their request's t_send until the pipeline holds their answer (the
+request's E2E and the reading of its body: what the next stage waits for), `retrieve` the index's
+search, `generate_ttft` and `generate` the generation's TTFT and E2E from its own t_send. What the
+stages do not cover is the pipeline's own work between them (choosing the passages, building the
+next request): `e2e - (embed + retrieve + rerank + generate)`. A stage that fails fails the request
+with its error class, its detail naming the stage.
 
 Every text a stage sends starts with the request's salt (unless the cache is allowed), so no
 stage is served from another request's cache.
@@ -25,9 +28,12 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from sustain.probes.client.egress import EgressPolicy
 from sustain.probes.client.expected import ExpectedItems
@@ -110,47 +116,78 @@ class RagPipeline:
         self.store: PgVectorIndex | None = None
         self.dimensions = 0
         """The corpus vectors' length (known once indexed)."""
+        self.max_index_bytes = datasets.rag_max_index_bytes
+        """Bytes the corpus's vectors may take as float32 (SUSTAIN_RAG_MAX_INDEX_BYTES)."""
 
     def _headers(self, target: Target) -> dict[str, str]:
         return self.headers[target.base_url + target.api_kind]
 
     async def index(self) -> None:
-        """Embed the corpus, `embed_batch` passages a request, a few at a time; RagIndexError
-        when a batch fails (its error class and detail, never an answer's text)."""
-        batches = [self.passages[k:k + self.spec.embed_batch]
-                   for k in range(0, len(self.passages), self.spec.embed_batch)]
+        """Embed the corpus, `embed_batch` passages a request, a few at a time, into one
+        float32 matrix made when the first answer tells the vectors' length; RagIndexError
+        when a batch fails (its error class and detail, never an answer's text), when an
+        answer holds another count or length of vectors, or when the matrix would be larger
+        than `max_index_bytes`. A failure cancels the batches still in flight."""
+        size = self.spec.embed_batch
         limit = asyncio.Semaphore(4)
+        matrix: npt.NDArray[np.float32] | None = None
 
-        async def embed(batch: list[Passage]) -> tuple[tuple[float, ...], ...]:
+        async def embed(start: int) -> None:
+            nonlocal matrix
+            batch = self.passages[start:start + size]
             encoded = encode_request({"model": self.embed.model, "encoding_format": "float",
                                       "input": [p.text for p in batch]},
                                      self._headers(self.embed))
             async with limit:
                 m = await self.transport(self.embed, encoded, False, time.perf_counter_ns(),
                                          keep_reply=True, expect=ExpectedItems(len(batch)))
-            if m.error_class is not None or m.vectors is None:
+            vectors = m.vectors
+            if m.error_class is not None or vectors is None:
                 raise RagIndexError(f"the rag corpus could not be embedded: {m.error_class} "
                                     f"({m.error_detail or 'no vectors'})")
-            return m.vectors
+            if vectors.shape[0] != len(batch):  # the protocol checked it; never trust a size
+                raise RagIndexError(f"the rag corpus could not be embedded: {vectors.shape[0]} "
+                                    f"vectors for {len(batch)} passages")
+            if matrix is None:
+                matrix = self._matrix(vectors.shape[1])
+            elif vectors.shape[1] != matrix.shape[1]:
+                raise RagIndexError("the rag corpus could not be indexed: its embeddings are "
+                                    f"of different lengths ({matrix.shape[1]} and "
+                                    f"{vectors.shape[1]})")
+            matrix[start:start + len(batch)] = vectors
 
-        results = await asyncio.gather(*(embed(batch) for batch in batches))
-        vectors = [v for batch in results for v in batch]
-        lengths = {len(v) for v in vectors}
-        if len(lengths) != 1:
-            raise RagIndexError("the rag corpus could not be indexed: its embeddings are of "
-                                f"{len(lengths)} different lengths")
-        (self.dimensions,) = lengths
+        tasks = [asyncio.ensure_future(embed(k)) for k in range(0, len(self.passages), size)]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        assert matrix is not None
+        self.dimensions = matrix.shape[1]
         if self.pgvector is None:
             try:
-                self.vectors = VectorIndex(vectors)
+                self.vectors = VectorIndex(matrix)
             except ValueError as exc:
                 raise RagIndexError(f"the rag corpus could not be indexed: {exc}") from None
             return
         try:
             self.store = await PgVectorIndex.create(self.pgvector.dsn, self.pgvector.egress,
-                                                    vectors, self.spec.top_k)
+                                                    matrix, self.spec.top_k)
         except PgVectorError as exc:
             raise RagIndexError(f"the rag corpus could not be indexed: {exc}") from None
+
+    def _matrix(self, dimensions: int) -> npt.NDArray[np.float32]:
+        """The index's matrix for the corpus at `dimensions` values a vector; RagIndexError,
+        naming SUSTAIN_RAG_MAX_INDEX_BYTES, when it would take more than max_index_bytes."""
+        need = index_bytes(len(self.passages), dimensions)
+        if need > self.max_index_bytes:
+            raise RagIndexError(
+                f"the rag corpus could not be indexed: {len(self.passages)} passages of "
+                f"{dimensions} dimensions take {need:,} bytes, more than the "
+                f"{self.max_index_bytes:,} of SUSTAIN_RAG_MAX_INDEX_BYTES")
+        return np.empty((len(self.passages), dimensions), dtype=np.float32)
 
     async def close(self) -> None:
         """Drop a pgvector store's table (nothing to do for the in-memory index)."""
@@ -158,7 +195,7 @@ class RagPipeline:
             store, self.store = self.store, None
             await store.close()
 
-    async def retrieve(self, query: tuple[float, ...]) -> list[int]:
+    async def retrieve(self, query: npt.NDArray[np.float32] | Sequence[float]) -> list[int]:
         """The top_k passages for a question's vector: from the pgvector store, else the
         in-memory index (ValueError for a vector of another length; PgVectorError)."""
         if self.store is not None:
@@ -209,7 +246,8 @@ class RagPipeline:
             m = await self.transport(self.embed, embed_request, False, t_send_ns,
                                      keep_reply=True, expect=ExpectedItems(1))
             stages.append(("embed", since(t_send_ns)))
-            if m.error_class is not None or not m.vectors or not self.indexed:
+            if m.error_class is not None or m.vectors is None or not len(m.vectors) \
+                    or not self.indexed:
                 return failed("embed", m, t_send_ns, stages)
             started = time.perf_counter_ns()
             try:
@@ -256,6 +294,11 @@ class RagPipeline:
                 stages_ms=tuple(stages), hit=hit, reply=None, quality=quality,
                 error_detail=None if m.error_detail is None else f"generate: {m.error_detail}")
         return request
+
+
+def index_bytes(passages: int, dimensions: int) -> int:
+    """Bytes a corpus's vectors take in the index: float32, 4 bytes a value."""
+    return passages * dimensions * 4
 
 
 def since(start_ns: int) -> float:

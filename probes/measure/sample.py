@@ -6,6 +6,9 @@ import enum
 from dataclasses import dataclass
 from datetime import datetime
 
+import numpy as np
+import numpy.typing as npt
+
 from sustain.probes.measure.reply import Reply
 
 NS_PER_MS = 1_000_000
@@ -78,9 +81,10 @@ class Measurement:
     """The prompt length, in tokens, the request asked for (a synthetic prompt's, a trace
     request's), to set against the server's count (`input_tokens`); None for prompts of
     given text (a fixed prompt, a dataset, a session's history) and the other kinds."""
-    vectors: tuple[tuple[float, ...], ...] | None = None
-    """An embeddings answer's vectors, in input order, kept only for a pipeline's next stage
-    (a RAG probe's retrieval); None otherwise (and never stored)."""
+    vectors: npt.NDArray[np.float32] | None = None
+    """An embeddings answer's vectors, in input order, the rows of one float32 matrix (4
+    bytes a value), kept only for a pipeline's next stage (a RAG probe's retrieval); None
+    otherwise (and never stored)."""
     ranking: tuple[int, ...] | None = None
     """A rerank answer's document indices, best first, kept only for a pipeline's next stage;
     None otherwise (and never stored)."""

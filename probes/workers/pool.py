@@ -23,6 +23,7 @@ from sustain.probes.client.secret_policy import SecretPolicy
 from sustain.probes.client.target import Target
 from sustain.probes.load.calibrate import FITS, calibration_key, known_fit
 from sustain.probes.load.live import LiveStats
+from sustain.probes.load.plan import peak_in_flight
 from sustain.probes.load.profiles import LoadProfile
 from sustain.probes.measure.prompt_tokens import PromptCalibration
 from sustain.probes.measure.sample import Sample
@@ -147,7 +148,9 @@ class WorkerPool:
                       secrets: SecretPolicy | None = None,
                       datasets: DatasetPolicy | None = None) -> RunResult:
         """What runner.execute does, measured in `profile.workers` worker processes."""
-        datasets = datasets or DatasetPolicy()
+        # each worker holds its own decoded media; the run's requests in flight their copies
+        datasets = (datasets or DatasetPolicy()).for_run(peak_in_flight(profile),
+                                                         profile.workers)
         replay, sessions = await asyncio.to_thread(inputs_of, profile, workload, datasets)
         workers = await self.lease(profile.workers)
         channels = [worker.channel(next(self._keys)) for worker in workers]

@@ -12,9 +12,11 @@ pgvector (`pgvector_dsn_ref`), the vectors go there instead (probes/client/pgvec
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 from pydantic import Field
 
 from sustain.probes.inputs import InputModel
@@ -88,12 +90,15 @@ def load_corpus(path: str, policy: DatasetPolicy) -> list[Passage]:
 class VectorIndex:
     """The corpus's vectors, normalised, for cosine top-k."""
 
-    def __init__(self, vectors: list[tuple[float, ...]]) -> None:
+    def __init__(self, vectors: npt.NDArray[np.float32] | Sequence[Sequence[float]]) -> None:
+        """`vectors` as one float32 matrix; a float32 matrix given is taken as it is and
+        normalised in place (no second copy of an index that may be large)."""
         matrix = np.asarray(vectors, dtype=np.float32)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        self.matrix = matrix / np.where(norms == 0, 1, norms)
+        matrix /= np.where(norms == 0, 1, norms)
+        self.matrix = matrix
 
-    def top_k(self, query: tuple[float, ...], k: int) -> list[int]:
+    def top_k(self, query: npt.NDArray[np.float32] | Sequence[float], k: int) -> list[int]:
         """The indices of the `k` passages most similar to `query`, best first."""
         q = np.asarray(query, dtype=np.float32)
         if q.shape != (self.matrix.shape[1],):

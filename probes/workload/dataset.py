@@ -7,7 +7,7 @@ allows and up to its size cap; errors name the file and line."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,12 @@ MAX_LINE_IMAGES = 16
 """Images one dataset line may send (as many as a synthetic `images.count`)."""
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 """The size cap when none is configured (SUSTAIN_DATASET_MAX_BYTES)."""
+DEFAULT_RAG_MAX_INDEX_BYTES = 64 * 1024 * 1024
+"""Bytes a RAG index's vectors may take when none is configured
+(SUSTAIN_RAG_MAX_INDEX_BYTES)."""
+DEFAULT_MEDIA_MAX_BYTES = 1024 * 1024 * 1024
+"""Bytes of decoded images and audio a run may hold when none is configured
+(SUSTAIN_MEDIA_MAX_DECODED_BYTES)."""
 
 
 class DatasetError(ValueError):
@@ -132,7 +138,8 @@ def load_jsonl(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Dat
 @dataclass(frozen=True, slots=True)
 class DatasetPolicy:
     """Where datasets (and the other files a workload names: sessions, traces, tokenizers) may
-    be read from, and how large they may be. The default allows none:
+    be read from, how large they may be, and how much of what a run reads or is answered
+    (a RAG index, decoded images and audio) it may hold. The default allows none:
     the service builds its policy from SUSTAIN_DATASET_DIR; a one-shot CLI run, reading its
     user's own file, uses `anywhere`."""
 
@@ -141,10 +148,27 @@ class DatasetPolicy:
     anywhere: bool = False
     """Any path outside /proc, /sys and /dev (the CLI)."""
     max_bytes: int = DEFAULT_MAX_BYTES
+    rag_max_index_bytes: int = DEFAULT_RAG_MAX_INDEX_BYTES
+    """Bytes a RAG probe's in-memory index may take (float32 vectors); beyond: the run fails
+    naming SUSTAIN_RAG_MAX_INDEX_BYTES."""
+    media_max_bytes: int = DEFAULT_MEDIA_MAX_BYTES
+    """Bytes of images and audio a run may hold decoded at once, over all its users (see
+    probes/workload/media.py); beyond: the run fails naming
+    SUSTAIN_MEDIA_MAX_DECODED_BYTES."""
+    run_users: int = 1
+    """The run's peak requests in flight (over all its workers), which share its media: set
+    by the runner for each run (`for_run`), never by the operator."""
+    run_workers: int = 1
+    """The worker processes the run is measured in, each holding its own decoded media."""
 
     @classmethod
     def unrestricted(cls, max_bytes: int = DEFAULT_MAX_BYTES) -> DatasetPolicy:
         return cls(anywhere=True, max_bytes=max_bytes)
+
+    def for_run(self, users: int, workers: int = 1) -> DatasetPolicy:
+        """This policy for one run of `users` requests in flight at its peak over `workers`
+        worker processes: what its media bound is weighed against (probes/workload/media.py)."""
+        return replace(self, run_users=max(1, users), run_workers=max(1, workers))
 
     def check(self, path: str) -> str | None:
         """Why `path` may not be named as a dataset, or None."""

@@ -1,7 +1,11 @@
 """A dataset's own images: the files its lines name (`"images": ["photos/cat.jpg"]`, relative
 to the dataset's directory or absolute), read once before a run under the dataset policy
 (each under SUSTAIN_DATASET_DIR, each within its size cap) and decoded with Pillow, so no
-request pays for them on the loop that times requests.
+request pays for them on the loop that times requests. Each file is decoded once, however many
+lines name it and however they spell its path (`./a.png`, `a//a.png`, a link, a hard link):
+images are known by their file's identity (media.file_identity), and every spelling shares
+the one decoded copy. What is decoded counts against the run's media bound (media.py,
+SUSTAIN_MEDIA_MAX_DECODED_BYTES), and decoding stops as soon as it passes it.
 
 Under `cache: defeat` (the default) an image is sent as a stored PNG of its own pixels with a
 fresh random 16 x 16 block in its bottom-left corner (images.SaltedPng): no image cache (vLLM
@@ -23,6 +27,7 @@ from PIL import Image, UnidentifiedImageError
 
 from sustain.probes.workload.dataset import DatasetEntry, DatasetError, DatasetPolicy
 from sustain.probes.workload.images import MAX_REQUEST_PIXELS, SALT_SIDE, SaltedPng
+from sustain.probes.workload.media import FileIdentity, decoded_too_much, file_identity
 
 MEDIA_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp",
                "GIF": "image/gif"}
@@ -43,6 +48,18 @@ class DatasetImage:
     template: SaltedPng | None
     original: str | None
 
+    @property
+    def held_bytes(self) -> int:
+        """Bytes this image holds, shared by every request that sends it."""
+        return self.template.held_bytes if self.template is not None \
+            else len(self.original or "")
+
+    @property
+    def uri_bytes(self) -> int:
+        """Length of the data URI each request sends of it."""
+        return self.template.uri_bytes if self.template is not None \
+            else len(self.original or "")
+
     def data_uri(self, rng: np.random.Generator) -> str:
         if self.template is not None:
             return self.template.salted(rng)
@@ -51,10 +68,21 @@ class DatasetImage:
 
 
 class DatasetImages:
-    """The images of a dataset's lines, by the path each line wrote."""
+    """The images of a dataset's lines, by the path each line wrote (spellings of one file
+    share one DatasetImage)."""
 
-    def __init__(self, images: dict[str, DatasetImage]) -> None:
+    def __init__(self, images: dict[str, DatasetImage], decoded: int | None = None) -> None:
         self.images = images
+        distinct = {id(image): image for image in images.values()}
+        self.decoded = len(distinct) if decoded is None else decoded
+        """Files decoded (once each, whatever their spellings)."""
+        self.held_bytes = sum(image.held_bytes for image in distinct.values())
+        """Bytes the decoded images hold, shared by every request."""
+
+    def request_bytes(self, entries: Sequence[DatasetEntry]) -> int:
+        """The most bytes of images one of `entries` sends with its request."""
+        return max((sum(self.images[p].uri_bytes for p in entry.images) for entry in entries),
+                   default=0)
 
     def of(self, entry: DatasetEntry) -> list[DatasetImage]:
         return [self.images[path] for path in entry.images]
@@ -80,26 +108,42 @@ def load_dataset_images(entries: Sequence[DatasetEntry], dataset: str, policy: D
         return None
     base = Path(dataset).parent
     images: dict[str, DatasetImage] = {}
-    held = 0
+    by_file: dict[FileIdentity | str, DatasetImage] = {}
+    held = decoded = 0
     for path in paths:
-        image = _load(path, str(base / path), dataset, policy, salted)
-        held += image.width * image.height if salted else 0
-        if held > MAX_TEMPLATE_PIXELS:
-            raise DatasetError(f"{dataset}: its distinct images hold more than "
-                               f"{MAX_TEMPLATE_PIXELS} pixels, the most kept to salt (cache: "
-                               "defeat); use fewer or smaller images")
+        resolved = str(base / path)  # an absolute path stays itself under the dataset's base
+        reason = policy.check(resolved)
+        if reason is not None:
+            raise DatasetError(f"{resolved}: {reason}")
+        try:
+            identity: FileIdentity | str = file_identity(resolved)
+        except OSError:
+            identity = resolved  # _load reads it next, and says why it cannot
+        image = by_file.get(identity)
+        if image is None:
+            image = by_file[identity] = _load(path, resolved, dataset, policy, salted)
+            held += image.width * image.height if salted else 0
+            if held > MAX_TEMPLATE_PIXELS:
+                raise DatasetError(f"{dataset}: its distinct images hold more than "
+                                   f"{MAX_TEMPLATE_PIXELS} pixels, the most kept to salt "
+                                   "(cache: defeat); use fewer or smaller images")
+            decoded += image.held_bytes
+            too_much = decoded_too_much(decoded, policy.run_workers, policy.media_max_bytes,
+                                        f"{dataset}: its images")
+            if too_much is not None:
+                raise too_much
         images[path] = image
     for entry in entries:
         pixels = sum(images[p].width * images[p].height for p in entry.images)
         if pixels > MAX_REQUEST_PIXELS:
             raise DatasetError(f"{dataset}: a line's images hold {pixels} pixels; at most "
                                f"{MAX_REQUEST_PIXELS} go with one request")
-    return DatasetImages(images)
+    return DatasetImages(images, len(by_file))
 
 
 def _load(path: str, resolved: str, dataset: str, policy: DatasetPolicy, salted: bool
           ) -> DatasetImage:
-    data = policy.read(resolved)  # an absolute path stays itself under the dataset's base
+    data = policy.read(resolved)
     where = f"{dataset}: image {path!r}"
     try:
         with Image.open(io.BytesIO(data)) as image:

@@ -98,6 +98,18 @@ class SaltedPng:
         self.stream_tail = stream[at:-4]
         self.stream_at = at
 
+    @property
+    def held_bytes(self) -> int:
+        """Bytes this template holds, shared by every request that salts it."""
+        return len(self.prefix) + len(self.carry) + len(self.raw_tail) + len(self.stream_tail)
+
+    @property
+    def uri_bytes(self) -> int:
+        """Length of each `salted` data URI: the prefix, then the base64 of the carried bytes,
+        the tail of the stream with its Adler-32, the IDAT CRC and the IEND chunk."""
+        tail = len(self.carry) + len(self.stream_tail) + 4 + 4 + 12
+        return len(self.prefix) + 4 * -(-tail // 3)
+
     def _patch(self, stream_tail: bytearray, raw_offset: int, data: bytes) -> None:
         """Write `data` at `raw_offset` of the pixel data into the tail of the stream, around
         the stored blocks' headers."""
@@ -143,6 +155,11 @@ class ImageMaker:
     def __init__(self, spec: ImageSpec) -> None:
         self.spec = spec
         self.template = SaltedPng(spec.width, spec.height)
+
+    @property
+    def request_bytes(self) -> int:
+        """Bytes of the data URIs one request carries."""
+        return self.spec.count * self.template.uri_bytes
 
     def data_uris(self, rng: np.random.Generator) -> list[str]:
         """`count` salted images as `data:image/png;base64,...` URIs."""

@@ -23,6 +23,7 @@ from sustain.probes.workload.dataset import DatasetEntry, DatasetPolicy
 from sustain.probes.workload.dataset_images import DatasetImages, load_dataset_images
 from sustain.probes.workload.images import ImageMaker
 from sustain.probes.workload.lengths import sample_length
+from sustain.probes.workload.media import MediaHeld, MediaLimitError, media_problem
 from sustain.probes.workload.sessions import Dialogue
 from sustain.probes.workload.shapes import shaped
 from sustain.probes.workload.spec import Workload
@@ -82,6 +83,28 @@ class RequestBuilder:
             if api_kind in CHAT_KINDS:
                 self.dataset_images = load_dataset_images(
                     self.dataset, workload.dataset, policy, salted=workload.cache == "defeat")
+        self.media = self._media()
+        """The media this builder holds, and the most one request carries (media.py)."""
+        policy = datasets or DatasetPolicy()
+        problem = media_problem(self.media, policy.run_users, policy.run_workers,
+                                policy.media_max_bytes)
+        if problem is not None:
+            raise MediaLimitError(problem)
+
+    def _media(self) -> MediaHeld:
+        """Bytes of the decoded media shared by every request (the clip, the synthetic
+        images' template, the dataset's images) and the most one request's body carries."""
+        shared = per_request = 0
+        if self._wav is not None:
+            shared += len(self._wav.wav)
+            per_request = len(self._wav.wav)
+        if self.images is not None:
+            shared += self.images.template.held_bytes
+            per_request = max(per_request, self.images.request_bytes)
+        if self.dataset_images is not None and self.dataset is not None:
+            shared += self.dataset_images.held_bytes
+            per_request = max(per_request, self.dataset_images.request_bytes(self.dataset))
+        return MediaHeld(shared, per_request)
 
     def _shared_prefix(self) -> str:
         w = self.workload

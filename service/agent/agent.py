@@ -344,6 +344,10 @@ class Agent:
             except Unreachable:
                 return done
             except Refused as exc:
+                if exc.status == 409:  # other unfinished uploads of this key hold its bytes
+                    logger.warning("the service defers spooled run %s (%s); retrying later",
+                                   run.upload_id, exc)
+                    return done
                 logger.error("the service refuses spooled run %s (%s); set aside as %s",
                              run.upload_id, exc, path.with_suffix(".refused").name)
                 path.replace(path.with_suffix(".refused"))

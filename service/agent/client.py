@@ -8,6 +8,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 import httpx
 import msgpack
@@ -25,6 +26,8 @@ from sustain.service.schemas.agent import (
 
 PREFIX = "/api/v1/agent"
 UPLOAD_MEDIA = "application/msgpack"
+READ_TRIES = 3
+"""Walks of the assignments' pages before giving up until the next heartbeat."""
 
 
 class Unreachable(Exception):
@@ -77,7 +80,27 @@ class ServiceClient:
         return AgentBeat.model_validate_json(response.content), sent, received
 
     async def assignments(self) -> Assignments:
-        return Assignments.model_validate_json((await self._call("GET", "/assignments")).content)
+        """Every assignment of the location, read a page at a time; the pages are read again
+        (up to READ_TRIES times) when they disagree on the version (the assignments changed
+        while they were read). The answer's version is its first page's: if the assignments
+        changed meanwhile, the next heartbeat's version differs and they are read again."""
+        for _ in range(READ_TRIES):
+            first = await self._page(None)
+            probes, following = list(first.probes), first.next_cursor
+            while following is not None:
+                page = await self._page(following)
+                if page.version != first.version:
+                    break
+                probes += page.probes
+                following = page.next_cursor
+            else:
+                return first.model_copy(update={"probes": probes, "next_cursor": None})
+        raise Unreachable(f"the assignments changed while read, {READ_TRIES} times")
+
+    async def _page(self, cursor: str | None) -> Assignments:
+        params = {} if cursor is None else {"cursor": cursor}
+        response = await self._call("GET", "/assignments", params=params)
+        return Assignments.model_validate_json(response.content)
 
     async def claim(self, probe_id: int, tick: datetime, ended: Sequence[int]) -> AgentClaimed:
         body = AgentClaim(agent=self.name, probe_id=probe_id, tick=tick, ended=list(ended))
@@ -86,10 +109,9 @@ class ServiceClient:
         return AgentClaimed.model_validate_json(response.content)
 
     async def upload(self, run: SpooledRun) -> UploadStored:
-        """Send a spooled run in parts (each within the service's body limit); the answer to
-        the last part. Safe to repeat: the service stores an upload once."""
-        chunks = [run.samples[i:i + MAX_PART_SAMPLES]
-                  for i in range(0, len(run.samples), MAX_PART_SAMPLES)] or [[]]
+        """Send a spooled run in parts (each within the service's body limit: see `chunks`);
+        the answer to the last part. Safe to repeat: the service stores an upload once."""
+        chunks = split_samples(run.samples, len(msgpack.packb(run.final, use_bin_type=True)))
         answer = UploadStored(outcome="part")
         for number, chunk in enumerate(chunks):
             last = number == len(chunks) - 1
@@ -108,6 +130,34 @@ class ServiceClient:
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+
+PART_BYTES = 512 * 1024
+"""What the samples of one part come to at most, in msgpack bytes (one sample larger than
+this goes alone): half the service's default body limit (SUSTAIN_MAX_BODY_BYTES, 1 MiB), so
+a part is never refused for its size. A sample's row is at most about 0.6 MB (65,536 ITL
+gaps, SUSTAIN_AGENT_UPLOAD_MAX_ITL_VALUES, at 9 bytes each)."""
+
+
+def split_samples(rows: Sequence[list[Any]], final_bytes: int) -> list[list[list[Any]]]:
+    """The sample rows in parts of at most MAX_PART_SAMPLES rows and PART_BYTES bytes; the
+    last part (which carries the final record, `final_bytes` of it) holds only what fits
+    beside it, and is empty when nothing does. Always at least one part."""
+    chunks: list[list[list[Any]]] = []
+    current: list[list[Any]] = []
+    size = 0
+    for row in rows:
+        n = len(msgpack.packb(row, use_bin_type=True))
+        if current and (size + n > PART_BYTES or len(current) >= MAX_PART_SAMPLES):
+            chunks.append(current)
+            current, size = [], 0
+        current.append(row)
+        size += n
+    if current and size + final_bytes > PART_BYTES:
+        chunks.append(current)
+        current = []
+    chunks.append(current)
+    return chunks
 
 
 def new_upload_id() -> uuid.UUID:

@@ -2,14 +2,19 @@
 leases the due ones and sends each in its own task, so a slow or failing notifier never holds
 back evaluation or the other notifiers. Failures are retried with exponential backoff across
 passes (the delivery log keeps every attempt's outcome); Alertmanager notifiers also get every
-firing alert re-sent each period, as Prometheus does, so Alertmanager never times them out."""
+firing alert re-sent each period, as Prometheus does, so Alertmanager never times them out.
+
+Silences are read once per pass, and only those active at its moment (SUSTAIN_MAX_SILENCES
+bounds how many may be pending or active); the alerts of a pass are matched against them
+in a worker thread, so however many there are, the event loop (and /healthz) never waits
+on the matching. Each receiver's answer is read raw and bounded (see notifiers.post)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -49,6 +54,35 @@ class DeliveryPolicy:
     resend_s: float = 60.0
     max_in_flight: int = 32
     per_notifier: int = 8
+    max_response_bytes: int = 64 * 1024
+    """Raw bytes of a receiver's answer read before the connection is closed
+    (SUSTAIN_NOTIFY_MAX_RESPONSE_BYTES)."""
+    max_silences: int = 1000
+    """Active silences a pass matches alerts against, the newest first (SUSTAIN_MAX_SILENCES:
+    creates beyond it are refused, so more are active only when it was lowered)."""
+
+
+def muted(silences: Sequence[SilenceWindow], labels: Sequence[Mapping[str, str]],
+          now: datetime) -> list[bool]:
+    """Whether each alert (by its labels) is silenced at `now`: at most len(silences) x
+    (distinct label sets) matches, each of RE2 patterns (linear time); an alert sent to
+    several notifiers is matched once. Pure; run off the event loop."""
+    known: dict[tuple[tuple[str, str], ...], bool] = {}
+    flags = []
+    for one in labels:
+        key = tuple(sorted(one.items()))
+        if key not in known:
+            known[key] = silenced(silences, one, now)
+        flags.append(known[key])
+    return flags
+
+
+async def muted_off_loop(silences: Sequence[SilenceWindow],
+                         labels: Sequence[Mapping[str, str]], now: datetime) -> list[bool]:
+    """`muted`, in a worker thread unless there is nothing to match."""
+    if not silences or not labels:
+        return [False] * len(labels)
+    return await asyncio.to_thread(muted, silences, labels, now)
 
 
 def _target(notifier: Notifier, reach: Reach) -> notifiers.Target | notifiers.Outcome:
@@ -73,25 +107,50 @@ class DeliveryWorker:
         self._tasks: set[asyncio.Task[None]] = set()
         self._wake = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
+        self._too_many_silences = False
 
     def wake(self) -> None:
         """Start the next pass now (an alert just moved)."""
         self._wake.set()
 
     async def pass_once(self, now: datetime | None = None) -> list[asyncio.Task[None]]:
-        """Dispatch, lease and start sending; the tasks started."""
+        """Dispatch, lease and start sending; the tasks started. The silences active at
+        the pass's moment are read once (when anything is to be sent), in the transaction
+        that leases (so a failure to read them leaves nothing leased), and matched off the
+        event loop."""
         moment = now or datetime.now(UTC)
         policy = self.policy
         async with self.sessions.begin() as session:
             await queries.dispatch(session)
+        targets, firing = await self._resend_due(moment)
         async with self.sessions.begin() as session:
             claimed = await queries.claim(
                 session, self.replica_id, policy.lease_s,
                 policy.max_in_flight - len(self._tasks), policy.per_notifier)
-            silences = await queries.active_silences(session, moment) if claimed else []
-        started = [self._spawn(self._deliver(item, silences)) for item in claimed]
-        started += await self._resend(moment)
+            silences = await self._active_silences(session, moment) \
+                if claimed or targets else []
+        flags = await muted_off_loop(
+            silences, [item.payload.get("labels", {}) for item in claimed]
+            + [p["labels"] for p in firing], moment)
+        started = [self._spawn(self._deliver(item, flag))
+                   for item, flag in zip(claimed, flags[:len(claimed)], strict=True)]
+        audible = [p for p, flag in zip(firing, flags[len(claimed):], strict=True) if not flag]
+        started += [self._spawn(self._resend_to(n, audible)) for n in targets]
         return started
+
+    async def _active_silences(self, session: AsyncSession, now: datetime
+                               ) -> list[SilenceWindow]:
+        """The newest SUSTAIN_MAX_SILENCES silences active at `now`; a warning (once, until
+        it no longer holds) when more are active, stored before the limit was lowered: the
+        older ones then silence nothing, so their alerts are sent rather than lost."""
+        limit = self.policy.max_silences
+        silences = await queries.active_silences(session, now, limit)
+        over = len(silences) > limit
+        if over and not self._too_many_silences:
+            logger.warning("more than %d silences are active; only the newest %d silence "
+                           "alerts (SUSTAIN_MAX_SILENCES)", limit, limit)
+        self._too_many_silences = over
+        return silences[:limit]
 
     async def drain(self, now: datetime | None = None) -> None:
         """One pass, waiting for what it started (tests, shutdown)."""
@@ -110,11 +169,12 @@ class DeliveryWorker:
         if not task.cancelled() and (exc := task.exception()) is not None:
             logger.error("a notification task failed unexpectedly (%s)", type(exc).__name__)
 
-    async def _deliver(self, item: queries.Claimed, silences: list[SilenceWindow]) -> None:
-        """Send one delivery and record the outcome; any failure of our own becomes a
-        retryable outcome naming only the exception type, so no row is left leased."""
+    async def _deliver(self, item: queries.Claimed, hushed: bool) -> None:
+        """Send one delivery (or record it silenced, when `hushed`) and record the outcome;
+        any failure of our own becomes a retryable outcome naming only the exception type, so
+        no row is left leased."""
         try:
-            await self._attempt(item, silences)
+            await self._attempt(item, hushed)
         except Exception as exc:  # noqa: BLE001 - any failure is retried, never left leased
             logger.warning("notifier %s: delivery %d failed (%s)", item.notifier.name,
                            item.id, type(exc).__name__)
@@ -125,9 +185,8 @@ class DeliveryWorker:
                 logger.warning("delivery %d: outcome not recorded (%s); retried when its "
                                "lease ends", item.id, type(again).__name__)
 
-    async def _attempt(self, item: queries.Claimed, silences: list[SilenceWindow]) -> None:
-        labels = item.payload.get("labels", {})
-        if silenced(silences, labels, datetime.now(UTC)):
+    async def _attempt(self, item: queries.Claimed, hushed: bool) -> None:
+        if hushed:
             await self._finish(item, "silenced", error="suppressed by a silence")
             return
         if item.transition == "resolved" and not item.earlier_delivered:
@@ -144,8 +203,9 @@ class DeliveryWorker:
                 self._valid_for())
             try:
                 async with asyncio.timeout(self.send_budget_s()):
-                    outcome = await notifiers.post(self.client, url, body, headers,
-                                                   target.timeout_s, self.policy.quick_wait_s)
+                    outcome = await notifiers.post(
+                        self.client, url, body, headers, target.timeout_s,
+                        self.policy.quick_wait_s, self.policy.max_response_bytes)
             except TimeoutError:
                 outcome = notifiers.Outcome(False, error="timed out", retryable=True)
         if outcome.delivered:
@@ -183,17 +243,17 @@ class DeliveryWorker:
         """How long Alertmanager keeps a firing alert that is not re-sent."""
         return timedelta(seconds=4 * self.policy.resend_s)
 
-    async def _resend(self, now: datetime) -> list[asyncio.Task[None]]:
+    async def _resend_due(self, now: datetime
+                          ) -> tuple[list[Notifier], list[dict[str, Any]]]:
+        """The Alertmanager notifiers whose re-send this replica took for this period, and
+        the firing alerts (silences not yet applied); nothing when none is due."""
         period = timedelta(seconds=self.policy.resend_s)
         async with self.sessions.begin() as session:
             targets = [n for n in await queries.alertmanagers(session)
                        if await queries.resend_due(session, n.id, now, period)]
             if not targets:
-                return []
-            firing = await queries.firing_payloads(session)
-            silences = await queries.active_silences(session, now)
-        firing = [p for p in firing if not silenced(silences, p["labels"], now)]
-        return [self._spawn(self._resend_to(n, firing)) for n in targets]
+                return [], []
+            return targets, await queries.firing_payloads(session)
 
     async def _resend_to(self, notifier: Notifier, firing: list[dict[str, Any]]) -> None:
         """Re-send the firing alerts routed to an Alertmanager; a failure (database or
@@ -216,8 +276,13 @@ class DeliveryWorker:
             return
         url, body, headers = notifiers.request_for(target, chosen, 0, self.external_url,
                                                    datetime.now(UTC), self._valid_for())
-        outcome = await notifiers.post(self.client, url, body, headers, target.timeout_s,
-                                       self.policy.quick_wait_s)
+        try:
+            async with asyncio.timeout(self.send_budget_s()):
+                outcome = await notifiers.post(self.client, url, body, headers,
+                                               target.timeout_s, self.policy.quick_wait_s,
+                                               self.policy.max_response_bytes)
+        except TimeoutError:
+            outcome = notifiers.Outcome(False, error="timed out", retryable=True)
         self.observe(notifier.name, "resent" if outcome.delivered else "resend_failed")
 
     def start(self) -> None:

@@ -93,7 +93,7 @@ class AuditMiddleware:
             return
         principal: Principal | None = scope.get(PRINCIPAL_SCOPE_KEY)
         try:
-            async with replica.sessions() as session:
+            async with replica.api_sessions() as session:
                 await audit_queries.record(
                     session, actor=principal.name if principal else "anonymous",
                     key_id=principal.key_id if principal else None,

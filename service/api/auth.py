@@ -11,14 +11,17 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.types import Scope
 
+from sustain.service.config import Settings
 from sustain.service.db import keys as key_queries
 from sustain.service.domain.auth_failures import AuthFailure
+from sustain.service.domain.hosts import anonymous_host, parse_allowed_hosts
 from sustain.service.domain.keys import (
     Role,
     allows,
@@ -65,7 +68,7 @@ async def authenticate_hash(replica: Replica, digest: str) -> Principal | AuthFa
     admin = replica.settings.admin_key
     if admin is not None and same_hash(digest, key_hash(admin.get_secret_value())):
         return Principal(BOOTSTRAP_ACTOR, Role.admin)
-    async with replica.sessions() as session:
+    async with replica.api_sessions() as session:
         stored = await key_queries.by_hash(session, digest)
         if stored is None:
             return AuthFailure.unknown_key
@@ -102,7 +105,7 @@ async def authenticate_cookie(replica: Replica, token: str | None) -> Principal 
     """The caller behind a status-page sign-in cookie (its key must still be valid)."""
     if not token or len(token) > 128:
         return AuthFailure.bad_session
-    async with replica.sessions() as session:
+    async with replica.api_sessions() as session:
         digest = await key_queries.session_key_hash(session, token, datetime.now(UTC))
     found = AuthFailure.bad_session if digest is None else await authenticate_hash(replica,
                                                                                     digest)
@@ -119,6 +122,23 @@ def client_source(scope: Scope) -> str:
     X-Forwarded-For here): what refusals are sampled and sign-ins throttled by."""
     client = scope.get("client")
     return str(client[0])[:64] if client else "unknown"
+
+
+@lru_cache(maxsize=8)
+def _allowed_hosts(text: str) -> tuple[str, ...]:
+    return parse_allowed_hosts(text)
+
+
+def anonymous_reads(scope: Scope, settings: Settings) -> bool:
+    """Whether a caller without a key may read here: SUSTAIN_ANONYMOUS_READ is on and the
+    request's Host is a loopback name, or one SUSTAIN_ALLOWED_HOSTS lists (see
+    sustain.service.domain.hosts.anonymous_host). A page of another site whose name resolves
+    to 127.0.0.1 (DNS rebinding) sends its own name, and so is a caller without a key."""
+    if not settings.anonymous_read:
+        return False
+    host = next((value.decode("latin-1") for key, value in scope.get("headers", ())
+                 if key == b"host"), "")
+    return anonymous_host(host, _allowed_hosts(settings.allowed_hosts))
 
 
 def refuse(request: Request, reason: AuthFailure) -> None:
@@ -160,8 +180,8 @@ class Access:
             # cookie is SameSite=Strict, and writes need the key itself)
             found = await authenticate_cookie(replica, cookie)
         elif header is None:
-            found = ANONYMOUS_VIEWER if replica.settings.anonymous_read \
-                and needed == Role.viewer else AuthFailure.missing_key
+            found = ANONYMOUS_VIEWER if needed == Role.viewer \
+                and anonymous_reads(request.scope, replica.settings) else AuthFailure.missing_key
         else:
             found = await authenticate_header(replica, header)
         if isinstance(found, AuthFailure):

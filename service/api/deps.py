@@ -22,9 +22,12 @@ StateDep = Annotated[Replica, Depends(get_state)]
 
 
 async def get_session(state: StateDep) -> AsyncIterator[AsyncSession]:
-    """One session per request. Write routes commit explicitly before they answer (and before
-    they tell the scheduler), so a client that reads right after a write sees it."""
-    async with state.sessions() as session:
+    """One session per request, from the API's own pool (Replica.api_sessions: never the
+    connections that measuring and storing use). Write routes commit explicitly before they
+    answer (and before they tell the scheduler), so a client that reads right after a write
+    sees it. The session closes when the route function returns (scope="function"), before
+    its answer is written: a client that reads slowly holds no database connection."""
+    async with state.api_sessions() as session:
         yield session
 
 
@@ -36,6 +39,6 @@ def get_executor(state: StateDep) -> RunExecutor:
     return state.executor
 
 
-SessionDep = Annotated[AsyncSession, Depends(get_session)]
+SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
 SchedulerDep = Annotated[ProbeScheduler, Depends(get_scheduler)]
 ExecutorDep = Annotated[RunExecutor, Depends(get_executor)]

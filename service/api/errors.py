@@ -8,15 +8,24 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from sustain.probes.load.profiles import PROFILE_KINDS
-from sustain.service.errors import FieldError, ServiceError, UnauthenticatedError
+from sustain.service.errors import (
+    FieldError,
+    ServiceError,
+    TooManyRequestsError,
+    UnauthenticatedError,
+)
 from sustain.service.strict_json import StrictJSONResponse
 
 logger = logging.getLogger(__name__)
 
 PROBLEM_TYPE = "application/problem+json"
+POOL_RETRY_AFTER_S = 5
+"""Retry-After (seconds) of a 503 for a request that found every API database connection
+busy."""
 DATA_EXCEPTION_CLASS = "22"
 
 
@@ -67,6 +76,19 @@ def install_error_handlers(app: FastAPI) -> None:
         response = problem(request, exc.status, exc.title, str(exc))
         if isinstance(exc, UnauthenticatedError):
             response.headers["WWW-Authenticate"] = 'Bearer realm="sustain"'
+        if isinstance(exc, TooManyRequestsError):
+            response.headers["Retry-After"] = str(exc.retry_after_s)
+        return response
+
+    @app.exception_handler(PoolTimeoutError)
+    async def _pool_busy(request: Request, exc: PoolTimeoutError) -> StrictJSONResponse:
+        # every connection of the API's own pool is taken (SUSTAIN_DATABASE_API_POOL_SIZE);
+        # measuring and storing have their own, so this is the API's load, not an outage
+        logger.warning("no API database connection free for %s %s: %s", request.method,
+                       request.url.path, type(exc).__name__)
+        response = problem(request, 503, "Database busy",
+                           "every database connection of the API is in use; retry later")
+        response.headers["Retry-After"] = str(POOL_RETRY_AFTER_S)
         return response
 
     @app.exception_handler(StarletteHTTPException)

@@ -68,8 +68,9 @@ def _check_anonymous_read(settings: Settings) -> None:
     if exposure == "network":
         logging.getLogger("sustain.service.cli").warning(
             "%s=true on %s, which other machines can reach: anyone who can connect reads "
-            "every endpoint, probe, run and alert without a key", ANONYMOUS_READ_VAR,
-            settings.host)
+            "every endpoint, probe, run and alert without a key (by the Host names "
+            "SUSTAIN_ALLOWED_HOSTS lists; when it lists none, only by loopback names such as "
+            "localhost)", ANONYMOUS_READ_VAR, settings.host)
 
 
 async def _seed_demo(url: str, constant_url: str, capacity_url: str,

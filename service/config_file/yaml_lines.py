@@ -4,7 +4,10 @@ PyYAML's node tree carries positions; we build the Python values from it ourselv
 each path (("probes", 0, "schedule", "every")) maps to its 1-based line, duplicate keys are
 errors rather than silently last-wins, and `${NAME}` / `${NAME:-default}` in string scalars
 are expanded from the environment: only names the ExpansionPolicy allows (any other is an
-error on its line, default or not), and an unset variable without a default is an error.
+error on its line, default or not), and an unset variable without a default is an error. A
+string that holds one of sustain's own credentials once expanded (`x-${A}${B}-y`, a URL with
+the database password inside; see SecretPolicy.holds_forbidden) is an error too, naming the
+field and the variables, never the value.
 
 The input is bounded before anything is built: nesting deeper than MAX_DEPTH is refused from
 the parser's event stream (PyYAML's composer recurses, so deep input would end in a
@@ -156,7 +159,15 @@ class _Builder:
             self.expansions.append(Problem(line, dotted(path),
                                            f"environment variable {name} is not set"))
             return ""
-        return ENV_REFERENCE.sub(replace, text)
+        expanded = ENV_REFERENCE.sub(replace, text)
+        if self.expandable.secrets.holds_forbidden(expanded):
+            names = sorted({m.group(1) for m in ENV_REFERENCE.finditer(text)})
+            through = f" (expanded from {', '.join(names)})" if names else ""
+            self.expansions.append(Problem(
+                line, dotted(path), f"the value holds one of sustain's own credentials"
+                f"{through}; not stored, not shown"))
+            return ""
+        return expanded
 
 
 def _too_deep(text: str) -> Problem | None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import Select, func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from sustain.service.db.models import AlertRow, Delivery, Notification, Notifier, Silence
@@ -142,15 +142,24 @@ async def finish(session: AsyncSession, delivery_id: int, replica: str, attempt:
     return bool(getattr(result, "rowcount", 0))
 
 
-async def active_silences(session: AsyncSession, now: datetime) -> list[SilenceWindow]:
-    rows = (await session.execute(select(Silence).where(
-        Silence.starts_at <= now, Silence.ends_at > now))).scalars().all()
-    return [window_of(s) for s in rows]
+def active_silences_query(now: datetime, limit: int
+                          ) -> Select[tuple[list[dict[str, Any]], datetime, datetime]]:
+    """The newest `limit` silences active at `now`, and only what matching needs of them:
+    expired ones (kept as a record, never deleted) and pending ones are not read (ends_at
+    is indexed)."""
+    return select(Silence.matchers, Silence.starts_at, Silence.ends_at).where(
+        Silence.starts_at <= now, Silence.ends_at > now).order_by(
+        Silence.id.desc()).limit(limit)
 
 
-def window_of(silence: Silence) -> SilenceWindow:
-    return SilenceWindow(tuple(Matcher(**m) for m in silence.matchers), silence.starts_at,
-                         silence.ends_at)
+async def active_silences(session: AsyncSession, now: datetime, limit: int
+                          ) -> list[SilenceWindow]:
+    """The silences active at `now`, as windows to match alerts against, one per row read:
+    at most `limit` + 1 of them (SUSTAIN_MAX_SILENCES + 1), so a caller can tell when more
+    are active than the limit allows (stored before it was lowered)."""
+    rows = (await session.execute(active_silences_query(now, limit + 1))).all()
+    return [SilenceWindow(tuple(Matcher(**m) for m in matchers), starts, ends)
+            for matchers, starts, ends in rows]
 
 
 async def resend_due(session: AsyncSession, notifier_id: int, now: datetime,

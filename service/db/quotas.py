@@ -1,6 +1,7 @@
 """The operator's ceilings on what the database holds, checked where objects are written: how
 many endpoints, probes, SLOs and notifiers (SUSTAIN_MAX_ENDPOINTS, _PROBES, _SLOS,
-_NOTIFIERS), and the request rate all enabled probes together plan (SUSTAIN_MAX_TOTAL_RATE).
+_NOTIFIERS), how many silences are not yet expired (SUSTAIN_MAX_SILENCES), and the request
+rate all enabled probes together plan (SUSTAIN_MAX_TOTAL_RATE).
 
 Each check takes a transaction-scoped advisory lock for what it counts before counting, so
 concurrent creates on any replica take turns and cannot overshoot; the lock is held until the
@@ -10,13 +11,14 @@ all), so two writers never wait on each other in a cycle.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from sustain.probes.load.profiles import LoadProfile, parse_profile
-from sustain.service.db.models import Endpoint, NamedResource, Notifier, Probe, Slo
+from sustain.service.db.models import Endpoint, NamedResource, Notifier, Probe, Silence, Slo
 from sustain.service.domain.limits import ObjectKind, too_many, total_rate, total_rate_problem
 from sustain.service.errors import ConflictError
 
@@ -24,9 +26,12 @@ Counted = ObjectKind | Literal["rate"]
 
 LOCK_NAMESPACE = 1937012084
 """Advisory lock namespace of these checks ('sust' + 1; run claims use 'sust')."""
-LOCK_ORDER: tuple[Counted, ...] = ("endpoint", "probe", "slo", "notifier", "rate")
+LOCK_ORDER: tuple[Counted, ...] = ("endpoint", "probe", "slo", "notifier", "rate", "silence")
+"""A lock's key is its place here: new kinds go last, so replicas of the previous release
+still take the same lock for each kind they know."""
 MODELS: dict[ObjectKind, type[NamedResource]] = {
     "endpoint": Endpoint, "probe": Probe, "slo": Slo, "notifier": Notifier}
+"""The kinds a config file declares (silences are made over REST only)."""
 
 LOCK = text("SELECT pg_advisory_xact_lock(:namespace, :key)")
 
@@ -49,6 +54,23 @@ async def make_room(session: AsyncSession, kind: ObjectKind, limit: int) -> None
     await lock(session, kind)
     if (problem := too_many(kind, await count(session, kind) + 1, limit)) is not None:
         raise ConflictError(problem)
+
+
+async def make_room_for_silence(session: AsyncSession, now: datetime, limit: int) -> None:
+    """Before creating a silence: lock the silence count, and ConflictError (409) naming
+    SUSTAIN_MAX_SILENCES when `limit` silences are already pending or active at `now`.
+    Expired ones are a record that no delivery loads, so they do not count: expiring one
+    (DELETE) makes room. That record is bounded too: only the `limit` expired most recently
+    are kept (older ones are deleted here), so creating and expiring silences in a loop
+    cannot grow the table without end."""
+    await lock(session, "silence")
+    await session.execute(text(
+        "DELETE FROM silences WHERE id IN (SELECT id FROM silences WHERE ends_at <= :now "
+        "ORDER BY ends_at DESC, id DESC OFFSET :keep)"), {"now": now, "keep": limit})
+    unexpired = int((await session.execute(select(func.count()).select_from(Silence).where(
+        Silence.ends_at > now))).scalar_one())
+    if (problem := too_many("silence", unexpired + 1, limit)) is not None:
+        raise ConflictError(f"{problem} pending or active; expire one to make room")
 
 
 async def enabled_profiles(session: AsyncSession, *, without: int | None = None

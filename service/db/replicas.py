@@ -17,7 +17,7 @@ HEARTBEAT = text("""
 """)
 
 OTHER_LOADS = text("""
-    SELECT id, in_flight FROM replicas
+    SELECT id, in_flight, kind = 'agent' FROM replicas
     WHERE id <> :id AND location = :location AND NOT stopping
       AND heartbeat_at >= now() - make_interval(secs => :stale)
 """)
@@ -60,6 +60,18 @@ FORGET = text("DELETE FROM replicas WHERE heartbeat_at < now() - interval '1 day
 
 
 @dataclass(frozen=True, slots=True)
+class Peer:
+    """Another live replica or agent of a location, as its last heartbeat said."""
+
+    id: str
+    in_flight: int
+    """Its runs in flight."""
+    agent: bool
+    """A `sustain agent` (beating over the API, claiming when its own tick fires) rather
+    than a replica of the service."""
+
+
+@dataclass(frozen=True, slots=True)
 class AbandonedRun:
     run_id: int
     probe_id: int
@@ -72,13 +84,21 @@ async def heartbeat(connection: AsyncConnection, replica_id: str, location: str,
                                          "in_flight": in_flight, "stopping": stopping})
 
 
-async def other_loads(connection: AsyncConnection, replica_id: str, location: str,
-                      stale_s: float) -> dict[str, int]:
-    """Runs in flight of each other live replica of the location that is not shutting down
-    (those that share its ticks)."""
+async def live_peers(connection: AsyncConnection, replica_id: str, location: str,
+                     stale_s: float) -> list[Peer]:
+    """The other live replicas and agents of the location that are not shutting down (those
+    that share its ticks)."""
     rows = await connection.execute(OTHER_LOADS, {"id": replica_id, "location": location,
                                                   "stale": stale_s})
-    return {ident: int(load) for ident, load in rows}
+    return [Peer(str(ident), int(load), bool(agent)) for ident, load, agent in rows]
+
+
+async def other_loads(connection: AsyncConnection, replica_id: str, location: str,
+                      stale_s: float) -> dict[str, int]:
+    """Runs in flight of each other live replica and agent of the location that is not
+    shutting down."""
+    return {p.id: p.in_flight for p in await live_peers(connection, replica_id, location,
+                                                        stale_s)}
 
 
 async def live_locations(connection: AsyncConnection, stale_s: float) -> set[str]:

@@ -269,13 +269,16 @@ class LastRun:
     status: str
     finished_at: datetime
     summary: dict[str, Any] | None
+    series_names: tuple[str, ...] = ()
+    """Its endpoint's `metrics_names`: the server series it may report besides the built-in
+    ones (no other name becomes a label)."""
 
 
 async def last_finished_per_probe(session: AsyncSession) -> list[LastRun]:
     """The newest finished run of each probe in each location it ran from."""
     query = (
         select(Probe.name, Endpoint.name, Endpoint.model, Run.location, Run.status,
-               Run.finished_at, Run.summary)
+               Run.finished_at, Run.summary, Endpoint.metrics_names)
         .join(Probe, Run.probe_id == Probe.id)
         .join(Endpoint, Probe.endpoint_id == Endpoint.id)
         .where(Run.finished_at.is_not(None))
@@ -284,16 +287,20 @@ async def last_finished_per_probe(session: AsyncSession) -> list[LastRun]:
     )
     return [
         LastRun(probe=p, endpoint=e, model=m, location=loc, status=s, finished_at=f,
-                summary=summary)
-        for p, e, m, loc, s, f, summary in (await session.execute(query)).all()
+                summary=summary, series_names=tuple(str(n) for n in names or ()))
+        for p, e, m, loc, s, f, summary, names in (await session.execute(query)).all()
         if f is not None
     ]
 
 
-async def server_series(session: AsyncSession, run_id: int) -> list[RunServerSeries]:
-    """The server telemetry a run kept, series by name."""
-    rows = await session.scalars(select(RunServerSeries).where(RunServerSeries.run_id == run_id)
-                                 .order_by(RunServerSeries.name))
+async def server_series(session: AsyncSession, run_id: int, limit: int,
+                        after: str | None = None) -> list[RunServerSeries]:
+    """The server telemetry a run kept, series by name: at most `limit`, those named after
+    `after`."""
+    query = select(RunServerSeries).where(RunServerSeries.run_id == run_id)
+    if after is not None:
+        query = query.where(RunServerSeries.name > after)
+    rows = await session.scalars(query.order_by(RunServerSeries.name).limit(limit))
     return list(rows)
 
 

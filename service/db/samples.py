@@ -1,12 +1,13 @@
-"""Raw samples: the batch insert of the write path, and per-run pages and streams."""
+"""Raw samples: the batch insert of the write path, and the pages that reads and exports take
+(each in its own short transaction: never a cursor held open across writes to a client)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, select, text
+from sqlalchemy import Select, literal, select, text, tuple_
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from sustain.service.db.models import Run, SampleRow
@@ -72,17 +73,31 @@ async def page(session: AsyncSession, run: Run, after_pos: int | None, limit: in
     return [dict(row._mapping) for row in rows]
 
 
-async def stream(session: AsyncSession, query: Select[Any], chunk: int = 2000
-                 ) -> AsyncIterator[list[dict[str, Any]]]:
-    """Rows of `query` in chunks, from a server-side cursor (memory stays flat)."""
-    result = await session.stream(query.execution_options(yield_per=chunk))
-    async for partition in result.partitions(chunk):
-        yield [dict(row._mapping) for row in partition]
-
-
 def probe_query(probe_id: int, start: datetime, end: datetime) -> Select[Any]:
     """A probe's samples sent in [start, end), oldest first (for exports)."""
     return (select(*READ_COLUMNS)
             .where(SampleRow.probe_id == probe_id, SampleRow.sent_at >= start,
                    SampleRow.sent_at < end)
             .order_by(SampleRow.sent_at, SampleRow.run_id, SampleRow.pos))
+
+
+ProbeKey = tuple[datetime, int, int]
+"""Where a probe export stands: the (sent_at, run_id, pos) of the last sample written."""
+
+
+async def probe_page(session: AsyncSession, probe_id: int, start: datetime, end: datetime,
+                     after: ProbeKey | None, limit: int) -> list[dict[str, Any]]:
+    """Up to `limit` of a probe's samples sent in [start, end) that follow `after`, oldest
+    first: one page of an export, read in its own short transaction by the caller."""
+    query = probe_query(probe_id, start, end)
+    if after is not None:
+        columns = (SampleRow.sent_at, SampleRow.run_id, SampleRow.pos)
+        query = query.where(tuple_(*columns) > tuple_(
+            *(literal(value, type_=column.type)
+              for column, value in zip(columns, after, strict=True))))
+    rows = await session.execute(query.limit(limit))
+    return [dict(row._mapping) for row in rows]
+
+
+def probe_key(row: dict[str, Any]) -> ProbeKey:
+    return row["sent_at"], row["run_id"], row["pos"]

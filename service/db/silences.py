@@ -24,15 +24,22 @@ def read(silence: Silence, now: datetime) -> SilenceRead:
         state=silence_state(silence.starts_at, silence.ends_at, now))
 
 
-async def create(session: AsyncSession, body: SilenceCreate, now: datetime, caller: str
-                 ) -> Silence:
-    """A new silence from `body` (starting `now` unless it says when); it must end after it
+def check(body: SilenceCreate, now: datetime) -> datetime:
+    """When a silence made from `body` at `now` starts; FieldError unless it ends after it
     starts and after `now`."""
     starts = body.starts_at or now
     if body.ends_at <= starts:
         raise FieldError("ends_at", "must be after starts_at")
     if body.ends_at <= now:
         raise FieldError("ends_at", "must be in the future")
+    return starts
+
+
+async def create(session: AsyncSession, body: SilenceCreate, now: datetime, caller: str
+                 ) -> Silence:
+    """A new silence from `body` (starting `now` unless it says when); it must end after it
+    starts and after `now` (see `check`)."""
+    starts = check(body, now)
     silence = Silence(matchers=[m.model_dump() for m in body.matchers], starts_at=starts,
                       ends_at=body.ends_at, comment=body.comment,
                       created_by=body.created_by or caller)

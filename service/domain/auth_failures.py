@@ -3,13 +3,18 @@ the audit log, and how many failed sign-ins a source may make.
 
 Every failure is counted (sustain_auth_failures_total{reason}); these keep what is *written*
 or *tried* per source bounded, so that anonymous traffic can neither fill the audit log nor
-guess keys at full speed. The memory is per replica and bounded: past `max_sources` entries
-the oldest are forgotten first (an attacker with more addresses than that gains nothing a new
-address would not give them anyway)."""
+guess keys at full speed. The memory is per replica and bounded by `max_sources`. The audit
+sampler forgets its oldest sources first (an attacker with more addresses than that gains
+nothing a new address would not give them anyway). The sign-in throttle forgets none before its
+window ends: a source's failures are what stops it guessing, so neither a flood of other
+addresses nor a sign-in with a key of its own may clear them. An IPv6 source is its /64 (one
+host holds a whole /64), and once the table is full every new source shares one overflow
+entry, throttled as a whole."""
 
 from __future__ import annotations
 
 import enum
+import ipaddress
 import math
 import time
 from collections.abc import Callable
@@ -89,43 +94,89 @@ class AuditSampler:
         return True
 
 
+OVERFLOW_SOURCE = "overflow"
+"""The throttle's one entry for the sources that found its table full (not an address)."""
+IPV6_PREFIX = 64
+"""An IPv6 source is throttled by its network of this many bits: one host or customer is
+given a /64, so single addresses would give it 2**64 fresh sources."""
+
+
+def throttled_source(source: str) -> str:
+    """What the sign-in throttle counts failures by: an IPv4 address as it is, an IPv6 address
+    as its /64 (an IPv4-mapped one as its IPv4 address), anything else (a name, `unknown`)
+    as it is."""
+    try:
+        address = ipaddress.ip_address(source)
+    except ValueError:
+        return source
+    if isinstance(address, ipaddress.IPv4Address):
+        return str(address)
+    if address.ipv4_mapped is not None:
+        return str(address.ipv4_mapped)
+    return str(ipaddress.IPv6Network((address, IPV6_PREFIX), strict=False))
+
+
 class LoginThrottle:
-    """Failed sign-ins per source: LOGIN_FAILURES_ALLOWED within a window of
-    LOGIN_FAILURE_WINDOW_S from the source's first failure; a success forgets the source."""
+    """Failed sign-ins per source (throttled_source: an IPv6 address by its /64):
+    LOGIN_FAILURES_ALLOWED within a window of LOGIN_FAILURE_WINDOW_S from the source's first
+    failure. A success clears nothing (the failures were guesses at other keys; an attacker
+    signing in with a key of its own must not reset them). At most `max_sources` sources are
+    tracked, none forgotten before its window ends; a new source that finds the table full
+    counts in the one OVERFLOW_SOURCE entry, which is throttled as a whole, so a flood of
+    addresses throttles the flood (and whoever arrives new during it), never frees a
+    tracked source."""
 
     def __init__(self, allowed: int = LOGIN_FAILURES_ALLOWED,
                  window_s: float = LOGIN_FAILURE_WINDOW_S, max_sources: int = MAX_SOURCES,
                  timer: Timer = time.monotonic) -> None:
-        # (window start, failures in it); the cache's own expiry (from the last write, so
-        # never before the window ends) only frees memory
-        self._failures: TTLCache[str, tuple[float, int]] = TTLCache(
-            maxsize=max_sources, ttl=window_s, timer=timer)
+        # source -> (window start, failures in it), in order of window start: a new window
+        # is re-inserted at the end, so expired entries are always at the front
+        self._failures: dict[str, tuple[float, int]] = {}
+        self._overflow: tuple[float, int] | None = None
         self._allowed = allowed
         self._window_s = window_s
+        self._max_sources = max_sources
         self._timer = timer
 
     def __len__(self) -> int:
-        """Sources remembered: never more than `max_sources`."""
+        """Sources tracked: never more than `max_sources` (the overflow entry aside)."""
         return len(self._failures)
 
-    def _current(self, source: str, now: float) -> tuple[float, int] | None:
-        entry = self._failures.get(source)
-        if entry is None or now - entry[0] >= self._window_s:
-            return None
-        return entry
+    def _expire(self, now: float) -> None:
+        """Drop the entries whose window has ended (all at the front)."""
+        while self._failures:
+            source, (start, _) = next(iter(self._failures.items()))
+            if now - start < self._window_s:
+                break
+            del self._failures[source]
+        if self._overflow is not None and now - self._overflow[0] >= self._window_s:
+            self._overflow = None
+
+    def _entry(self, key: str) -> tuple[float, int] | None:
+        """The failures counted for `key` in its current window: its own, or the overflow's
+        when it is not tracked and the table is full."""
+        if key in self._failures:
+            return self._failures[key]
+        return self._overflow if len(self._failures) >= self._max_sources else None
 
     def retry_after(self, source: str) -> int | None:
         """Whole seconds until `source` may try again (at least 1), or None if it may now."""
         now = self._timer()
-        entry = self._current(source, now)
+        self._expire(now)
+        entry = self._entry(throttled_source(source))
         if entry is None or entry[1] < self._allowed:
             return None
         return max(1, math.ceil(entry[0] + self._window_s - now))
 
     def failed(self, source: str) -> None:
         now = self._timer()
-        start, count = self._current(source, now) or (now, 0)
-        self._failures[source] = (start, count + 1)
-
-    def succeeded(self, source: str) -> None:
-        self._failures.pop(source, None)
+        self._expire(now)
+        key = throttled_source(source)
+        if key in self._failures:
+            start, count = self._failures[key]
+            self._failures[key] = (start, count + 1)
+        elif len(self._failures) < self._max_sources:
+            self._failures[key] = (now, 1)
+        else:
+            start, count = self._overflow or (now, 0)
+            self._overflow = (start, count + 1)

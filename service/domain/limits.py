@@ -1,7 +1,7 @@
 """What a load profile asks for, and whether that stays within the operator's limits
 (SUSTAIN_MAX_RATE, SUSTAIN_MAX_CONCURRENCY, SUSTAIN_MAX_RUN_SECONDS, SUSTAIN_MAX_RUN_REQUESTS),
 and whether all enabled probes together, and the number of stored objects, stay within theirs
-(SUSTAIN_MAX_TOTAL_RATE; SUSTAIN_MAX_ENDPOINTS, _PROBES, _SLOS, _NOTIFIERS).
+(SUSTAIN_MAX_TOTAL_RATE; SUSTAIN_MAX_ENDPOINTS, _PROBES, _SLOS, _NOTIFIERS, _SILENCES).
 
 Pure functions over plain data: `planned_load(profile)` says what a run of the profile plans
 to do, each figure with the profile field that sets it; `limit_violations(load, limits)` lists
@@ -57,7 +57,8 @@ class LoadLimits:
     max_total_rate: float | None = None
     """Requests/s all enabled probes together may plan (see `total_rate`); None: unchecked."""
     objects: ObjectLimits | None = None
-    """How many endpoints, probes, SLOs and notifiers may be stored; None: unchecked."""
+    """How many endpoints, probes, SLOs, notifiers and silences may be stored; None:
+    unchecked."""
 
     def budget(self) -> RunBudget:
         """The bounds a run is held to while it goes: its length, its request count, and the
@@ -66,7 +67,7 @@ class LoadLimits:
                          requests=self.max_run_requests, max_rate=self.max_rate)
 
 
-ObjectKind = Literal["endpoint", "probe", "slo", "notifier"]
+ObjectKind = Literal["endpoint", "probe", "slo", "notifier", "silence"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,15 +79,20 @@ class ObjectLimits:
     probes: int
     slos: int
     notifiers: int
+    silences: int
+    """Silences not yet expired (pending or active): every delivery pass loads the active
+    ones and matches each alert it sends against them all. Expired ones are a record, read
+    only a page at a time."""
 
     def of(self, kind: ObjectKind) -> int:
         return {"endpoint": self.endpoints, "probe": self.probes, "slo": self.slos,
-                "notifier": self.notifiers}[kind]
+                "notifier": self.notifiers, "silence": self.silences}[kind]
 
 
 OBJECT_SETTINGS: dict[ObjectKind, str] = {
     "endpoint": "SUSTAIN_MAX_ENDPOINTS", "probe": "SUSTAIN_MAX_PROBES",
-    "slo": "SUSTAIN_MAX_SLOS", "notifier": "SUSTAIN_MAX_NOTIFIERS"}
+    "slo": "SUSTAIN_MAX_SLOS", "notifier": "SUSTAIN_MAX_NOTIFIERS",
+    "silence": "SUSTAIN_MAX_SILENCES"}
 
 
 def too_many(kind: ObjectKind, count: int, limit: int) -> str | None:

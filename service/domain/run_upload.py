@@ -3,17 +3,32 @@ back, checked field by field. The agent's samples keep their own monotonic timin
 (t_send, TTFT, ITL and E2E in ms from the agent's clock) and the agent's wall time of each
 send; the final record carries what the agent computed from them with the same code a
 replica runs (summary, counts, sketches). Nothing here trusts the sender: a value of the
-wrong type or beyond its bound is an UploadError naming the field, never a stored row."""
+wrong type or beyond its bound is an UploadError naming the field, never a stored row.
+
+What bounds an upload here (the service's settings come in as UploadLimits):
+- every timing of a sample (t_sched, t_send, TTFT, each ITL gap, E2E, tool call, RAG stage)
+  is finite, at least 0 and at most the run's longest length (SUSTAIN_MAX_RUN_SECONDS plus
+  the budget's grace), in ms; every count (tokens, items) is a whole number from 0 to what
+  its column holds; a sample carries at most SUSTAIN_AGENT_UPLOAD_MAX_ITL_VALUES ITL gaps;
+- every sample was sent inside the run's window (from shortly before it started to its
+  longest length after), and the run started within CLAIM_LATE_S of its tick, so one upload
+  touches a day or two of `samples` partitions, never one per day from 2020 to 2200;
+- the final record's summary is a RunReport with no key the schema does not name, and its
+  names that become Prometheus labels (RAG stages, error classes, image sizes, currency)
+  come from closed sets (sustain.service.domain.label_sets); the server series names are
+  checked against the endpoint by the caller (`server_series_names`).
+"""
 
 from __future__ import annotations
 
 import math
+import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, replace
-from datetime import UTC, datetime
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from sustain.probes.load.clock import RunClock
 from sustain.probes.measure.run_sketches import METRICS
@@ -22,6 +37,14 @@ from sustain.probes.measure.sketch import MetricSketch
 from sustain.probes.runner import RunReport
 from sustain.probes.workers.wire import row_sample, sample_row
 from sustain.service.domain.finals import RunCounts, RunFinal
+from sustain.service.domain.label_sets import (
+    CURRENCY,
+    EFFICIENCY_FIGURES,
+    ERROR_CLASSES,
+    IMAGE_SIZE,
+    RAG_STAGES,
+    SAMPLE_STAGES,
+)
 
 UPLOAD_STATUSES = frozenset({"succeeded", "failed", "cancelled", "abandoned"})
 """How a run an agent measured may end (it never uploads a run still going)."""
@@ -34,13 +57,34 @@ MAX_SKETCH_BYTES = 1_000_000
 MAX_SERIES = 64
 MAX_SERIES_POINTS = 100_000
 MAX_TEXT_CHARS = 4_000
+MAX_SAMPLE_STAGES = 16
+"""Stage times one RAG sample may carry (it has five)."""
+MAX_WHOLE = 2**31 - 1
+"""The largest count, sequence number or turn a sample may carry: what an `integer` column
+holds."""
+MAX_STAGE = 9_999
+MAX_HTTP_STATUS = 999
+MAX_AUDIO_S = 10_000_000.0
+"""Seconds of audio one transcription request may have sent (about 116 days)."""
+CLOCK_SLACK_S = 600.0
+"""How far an agent's clock may be from the service's (the tick is the service's time, the
+run's start and its samples' the agent's), in seconds."""
+START_LATE_S = 3600.0
+"""How long after its tick a run may start: an agent claims a tick up to an hour late
+(routes/agent.py CLAIM_LATE_S)."""
 EPOCH_MIN = datetime(2020, 1, 1, tzinfo=UTC).timestamp()
 EPOCH_MAX = datetime(2200, 1, 1, tzinfo=UTC).timestamp()
 UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+ROW_FIELDS = 26
+"""The fields of a sample row: the worker wire's 25 (probes.workers.wire.sample_row), then
+the wall time of its send."""
 
 
 class UploadError(ValueError):
     """What is wrong with an upload, and where (`field`, dotted)."""
+
+    upload_id: uuid.UUID | None = None
+    """The upload it is about, once that much of it was read (its waiting parts go)."""
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
@@ -48,30 +92,130 @@ class UploadError(ValueError):
         self.message = message
 
 
+@dataclass(frozen=True, slots=True)
+class UploadLimits:
+    """The service's bounds on what one upload may carry (from its settings)."""
+
+    max_itl_values: int = 65_536
+    """ITL gaps one sample may carry (SUSTAIN_AGENT_UPLOAD_MAX_ITL_VALUES)."""
+    run_s: float = 3600.0 + 120.0
+    """The longest a run may take, in seconds: SUSTAIN_MAX_RUN_SECONDS plus the run
+    budget's grace (domain.limits.BUDGET_GRACE_S). Every timing is at most this (in ms)."""
+
+    @property
+    def run_ms(self) -> float:
+        return self.run_s * 1000.0
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """When a run's samples may have been sent (wall time, UTC)."""
+
+    earliest: datetime
+    latest: datetime
+
+
+def run_window(tick: datetime, started_at: datetime, limits: UploadLimits) -> Window:
+    """The window a run's samples must lie in: from CLOCK_SLACK_S before its start to its
+    longest length after (plus the slack); UploadError (`started_at`) for a start that is
+    not within START_LATE_S of its tick."""
+    slack = timedelta(seconds=CLOCK_SLACK_S)
+    if not tick - slack <= started_at <= tick + timedelta(seconds=START_LATE_S) + slack:
+        raise UploadError("started_at", f"within {START_LATE_S:g} s after the tick "
+                          f"(give or take {CLOCK_SLACK_S:g} s of clock difference)")
+    return Window(started_at - slack, started_at + timedelta(seconds=limits.run_s) + slack)
+
+
 def encode_samples(samples: Sequence[Sample]) -> list[list[Any]]:
     """Each sample as the worker wire's row, with its wall time (unix seconds) last."""
     return [[*sample_row(s), s.sent_at.timestamp()] for s in samples]
 
 
-def decode_samples(rows: object, field: str = "samples") -> list[Sample]:
-    """The samples of one part; UploadError naming the first row that is not one."""
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _check_timing(value: object, field: str, limit_ms: float) -> None:
+    if not _number(value) or not 0 <= value <= limit_ms:  # type: ignore[operator]
+        raise UploadError(field, f"a time in ms from 0 to {limit_ms:g} (the longest run)")
+
+
+def _check_whole(value: object, field: str, high: int = MAX_WHOLE) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= high:
+        raise UploadError(field, f"a whole number from 0 to {high}")
+
+
+TIMINGS = {2: "t_sched_ms", 3: "t_send_ms", 4: "ttft_ms", 6: "e2e_ms", 14: "tool_call_ms"}
+"""Row index -> name of each single timing of a sample row (ms)."""
+REQUIRED_TIMINGS = frozenset({3, 6})
+COUNTS = {7: "output_tokens", 9: "input_tokens", 13: "cached_tokens", 19: "items",
+          24: "prompt_tokens_requested"}
+REQUIRED_COUNTS_OF_ROW = frozenset({7})
+TEXTS = {12: "error_detail", 15: "conversation", 21: "image_size"}
+
+
+def check_row(row: object, field: str, limits: UploadLimits) -> None:
+    """Each number of a sample row within its bound; UploadError naming the first that is
+    not (`samples[3].e2e_ms`)."""
+    if not isinstance(row, list) or len(row) != ROW_FIELDS:
+        raise UploadError(field, f"a sample row of {ROW_FIELDS} values")
+    limit_ms = limits.run_ms
+    _check_whole(row[0], f"{field}.seq")
+    _check_whole(row[1], f"{field}.stage", MAX_STAGE)
+    for index, name in TIMINGS.items():
+        if row[index] is not None or index in REQUIRED_TIMINGS:
+            _check_timing(row[index], f"{field}.{name}", limit_ms)
+    for index, name in COUNTS.items():
+        if row[index] is not None or index in REQUIRED_COUNTS_OF_ROW:
+            _check_whole(row[index], f"{field}.{name}")
+    itl = row[5]
+    if not isinstance(itl, list) or len(itl) > limits.max_itl_values:
+        raise UploadError(f"{field}.itl_ms", f"a list of at most {limits.max_itl_values} "
+                          "inter-token latencies (SUSTAIN_AGENT_UPLOAD_MAX_ITL_VALUES)")
+    for gap in itl:
+        if not _number(gap) or not 0 <= gap <= limit_ms:
+            _check_timing(gap, f"{field}.itl_ms", limit_ms)
+    if row[10] is not None:
+        _check_whole(row[10], f"{field}.http_status", MAX_HTTP_STATUS)
+    if row[16] is not None:
+        _check_whole(row[16], f"{field}.turn")
+    if row[20] is not None and (not _number(row[20]) or not 0 <= row[20] <= MAX_AUDIO_S):
+        raise UploadError(f"{field}.audio_s", f"seconds of audio from 0 to {MAX_AUDIO_S:g}")
+    for index, name in TEXTS.items():
+        if row[index] is not None and not isinstance(row[index], str):
+            raise UploadError(f"{field}.{name}", "text")
+    stages = row[22]
+    if stages is not None:
+        if not isinstance(stages, list) or len(stages) > MAX_SAMPLE_STAGES:
+            raise UploadError(f"{field}.stages_ms", f"at most {MAX_SAMPLE_STAGES} stages")
+        for stage in stages:
+            if not isinstance(stage, list) or len(stage) != 2 \
+                    or stage[0] not in SAMPLE_STAGES:
+                raise UploadError(f"{field}.stages_ms", "[stage, ms] pairs of the RAG stages "
+                                  f"({', '.join(sorted(SAMPLE_STAGES))})")
+            _check_timing(stage[1], f"{field}.stages_ms", limit_ms)
+
+
+def decode_samples(rows: object, limits: UploadLimits, window: Window,
+                   field: str = "samples") -> list[Sample]:
+    """The samples of one part; UploadError naming the first row (and field) that is not
+    one, or not within its bounds."""
     if not isinstance(rows, list) or len(rows) > MAX_PART_SAMPLES:
         raise UploadError(field, f"a list of at most {MAX_PART_SAMPLES} sample rows")
     clock = RunClock(0, UNIX_EPOCH)
     out = []
     for index, row in enumerate(rows):
+        where = f"{field}[{index}]"
+        check_row(row, where, limits)
+        sent_at = epoch_time(row[-1], f"{where}.sent_at")
+        if not window.earliest <= sent_at <= window.latest:
+            raise UploadError(f"{where}.sent_at", "outside the run's window "
+                              f"({window.earliest.isoformat()} to {window.latest.isoformat()})")
         try:
-            sent_at = epoch_time(row[-1], f"{field}[{index}].sent_at")
             sample = row_sample(row[:-1], clock)
-            out.append(replace(sample, sent_at=sent_at))
-        except UploadError:
-            raise
         except (ValueError, TypeError, IndexError, KeyError):
-            raise UploadError(f"{field}[{index}]", "not a sample row") from None
-        for name in ("t_send_ms", "e2e_ms"):
-            value = getattr(sample, name) if name == "t_send_ms" else sample.measurement.e2e_ms
-            if not math.isfinite(value):
-                raise UploadError(f"{field}[{index}].{name}", "must be finite")
+            raise UploadError(where, "not a sample row") from None
+        out.append(replace(sample, sent_at=sent_at))
     return out
 
 
@@ -108,16 +252,104 @@ def decode_final(data: object, run_id: int, probe_id: int, scheduled_for: dateti
     summary = data.get("summary")
     if summary is not None:
         try:
-            summary = RunReport.model_validate(summary).model_dump(mode="json")
+            report = RunReport.model_validate(summary)
         except ValidationError as exc:
             where = ".".join(str(p) for p in exc.errors()[0]["loc"])
             raise UploadError(f"final.summary.{where}".rstrip("."),
                               exc.errors()[0]["msg"]) from None
+        if (unknown := unknown_key(report, summary, "final.summary")) is not None:
+            raise UploadError(unknown, "not a field of a run's summary")
+        check_summary_names(report.model_dump(mode="json"))
+        summary = report.model_dump(mode="json")
     return RunFinal(run_id=run_id, probe_id=probe_id, scheduled_for=scheduled_for,
                     status=str(status), error=error, summary=summary,
                     counts=_counts(data.get("counts")), sketches=_sketches(data.get("sketches")),
                     samples_dropped=dropped,
                     server_series=_series(data.get("server_series")))
+
+
+def unknown_key(model: BaseModel, data: object, path: str) -> str | None:
+    """The first key of `data` (what `model` was validated from) that its schema does not
+    name, dotted from `path`, or None. Pydantic drops such keys silently (the models allow
+    extras so a local run's report can grow); an upload is held to the schema exactly."""
+    if not isinstance(data, dict):
+        return None
+    fields = type(model).model_fields
+    for key, value in data.items():
+        if key not in fields:
+            return f"{path}.{str(key)[:64]}"
+        if (found := _unknown_in(getattr(model, key), value, f"{path}.{key}")) is not None:
+            return found
+    return None
+
+
+def _unknown_in(validated: object, data: object, path: str) -> str | None:
+    if isinstance(validated, BaseModel):
+        return unknown_key(validated, data, path)
+    if isinstance(validated, list) and isinstance(data, list):
+        for index, (item, raw) in enumerate(zip(validated, data, strict=False)):
+            if (found := _unknown_in(item, raw, f"{path}[{index}]")) is not None:
+                return found
+    if isinstance(validated, dict) and isinstance(data, dict):
+        for key, item in validated.items():
+            if (found := _unknown_in(item, data.get(key), f"{path}.{key}")) is not None:
+                return found
+    return None
+
+
+def _summaries(summary: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """The run's summary and each stage's, with where each sits."""
+    out: list[tuple[str, Mapping[str, Any]]] = [("final.summary", summary)]
+    for index, stage in enumerate(summary.get("stages") or []):
+        out.append((f"final.summary.stages[{index}].summary", stage["summary"]))
+    return out
+
+
+def check_summary_names(summary: Mapping[str, Any]) -> None:
+    """The names in a validated summary (dumped) that become label values or keys readers
+    rely on come from their closed sets; UploadError naming the first that does not."""
+    for where, part in _summaries(summary):
+        for key in part.get("rag_stages_ms") or {}:
+            if key not in RAG_STAGES:
+                raise UploadError(f"{where}.rag_stages_ms.{str(key)[:64]}",
+                                  f"one of {', '.join(sorted(RAG_STAGES))}")
+        for key in part.get("errors") or {}:
+            if key not in ERROR_CLASSES:
+                raise UploadError(f"{where}.errors.{str(key)[:64]}", "an error class")
+        for key in part.get("ttft_by_image_size") or {}:
+            if not IMAGE_SIZE.match(key):
+                raise UploadError(f"{where}.ttft_by_image_size.{str(key)[:64]}",
+                                  "an image size, WIDTHxHEIGHT")
+        efficiency = part.get("efficiency") or {}
+        if efficiency and not CURRENCY.match(str(efficiency.get("currency"))):
+            raise UploadError(f"{where}.efficiency.currency", "three capital letters")
+        for key in efficiency:  # the schema names them all; kept in step with label_sets
+            if key not in EFFICIENCY_FIGURES and key not in ("currency", "power_source"):
+                raise UploadError(f"{where}.efficiency.{key}", "an efficiency figure")
+
+
+def server_series_names(final: RunFinal) -> dict[str, str]:
+    """Every server series name a final record carries (its summaries' `server_metrics` and
+    its `server_series`), each with where it sits: the caller checks them against the
+    endpoint's (label_sets.server_series)."""
+    names: dict[str, str] = {}
+    for name in final.server_series:
+        names.setdefault(name, f"final.server_series.{name[:64]}")
+    if final.summary is not None:
+        for where, part in _summaries(final.summary):
+            for name in part.get("server_metrics") or {}:
+                names.setdefault(name, f"{where}.server_metrics.{str(name)[:64]}")
+    return names
+
+
+def currencies(final: RunFinal) -> dict[str, str]:
+    """The currencies a final record's summaries price in, each with where it sits."""
+    out: dict[str, str] = {}
+    if final.summary is not None:
+        for where, part in _summaries(final.summary):
+            if currency := (part.get("efficiency") or {}).get("currency"):
+                out.setdefault(str(currency), f"{where}.efficiency.currency")
+    return out
 
 
 INT_COUNTS = ("attempts", "successes", "good", "output_tokens", "quality_checked",

@@ -35,10 +35,12 @@ class PeerLoads:
     Liveness, read by the executor's claim spreading (both are handed the same instance)."""
 
     others: dict[str, int] = field(default_factory=dict)
-    """Of the replicas in this replica's location (those that share its ticks)."""
+    """Of the other replicas of the service in this replica's location (those that share
+    its ticks and wait before claiming one). Agents are not among them: they claim over the
+    API without waiting, and any number of them must not push a replica back."""
     known: frozenset[str] = frozenset()
-    """The other replicas alive at the last heartbeat that reached the database, kept
-    through an outage: who may run which tick while the database cannot decide."""
+    """The other replicas and agents alive at the last heartbeat that reached the database,
+    kept through an outage: who may run which tick while the database cannot decide."""
 
 
 class Liveness:
@@ -90,9 +92,10 @@ class Liveness:
                 async with self.engine.begin() as connection:
                     await replicas.heartbeat(connection, self.replica_id, self.location,
                                              self.in_flight(), self.stopping)
-                    self.peers.others = await replicas.other_loads(
+                    peers = await replicas.live_peers(
                         connection, self.replica_id, self.location, self.stale_s)
-                    self.peers.known = frozenset(self.peers.others)
+                    self.peers.others = {p.id: p.in_flight for p in peers if not p.agent}
+                    self.peers.known = frozenset(p.id for p in peers)
         except DATABASE_ERRORS as exc:
             if self._healthy_since is not None:
                 logger.warning("heartbeat failed (%s)", type(exc).__name__)

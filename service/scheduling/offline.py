@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -28,8 +29,8 @@ from sustain.service.db import partitions
 from sustain.service.db import runs as run_queries
 from sustain.service.domain.finals import RunFinal
 from sustain.service.domain.locations import DEFAULT_LOCATION
-from sustain.service.domain.rows import sample_tuple, sent_at
-from sustain.service.ingest.store import Stored, store_each
+from sustain.service.domain.rows import SampleTuple, sample_tuple, sent_at
+from sustain.service.ingest.store import RunRefusals, Stored, store_each
 from sustain.service.ingest.writer import RefusalCounts
 
 logger = logging.getLogger(__name__)
@@ -167,6 +168,35 @@ async def store_whole(connection: AsyncConnection, run_id: int, held: HeldRun) -
     await partitions.ensure(connection, {partitions.utc_day(sent_at(row)) for row in rows})
     return await store_each(connection, rows, [replace(held.final, run_id=run_id,
                                                        samples_dropped=held.dropped)])
+
+
+STORE_CHUNK = 5_000
+"""Rows `store_rows` writes in one statement: a large run goes in as a replica's batches do,
+never as one statement (and one copy of every row by column) the size of the run."""
+
+
+async def store_rows(connection: AsyncConnection, run_id: int, rows: Sequence[SampleTuple],
+                     final: RunFinal) -> Stored:
+    """A run's `samples` rows, made before its run id was known (their run id is replaced by
+    `run_id`), and its final record: as `store_whole`, a chunk of rows at a time, so that
+    what the database refuses is kept in dead_letters and fails the run, whichever chunk it
+    was in."""
+    await partitions.ensure(connection, {partitions.utc_day(sent_at(row)) for row in rows})
+    total = Stored()
+    earlier: dict[int, RunRefusals] = {}
+    for start in range(0, len(rows), STORE_CHUNK):
+        chunk = [(run_id, *row[1:]) for row in rows[start:start + STORE_CHUNK]]
+        done = await store_each(connection, chunk, [], earlier)
+        total.kept += done.kept
+        total.refused += done.refused
+        total.unkept = total.unkept or done.unkept
+        earlier.update(done.pending)
+    done = await store_each(connection, [], [final], earlier)
+    total.refused += done.refused
+    total.failed.update(done.failed)
+    total.unrecorded += done.unrecorded
+    total.unkept = total.unkept or done.unkept
+    return total
 
 
 def duplicate_error(replica: str, samples: int) -> str:

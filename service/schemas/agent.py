@@ -58,9 +58,14 @@ class Assignment(BaseModel):
 
 
 class Assignments(BaseModel):
+    """A page of the location's assignments, by probe id."""
+
     location: str
-    version: str
+    version: str = Field(description="The version of all the location's assignments (the "
+                         "heartbeat's `assignments_version`), read before this page.")
     probes: list[Assignment]
+    next_cursor: str | None = Field(
+        default=None, description="Pass as ?cursor= for the next page; null on the last.")
 
 
 class AgentClaim(InputModel):

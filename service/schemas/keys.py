@@ -3,18 +3,29 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 from pydantic_core import PydanticCustomError
 
 from sustain.service.domain.keys import Role
-from sustain.service.schemas.common import Location, Name
+from sustain.service.schemas.common import MAX_NAME_CHARS, Location
+
+KeyName = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=MAX_NAME_CHARS,
+                      pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"),
+]
+"""A key's name: a resource name without `:`, which separates the key's name from its
+process in an agent's id (`agent:{key name}:{agent name}`), so no key's agents are counted as
+another's."""
 
 
 class KeyCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: Name = Field(description="What the key is for (unique among active keys).")
+    name: KeyName = Field(description="What the key is for (unique among active keys; "
+                          "letters, digits, `_`, `.` and `-`).")
     role: Role = Field(description="viewer (read), editor (also write and run), admin (also "
                        "keys and the audit log); agent (only what a `sustain agent` does, "
                        "for its `location`).")

@@ -116,6 +116,8 @@ class ServerTelemetry(BaseModel):
 
     run_id: DbId
     series: list[ServerSeries]
+    next_cursor: str | None = None
+    """Pass as `cursor` for the next page of series; null on the last page."""
 
 
 class DeadLetterRead(BaseModel):

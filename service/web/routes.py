@@ -24,6 +24,7 @@ from sustain.service.api.auth import (
     PRINCIPAL_SCOPE_KEY,
     SESSION_COOKIE,
     Principal,
+    anonymous_reads,
     authenticate_cookie,
     authenticate_header,
     client_source,
@@ -69,7 +70,8 @@ async def page_viewer(request: Request) -> Principal | None:
     failed authentication; no cookie at all is just a visitor), or anyone when the pages are
     public (where a sign-in still shows who is signed in, and a stale one is ignored)."""
     replica = request.app.state.sustain
-    public = replica.settings.public_status_page or replica.settings.anonymous_read
+    public = replica.settings.public_status_page or anonymous_reads(request.scope,
+                                                                   replica.settings)
     header = request.headers.get("authorization")
     cookie = request.cookies.get(SESSION_COOKIE)
     if header is None and cookie is None:
@@ -157,9 +159,9 @@ async def login(request: Request, state: StateDep) -> Response:
         throttle.failed(source)
         refuse(request, AuthFailure.login_failed)
         return _login_form(request, "That key was not accepted.", 401)
-    throttle.succeeded(source)
+    # a success clears no failures: they were guesses at other keys (LoginThrottle)
     request.scope[PRINCIPAL_SCOPE_KEY] = principal
-    async with state.sessions() as session:
+    async with state.api_sessions() as session:
         lifetime = timedelta(hours=state.settings.session_hours)
         token = await key_queries.open_session(session, key_hash(key), datetime.now(UTC),
                                                lifetime)
@@ -182,7 +184,7 @@ def _secure(request: Request, settings: Settings) -> bool:
 async def logout(request: Request, state: StateDep) -> Response:
     token = request.cookies.get(SESSION_COOKIE)
     if token and len(token) <= 128:
-        async with state.sessions() as session:
+        async with state.api_sessions() as session:
             await key_queries.close_session(session, token)
             await session.commit()
     response = RedirectResponse("/login", status_code=303)

@@ -23,7 +23,7 @@ async def healthz() -> dict[str, str]:
 
 
 async def _database_checks(state: StateDep) -> dict[str, Any]:
-    async with state.engine.connect() as connection:
+    async with state.api_engine.connect() as connection:
         await connection.execute(text("SELECT 1"))
         revision = await current_revision(connection)
     head = head_revision()

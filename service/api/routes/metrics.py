@@ -21,7 +21,7 @@ async def metrics(state: StateDep) -> Response:
     """Prometheus exposition; the last-run and SLO figures are read from the database first,
     so every replica shows the same."""
     try:
-        async with state.sessions() as session:
+        async with state.api_sessions() as session:
             state.metrics.last_runs.snapshot = await run_queries.last_finished_per_probe(session)
             state.metrics.slos.snapshot = await slo_queries.snapshots(session, datetime.now(UTC))
             state.metrics.alerts.snapshot = await alert_queries.counts_by_state(session)

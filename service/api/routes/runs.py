@@ -3,20 +3,20 @@ metrics and the records of it the database refused."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query, Response, status
-from fastapi.responses import StreamingResponse
+from fastapi import APIRouter, Path, Query, Request, status
 
 from sustain.service.api import cursor
 from sustain.service.api.deps import SessionDep, StateDep
+from sustain.service.api.exports import ExportResponse, csv_pages, in_pieces, take_export_slot
 from sustain.service.api.filters import LocationQuery
 from sustain.service.api.paging import PageDep
 from sustain.service.db import dead_letters
 from sustain.service.db import runs as run_queries
 from sustain.service.db import samples as sample_queries
-from sustain.service.db.models import FINAL_RUN_STATUSES, Probe, Run
+from sustain.service.db.models import FINAL_RUN_STATUSES, Probe
 from sustain.service.errors import FieldError
 from sustain.service.export.csv_rows import MEDIA_TYPE as CSV_MEDIA
 from sustain.service.export.csv_rows import csv_text
@@ -32,6 +32,7 @@ from sustain.service.schemas.runs import (
     ServerSeries,
     ServerTelemetry,
 )
+from sustain.service.strict_json import dumps_bytes
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 
@@ -85,9 +86,12 @@ async def cancel_run(run_id: RunId, session: SessionDep, state: StateDep) -> Run
 
 
 @router.get("/{run_id}/samples", response_model=SamplePage,
-            responses={200: {"content": {"text/csv": {}}}})
+            responses={200: {"content": {"text/csv": {}}},
+                       429: {"description": "Too many sample exports in flight (per key or "
+                             "anonymous address, or in all); see Retry-After."}})
 async def run_samples(
     run_id: RunId,
+    request: Request,
     session: SessionDep,
     state: StateDep,
     format_: Annotated[Literal["json", "csv"], Query(alias="format")] = "json",
@@ -98,32 +102,66 @@ async def run_samples(
     default 1000): follow `next_cursor` until it is null, which happens only once the run is
     final, so a client reading a running run gets every sample exactly once. CSV (with a
     header row) streams every sample after `cursor`, or one page with `limit` and the next
-    cursor in the `X-Next-Cursor` header."""
+    cursor in the `X-Next-Cursor` header.
+
+    Each answer is a sample export: a key (or an anonymous address) may have
+    SUSTAIN_EXPORT_MAX_CONCURRENT_PER_KEY in flight, all callers together
+    SUSTAIN_EXPORT_MAX_CONCURRENT; beyond, 429 with Retry-After."""
     after = cursor.decode("samples", cursor_)
-    run = await run_queries.get(session, run_id)
-    final = run.status in FINAL_RUN_STATUSES
-    if format_ == "csv" and limit is None:
-        return StreamingResponse(_streamcsv_text(state, run, after), media_type=CSV_MEDIA,
-                                 headers=_disposition(run_id))
-    rows = await sample_queries.page(session, run, after, limit or 1000)
-    last = rows[-1]["pos"] if rows else after if after is not None else -1
-    more = len(rows) == (limit or 1000) or not final
-    next_cursor = cursor.encode("samples", last) if more else None
-    if format_ == "csv":
-        headers = _disposition(run_id) | ({"X-Next-Cursor": next_cursor} if next_cursor else {})
-        return Response(csv_text(rows, header=True), media_type=CSV_MEDIA, headers=headers)
-    return SamplePage(run_id=run_id, run_status=run.status,
-                      items=[SampleRead.model_validate(r) for r in rows], next_cursor=next_cursor)
+    slot = take_export_slot(request, state)
+    try:
+        run = await run_queries.get(session, run_id)
+        if format_ == "csv" and limit is None:
+            await session.close()  # the stream reads in its own short transactions
+            return ExportResponse(csv_pages(state.api_sessions, run, after), slot,
+                                  media_type=CSV_MEDIA, headers=_disposition(run_id))
+        final = run.status in FINAL_RUN_STATUSES
+        rows = await sample_queries.page(session, run, after, limit or 1000)
+        await session.close()  # nothing is held while the answer is made and written
+        last = rows[-1]["pos"] if rows else after if after is not None else -1
+        more = len(rows) == (limit or 1000) or not final
+        next_cursor = cursor.encode("samples", last) if more else None
+        if format_ == "csv":
+            body = (await asyncio.to_thread(csv_text, rows, header=True)).encode()
+            headers = _disposition(run_id) | (
+                {"X-Next-Cursor": next_cursor} if next_cursor else {})
+            media_type = CSV_MEDIA
+        else:
+            body = await asyncio.to_thread(_page_json, run_id, run.status, rows, next_cursor)
+            headers = {}
+            media_type = "application/json"
+        return ExportResponse(in_pieces(body), slot, media_type=media_type,
+                              headers=headers | {"Content-Length": str(len(body))})
+    except BaseException:
+        slot.give_back()
+        raise
+
+
+def _page_json(run_id: int, run_status: str, rows: list[dict[str, Any]],
+               next_cursor: str | None) -> bytes:
+    """A JSON page of samples, as FastAPI would have written the SamplePage (run in a
+    thread: a page of 10,000 samples takes a while)."""
+    page = SamplePage.model_validate({
+        "run_id": run_id, "run_status": run_status,
+        "items": [SampleRead.model_validate(r) for r in rows], "next_cursor": next_cursor})
+    return dumps_bytes(page.model_dump(mode="json"))
 
 
 @router.get("/{run_id}/server-metrics")
-async def run_server_metrics(run_id: RunId, session: SessionDep) -> ServerTelemetry:
+async def run_server_metrics(run_id: RunId, session: SessionDep,
+                             paging: PageDep) -> ServerTelemetry:
     """The series the run read from its server's metrics (empty when its endpoint has no
-    metrics_url, or while it runs)."""
+    metrics_url, or while it runs), by name, `limit` series a page: follow `next_cursor`
+    until it is null."""
     await run_queries.get(session, run_id)
-    rows = await run_queries.server_series(session, run_id)
+    after = cursor.decode_key("server-metrics", paging.cursor, (str,))
+    rows = await run_queries.server_series(session, run_id, paging.fetch,
+                                           None if after is None else str(after[0]))
+    page, following = paging.cut(rows, lambda r: cursor.encode_key("server-metrics",
+                                                                   (r.name,)))
     return ServerTelemetry(run_id=run_id, series=[
-        ServerSeries(name=row.name, at=row.at, value=row.value) for row in rows])
+        ServerSeries(name=row.name, at=row.at, value=row.value) for row in page],
+        next_cursor=following)
 
 
 @router.get("/{run_id}/dead-letters")
@@ -143,10 +181,3 @@ async def run_dead_letters(run_id: RunId, session: SessionDep,
 def _disposition(run_id: int) -> dict[str, str]:
     return {"Content-Disposition": f'attachment; filename="run-{run_id}-samples.csv"'}
 
-
-async def _streamcsv_text(state: StateDep, run: Run, after: int | None) -> AsyncIterator[str]:
-    yield csv_text([], header=True)
-    async with state.sessions() as session:
-        async for chunk in sample_queries.stream(session,
-                                                 sample_queries.run_query(run, after)):
-            yield csv_text(chunk, header=False)

@@ -10,8 +10,9 @@ from fastapi import APIRouter, Path, status
 
 from sustain.service.api import cursor as cursors
 from sustain.service.api.auth import PrincipalDep
-from sustain.service.api.deps import SessionDep
+from sustain.service.api.deps import SessionDep, StateDep
 from sustain.service.api.paging import PageDep
+from sustain.service.db import quotas
 from sustain.service.db import silences as silence_queries
 from sustain.service.schemas.common import MAX_DB_ID
 from sustain.service.schemas.paging import Page
@@ -25,9 +26,13 @@ State = Literal["pending", "active", "expired"]
 
 
 @router.post("", status_code=status.HTTP_201_CREATED)
-async def create_silence(body: SilenceCreate, session: SessionDep,
+async def create_silence(body: SilenceCreate, session: SessionDep, state: StateDep,
                          caller: PrincipalDep) -> SilenceRead:
+    """A new silence; 409 naming SUSTAIN_MAX_SILENCES when that many are pending or active
+    (each delivery pass matches every alert it sends against the active ones)."""
     now = datetime.now(UTC)
+    silence_queries.check(body, now)
+    await quotas.make_room_for_silence(session, now, state.settings.max_silences)
     silence = await silence_queries.create(session, body, now, caller.name)
     await session.commit()
     return silence_queries.read(silence, now)

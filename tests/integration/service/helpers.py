@@ -80,4 +80,5 @@ def app_settings(database_url: str, **fields: Any) -> Settings:
     return Settings(**{"admin_key": SecretStr(TEST_ADMIN_KEY), "database_url": database_url,
                        "secret_env": TEST_SECRET_ENV, "measure_workers": 2,
                        "database_pool_size": int(TEST_POOL_SIZE),
+                       "database_api_pool_size": int(TEST_POOL_SIZE),
                        "sample_retention_days": 3650, **fields})

@@ -27,7 +27,6 @@ from sustain.service.agent.client import ServiceClient
 from sustain.service.agent.spool import Spool, SpooledRun
 from sustain.service.app import create_app, runtime_of
 from sustain.service.domain.run_upload import MAX_PART_SAMPLES, encode_final, encode_samples
-from sustain.service.scheduling import agent_runs
 from tests.conftest import SimulatorHandle
 from tests.integration.service.helpers import (
     app_settings,
@@ -210,6 +209,13 @@ async def test_runs_measured_through_an_outage_arrive_afterwards_each_once(
         first.timestamp() + k for k in range(len(between))], "no tick lost"
 
 
+def recent_tick(hours_ago: int = 1) -> datetime:
+    """A tick of a probe every 60 s, `hours_ago` hours ago: an upload of a tick off the
+    schedule, in the future or older than SUSTAIN_AGENT_UPLOAD_MAX_AGE_SECONDS is refused."""
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
+    return now - timedelta(hours=hours_ago)
+
+
 def spooled(probe_id: int, tick: datetime, samples: int, run_id: int | None = None
             ) -> SpooledRun:
     rng = random.Random(samples)
@@ -226,7 +232,7 @@ async def test_an_upload_sent_again_or_in_parts_is_stored_once(
     endpoint = await create_endpoint(api, simulator.base_url)
     probe = await create_probe(api, endpoint["id"], enabled=False, interval_s=60,
                                locations=[LOCATION])
-    tick = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
+    tick = recent_tick()
     run = spooled(probe["id"], tick, MAX_PART_SAMPLES + 7)
     async with listening(app) as port:
         client = ServiceClient(f"http://127.0.0.1:{port}", key, "a1")
@@ -251,7 +257,7 @@ async def test_the_last_part_before_the_others_waits_for_them(
     endpoint = await create_endpoint(api, simulator.base_url)
     probe = await create_probe(api, endpoint["id"], enabled=False, interval_s=60,
                                locations=[LOCATION])
-    run = spooled(probe["id"], datetime(2026, 12, 4, 12, 0, tzinfo=UTC), 10)
+    run = spooled(probe["id"], recent_tick(), 10)
     headers = {"Authorization": f"Bearer {key}", "content-type": "application/msgpack"}
     common = {"upload_id": str(run.upload_id), "parts": 2, "probe_id": run.probe_id,
               "tick": run.tick, "run_id": None, "started_at": run.started_at, "dropped": 0}
@@ -287,7 +293,7 @@ async def test_a_malformed_upload_is_refused_naming_the_field(
     endpoint = await create_endpoint(api, simulator.base_url)
     probe = await create_probe(api, endpoint["id"], enabled=False, interval_s=60,
                                locations=[LOCATION])
-    run = spooled(probe["id"], datetime(2026, 12, 4, 12, 0, tzinfo=UTC), 3)
+    run = spooled(probe["id"], recent_tick(), 3)
     body = {"upload_id": str(run.upload_id), "part": 0, "parts": 1, "probe_id": run.probe_id,
             "tick": run.tick, "run_id": None, "started_at": run.started_at, "dropped": 0,
             "samples": run.samples, "final": run.final, **change}
@@ -321,7 +327,7 @@ async def test_an_agent_restarted_mid_upload_finishes_it_under_its_new_name(
     endpoint = await create_endpoint(api, simulator.base_url)
     probe = await create_probe(api, endpoint["id"], enabled=False, interval_s=60,
                                locations=[LOCATION])
-    run = spooled(probe["id"], datetime(2026, 12, 4, 12, 0, tzinfo=UTC), 10)
+    run = spooled(probe["id"], recent_tick(), 10)
     headers = {"Authorization": f"Bearer {key}", "content-type": "application/msgpack"}
 
     async def send(agent: str, number: int) -> dict[str, Any]:
@@ -337,21 +343,25 @@ async def test_an_agent_restarted_mid_upload_finishes_it_under_its_new_name(
     assert await fetch(runtime_of(app).engine, "SELECT count(*) FROM samples") == [(10,)]
 
 
-async def test_an_agent_key_can_leave_only_so_many_parts_waiting(
-        api: httpx.AsyncClient, app: FastAPI, simulator: SimulatorHandle,
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(agent_runs, "MAX_WAITING_PARTS", 2)
-    key = await agent_key(api)
-    endpoint = await create_endpoint(api, simulator.base_url)
-    probe = await create_probe(api, endpoint["id"], enabled=False, interval_s=60,
-                               locations=[LOCATION])
-    headers = {"Authorization": f"Bearer {key}", "content-type": "application/msgpack"}
-    answers = []
-    for hour in range(3):  # first parts of three uploads, never finished
-        run = spooled(probe["id"], datetime(2026, 12, 4, hour, 0, tzinfo=UTC), 4)
-        answers.append(await api.post("/api/v1/agent/uploads", params={"agent": "a1"},
-                                      content=part_body(run, 0, 2), headers=headers))
-    assert [r.status_code for r in answers] == [200, 200, 409]
-    assert "parts of unfinished uploads" in answers[2].text
-    assert await fetch(runtime_of(app).engine,
-                       "SELECT count(*) FROM agent_upload_parts") == [(2,)]
+async def test_an_agent_key_can_leave_only_so_many_bytes_waiting(
+        database_url: str, simulator: SimulatorHandle) -> None:
+    app = create_app(app_settings(database_url, auto_migrate=False,
+                                  agent_upload_max_bytes=1024 * 1024))
+    async with serving(app) as api:
+        key = await agent_key(api)
+        endpoint = await create_endpoint(api, simulator.base_url)
+        probe = await create_probe(api, endpoint["id"], enabled=False, interval_s=60,
+                                   locations=[LOCATION])
+        headers = {"Authorization": f"Bearer {key}", "content-type": "application/msgpack"}
+        answers, sizes = [], []
+        for hour in range(3):  # first parts of three uploads, never finished
+            run = spooled(probe["id"], recent_tick(hours_ago=hour + 1), 5000)
+            body = part_body(run, 0, 2)  # about 360 KB each: the third crosses 1 MiB
+            sizes.append(len(body))
+            answers.append(await api.post("/api/v1/agent/uploads", params={"agent": "a1"},
+                                          content=body, headers=headers))
+        assert sum(sizes[:2]) <= 1024 * 1024 < sum(sizes), sizes
+        assert [r.status_code for r in answers] == [200, 200, 409]
+        assert "unfinished uploads" in answers[2].text
+        assert await fetch(runtime_of(app).engine,
+                           "SELECT count(*) FROM agent_upload_parts") == [(2,)]

@@ -222,8 +222,10 @@ async def test_roles_nest_viewer_reads_editor_writes_admin_manages_keys(
 
 @pytest.fixture
 async def open_reads_api(database_url: str) -> AsyncIterator[httpx.AsyncClient]:
+    # anonymous reads answer loopback Host names or those listed; the in-process client's
+    # Host is sustain.test
     app = create_app(app_settings(database_url, auto_migrate=False, anonymous_read=True,
-                                  metrics_auth=True))
+                                  metrics_auth=True, allowed_hosts="sustain.test"))
     async with serving(app) as client:
         yield client
 

@@ -32,11 +32,15 @@ async def tiny_app(scope: dict[str, Any], receive: Callable[[], Awaitable[dict[s
 
 
 @contextmanager
-def guarded_server(header_timeout_s: float, cap: int) -> Iterator[tuple[int, GuardedConfig]]:
-    """tiny_app served by uvicorn with the guarded protocol, in a thread; stopped on exit."""
+def guarded_server(header_timeout_s: float, cap: int, *, max_head_bytes: int = 64 * 1024,
+                   write_timeout_s: float = 30.0, app: Any = tiny_app
+                   ) -> Iterator[tuple[int, GuardedConfig]]:
+    """`app` (tiny_app) served by uvicorn with the guarded protocol, in a thread; stopped on
+    exit."""
     port = free_port()
-    config = GuardedConfig(tiny_app, header_timeout_s=header_timeout_s,
-                           max_open_connections=cap, host="127.0.0.1", port=port,
+    config = GuardedConfig(app, header_timeout_s=header_timeout_s,
+                           max_open_connections=cap, max_head_bytes=max_head_bytes,
+                           write_timeout_s=write_timeout_s, host="127.0.0.1", port=port,
                            log_config=None, lifespan="off")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)

@@ -73,3 +73,9 @@ def test_the_reserve_counts_the_database_pool_twice_and_in_process_measuring() -
     assert fd_reserve(in_process) - fd_reserve(workers) == 1000 - 2 * 4
     bigger_pool = Settings(database_pool_size=20, measure_workers=2, http_max_connections=1000)
     assert fd_reserve(bigger_pool) - fd_reserve(workers) == 20
+
+
+def test_the_reserve_counts_the_api_pool_once() -> None:
+    small = Settings(database_api_pool_size=10, measure_workers=2)
+    bigger = Settings(database_api_pool_size=30, measure_workers=2)
+    assert fd_reserve(bigger) - fd_reserve(small) == 20

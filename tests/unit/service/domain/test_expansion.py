@@ -146,3 +146,46 @@ def test_a_default_does_not_make_a_refused_name_acceptable() -> None:
     (line,) = refusals(unlisted, {}, ExpansionPolicy())
     assert line.endswith("environment variable TEAM may not be expanded: not in "
                          "SUSTAIN_CONFIG_ENV")
+
+
+# --- containment: a credential inside a value, not only the whole value ---
+
+@pytest.mark.parametrize(("owner", "environ"), [
+    ("x-${OWNER}-y", {"OWNER": f"team-{ADMIN}"}),  # the variable contains the key
+    ("x-${HALF_A}${HALF_B}-y", {"HALF_A": ADMIN[:25], "HALF_B": ADMIN[25:]}),  # halves join
+    ("postgresql://u:${PW}@db/x", {"PW": "pg-pass-42"}),  # a URL with the password inside
+])
+def test_a_value_containing_a_credential_once_expanded_is_refused_by_field_not_value(
+        owner: str, environ: dict[str, str]) -> None:
+    text = LABELLED.replace("${OWNER}", owner)
+    lines = refusals(text, environ, settings(config_env="*").config_expansion())
+    assert len(lines) == 1
+    assert lines[0].startswith("sustain.yaml:6: endpoints[0].labels.owner: ")
+    assert "holds one of sustain's own credentials" in lines[0]
+    assert all(secret not in lines[0]
+               for secret in (ADMIN, ADMIN[:25], ADMIN[25:], "pg-pass-42"))
+
+
+def test_the_refusal_of_an_expanded_value_names_its_variables() -> None:
+    text = LABELLED.replace("${OWNER}", "${HALF_A}${HALF_B}")
+    (line,) = refusals(text, {"HALF_A": ADMIN[:25], "HALF_B": ADMIN[25:]},
+                       settings(config_env="*").config_expansion())
+    assert line == ("sustain.yaml:6: endpoints[0].labels.owner: the value holds one of "
+                    "sustain's own credentials (expanded from HALF_A, HALF_B); not stored, "
+                    "not shown")
+
+
+def test_a_value_written_with_a_credential_inside_is_refused_too() -> None:
+    text = LABELLED.replace("${OWNER}", f"copied-{ADMIN}")
+    (line,) = refusals(text, {}, settings().config_expansion())
+    assert line.startswith("sustain.yaml:6: endpoints[0].labels.owner: the value holds one of ")
+    assert ADMIN not in line
+
+
+def test_a_short_database_password_does_not_forbid_values_that_merely_contain_it() -> None:
+    short = "postgresql://sustain:sustain@db:5432/sustain"
+    expandable = Settings(config_env="*", database_url=short).config_expansion()
+    text = LABELLED.replace("${OWNER}", "sustain-${TEAM}")
+    config, _ = parse(text, "sustain.yaml", {"TEAM": "platform"}, expandable=expandable)
+    assert config.endpoints[0].labels == {"owner": "sustain-platform"}
+    assert expandable.refusal("TEAM", {"TEAM": "sustain"}) is not None  # the whole value is

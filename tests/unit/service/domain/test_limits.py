@@ -35,7 +35,8 @@ def test_the_settings_defaults_are_the_documented_limits() -> None:
                                 max_run_requests=1_000_000, max_workers=available_cpus(),
                                 max_total_rate=10_000,
                                 objects=ObjectLimits(endpoints=1000, probes=10_000,
-                                                     slos=1000, notifiers=100))
+                                                     slos=1000, notifiers=100,
+                                                     silences=1000))
     budget = limits.budget()
     assert (budget.seconds, budget.requests, budget.max_rate) == (3600 + BUDGET_GRACE_S,
                                                                   1_000_000, 1000)
