@@ -189,11 +189,11 @@ def heads(t: Target) -> str:
 
 
 def itl(t: Target) -> str:
-    """Thirty 1 MiB parts whose samples carry a million small inter-token latencies each
-    (~43 MB decoded per part before any cap)."""
+    """Thirty parts of just under 1 MiB, each one sample carrying a million small
+    inter-token latencies (~43 MB decoded per part before any cap)."""
     codes: list[int] = []
     rows_per_part = 1
-    gaps = [1.0] * 250_000
+    gaps: list[float] = [1] * 1_000_000  # one byte each in msgpack: a part just under 1 MiB
     tick = recent_tick()
     with t.agent() as client:
         upload_id = uuid.uuid4()
