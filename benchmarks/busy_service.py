@@ -39,6 +39,7 @@ def main() -> None:
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args()
     rows = []
+    loaded: dict[str, tuple[float, float]] = {}  # mode: lag p99, TTFT error, with the readers
     for mode, env in MODES.items():
         for readers in (0, args.readers):
             url = fresh_database(args.server_url, DATABASE)
@@ -51,6 +52,7 @@ def main() -> None:
             error = figures.ttft_p99_ms - figures.truth_ttft_p99_ms
             lag_ok = figures.lag_p99_ms <= LAG_TARGET_MS
             error_ok = abs(error) <= ERROR_TARGET_MS
+            loaded[mode] = (figures.lag_p99_ms, error)
             rows.append(f"| {mode} | {readers} | {figures.reads} | {figures.requests} | "
                         f"{figures.lag_p99_ms:.2f} / {LAG_TARGET_MS:g} "
                         f"{'pass' if lag_ok else 'FAIL'} | {figures.ttft_p99_ms:.2f} | "
@@ -69,8 +71,14 @@ def main() -> None:
     if args.no_record:
         print(body)
     else:
+        (lag, error), (base_lag, base_error) = loaded["workers"], loaded["in-process"]
         record("busy service: a 100 req/s probe while API readers keep sustain busy",
-               command, body)
+               command, body,
+               headline=f"with {args.readers} readers: lag p99 {lag:.2f} ms, TTFT p99 error "
+                        f"{error:+.2f} ms",
+               ratio=f"in-process: lag p99 {base_lag:.2f} ms"
+                     + (f" ({base_lag / lag:.1f}x)" if lag > 0 else "")
+                     + f", error {base_error:+.2f} ms")
 
 
 if __name__ == "__main__":

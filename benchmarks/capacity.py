@@ -36,8 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import Simulator, pin_to, record
 from sustain.probes.client.clients import HttpClients
-from sustain.probes.client.http1 import send_openai_http1
-from sustain.probes.client.openai_protocol import encode_request
+from sustain.probes.client.http1 import send_over_http1
 from sustain.probes.client.target import ApiKind, Target
 from sustain.probes.load.clock import RunClock
 from sustain.probes.load.drivers import Request, StageContext, run_open_loop
@@ -46,6 +45,7 @@ from sustain.probes.load.quiet_gc import quiet_gc
 from sustain.probes.load.schedule import constant_offsets
 from sustain.probes.measure.percentiles import quantile
 from sustain.probes.measure.sketch import MetricSketch
+from sustain.probes.protocols.streaming import encode_request
 from sustain.probes.workers.pool import WorkerPool
 from sustain.probes.workload.requests import RequestBuilder
 from sustain.probes.workload.sessions import Dialogue
@@ -86,7 +86,7 @@ async def sustain_client(base_url: str, rate: float, seconds: float, tokens: int
         pool = clients.pool()
 
         def prepare(seq: int, _dialogue: Dialogue | None = None) -> Request:
-            return partial(send_openai_http1, pool, target,
+            return partial(send_over_http1, pool, target,
                            encode_request(builder.body(seq), {}), True)
 
         ctx = StageContext(clock=RunClock.start(), seqs=itertools.count())
@@ -245,7 +245,13 @@ def main() -> None:
     if args.no_record:
         print(body)
     else:
-        record("capacity: highest sustained constant rate on one client core", command, body)
+        top = " (the highest rate tried)" if best["sustain"] == max(rates) else ""
+        base = best["baseline"]
+        record("capacity: highest sustained constant rate on one client core", command, body,
+               headline=f"{best['sustain']:.0f} req/s engine{top}, {best['worker']:.0f} req/s "
+                        "worker process",
+               ratio=(f"{ratios['sustain']:.1f}x the httpx baseline ({base:.0f} req/s)"
+                      if base else "the httpx baseline passed no rate tried"))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """Shared by the benchmarks: the simulator in its own process on its own core, the machine's
-description, and appending figures to RESULTS.md."""
+description, and writing a run's figures into RESULTS.md (benchmarks/results.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Self
 
 import httpx
+
+from benchmarks import results
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
 
@@ -91,16 +93,16 @@ def machine() -> str:
     return f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}"
 
 
-def record(title: str, command: str, body: str) -> None:
-    """Append one dated section to RESULTS.md and print it."""
-    section = (f"\n## {title} — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC\n\n"
-               f"Machine: {machine()}  \nCommand: `{command}`\n\n{body.rstrip()}\n")
-    print(section)
-    if not RESULTS.exists():
-        RESULTS.write_text("# Benchmark results\n\nAppended by the scripts in this folder; "
-                           "newest last.\n")
-    with RESULTS.open("a", encoding="utf-8") as out:
-        out.write(section)
+def record(title: str, command: str, body: str, *, headline: str | None = None,
+           ratio: str | None = None) -> None:
+    """Replace this benchmark's section of RESULTS.md (keyed by the words of `title` before its
+    first colon) with this run's, keep every other benchmark's, and print it. `headline` is
+    the figure the summary table shows, `ratio` how it compares with the run's baseline (None
+    where the benchmark has none)."""
+    new = results.section(title, datetime.now(UTC), machine(), command, body, headline, ratio)
+    print(new)
+    old = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else ""
+    RESULTS.write_text(results.rewrite(old, new), encoding="utf-8")
 
 
 SERVER_URL = os.environ.get("SUSTAIN_BENCH_DATABASE_URL",

@@ -91,8 +91,15 @@ def main() -> None:
     names = {"worker": "sustain worker process", "engine": "sustain engine, in-process",
              "baseline": "baseline: naive httpx"}
     rows = []
+    headline: list[str] = []
+    ratio: list[str] = []
     for tokens, rate in RATES.items():
         base_cpu, base_sent, _ = figures[("baseline", tokens)]
+        worker_cpu_s, worker_sent, _ = figures[("worker", tokens)]
+        worker_per_request = worker_cpu_s * 1e6 / worker_sent
+        headline.append(f"{worker_per_request:.0f} at {tokens} tokens")
+        ratio.append(f"{worker_per_request / (base_cpu * 1e6 / base_sent):.2f} at {tokens} "
+                     "tokens")
         base_per_request = base_cpu * 1e6 / base_sent
         for client in ("worker", "engine", "baseline"):
             cpu, sent, failed = figures[(client, tokens)]
@@ -108,7 +115,9 @@ def main() -> None:
     if args.no_record:
         print(body)
     else:
-        record("cpu cost: client CPU per 1,000 streamed requests and tokens", command, body)
+        record("cpu cost: client CPU per 1,000 streamed requests and tokens", command, body,
+               headline="worker process, CPU-ms per 1,000 requests: " + ", ".join(headline),
+               ratio="CPU / httpx's: " + ", ".join(ratio))
 
 
 if __name__ == "__main__":

@@ -375,6 +375,10 @@ def main() -> None:
     finally:
         drop_database(SERVER_URL, DATABASE)
     baseline = max(rows[0][2].rss)
+    peak = max(max(watch.rss) for _, _, watch, _, _ in rows)
+    slowest = max(max(watch.healthz_s) for _, _, watch, _, _ in rows)
+    unanswered = sum(watch.unanswered for _, _, watch, _, _ in rows)
+    ticks_lost = sum(lost for *_, lost in rows)
     table = ["| attack | the service answered | RSS peak MB | peak / baseline | RSS after MB | "
              "/healthz p50 ms | /healthz max ms | unanswered | ticks missed |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -394,7 +398,11 @@ def main() -> None:
         print(body)
     else:
         record("hostile: RSS and /healthz under each attack",
-               "python benchmarks/hostile.py", body)
+               "python benchmarks/hostile.py", body,
+               headline=f"/healthz max {slowest * 1000:.1f} ms, {unanswered} unanswered, "
+                        f"{ticks_lost} ticks missed",
+               ratio=f"peak RSS {peak / baseline:.2f}x the quiet service's "
+                     f"({peak / MB:,.0f} against {baseline / MB:,.0f} MB)")
 
 
 if __name__ == "__main__":

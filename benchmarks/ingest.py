@@ -214,7 +214,8 @@ def main() -> None:
         print(body)
     else:
         record("ingest: buffered samples into PostgreSQL", "python " + " ".join(sys.argv),
-               body)
+               body, headline=f"drain {drain['rate']:,.0f} samples/s, "
+                              f"{drain['bytes_per_sample']:.0f} B RSS per buffered sample")
 
 
 if __name__ == "__main__":

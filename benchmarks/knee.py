@@ -90,9 +90,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="searches per setting and batch")
     parser.add_argument("--settings", default=",".join(SETTINGS))
-    parser.add_argument("--no-record", action="store_true", help="do not append RESULTS.md")
+    parser.add_argument("--no-record", action="store_true", help="do not write RESULTS.md")
     args = parser.parse_args()
     rows = []
+    exact = searches = 0
     for name in args.settings.split(","):
         setting = SETTINGS[name]
         for batch in BATCHES:
@@ -101,6 +102,8 @@ def main() -> None:
                             "--max-batch", str(batch)]) as sim:
                 found = [asyncio.run(search(sim.base_url, setting)) for _ in range(args.runs)]
             rows.append(row(name, setting, batch, found))
+            exact += sum(c.max_passing == batch for c in found)
+            searches += len(found)
             print(rows[-1], flush=True)
     table = ("| setting | TTFT / ITL ms | SLO TTFT p99 ms | slots | expected knee | knees found "
              "| exact | highest p99 at or below the knee, ms | lowest p99 above it, ms |\n"
@@ -110,7 +113,8 @@ def main() -> None:
     if args.no_record:
         print(table + target)
     else:
-        record("knee: the capacity search against a batch limit", command, table + target)
+        record("knee: the capacity search against a batch limit", command, table + target,
+               headline=f"{exact}/{searches} searches found the knee exactly")
 
 
 if __name__ == "__main__":

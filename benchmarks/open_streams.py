@@ -24,12 +24,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import Simulator, pin_to, record
 from sustain.probes.client.clients import HttpClients
-from sustain.probes.client.http1 import send_openai_http1
-from sustain.probes.client.openai_protocol import encode_request
+from sustain.probes.client.http1 import send_over_http1
 from sustain.probes.client.target import ApiKind, Target
 from sustain.probes.load.clock import RunClock
 from sustain.probes.load.drivers import Request, StageContext, run_closed_loop
 from sustain.probes.load.live import LiveStats
+from sustain.probes.protocols.streaming import encode_request
 from sustain.probes.workload.requests import RequestBuilder
 from sustain.probes.workload.sessions import Dialogue
 from sustain.probes.workload.spec import Workload
@@ -58,7 +58,7 @@ async def hold(base_url: str, streams: int) -> tuple[int, int, int, float, int]:
         pool = clients.pool()
 
         def prepare(seq: int, _dialogue: Dialogue | None = None) -> Request:
-            return partial(send_openai_http1, pool, target,
+            return partial(send_over_http1, pool, target,
                            encode_request(builder.body(seq), {}), True)
 
         sampler = asyncio.create_task(sample_memory())
@@ -96,7 +96,9 @@ def main() -> None:
     if args.no_record:
         print(body)
     else:
-        record("open streams: concurrent slow streams held by one client", command, body)
+        record("open streams: concurrent slow streams held by one client", command, body,
+               headline=f"{ok} of {args.streams} streams, peak RSS {rss / 2**20:.0f} MiB, "
+                        f"{errors} errors")
 
 
 if __name__ == "__main__":

@@ -226,7 +226,9 @@ def main() -> None:
     if args.no_record:
         print(body)
     else:
-        record("query: 30 days of history over REST", "python " + " ".join(sys.argv), body)
+        record("query: 30 days of history over REST", "python " + " ".join(sys.argv), body,
+               headline=f"median: series {statistics.median(series_ms):.1f} ms, summary "
+                        f"{statistics.median(summary_ms):.1f} ms")
 
 
 if __name__ == "__main__":

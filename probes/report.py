@@ -7,7 +7,8 @@ from typing import Any
 
 from sustain.probes.measure.percentiles import Distribution
 from sustain.probes.measure.summary import RunSummary
-from sustain.probes.runner import RunResult
+from sustain.probes.renamed import SUMMARY_RENAMED
+from sustain.probes.run_result import RunResult
 
 LATENCY_KEYS = ("lag_ms", "ttft_ms", "itl_ms", "tpot_ms", "e2e_ms", "corrected_e2e_ms")
 STAT_KEYS = ("p50", "p90", "p95", "p99", "p999", "max", "mean", "count")
@@ -27,8 +28,8 @@ def summary_report(summary: RunSummary) -> dict[str, Any]:
         "successes": summary.successes,
         "availability": summary.availability,
         "errors": dict(summary.errors),
-        "request_throughput": summary.request_throughput,
-        "output_token_throughput": summary.output_token_throughput,
+        "requests_per_second": summary.requests_per_second,
+        "output_tokens_per_second": summary.output_tokens_per_second,
         "goodput": summary.goodput,
         "generator_saturated": summary.generator.saturated,
         "duration_s": summary.duration_s,
@@ -37,7 +38,7 @@ def summary_report(summary: RunSummary) -> dict[str, Any]:
         "cached_tokens": summary.cached_tokens,
         "cache_hit_ratio": summary.cache_hit_ratio,
         "input_tokens": summary.input_tokens,
-        "input_token_throughput": summary.input_token_throughput,
+        "input_tokens_per_second": summary.input_tokens_per_second,
     }
     report["prompt_tokens_requested"] = summary.prompt_tokens_requested
     report["prompt_tokens_served"] = summary.prompt_tokens_served
@@ -46,7 +47,7 @@ def summary_report(summary: RunSummary) -> dict[str, Any]:
         report["prompt_calibration"] = summary.prompt_calibration.model_dump(mode="json")
     if summary.items is not None:
         report["items"] = summary.items
-        report["item_throughput"] = summary.item_throughput
+        report["items_per_second"] = summary.items_per_second
     if summary.ttft_by_image_size is not None:
         report["ttft_ms_by_image_size"] = {size: latency_stats(dist) for size, dist
                                            in summary.ttft_by_image_size.items()}
@@ -54,10 +55,13 @@ def summary_report(summary: RunSummary) -> dict[str, Any]:
         report["rag_stages_ms"] = {name: latency_stats(dist) for name, dist
                                    in summary.rag_stages_ms.items()}
         report["retrieval_checked"] = summary.retrieval_checked
-        report["retrieval_hit_rate"] = summary.retrieval_hit_rate
-    if summary.rtf is not None:
-        report["audio_seconds"] = summary.audio_seconds
-        report["rtf"] = latency_stats(summary.rtf)
+        report["retrieval_hit_ratio"] = summary.retrieval_hit_ratio
+    if summary.rtf_ratio is not None:
+        report["audio_s"] = summary.audio_s
+        report["rtf_ratio"] = latency_stats(summary.rtf_ratio)
+    for old, new in SUMMARY_RENAMED.items():  # the old names too, until the next release
+        if new in report:
+            report[old] = report[new]
     for key in LATENCY_KEYS:
         report[key] = latency_stats(getattr(summary, key))
     if summary.tool_call_ms is not None:

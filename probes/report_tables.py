@@ -11,7 +11,7 @@ from sustain.probes.load.live import LiveStats
 from sustain.probes.measure.percentiles import Distribution
 from sustain.probes.measure.prompt_tokens import PromptCalibration
 from sustain.probes.measure.summary import RunSummary
-from sustain.probes.runner import RunResult
+from sustain.probes.run_result import RunResult
 
 LOW_COUNT_CAPTION = "* too few samples for a 99 % confidence bound on this percentile"
 
@@ -72,17 +72,17 @@ def summary_table(summary: RunSummary) -> Table:
     table.add_row("availability", _share(summary.availability))
     table.add_row("errors",
                   ", ".join(f"{k} {v}" for k, v in summary.errors.items()) or "none")
-    table.add_row("requests/s", _rate(summary.request_throughput))
+    table.add_row("requests/s", _rate(summary.requests_per_second))
     if summary.items is not None:
-        table.add_row("items/s (inputs or documents)", _rate(summary.item_throughput))
-        table.add_row("input tokens/s", _rate(summary.input_token_throughput))
-    elif summary.rtf is not None:
-        table.add_row("audio (s)", f"{summary.audio_seconds or 0:.1f}")
+        table.add_row("items/s (inputs or documents)", _rate(summary.items_per_second))
+        table.add_row("input tokens/s", _rate(summary.input_tokens_per_second))
+    elif summary.rtf_ratio is not None:
+        table.add_row("audio (s)", f"{summary.audio_s or 0:.1f}")
         table.add_row("real-time factor p50 / p99",
-                      f"{_factor(summary.rtf.p50)} / {_factor(summary.rtf.p99)}")
+                      f"{_factor(summary.rtf_ratio.p50)} / {_factor(summary.rtf_ratio.p99)}")
     else:
         table.add_row("output tokens/s" + (" (estimated)" if summary.output_tokens_estimated
-                                           else ""), _rate(summary.output_token_throughput))
+                                           else ""), _rate(summary.output_tokens_per_second))
     if summary.prompt_tokens_requested is not None:
         table.add_row("prompt tokens requested / served", prompt_tokens(summary))
     if summary.prompt_calibration is not None:
@@ -173,7 +173,7 @@ def stages_table(result: RunResult) -> Table:
     for stage in result.stages:
         t = stage.summary
         table.add_row(stage.label, str(t.attempts), _share(t.availability),
-                      _rate(t.request_throughput), _rate(t.output_token_throughput),
+                      _rate(t.requests_per_second), _rate(t.output_tokens_per_second),
                       _ms(t.ttft_ms.p50), _ms(t.ttft_ms.p99), _ms(t.e2e_ms.p50),
                       _ms(t.e2e_ms.p99))
     if result.stopped:

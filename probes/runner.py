@@ -1,5 +1,5 @@
 """One probe execution: an endpoint, a workload and a load profile in; samples and per-stage
-and overall summaries out."""
+and overall summaries out (a RunResult, sustain.probes.run_result)."""
 
 from __future__ import annotations
 
@@ -7,18 +7,15 @@ import asyncio
 import contextlib
 import itertools
 from collections.abc import Callable, Coroutine, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
-from pydantic import BaseModel, Field
-
 from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.egress import EgressPolicy
-from sustain.probes.client.protocols import auth_headers, protocol_headers
 from sustain.probes.client.secret_policy import SecretPolicy
 from sustain.probes.client.secrets import resolve_secret
-from sustain.probes.client.target import CHAT_KINDS, Target
+from sustain.probes.client.target import Target
 from sustain.probes.load.calibrate import SizedPrompts
 from sustain.probes.load.clock import RunClock
 from sustain.probes.load.drivers import (
@@ -30,15 +27,7 @@ from sustain.probes.load.drivers import (
     run_open_loop,
 )
 from sustain.probes.load.live import LiveStats
-from sustain.probes.load.plan import (
-    ClosedStage,
-    OpenStage,
-    SingleStage,
-    Stage,
-    StagePlan,
-    peak_in_flight,
-    sessions_problem,
-)
+from sustain.probes.load.plan import StagePlan, sessions_problem
 from sustain.probes.load.profiles import (
     CapacityProfile,
     LoadProfile,
@@ -49,87 +38,24 @@ from sustain.probes.load.quiet_gc import quiet_gc
 from sustain.probes.load.rag import PgVectorStore, RagPipeline
 from sustain.probes.load.senders import any_transport, sender_for
 from sustain.probes.load.sessions import run_sessions
+from sustain.probes.load.stages import ClosedStage, OpenStage, SingleStage, Stage
 from sustain.probes.measure.capacity import (
-    CapacityResult,
-    CurvePoint,
     capacity_result,
     curve_point,
     pareto_front,
 )
-from sustain.probes.measure.deployment import Deployment
-from sustain.probes.measure.efficiency import efficiency
 from sustain.probes.measure.prompt_tokens import PromptCalibration
 from sustain.probes.measure.sample import Sample
-from sustain.probes.measure.server_metrics import Point, ScrapeCounts, summarise_series
 from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.measure.steady import steady_state
 from sustain.probes.measure.summary import RunSummary, combined_health, summarise
-from sustain.probes.telemetry.families import is_counter
+from sustain.probes.protocols.registry import auth_headers, is_conversation, protocol_headers
+from sustain.probes.run_result import RunResult, StageResult
 from sustain.probes.telemetry.watch import Telemetry, watch_server
 from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.probes.workload.sessions import Dialogue, Sessions, sessions_of
 from sustain.probes.workload.spec import Workload, WorkloadError
 from sustain.probes.workload.traces import Replay, load_replay
-
-
-class StageResult(BaseModel):
-    index: int
-    label: str
-    summary: RunSummary
-
-
-class RunReport(RunSummary):
-    """The whole run (its summary fields), then each stage on its own."""
-
-    stages: list[StageResult] = Field(default_factory=list)
-    stopped: str | None = None
-    """Why the run ended before its plan did, if it did: a sweep that stopped escalating, a
-    cancel, or the run's budget."""
-    capacity: CapacityResult | None = None
-    """A capacity search's answer: the highest level that met the SLO, and every point."""
-    pareto: list[CurvePoint] | None = None
-    """A Pareto profile's points (system_tps against tps_per_user), with `on_front`."""
-
-
-@dataclass(frozen=True, slots=True)
-class RunResult:
-    samples: list[Sample]
-    summary: RunSummary
-    stages: list[StageResult] = field(default_factory=list)
-    stopped: str | None = None
-    server_series: dict[str, list[Point]] = field(default_factory=dict)
-    """The server's series as scraped during the run: (unix seconds, value) points."""
-    capacity: CapacityResult | None = None
-    pareto: list[CurvePoint] | None = None
-
-    def with_efficiency(self, deployment: Deployment | None) -> RunResult:
-        """This result with what its throughput costs under `deployment`."""
-        if deployment is None:
-            return self
-        return replace(self, summary=self.summary.model_copy(update={
-            "efficiency": efficiency(self.summary, deployment)}))
-
-    def with_telemetry(self, telemetry: Telemetry | None) -> RunResult:
-        """This result with what the server's metrics said during the run."""
-        if telemetry is None:
-            return self
-        summary = self.summary.model_copy(update={
-            "server_metrics": summarise_series(telemetry.series, is_counter),
-            "server_scrapes": ScrapeCounts(scrapes=telemetry.scrapes,
-                                           failures=dict(telemetry.failures))})
-        return replace(self, summary=summary, server_series=telemetry.series)
-
-    def with_prompt_calibration(self, calibration: PromptCalibration | None) -> RunResult:
-        """This result with how its synthetic prompts were sized (the run's summary only)."""
-        if calibration is None:
-            return self
-        return replace(self, summary=self.summary.model_copy(update={
-            "prompt_calibration": calibration}))
-
-    def report(self) -> RunReport:
-        return RunReport(**self.summary.model_dump(), stages=self.stages, stopped=self.stopped,
-                         capacity=self.capacity, pareto=self.pareto)
-
 
 T = TypeVar("T")
 
@@ -213,7 +139,7 @@ def prepare_requests(clients: HttpClients, target: Target, workload: Workload,
     """What builds each request of a run: the bearer token resolved (SecretUnavailableError),
     the dataset and tokenizer loaded (DatasetError, ValueError); WorkloadError for sessions
     to anything but a chat endpoint."""
-    if workload.in_sessions and target.api_kind not in CHAT_KINDS:
+    if workload.in_sessions and not is_conversation(target.api_kind):
         raise WorkloadError("sessions need a chat endpoint (api_kind openai-chat, "
                             "openai-responses or anthropic-messages): a conversation's "
                             "history is a list of messages")
@@ -335,7 +261,7 @@ async def execute(
     `on_sample` sees each measured sample as it completes (the service buffers them). Setting
     `stop`, or reaching `budget`, ends the run early with what was measured so far."""
     # the run's media are weighed against its peak requests in flight (workload/media.py)
-    datasets = (datasets or DatasetPolicy()).for_run(peak_in_flight(profile))
+    datasets = (datasets or DatasetPolicy()).for_run(profile.peak_in_flight())
     replay, sessions = await asyncio.to_thread(inputs_of, profile, workload, datasets)
     prepared = prepare_requests(clients, target, workload, secrets or SecretPolicy(),
                                 datasets, replay)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from sustain.probes.client.egress import EgressPolicy, parse_targets
@@ -22,15 +23,42 @@ from sustain.service.domain.reach import Reach
 from sustain.service.evaluation.drift_watch import parse_watched
 from sustain.service.history.windows import parse_duration
 
+RENAMED_SETTINGS: Mapping[str, str] = {
+    f"{stem}_seconds": f"{stem}_s" for stem in (
+        "heartbeat", "misfire_grace", "reconcile", "shutdown_grace", "alert_evaluation",
+        "alert_repeat", "notify_poll", "notify_retry_max", "alertmanager_resend",
+        "drift_evaluation", "config_reload", "max_run", "http_header_timeout",
+        "agent_upload_max_age", "export_write_timeout")}
+"""Deprecated setting -> its name now (durations end in `_s`, as in the API: docs/api.md).
+The old variable (SUSTAIN_HEARTBEAT_SECONDS) is still read for one release, the new one
+first when both are set, and `serve` and `agent` log a warning naming it at start."""
+
+
+def _renamed(new: str) -> AliasChoices:
+    """The variables a renamed setting is read from: its own, then its deprecated one."""
+    old = next(o for o, n in RENAMED_SETTINGS.items() if n == new)
+    return AliasChoices(f"SUSTAIN_{new.upper()}", f"SUSTAIN_{old.upper()}")
+
+
+def deprecated_variables(environ: Mapping[str, str]) -> list[str]:
+    """A warning for each deprecated variable set in `environ` (names are case-insensitive,
+    as Settings reads them)."""
+    given = {name.upper() for name in environ}
+    return [f"SUSTAIN_{old.upper()} is deprecated and will be removed in the next release: "
+            f"use SUSTAIN_{new.upper()}" for old, new in RENAMED_SETTINGS.items()
+            if f"SUSTAIN_{old.upper()}" in given]
+
 
 def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("sustain", appauthor=False))
 
 
 class Settings(BaseSettings):
-    """Every SUSTAIN_* variable. The README's configuration table lists the same fields."""
+    """Every SUSTAIN_* variable. docs/configuration.md's table is made from these fields
+    (sustain.service.reference.settings_table), descriptions and defaults included."""
 
-    model_config = SettingsConfigDict(env_prefix="SUSTAIN_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="SUSTAIN_", extra="ignore",
+                                      validate_by_name=True)
 
     database_url: str | None = Field(
         default=None,
@@ -46,25 +74,28 @@ class Settings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         default="info", description="Log level."
     )
-    log_format: Literal["text", "json"] = Field(default="text", description="Log line format.")
+    log_format: Literal["text", "json"] = Field(
+        default="text", description="Log line format: json is one JSON object per line.")
     auto_migrate: bool = Field(
         default=True, description="Upgrade the schema to head when `serve` starts."
     )
     replica_id: str | None = Field(
-        default=None, description="This replica's id in runs.claimed_by (default: hostname-pid)."
+        default=None,
+        description="This replica's name in runs.claimed_by and the replicas table (default: "
+        "hostname-pid)."
     )
     location: str = Field(
         default=DEFAULT_LOCATION,
         description="Where this replica measures from (a region, a data centre; a DNS label "
         "such as eu-west-1). It runs the ticks of the probes that list this location, and "
-        "its runs, series and metrics carry it.",
+        "its runs, series and metrics carry it (docs/operations.md, Locations).",
     )
     database_pool_size: int = Field(
         default=10, ge=1, le=1000,
         description="Database connections a replica keeps for measuring, storing samples and "
         "its background loops; it may open as many again under load. The REST API and pages "
         "have their own SUSTAIN_DATABASE_API_POOL_SIZE. Size both against PostgreSQL's "
-        "max_connections over every replica.",
+        "max_connections over every replica (2 x this pool + the API pool each).",
     )
     http_max_connections: int = Field(
         default=1000, ge=1, le=100_000,
@@ -74,8 +105,8 @@ class Settings(BaseSettings):
         default=None, ge=0, le=256,
         description="Measurement worker processes: runs send and time their requests there, "
         "never in the process that serves the API. Default: the CPUs available to the "
-        "process. 0 measures in the service process itself (for debugging; an API reader "
-        "can then delay requests).",
+        "process. A profile's `workers` may not exceed it. 0 measures in the service "
+        "process itself (for debugging; an API reader can then delay requests).",
     )
 
     sample_retention_days: int = Field(
@@ -84,59 +115,73 @@ class Settings(BaseSettings):
     )
     run_retention_days: int = Field(
         default=400, ge=1, le=36500,
-        description="Days run summaries, sketches and rollups are kept.",
+        description="Days runs, their summaries, sketches and the hourly and daily rollups are "
+        "kept (deleted in batches).",
     )
     buffer_samples: int = Field(
         default=1_000_000, ge=1000, le=100_000_000,
-        description="Samples held in memory while the database is slow or down. At 90 % full "
-        "no new runs start (and /readyz says so); at 100 % samples are dropped and counted.",
+        description="Samples held in memory while the database is slow or down (about 0.7 KiB "
+        "each, so the default bounds the buffer near 700 MiB; lower it for small pods). At 90 % "
+        "full no new runs start (and /readyz says so); at 100 % samples are dropped, counted "
+        "and recorded on their run.",
     )
-    heartbeat_seconds: float = Field(
+    heartbeat_s: float = Field(
+        validation_alias=_renamed("heartbeat_s"),
         default=5.0, ge=0.2, le=300,
         description="Heartbeat interval; a replica silent for 3 intervals is dead and its "
         "runs are marked abandoned by the others.",
     )
-    misfire_grace_seconds: float = Field(
+    misfire_grace_s: float = Field(
+        validation_alias=_renamed("misfire_grace_s"),
         default=15.0, ge=0.1, le=86400,
         description="How late a tick may still start (capped at half the probe's interval); "
         "later ones are recorded as missed runs.",
     )
-    reconcile_seconds: float = Field(
+    reconcile_s: float = Field(
+        validation_alias=_renamed("reconcile_s"),
         default=30.0, ge=1, le=3600,
         description="How often each replica re-reads every probe (a safety net behind "
         "LISTEN/NOTIFY) and records missed ticks.",
     )
-    shutdown_grace_seconds: float = Field(
+    shutdown_grace_s: float = Field(
+        validation_alias=_renamed("shutdown_grace_s"),
         default=30.0, ge=0, le=3600,
         description="On SIGTERM, how long runs in flight may take to finish before they are "
         "marked abandoned.",
     )
-    alert_evaluation_seconds: float = Field(
+    alert_evaluation_s: float = Field(
+        validation_alias=_renamed("alert_evaluation_s"),
         default=15.0, ge=1, le=3600,
         description="How often each replica evaluates alerts (SLO burn-rate tiers).",
     )
-    alert_repeat_seconds: float = Field(
+    alert_repeat_s: float = Field(
+        validation_alias=_renamed("alert_repeat_s"),
         default=4 * 3600, ge=0, le=7 * 86400,
         description="How often a firing alert is notified again (0: never).",
     )
     external_url: str | None = Field(
         default=None,
         description="How users reach this service (e.g. https://sustain.example.com); the "
-        "generatorURL of notifications. Default: http://<host>:<port>.",
+        "generatorURL of notifications, which link to <url>/api/v1/alerts/<fingerprint>. "
+        "Default: http://<host>:<port>.",
     )
-    notify_poll_seconds: float = Field(
+    notify_poll_s: float = Field(
+        validation_alias=_renamed("notify_poll_s"),
         default=1.0, gt=0, le=60,
-        description="How often each replica looks for notifications to deliver.",
+        description="How often each replica looks for notifications to deliver (a replica that "
+        "just moved an alert delivers at once).",
     )
     notify_max_attempts: int = Field(
         default=10, ge=1, le=100,
-        description="Attempts (each with a few quick retries) before a delivery is failed.",
+        description="Attempts (each with 3 quick tries) before a delivery is failed.",
     )
-    notify_retry_max_seconds: float = Field(
+    notify_retry_max_s: float = Field(
+        validation_alias=_renamed("notify_retry_max_s"),
         default=600.0, ge=1, le=86400,
         description="Longest wait between delivery attempts (backoff doubles from 5 s).",
     )
-    alertmanager_resend_seconds: float = Field(
+    alertmanager_resend_s: float = Field(
+        validation_alias=_renamed("alertmanager_resend_s"),
         default=60.0, ge=1, le=3600,
         description="How often firing alerts are re-sent to Alertmanager notifiers; one "
         "not re-sent for 4 periods ends by itself there.",
@@ -146,10 +191,11 @@ class Settings(BaseSettings):
         description="Consecutive failed runs (no request succeeded) of a probe that fire "
         "SustainEndpointDown.",
     )
-    drift_evaluation_seconds: float = Field(
+    drift_evaluation_s: float = Field(
+        validation_alias=_renamed("drift_evaluation_s"),
         default=300.0, ge=1, le=86400,
         description="How often drift findings (sustain_drift_ratio, SustainDrift) are "
-        "recomputed.",
+        "recomputed (by one replica).",
     )
     drift_window: str = Field(
         default="24h", description="Recent window compared by drift findings.")
@@ -161,10 +207,12 @@ class Settings(BaseSettings):
     )
     config: Path | None = Field(
         default=None,
-        description="A YAML config file (endpoints, workloads, probes) synced to the database "
-        "at start, on SIGHUP and every config_reload_seconds.",
+        description="A YAML config file (endpoints, workloads, probes, SLOs, notifiers) synced "
+        "to the database at start, on SIGHUP and every SUSTAIN_CONFIG_RELOAD_S (the "
+        "same as `serve --config`).",
     )
-    config_reload_seconds: float = Field(
+    config_reload_s: float = Field(
+        validation_alias=_renamed("config_reload_s"),
         default=60.0, ge=0, le=86400,
         description="How often `serve --config FILE` re-reads the file (0: only at start and "
         "on SIGHUP).",
@@ -174,17 +222,23 @@ class Settings(BaseSettings):
     admin_key: SecretStr | None = Field(
         default=None,
         description="A bootstrap admin API key (sk_sustain_ followed by at least 32 "
-        "characters that look random: repeated, cyclic or sequential characters are refused). "
-        "Checked in memory, never stored; create named keys with it.",
+        "characters that look random: repeated, cyclic or sequential characters are refused, "
+        "at least 96 bits estimated from character and step entropy; `sustain keys generate` "
+        "prints one). Checked in memory, never stored; create named keys with it.",
     )
     metrics_auth: bool = Field(
-        default=False, description="Require a viewer key on /metrics.")
+        default=False, description="Require a viewer key on /metrics (Prometheus: "
+        "`authorization: {credentials_file: ...}`).")
     public_status_page: bool = Field(
         default=False, description="Serve the status page (/) without signing in.")
     anonymous_read: bool = Field(
         default=False,
         description="Let callers without a key read (viewer role). `sustain demo` sets it on "
-        "loopback; never set it on a shared deployment.",
+        "loopback; never set it on a shared deployment. On a host other than loopback "
+        "`serve` refuses to start with it unless the value is exactly `true`, and then warns. "
+        "It applies only to requests whose Host header is a loopback name (or, when "
+        "SUSTAIN_ALLOWED_HOSTS lists names, one of those); any other Host gets 401, so a page "
+        "on another site whose name resolves to 127.0.0.1 (DNS rebinding) reads nothing.",
     )
     session_hours: float = Field(
         default=12.0, gt=0, le=24 * 30,
@@ -194,9 +248,9 @@ class Settings(BaseSettings):
     secret_env: str = Field(
         default="",
         description="Comma-separated environment variable names or globs (fnmatch, "
-        "case-sensitive) that `env:` secret references may read. SUSTAIN_*, *DATABASE_URL*, "
-        "PG*, POSTGRES_* and any variable holding the database URL, its password or the "
-        "admin key are never readable.",
+        "case-sensitive: `OPENAI_API_KEY,LLM_*`) that `env:` secret references may read. "
+        "`SUSTAIN_*`, `*DATABASE_URL*`, `PG*`, `POSTGRES_*` and any variable holding the "
+        "database URL, its password or the admin key are never readable.",
     )
     secret_dir: Path = Field(
         default=Path("/var/run/secrets/sustain"),
@@ -205,12 +259,14 @@ class Settings(BaseSettings):
     )
     dataset_dir: Path | None = Field(
         default=None,
-        description="Workload datasets may only be read from under this directory, after "
-        "resolving links (unset: none may be named through the API or a config file).",
+        description="Workload dataset, sessions and tokenizer files and trace profile paths "
+        "must lie under this directory, after resolving links (unset: none may be named "
+        "through the API or a config file).",
     )
     dataset_max_bytes: int = Field(
         default=64 * 1024 * 1024, ge=1024, le=4 * 1024**3,
-        description="Largest dataset file a workload may read, in bytes.",
+        description="Largest dataset, sessions, trace or tokenizer file a run reads, in bytes; "
+        "a larger one, a directory, a device or a FIFO fails the run naming the file.",
     )
     allowed_targets: str = Field(
         default="",
@@ -225,20 +281,25 @@ class Settings(BaseSettings):
     )
     # --- load and size limits ---
     max_rate: float = Field(
-        default=1000.0, gt=0, le=1_000_000, description="Highest request rate a profile may "
-        "ask for, in requests/s.")
+        default=1000.0, gt=0, le=1_000_000, description="Highest request rate any stage of a "
+        "profile may ask for, in requests/s: the one limit on a rate (a closed loop is paced "
+        "to it too; raise it for runs past 1,000 requests/s).")
     max_concurrency: int = Field(
-        default=2000, ge=1, le=1_000_000, description="Most concurrent users a profile may "
-        "ask for.")
-    max_run_seconds: float = Field(
+        default=2000, ge=1, le=1_000_000, description="Most users of a closed-loop stage, and "
+        "most requests in flight (`max_in_flight`, default 256) of an open-loop one.")
+    max_run_s: float = Field(
+        validation_alias=_renamed("max_run_s"),
         default=3600.0, gt=0, le=7 * 86400, description="Longest a run may be planned to "
-        "take (all stages and warmups), in seconds.")
+        "take (all stages and warmups), in seconds; a run still going 120 s past it is "
+        "stopped.")
     max_run_requests: int = Field(
         default=1_000_000, ge=1, le=100_000_000, description="Most requests one run may "
-        "plan to send.")
+        "plan to send (rate x time, or `max_requests`); a run that reaches it anyway "
+        "(closed-loop users send as fast as the endpoint answers) is stopped there.")
     max_body_bytes: int = Field(
         default=1024 * 1024, ge=1024, le=256 * 1024 * 1024,
-        description="Largest request body the API accepts, in bytes (larger: 413).",
+        description="Largest request body the API accepts, in bytes (larger: 413, refused "
+        "before it is read whole).",
     )
 
     max_total_rate: float = Field(
@@ -259,29 +320,38 @@ class Settings(BaseSettings):
         default=100, ge=1, le=10_000,
         description="Items a list answers when the caller names no `limit`.")
     max_page_size: int = Field(
-        default=1000, ge=1, le=100_000, description="Largest `limit` a list accepts.")
+        default=1000, ge=1, le=100_000, description="Largest `limit` a list accepts (beyond: "
+        "422 `query.limit`).")
     # --- the HTTP server ---
-    http_header_timeout_seconds: float = Field(
+    http_header_timeout_s: float = Field(
+        validation_alias=_renamed("http_header_timeout_s"),
         default=10.0, gt=0, le=600,
-        description="How long a client may take to send a whole request head (and a body "
-        "after it); slower connections are closed.")
+        description="Seconds a client has to send a whole request, head and body, counted "
+        "from connecting (or from the first byte of the next request on a kept-alive "
+        "connection); a connection that misses it is closed.")
     http_max_open_connections: int = Field(
         default=2000, ge=16, le=1_000_000,
-        description="Open client connections the server keeps; past it the oldest idle or "
-        "slow ones are closed first.")
+        description="Open client connections the server keeps; a new one past it closes the "
+        "connection idle or still sending the longest (never one being answered), so /healthz "
+        "stays reachable. Lowered, with a warning, to fit the soft file limit (ulimit -n) less "
+        "what the replica needs otherwise.")
     allowed_hosts: str = Field(
         default="",
-        description="Comma-separated host names (globs: *.example.com) the service answers "
-        "for, checked against the Host header (empty: any).")
+        description="Comma-separated host names, `*.example.com` globs or IP addresses "
+        "(`[::1]` for IPv6) the service answers for, checked against the Host header (empty: "
+        "any); any other host gets 400. /healthz, /readyz and /metrics answer whatever the "
+        "host (kubelet and Prometheus use the pod's IP).")
     # --- audit and sign-in ---
     audit_retention_days: int = Field(
         default=90, ge=1, le=36500,
         description="Days audit log rows are kept; expired sign-in sessions are purged too.")
     config_env: str = Field(
         default="",
-        description="Comma-separated environment variable names or globs a config file's "
-        "${NAME} may expand (empty: none). SUSTAIN_*, database variables and anything "
-        "SUSTAIN_SECRET_ENV allows are never expanded.")
+        description="Comma-separated environment variable names or globs (case-sensitive) a "
+        "config file's `${NAME}` / `${NAME:-default}` may expand (empty: none); any other name "
+        "is an error at its line. `SUSTAIN_*`, `*DATABASE_URL*`, `PG*`, `POSTGRES_*`, anything "
+        "SUSTAIN_SECRET_ENV allows and any variable holding the database URL, its password or "
+        "the admin key are never expanded.")
 
     # --- bounds in total: what one credential or socket can make the service hold ---
     # (sustain.service.bounds lists each with who can push it and what happens beyond it;
@@ -300,7 +370,8 @@ class Settings(BaseSettings):
     agent_upload_max_itl_values: int = Field(
         default=65_536, ge=16, le=10_000_000,
         description="Inter-token latencies one uploaded sample may carry (beyond: 422).")
-    agent_upload_max_age_seconds: float = Field(
+    agent_upload_max_age_s: float = Field(
+        validation_alias=_renamed("agent_upload_max_age_s"),
         default=3 * 86400.0, ge=3600, le=365 * 86400,
         description="How old a tick an agent may still upload a run for, in seconds (an agent "
         "spools runs while the service is unreachable); older, or in the future: 422.")
@@ -316,7 +387,8 @@ class Settings(BaseSettings):
     export_max_concurrent: int = Field(
         default=8, ge=1, le=10_000,
         description="Sample exports in flight at once over all callers (beyond: 429).")
-    export_write_timeout_seconds: float = Field(
+    export_write_timeout_s: float = Field(
+        validation_alias=_renamed("export_write_timeout_s"),
         default=30.0, gt=0, le=3600,
         description="How long a reader may take to accept the next chunk of an export "
         "before its connection is closed, in seconds.")
@@ -348,7 +420,7 @@ class Settings(BaseSettings):
     def load_limits(self) -> LoadLimits:
         """The limits every load profile is held to (see sustain.service.domain.limits)."""
         return LoadLimits(max_rate=self.max_rate, max_concurrency=self.max_concurrency,
-                          max_run_seconds=self.max_run_seconds,
+                          max_run_s=self.max_run_s,
                           max_run_requests=self.max_run_requests,
                           max_workers=max(1, self.worker_processes()),
                           max_total_rate=self.max_total_rate,

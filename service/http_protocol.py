@@ -12,7 +12,7 @@ opened. So this protocol
 
 * arms a timer when a connection opens, and when a new request starts on a kept-alive one;
   a connection that has not delivered the whole request (head and body) when it fires
-  (SUSTAIN_HTTP_HEADER_TIMEOUT_SECONDS) is closed;
+  (SUSTAIN_HTTP_HEADER_TIMEOUT_S) is closed;
 * counts the bytes of each request's head (request line and header lines) as they arrive,
   before the parser sees them: neither uvicorn nor httptools bounds a head, so one client
   could make the server hold hundreds of megabytes of header lines (and answer 200). Once a
@@ -20,7 +20,7 @@ opened. So this protocol
   closed, and nothing more of it is read;
 * arms a write deadline whenever the transport stops taking a response (its buffer is past
   the high-water mark because the client does not read): a client that has not taken the
-  next piece within SUSTAIN_EXPORT_WRITE_TIMEOUT_SECONDS is closed, so a reader that never
+  next piece within SUSTAIN_EXPORT_WRITE_TIMEOUT_S is closed, so a reader that never
   reads holds neither a buffered response nor an export slot for long;
 * counts itself in a ConnectionRegistry (sustain.service.connections): when a new connection
   would exceed the cap (SUSTAIN_HTTP_MAX_OPEN_CONNECTIONS, kept below the file limit), the
@@ -270,6 +270,6 @@ def guarded_config(app: Any, settings: Settings, **kwargs: Any) -> GuardedConfig
             "the file limit (ulimit -n) is %s and the rest of the replica may need %d; "
             "raise the limit to serve more", cap, settings.http_max_open_connections, limit,
             reserve)
-    return GuardedConfig(app, header_timeout_s=settings.http_header_timeout_seconds,
+    return GuardedConfig(app, header_timeout_s=settings.http_header_timeout_s,
                          max_open_connections=cap, max_head_bytes=settings.http_max_head_bytes,
-                         write_timeout_s=settings.export_write_timeout_seconds, **kwargs)
+                         write_timeout_s=settings.export_write_timeout_s, **kwargs)

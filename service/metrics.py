@@ -1,4 +1,4 @@
-"""Prometheus exposition (README, Prometheus metrics), on an app-owned registry.
+"""Prometheus exposition (docs/prometheus.md), on an app-owned registry.
 
 Request counters and latency histograms are observed by this replica as its runs finish;
 Prometheus sums them over replicas. Last-run gauges are read from the database through a
@@ -19,6 +19,7 @@ from prometheus_client.registry import Collector
 
 from sustain.probes.measure.deployment import Deployment
 from sustain.probes.measure.sample import Sample
+from sustain.probes.renamed import stored_figure
 from sustain.service.db.runs import LastRun
 from sustain.service.db.slos import SloSnapshot
 from sustain.service.domain.auth_failures import AuthFailure
@@ -196,9 +197,9 @@ class LastRunCollector(Collector):
             summary = run.summary or {}
             if summary.get("availability") is not None:
                 availability.add_metric(values, float(summary["availability"]))
-            if summary.get("request_throughput") is not None:
-                throughput.add_metric(values, float(summary["request_throughput"]))
-                old_throughput.add_metric(values, float(summary["request_throughput"]))
+            if (value := stored_figure(summary, "requests_per_second")) is not None:
+                throughput.add_metric(values, float(value))
+                old_throughput.add_metric(values, float(value))
             for metric, family in latency.items():
                 dist = summary.get(f"{metric}_ms") or {}
                 for name, q in (("p50", "0.5"), ("p99", "0.99")):
@@ -213,13 +214,15 @@ class LastRunCollector(Collector):
                 if isinstance(tps, int | float):
                     capacity_tps.add_metric(values, float(tps))
                     old_capacity_tps.add_metric(values, float(tps))
-            if isinstance(value := summary.get("item_throughput"), int | float):
+            if isinstance(value := stored_figure(summary, "items_per_second"), int | float):
                 items.add_metric(values, float(value))
                 old_items.add_metric(values, float(value))
-            if isinstance(value := summary.get("retrieval_hit_rate"), int | float):
+            if isinstance(value := stored_figure(summary, "retrieval_hit_ratio"),
+                          int | float):
                 hits.add_metric(values, float(value))
             for name, q in (("p50", "0.5"), ("p99", "0.99")):
-                if isinstance(value := (summary.get("rtf") or {}).get(name), int | float):
+                if isinstance(value := (stored_figure(summary, "rtf_ratio") or {}).get(name),
+                              int | float):
                     rtf.add_metric([*values, q], float(value))
                     old_rtf.add_metric([*values, q], float(value))
                 for stage, dist in (summary.get("rag_stages_ms") or {}).items():

@@ -71,7 +71,7 @@ def drift_watch(settings: Settings) -> DriftWatch:
         window=timedelta(seconds=parse_duration(settings.drift_window)),
         baseline=timedelta(seconds=parse_duration(settings.drift_baseline)),
         watched=tuple(parse_watched(settings.drift_metrics)),
-        every=timedelta(seconds=settings.drift_evaluation_seconds))
+        every=timedelta(seconds=settings.drift_evaluation_s))
 
 
 class Replica:
@@ -115,7 +115,7 @@ class Replica:
                                     self.buffer, self.peers, settings.load_limits(),
                                     reach=self.reach, refusals=self.writer.refusals,
                                     location=settings.location)
-        self.liveness = Liveness(self.engine, self.replica_id, settings.heartbeat_seconds,
+        self.liveness = Liveness(self.engine, self.replica_id, settings.heartbeat_s,
                                  lambda: self.executor.in_flight, self.executor.run_ids,
                                  self.peers, location=settings.location)
         self.scheduler = ProbeScheduler(self.executor, self.sessions, self.engine, settings)
@@ -123,22 +123,22 @@ class Replica:
                                       self.scheduler.reconcile)
         self.reloader = None if settings.config is None else ConfigReloader(
             settings.config, self.sessions, self.scheduler, self.metrics,
-            settings.config_reload_seconds, settings.sample_retention_days,
+            settings.config_reload_s, settings.sample_retention_days,
             settings.load_limits(), reach=self.reach,
             expandable=settings.config_expansion(database_url))
         self.notify_client = egress_client(self.reach.egress, trust_env=True)
         self.delivery = DeliveryWorker(
             self.sessions, self.notify_client, self.replica_id, external_url(settings),
-            DeliveryPolicy(poll_s=settings.notify_poll_seconds,
+            DeliveryPolicy(poll_s=settings.notify_poll_s,
                            max_attempts=settings.notify_max_attempts,
-                           retry_max_s=settings.notify_retry_max_seconds,
-                           resend_s=settings.alertmanager_resend_seconds,
+                           retry_max_s=settings.notify_retry_max_s,
+                           resend_s=settings.alertmanager_resend_s,
                            max_response_bytes=settings.notify_max_response_bytes,
                            max_silences=settings.max_silences),
             observe=self.metrics.observe_notification, reach=self.reach)
         self.alerts = AlertEvaluator(
-            self.sessions, self.replica_id, settings.alert_evaluation_seconds,
-            settings.alert_repeat_seconds, settings.endpoint_down_runs, drift_watch(settings),
+            self.sessions, self.replica_id, settings.alert_evaluation_s,
+            settings.alert_repeat_s, settings.endpoint_down_runs, drift_watch(settings),
             on_transition=self.delivery.wake)
         self.stopping = False
         """Shutdown has begun: /readyz answers 503 while runs in flight finish."""
@@ -178,7 +178,7 @@ class Replica:
         self.liveness.stopping = True
         self.scheduler.pause()
         self.executor.stop_claiming()
-        grace = self.settings.shutdown_grace_seconds
+        grace = self.settings.shutdown_grace_s
         logger.info("shutting down: waiting up to %ss for %d runs in flight", grace,
                     self.executor.in_flight)
         if not await self.executor.drain(grace):

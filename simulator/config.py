@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 class Fault(enum.StrEnum):
@@ -66,30 +69,86 @@ class Fault(enum.StrEnum):
 
 FAULT_HEADER = "x-sim-fault"
 
+OPTION = "option"
+"""The key of a setting's Option in its dataclass field's metadata."""
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """How `sustain simulate` offers a setting: its flag's help (the flag is `--field-name`
+    unless `names` spells it), and the range a number must be in. The command's options are
+    made from these (sustain.service.cli.flags.config_parameters); a setting without one is
+    no flag."""
+
+    help: str
+    at_least: float | None = None
+    above: float | None = None
+    """An exclusive lower bound."""
+    at_most: float | None = None
+    names: tuple[str, ...] = ()
+
+    def problem(self, value: object) -> str | None:
+        """What is wrong with `value` for this setting; None when nothing is (an unset
+        value, None, is never out of range)."""
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        if self.at_least is not None and value < self.at_least:
+            return f"must be >= {self.at_least:g}"
+        if self.above is not None and not value > self.above:
+            return f"must be > {self.above:g}"
+        if self.at_most is not None and value > self.at_most:
+            return f"must be <= {self.at_most:g}"
+        return None
+
+
+def option(default: T, help: str, *, at_least: float | None = None,  # noqa: A002 - Option's word
+           above: float | None = None, at_most: float | None = None,
+           names: tuple[str, ...] = ()) -> T:
+    """A setting's dataclass field, offered as a flag of `sustain simulate` (see Option)."""
+    return field(default=default, metadata={OPTION: Option(
+        help, at_least=at_least, above=above, at_most=at_most, names=names)})
+
+
+class SimulatorConfigError(ValueError):
+    """Settings out of their range: each problem as (setting, what is wrong)."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        super().__init__("; ".join(f"{name}: {problem}" for name, problem in problems))
+        self.problems = problems
+
 
 @dataclass(frozen=True, slots=True)
 class SimulatorConfig:
-    ttft_ms: float = 50.0
+    """How the simulator behaves. Each setting is declared once, here: the fields with an
+    Option are `sustain simulate`'s flags, with their help and range; a config out of range
+    cannot be made (SimulatorConfigError)."""
+
+    ttft_ms: float = option(50.0, "Time to first token, ms.", at_least=0)
     """Delay from the start of generation to the first content token (median when jittered)."""
-    itl_ms: float = 10.0
+    itl_ms: float = option(10.0, "Inter-token latency, ms.", at_least=0)
     """Delay between successive tokens (median when jittered)."""
-    prefill_ms_per_token: float = 0.0
+    prefill_ms_per_token: float = option(
+        0.0, "Added to TTFT per prompt token not served from the prefix cache, ms.", at_least=0)
     """Added to TTFT per prompt token not served from the prefix cache (a cold prefill costs
     more than a cached one, as on a real server)."""
-    prefix_cache: bool = True
+    prefix_cache: bool = option(
+        True, "Emulate prefix caching and report cached_tokens (--no-prefix-cache: neither).",
+        names=("--prefix-cache/--no-prefix-cache",))
     """Emulate prefix caching (see prefix_cache.py) and report
     `usage.prompt_tokens_details.cached_tokens`."""
     tool_calls: bool = True
     """Answer a chat request that offers `tools` (and whose last message is not a tool's
     result) with a call to its first function, as a model deciding to use it would."""
-    ttft_sigma: float = 0.0
+    ttft_sigma: float = option(0.0, "Lognormal jitter of TTFT (sigma).", at_least=0)
     """Lognormal jitter of TTFT: each request's TTFT is ttft_ms * exp(N(0, sigma))."""
-    itl_sigma: float = 0.0
+    itl_sigma: float = option(0.0, "Lognormal jitter of ITL (sigma).", at_least=0)
     """Lognormal jitter of each inter-token gap."""
-    max_batch: int | None = None
+    max_batch: int | None = option(
+        None, "Generations at once; more requests queue, so TTFT rises past saturation.",
+        at_least=1)
     """Generations served at once; further requests queue (FIFO), so TTFT rises past
     saturation as on a real server. None: unlimited."""
-    error_every: int = 0
+    error_every: int = option(0, "Answer every Nth request with HTTP 500.", at_least=0)
     """When > 0, every Nth generation request answers HTTP 500."""
     retry_after_s: int = 1
     """Retry-After of `http_429` answers."""
@@ -100,39 +159,62 @@ class SimulatorConfig:
     trickle_bytes: int = 5
     trickle_ms: float = 1.0
     """A `trickle` fault writes each event in pieces of trickle_bytes, trickle_ms apart."""
-    truth_log: str | None = None
+    truth_log: str | None = option(
+        None, "Append per-request server-side timings (JSON lines) to this file.")
     """When set, one JSON line per answered request, streamed or whole, of every protocol:
     arrival, start of generation, when the first byte, the first token (None for a whole
     answer) and the last byte were handed to the server (perf_counter seconds: the same
     monotonic clock as clients on this machine), and the request's x-request-id header."""
-    output_tokens: int = 32
+    output_tokens: int = option(32, "Tokens per response (max).", at_least=0)
     """Tokens generated when the request's max_tokens allows that many."""
-    item_ms: float = 1.0
+    item_ms: float = option(
+        1.0, "Embeddings and rerank: added per input or document, ms.", at_least=0)
     """Embeddings and rerank: added to the answer's time per input embedded or document
     ranked (after ttft_ms, the fixed part, and prefill_ms_per_token for every word)."""
-    embedding_dimensions: int = 64
+    embedding_dimensions: int = option(
+        64, "Length of the simulated embedding vectors.", at_least=1, at_most=65_536)
     """Length of the simulated embedding vectors."""
-    gpu_power_w: float | None = None
+    gpu_power_w: float | None = option(
+        None, "Also expose DCGM power and energy series, each GPU drawing this many W.",
+        above=0)
     """When set, /metrics also exposes DCGM's power and energy series for `gpus` GPUs, each
     drawing this many watts (gpu_power.py)."""
-    gpus: int = 1
-    audio_ms_per_s: float = 20.0
+    gpus: int = option(1, "--gpu-power-w: GPUs to expose.", at_least=1, at_most=64)
+    audio_ms_per_s: float = option(
+        20.0, "Transcriptions: added to the first text per second of audio, ms.", at_least=0)
     """Transcriptions: added to the first text's time per second of audio (a real-time
     factor of 0.02 on top of ttft_ms)."""
-    prompt_chars_per_token: float | None = None
+    prompt_chars_per_token: float | None = option(
+        None, "Count each prompt word as ceil(length / this) tokens, as a subword tokenizer "
+        "does (3: about 1.8 a word); unset: one token a word.", above=0)
     """When set, a generation request's prompt word counts as ceil(len(word) /
     prompt_chars_per_token) tokens, as a subword (BPE) tokenizer splits longer words (3 makes
     sustain's synthetic vocabulary about 1.8 tokens a word, its salt 6); None: one token per
     whitespace-separated word. Embeddings and rerank count words either way."""
-    chat_template_tokens: int = 0
+    chat_template_tokens: int = option(
+        0, "Add this many tokens to the prompt count of every chat-shaped request.", at_least=0)
     """Tokens added to the prompt count of every chat-shaped generation request (chat,
     responses, messages; not completions), as a chat template adds its role markers."""
-    model: str = "sim-model"
-    fault: Fault = Fault.NONE
+    model: str = option("sim-model", "Model name to report.")
+    fault: Fault = option(  # noqa: RUF009 - an immutable enum member, given to field()
+        Fault.NONE, "Fault to inject into --fault-rate of requests.")
     """Fault injected into a fraction `fault_rate` of requests without a fault header."""
-    fault_rate: float = 0.0
+    fault_rate: float = option(
+        0.0, "Fraction of requests with --fault.", at_least=0, at_most=1)
     hang_s: float = 3600.0
     """How long a `hang` fault keeps the request open before answering."""
-    seed: int = 0
+    seed: int = option(0, "Seed for jitter and fault selection.")
     api_key: str | None = None
     """When set, requests must carry `Authorization: Bearer <api_key>` (as vLLM --api-key)."""
+
+    def __post_init__(self) -> None:
+        found = [(f.name, problem) for f in fields(self)
+                 if (setting := f.metadata.get(OPTION)) is not None
+                 and (problem := setting.problem(getattr(self, f.name))) is not None]
+        if found:
+            raise SimulatorConfigError(found)
+
+
+def options(config: type[Any] = SimulatorConfig) -> dict[str, Option]:
+    """The settings offered as flags, by field name, in field order."""
+    return {f.name: f.metadata[OPTION] for f in fields(config) if OPTION in f.metadata}

@@ -52,9 +52,9 @@ def serve_with_a_low_file_limit(port: int, log: Path, database_url: str,
     return SustainProcess(
         ["serve", "--port", str(port)], log,
         env={"SUSTAIN_DATABASE_URL": database_url, "SUSTAIN_REPLICA_ID": replica,
-             "SUSTAIN_HTTP_HEADER_TIMEOUT_SECONDS": str(HEADER_TIMEOUT_S),
-             "SUSTAIN_HEARTBEAT_SECONDS": "1", "SUSTAIN_ALERT_EVALUATION_SECONDS": "1",
-             "SUSTAIN_RECONCILE_SECONDS": "1"},
+             "SUSTAIN_HTTP_HEADER_TIMEOUT_S": str(HEADER_TIMEOUT_S),
+             "SUSTAIN_HEARTBEAT_S": "1", "SUSTAIN_ALERT_EVALUATION_S": "1",
+             "SUSTAIN_RECONCILE_S": "1"},
         program=["prlimit", f"--nofile={SERVER_FILE_LIMIT}:{SERVER_FILE_LIMIT}",
                  *sustain_command()])
 

@@ -1,7 +1,8 @@
-"""The lean HTTP/1.1 transport: OpenAI requests over the connection pool of http1_pool.py, the
-path every HTTP/1.1 endpoint takes. Events are parsed and time-stamped (perf_counter_ns) in the
-call that read them from the socket; what is measured is decided in openai_protocol.py, so the
-result is the same as over httpx (httpx_transport.py), only cheaper and closer to the wire."""
+"""The lean HTTP/1.1 transport: measured API requests (every kind of probes/protocols) over
+the connection pool of http1_pool.py, the path every HTTP/1.1 endpoint takes. Events are parsed
+and time-stamped (perf_counter_ns) in the call that read them from the socket; what is measured
+is decided by the target's protocol (its stream reader, its whole answer), so the result is the
+same as over httpx (httpx_transport.py), only cheaper and closer to the wire."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ from typing import cast
 
 from sustain.probes.client.expected import ExpectedItems
 from sustain.probes.client.http1_pool import ConnectionPool, Exchange, TransportError
-from sustain.probes.client.openai_protocol import (
+from sustain.probes.client.sse import EventTooLarge, SSEDecoder
+from sustain.probes.client.status import error_class_for_status
+from sustain.probes.client.target import Target
+from sustain.probes.measure.sample import ErrorClass, Measurement
+from sustain.probes.protocols.base import ApiProtocol
+from sustain.probes.protocols.registry import protocol_for, request_url
+from sustain.probes.protocols.streaming import (
     BODY_TOO_LARGE,
     DEADLINE_EXCEEDED,
     DRAIN_S,
@@ -26,11 +33,6 @@ from sustain.probes.client.openai_protocol import (
     is_event_stream,
     partial_result,
 )
-from sustain.probes.client.protocols import PROTOCOLS, Protocol, protocol_for, request_url
-from sustain.probes.client.sse import EventTooLarge, SSEDecoder
-from sustain.probes.client.status import error_class_for_status
-from sustain.probes.client.target import ApiKind, Target
-from sustain.probes.measure.sample import ErrorClass, Measurement
 
 TRANSPORT_ERRORS = {"connect": ErrorClass.CONNECT, "dns": ErrorClass.DNS,
                     "tls": ErrorClass.TLS, "timeout_connect": ErrorClass.TIMEOUT_CONNECT,
@@ -53,8 +55,7 @@ class _Reader:
     past its cap fails the reader at once, so one endpoint cannot stall the loop."""
 
     def __init__(self, stream: bool, loop: asyncio.AbstractEventLoop, deadlines: Deadlines,
-                 max_event_bytes: int, keep_reply: bool = False,
-                 protocol: Protocol = PROTOCOLS[ApiKind.OPENAI_CHAT],
+                 max_event_bytes: int, keep_reply: bool, protocol: ApiProtocol,
                  expect: ExpectedItems | None = None) -> None:
         self.stream = stream
         self.loop = loop
@@ -152,14 +153,14 @@ class _Reader:
             self.end_ns = end_ns
 
 
-async def send_openai_http1(pool: ConnectionPool, target: Target, encoded: EncodedRequest,
-                            stream: bool, t_send_ns: int, *, keep_reply: bool = False,
-                            expect: ExpectedItems | None = None) -> Measurement:
-    """Send one encoded request (see openai_protocol.encode_request) and measure it; with
-    `keep_reply`, keep what it answered (Measurement.reply); with `expect`, check the items
-    of a whole answer (expected.py). Never raises for endpoint
-    misbehaviour; no retries. Deadlines: connect, first token and total, from t_send (see
-    openai_protocol.Deadlines)."""
+async def send_over_http1(pool: ConnectionPool, target: Target, encoded: EncodedRequest,
+                          stream: bool, t_send_ns: int, *, keep_reply: bool = False,
+                          expect: ExpectedItems | None = None) -> Measurement:
+    """Send one encoded request of any API kind (its protocol's `encode`) and measure it by
+    the target's protocol (probes/protocols); with `keep_reply`, keep what it answered
+    (Measurement.reply); with `expect`, check the items of a whole answer (expected.py).
+    Never raises for endpoint misbehaviour; no retries. Deadlines: connect, first token and
+    total, from t_send (see protocols.streaming.Deadlines)."""
     payload, headers = encoded
     loop = asyncio.get_running_loop()
     deadlines = Deadlines.from_t_send(target, t_send_ns, loop)

@@ -1,7 +1,8 @@
-"""The httpx transport: OpenAI requests to HTTP/2 endpoints (the lean HTTP/1.1 pool in
-http1.py carries the rest), and httpx failures as error classes (shared with the plain `http`
-checks, which also go through httpx). What is measured is decided in openai_protocol.py; this
-module only reads the response through httpx and stamps chunks as they come out of it."""
+"""The httpx transport: measured API requests (every kind of probes/protocols) to HTTP/2
+endpoints (the lean HTTP/1.1 pool in http1.py carries the rest), and httpx failures as error
+classes (shared with the plain `http` checks, which also go through httpx). What is measured
+is decided by the target's protocol (probes/protocols: its stream reader, its whole answer);
+this module only reads the response through httpx and stamps chunks as they come out of it."""
 
 from __future__ import annotations
 
@@ -14,7 +15,13 @@ import httpx
 
 from sustain.probes.client.egress_connect import egress_denial
 from sustain.probes.client.expected import ExpectedItems
-from sustain.probes.client.openai_protocol import (
+from sustain.probes.client.sse import EventTooLarge, SSEDecoder
+from sustain.probes.client.status import error_class_for_status
+from sustain.probes.client.target import Target
+from sustain.probes.measure.sample import ErrorClass, Measurement
+from sustain.probes.protocols.base import ApiProtocol
+from sustain.probes.protocols.registry import protocol_for, request_url
+from sustain.probes.protocols.streaming import (
     BODY_TOO_LARGE,
     DEADLINE_EXCEEDED,
     ERROR_BODY_LIMIT,
@@ -28,11 +35,6 @@ from sustain.probes.client.openai_protocol import (
     is_event_stream,
     partial_result,
 )
-from sustain.probes.client.protocols import WholeResponse, protocol_for, request_url
-from sustain.probes.client.sse import EventTooLarge, SSEDecoder
-from sustain.probes.client.status import error_class_for_status
-from sustain.probes.client.target import Target
-from sustain.probes.measure.sample import ErrorClass, Measurement
 
 
 def _causes(exc: BaseException) -> list[BaseException]:
@@ -87,7 +89,7 @@ class _Phase:
         self.response_started = False
 
 
-async def send_openai_httpx(
+async def send_over_httpx(
     client: httpx.AsyncClient,
     target: Target,
     encoded: EncodedRequest,
@@ -97,13 +99,13 @@ async def send_openai_httpx(
     keep_reply: bool = False,
     expect: ExpectedItems | None = None,
 ) -> Measurement:
-    """Send one encoded request (see openai_protocol.encode_request) and measure it; with
-    `keep_reply`, keep what it answered (Measurement.reply); with `expect`, check the items
-    of a whole answer (expected.py). Never raises for endpoint
-    misbehaviour; no retries.
+    """Send one encoded request of any API kind (its protocol's `encode`) and measure it by
+    the target's protocol (probes/protocols); with `keep_reply`, keep what it answered
+    (Measurement.reply); with `expect`, check the items of a whole answer (expected.py).
+    Never raises for endpoint misbehaviour; no retries.
 
     Deadlines: connect (httpx), first token and total (asyncio, from t_send; see
-    openai_protocol.Deadlines).
+    protocols.streaming.Deadlines).
     """
     payload, request_headers = encoded
     loop = asyncio.get_running_loop()
@@ -130,7 +132,7 @@ async def send_openai_httpx(
                     return failure(t_send_ns, status, failed, f"HTTP {status}")
                 if not stream:
                     return await _read_whole(response, t_send_ns, status, keep_reply,
-                                             protocol.whole, expect)
+                                             protocol, expect)
                 if not is_event_stream(response.headers.get("content-type", "")):
                     return failure(t_send_ns, status, ErrorClass.PROTOCOL, NOT_EVENT_STREAM)
                 decoder = SSEDecoder(target.max_event_bytes)
@@ -181,7 +183,7 @@ async def _drain(response: httpx.Response, limit: int) -> None:
 
 
 async def _read_whole(response: httpx.Response, t_send_ns: int, status: int,
-                      keep_reply: bool, whole: WholeResponse,
+                      keep_reply: bool, protocol: ApiProtocol,
                       expect: ExpectedItems | None = None) -> Measurement:
     """A non-streamed body, up to WHOLE_BODY_LIMIT: past it the request ends as `protocol`
     without reading the rest (leaving the `client.stream` block closes the connection)."""
@@ -192,5 +194,5 @@ async def _read_whole(response: httpx.Response, t_send_ns: int, status: int,
         if size > WHOLE_BODY_LIMIT:
             return failure(t_send_ns, status, ErrorClass.PROTOCOL, BODY_TOO_LARGE)
         chunks.append(chunk)
-    return whole(b"".join(chunks), t_send_ns, time.perf_counter_ns(), status, keep_reply,
-                 expect)
+    return protocol.whole(b"".join(chunks), t_send_ns, time.perf_counter_ns(), status,
+                          keep_reply, expect)

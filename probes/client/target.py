@@ -14,7 +14,8 @@ from sustain.probes.measure.deployment import Deployment
 
 
 class ApiKind(enum.StrEnum):
-    """The protocol an endpoint speaks (probes/client/protocols.py)."""
+    """The API an endpoint speaks: the name of a kind, whose object (what its requests and
+    answers are) is probes/protocols/registry.py's."""
 
     OPENAI_CHAT = "openai-chat"
     OPENAI_COMPLETIONS = "openai-completions"
@@ -24,14 +25,6 @@ class ApiKind(enum.StrEnum):
     RERANK = "rerank"
     OPENAI_TRANSCRIPTIONS = "openai-transcriptions"
     HTTP = "http"
-
-
-CHAT_KINDS = frozenset({ApiKind.OPENAI_CHAT, ApiKind.OPENAI_RESPONSES,
-                        ApiKind.ANTHROPIC_MESSAGES})
-"""Kinds whose requests are conversations (a list of messages), not a bare prompt."""
-ITEM_KINDS = frozenset({ApiKind.OPENAI_EMBEDDINGS, ApiKind.RERANK})
-"""Kinds that answer whole, for a batch of items (inputs embedded, documents ranked): latency
-is end to end, throughput is items per second."""
 
 
 CLIENT_HEADERS = frozenset({

@@ -24,11 +24,11 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 
-from sustain.probes.client.openai_protocol import encode_request
 from sustain.probes.client.target import Target
 from sustain.probes.load.drivers import Prepare, Request
 from sustain.probes.measure.prompt_tokens import PromptCalibration, fit_prompt_tokens
 from sustain.probes.measure.sample import Measurement
+from sustain.probes.protocols.streaming import encode_request
 from sustain.probes.workload.lengths import FixedLength, UniformLength
 from sustain.probes.workload.requests import RequestBuilder, fitted
 from sustain.probes.workload.sessions import Dialogue

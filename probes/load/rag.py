@@ -37,12 +37,13 @@ import numpy.typing as npt
 
 from sustain.probes.client.egress import EgressPolicy
 from sustain.probes.client.expected import ExpectedItems
-from sustain.probes.client.openai_protocol import encode_request
 from sustain.probes.client.pgvector import PgVectorError, PgVectorIndex
-from sustain.probes.client.target import CHAT_KINDS, ApiKind, Target
+from sustain.probes.client.target import Target
 from sustain.probes.measure.expect import Expect
 from sustain.probes.measure.quality import meets
 from sustain.probes.measure.sample import NS_PER_MS, ErrorClass, Measurement
+from sustain.probes.protocols.registry import is_conversation, rag_stage_of
+from sustain.probes.protocols.streaming import encode_request
 from sustain.probes.workload.corpus import Passage, RagSpec, VectorIndex, load_corpus
 from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.probes.workload.requests import RequestBuilder, joined
@@ -74,12 +75,12 @@ def rag_problem(target: Target, workload: Workload) -> str | None:
         return None
     if target.rag is None:
         return "a rag workload needs the probe's embeddings endpoint"
-    if target.api_kind not in CHAT_KINDS:
+    if not is_conversation(target.api_kind):
         return "a rag probe generates with a chat endpoint (openai-chat, openai-responses or " \
             "anthropic-messages)"
-    if target.rag.embed.api_kind is not ApiKind.OPENAI_EMBEDDINGS:
+    if rag_stage_of(target.rag.embed.api_kind) != "embed":
         return "the rag embeddings endpoint must be of api_kind openai-embeddings"
-    if target.rag.rerank is not None and target.rag.rerank.api_kind is not ApiKind.RERANK:
+    if target.rag.rerank is not None and rag_stage_of(target.rag.rerank.api_kind) != "rerank":
         return "the rag rerank endpoint must be of api_kind rerank"
     if workload.in_sessions:
         return "a rag probe asks single questions: no sessions"

@@ -1,12 +1,12 @@
 """Which send function measures a target, bound to its connections and request bodies.
 
-The one dispatch from a target's ApiKind (and, for OpenAI, its transport) to a sender:
+The one dispatch from the form of a target's requests (its protocol's, probes/protocols) and
+its transport to a sender:
 
-- the generation kinds (`openai-chat`, `openai-completions`, `openai-responses`,
-  `anthropic-messages`), the item kinds (`openai-embeddings`, `rerank`) and
-  `openai-transcriptions` (protocols.py) over HTTP/1.1: the lean pool (http1.py);
-- the same with `http2` set: httpx (httpx_transport.py), which offers HTTP/2;
-- `http`: a plain check through httpx (http_check.py).
+- every API kind (the `prompt`, `items` and `audio` forms) over HTTP/1.1: the lean pool
+  (client/http1.py); with `http2` set, httpx (client/httpx_transport.py), which offers HTTP/2;
+  each form has its `prepare` (PREPARES);
+- the `check` form (`http`): a plain check through httpx (client/http_check.py).
 
 A sender builds what it needs up front (the workload's request builder, which may raise
 DatasetError or ValueError before anything is sent; its dataset is read only where the
@@ -20,20 +20,20 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from functools import partial
-from typing import Any, assert_never
+from typing import Any
 
 from sustain.probes.client.clients import HttpClients
-from sustain.probes.client.http1 import send_openai_http1
+from sustain.probes.client.http1 import send_over_http1
 from sustain.probes.client.http_check import send_http
-from sustain.probes.client.httpx_transport import send_openai_httpx
-from sustain.probes.client.openai_protocol import EncodedRequest, encode_request
-from sustain.probes.client.target import ITEM_KINDS, ApiKind, HttpCheck, Target
-from sustain.probes.client.transcription_protocol import encode_transcription
+from sustain.probes.client.httpx_transport import send_over_httpx
+from sustain.probes.client.target import HttpCheck, Target
 from sustain.probes.load.calibrate import SizedPrompts
 from sustain.probes.load.drivers import Prepare
 from sustain.probes.measure.expect import Expect
 from sustain.probes.measure.quality import meets
 from sustain.probes.measure.sample import Measurement
+from sustain.probes.protocols.registry import is_check
+from sustain.probes.protocols.streaming import EncodedRequest
 from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.probes.workload.requests import RequestBuilder
 from sustain.probes.workload.sessions import Dialogue
@@ -57,42 +57,43 @@ carry the auth; `datasets` says where the workload's dataset may be read from; `
 trace profile's loaded trace (each request's lengths), else None."""
 
 
-def openai_over_http1(clients: HttpClients, target: Target, workload: Workload,
-                      headers: Mapping[str, str], datasets: DatasetPolicy,
-                      replay: Replay | None = None) -> PrepareFn:
+def api_over_http1(clients: HttpClients, target: Target, workload: Workload,
+                   headers: Mapping[str, str], datasets: DatasetPolicy,
+                   replay: Replay | None = None) -> PrepareFn:
+    """Every API kind over the lean HTTP/1.1 pool (client/http1.py)."""
     pool = clients.pool(tls_verify=target.tls_verify)
-    return openai_prepare(partial(send_openai_http1, pool, target), target, workload, headers,
-                          datasets, replay)
+    return api_prepare(partial(send_over_http1, pool, target), target, workload, headers,
+                       datasets, replay)
 
 
-def openai_over_httpx(clients: HttpClients, target: Target, workload: Workload,
-                      headers: Mapping[str, str], datasets: DatasetPolicy,
-                      replay: Replay | None = None) -> PrepareFn:
+def api_over_httpx(clients: HttpClients, target: Target, workload: Workload,
+                   headers: Mapping[str, str], datasets: DatasetPolicy,
+                   replay: Replay | None = None) -> PrepareFn:
+    """Every API kind over httpx, offering HTTP/2 (client/httpx_transport.py)."""
     client = clients.httpx(tls_verify=target.tls_verify, http2=True)
-    return openai_prepare(partial(send_openai_httpx, client, target), target, workload,
-                          headers, datasets, replay)
+    return api_prepare(partial(send_over_httpx, client, target), target, workload,
+                       headers, datasets, replay)
 
 
-def openai_prepare(transport: Callable[..., Awaitable[Measurement]], target: Target,
-                   workload: Workload, headers: Mapping[str, str], datasets: DatasetPolicy,
-                   replay: Replay | None) -> PrepareFn:
+def api_prepare(transport: Callable[..., Awaitable[Measurement]], target: Target,
+                workload: Workload, headers: Mapping[str, str], datasets: DatasetPolicy,
+                replay: Replay | None) -> PrepareFn:
     """`prepare` over a transport bound to its connections and target (called as
     transport(encoded, stream, t_send_ns, keep_reply=...)): a request keeps its reply when it
     is a session's turn (the history needs it) or a quality canary (scored, then let go).
     Synthetic prompts get a SizedPrompts, to be calibrated before the run (calibrate.py),
     and each measurement carries the prompt length its request asked for."""
     builder = RequestBuilder(workload, target.api_kind, target.model, datasets, replay)
-    if target.api_kind in ITEM_KINDS:
-        return items_prepare(transport, builder, headers)
-    if target.api_kind is ApiKind.OPENAI_TRANSCRIPTIONS:
-        return audio_prepare(transport, builder, headers)
+    form_prepare = PREPARES.get(builder.protocol.form)
+    if form_prepare is not None:
+        return form_prepare(transport, builder, headers)
 
     def prepare(seq: int, dialogue: Dialogue | None = None) -> SendFn:
         if dialogue is not None:
             return partial(transport, turn_request(builder, seq, dialogue, headers),
                            workload.stream, keep_reply=True)
         expect = builder.expectation(seq)
-        send: SendFn = partial(transport, encode_request(builder.body(seq), headers),
+        send: SendFn = partial(transport, builder.protocol.encode(builder.body(seq), headers),
                                workload.stream, keep_reply=expect is not None)
         size, asked = builder.image_size(seq), builder.requested_tokens(seq)
         if size is not None or asked is not None:
@@ -119,7 +120,7 @@ def items_prepare(transport: Callable[..., Awaitable[Measurement]], builder: Req
     against the items it sent (probes/client/expected.py)."""
     def prepare(seq: int, _dialogue: Dialogue | None = None) -> SendFn:
         body = builder.body(seq)
-        return partial(transport, encode_request(body, headers), False,
+        return partial(transport, builder.protocol.encode(body, headers), False,
                        expect=builder.expected_items(body))
     return prepare
 
@@ -130,7 +131,7 @@ def audio_prepare(transport: Callable[..., Awaitable[Measurement]], builder: Req
     audio, its measurement carrying the audio's length (for the real-time factor)."""
     def prepare(seq: int, _dialogue: Dialogue | None = None) -> SendFn:
         fields, wav, seconds = builder.audio(seq)
-        send: SendFn = partial(transport, encode_transcription(fields, wav, dict(headers)),
+        send: SendFn = partial(transport, builder.protocol.encode_upload(fields, wav, headers),
                                builder.workload.stream)
 
         async def request(t_send_ns: int) -> Measurement:
@@ -158,7 +159,7 @@ def turn_request(builder: RequestBuilder, seq: int, dialogue: Dialogue,
     body = builder.turn_body(seq, dialogue)
     if dialogue.session_id is not None:
         headers = {**headers, SESSION_HEADER: dialogue.session_id}
-    return encode_request(body, headers)
+    return builder.protocol.encode(body, headers)
 
 
 def http_check_over_httpx(clients: HttpClients, target: Target, _workload: Workload,
@@ -182,22 +183,24 @@ def any_transport(clients: HttpClients) -> Callable[..., Awaitable[Measurement]]
     async def send(target: Target, encoded: EncodedRequest, stream: bool, t_send_ns: int,
                    **options: Any) -> Measurement:
         if target.http2:
-            return await send_openai_httpx(
+            return await send_over_httpx(
                 clients.httpx(tls_verify=target.tls_verify, http2=True), target, encoded,
                 stream, t_send_ns, **options)
-        return await send_openai_http1(clients.pool(tls_verify=target.tls_verify), target,
-                                       encoded, stream, t_send_ns, **options)
+        return await send_over_http1(clients.pool(tls_verify=target.tls_verify), target,
+                                     encoded, stream, t_send_ns, **options)
     return send
 
 
 def sender_for(target: Target) -> Sender:
-    """The sender for this target's API kind and transport."""
-    match target.api_kind:
-        case ApiKind.HTTP:
-            return http_check_over_httpx
-        case (ApiKind.OPENAI_CHAT | ApiKind.OPENAI_COMPLETIONS | ApiKind.OPENAI_RESPONSES
-              | ApiKind.ANTHROPIC_MESSAGES | ApiKind.OPENAI_EMBEDDINGS | ApiKind.RERANK
-              | ApiKind.OPENAI_TRANSCRIPTIONS):
-            return openai_over_httpx if target.http2 else openai_over_http1
-        case unreachable:
-            assert_never(unreachable)
+    """The sender for this target's protocol (a plain check, or an API request) and
+    transport."""
+    if is_check(target.api_kind):  # through httpx, whatever the endpoint offers
+        return http_check_over_httpx
+    return api_over_httpx if target.http2 else api_over_http1
+
+
+FormPrepare = Callable[[Callable[..., Awaitable[Measurement]], RequestBuilder,
+                        Mapping[str, str]], PrepareFn]
+PREPARES: dict[str, FormPrepare] = {"items": items_prepare, "audio": audio_prepare}
+"""The `prepare` of each request form but `prompt` (api_prepare's own) and `check` (which
+never gets there: sender_for)."""

@@ -88,7 +88,7 @@ class CurvePoint(BaseModel):
 def curve_point(level: int, summary: RunSummary) -> CurvePoint:
     return CurvePoint(
         level=level, count=summary.attempts, availability=summary.availability,
-        system_tps=summary.output_token_throughput, tps_per_user=tps_per_user(summary),
+        system_tps=summary.output_tokens_per_second, tps_per_user=tps_per_user(summary),
         ttft_p90_ms=summary.ttft_ms.p90, ttft_p99_ms=summary.ttft_ms.p99,
         tpot_p90_ms=summary.tpot_ms.p90, e2e_p99_ms=summary.e2e_ms.p99,
         goodput=summary.goodput)

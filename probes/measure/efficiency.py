@@ -50,7 +50,7 @@ def efficiency(summary: RunSummary, deployment: Deployment) -> Efficiency:
     as declared."""
     good_tps = None if summary.good_output_tokens is None \
         else ratio(summary.good_output_tokens, summary.duration_s)
-    return efficiency_of(summary.output_token_throughput, good_tps, deployment,
+    return efficiency_of(summary.output_tokens_per_second, good_tps, deployment,
                          measured_power_w(summary.server_metrics))
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field, model_validator
 
 from sustain.probes.measure.deployment import Efficiency
 from sustain.probes.measure.finite import ratio
@@ -23,6 +24,7 @@ from sustain.probes.measure.sessions import (
 )
 from sustain.probes.measure.slo import SloThresholds, meets
 from sustain.probes.measure.steady import SteadyState
+from sustain.probes.renamed import SUMMARY_RENAMED, accept_renamed
 
 GENERATOR_LAG_FLOOR_MS = 5.0
 GENERATOR_LAG_FRACTION = 0.01
@@ -47,7 +49,7 @@ class RunSummary(BaseModel):
     availability: float | None
     """successes / attempts; None when nothing was attempted."""
     duration_s: float
-    request_throughput: float | None
+    requests_per_second: float | None
     """Successful requests per second of measured time."""
     good: int | None = None
     """Requests that succeeded and met every SLO threshold; None without SLOs."""
@@ -55,7 +57,7 @@ class RunSummary(BaseModel):
     """Output tokens of those requests; None without SLOs."""
     goodput: float | None
     """Requests per second that succeeded and met every SLO threshold; None without SLOs."""
-    output_token_throughput: float | None
+    output_tokens_per_second: float | None
     """Output tokens of successful requests per second of measured time."""
     output_tokens: int
     output_tokens_estimated: bool
@@ -97,16 +99,16 @@ class RunSummary(BaseModel):
     input_tokens: int | None = None
     """Input (prompt) tokens of the successful requests whose server counted them; None when
     none did."""
-    input_token_throughput: float | None = None
+    input_tokens_per_second: float | None = None
     """Those input tokens per second of measured time."""
     items: int | None = None
     """Inputs embedded (openai-embeddings) or documents ranked (rerank) by the successful
     requests; None for the generation kinds."""
-    item_throughput: float | None = None
+    items_per_second: float | None = None
     """Those items per second of measured time: inputs/s or documents/s."""
-    audio_seconds: float | None = None
+    audio_s: float | None = None
     """Seconds of audio the successful transcription requests sent; None for other kinds."""
-    rtf: Distribution | None = None
+    rtf_ratio: Distribution | None = None
     """Real-time factor of the successful transcriptions: E2E over the audio's length (below 1
     is faster than real time); None for other kinds."""
     ttft_by_image_size: dict[str, Distribution] | None = None
@@ -117,7 +119,7 @@ class RunSummary(BaseModel):
     generate_ttft, generate, and overhead: what the stages left out of E2E); None otherwise."""
     retrieval_checked: int | None = None
     """RAG requests whose question names its expected passage (and got past retrieval)."""
-    retrieval_hit_rate: float | None = None
+    retrieval_hit_ratio: float | None = None
     """The share of those whose expected passage reached the model."""
     prompt_tokens_requested: float | None = None
     """Mean prompt length, in tokens, that the successful requests asked for: synthetic
@@ -132,6 +134,55 @@ class RunSummary(BaseModel):
     prompt_calibration: PromptCalibration | None = None
     """How the run sized its synthetic prompts (the run's summary only, not a stage's); None
     for prompts of given text."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        """A summary stored or uploaded under the old names (sustain.probes.renamed)."""
+        return accept_renamed(data, SUMMARY_RENAMED)
+
+    # The old names, answered beside the new ones until the next release.
+    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
+    @property
+    def request_throughput(self) -> float | None:
+        """Deprecated name of requests_per_second."""
+        return self.requests_per_second
+
+    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
+    @property
+    def output_token_throughput(self) -> float | None:
+        """Deprecated name of output_tokens_per_second."""
+        return self.output_tokens_per_second
+
+    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
+    @property
+    def input_token_throughput(self) -> float | None:
+        """Deprecated name of input_tokens_per_second."""
+        return self.input_tokens_per_second
+
+    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
+    @property
+    def item_throughput(self) -> float | None:
+        """Deprecated name of items_per_second."""
+        return self.items_per_second
+
+    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
+    @property
+    def audio_seconds(self) -> float | None:
+        """Deprecated name of audio_s."""
+        return self.audio_s
+
+    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
+    @property
+    def rtf(self) -> Distribution | None:
+        """Deprecated name of rtf_ratio."""
+        return self.rtf_ratio
+
+    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
+    @property
+    def retrieval_hit_rate(self) -> float | None:
+        """Deprecated name of retrieval_hit_ratio."""
+        return self.retrieval_hit_ratio
 
 
 def combined_health(stages: Sequence[GeneratorHealth]) -> GeneratorHealth:
@@ -191,11 +242,11 @@ def summarise(samples: Sequence[Sample], duration_s: float, slo: SloThresholds |
         errors=dict(sorted(errors.items())),
         availability=len(ok) / len(samples) if samples else None,
         duration_s=duration_s,
-        request_throughput=_rate(len(ok), duration_s) if samples else None,
+        requests_per_second=_rate(len(ok), duration_s) if samples else None,
         good=good,
         good_output_tokens=good_tokens,
         goodput=_rate(good, duration_s) if samples and good is not None else None,
-        output_token_throughput=_rate(tokens, duration_s) if samples else None,
+        output_tokens_per_second=_rate(tokens, duration_s) if samples else None,
         output_tokens=tokens,
         output_tokens_estimated=any(not s.measurement.tokens_server_counted for s in ok),
         ttft_ms=distribution([v for s in ok if (v := s.ttft_ms) is not None]),
@@ -214,16 +265,16 @@ def summarise(samples: Sequence[Sample], duration_s: float, slo: SloThresholds |
         turns_by_index=turns_by_index(samples),
         e2e_interactivity=e2e_interactivity(samples),
         input_tokens=sum(inputs) if inputs else None,
-        input_token_throughput=_rate(sum(inputs), duration_s) if inputs else None,
+        input_tokens_per_second=_rate(sum(inputs), duration_s) if inputs else None,
         items=sum(items) if items else None,
-        item_throughput=_rate(sum(items), duration_s) if items else None,
-        audio_seconds=sum(audio) if audio else None,
-        rtf=distribution([r for s in ok if (r := s.measurement.rtf) is not None])
+        items_per_second=_rate(sum(items), duration_s) if items else None,
+        audio_s=sum(audio) if audio else None,
+        rtf_ratio=distribution([r for s in ok if (r := s.measurement.rtf) is not None])
         if audio else None,
         ttft_by_image_size=ttft_by_image_size(ok),
         rag_stages_ms=rag_stages(ok),
         retrieval_checked=len(hits) if hits else None,
-        retrieval_hit_rate=ratio(sum(hits), len(hits)) if hits else None,
+        retrieval_hit_ratio=ratio(sum(hits), len(hits)) if hits else None,
         prompt_tokens_requested=prompts.requested,
         prompt_tokens_served=prompts.served,
         prompt_tokens_ratio=prompts.ratio,

@@ -26,13 +26,14 @@ import uvloop
 
 from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.secrets import SecretUnavailableError
-from sustain.probes.client.target import ApiKind, Target
+from sustain.probes.client.target import Target
 from sustain.probes.load.clock import RunClock
 from sustain.probes.load.drivers import Prepare, Request, StageContext, sleep_until_ns
-from sustain.probes.load.plan import OpenStage
 from sustain.probes.load.quiet_gc import quiet_gc
+from sustain.probes.load.stages import OpenStage
 from sustain.probes.log_lines import OneLineFormatter
 from sustain.probes.measure.sample import Sample
+from sustain.probes.protocols.registry import is_check
 from sustain.probes.runner import (
     RunStop,
     finish,
@@ -234,7 +235,7 @@ class Worker:
 def warm_clients(clients: HttpClients, target: Target) -> None:
     """Create, on the event loop, the connection pool or httpx client the run will use, so
     the thread that prepares the run only looks it up."""
-    if target.api_kind is ApiKind.HTTP:
+    if is_check(target.api_kind):
         clients.httpx(tls_verify=target.tls_verify, http2=target.http2)
     elif target.http2:
         clients.httpx(tls_verify=target.tls_verify, http2=True)

@@ -20,18 +20,12 @@ from typing import Any
 from sustain.probes.load.clock import RunClock
 from sustain.probes.load.drivers import measured_seconds
 from sustain.probes.load.live import LiveStats
-from sustain.probes.load.plan import ClosedStage, Stage
 from sustain.probes.load.profiles import LoadProfile
+from sustain.probes.load.stages import ClosedStage, Stage
 from sustain.probes.measure.sample import Sample
 from sustain.probes.measure.slo import SloThresholds
-from sustain.probes.runner import (
-    RunBook,
-    RunBudget,
-    RunResult,
-    RunStop,
-    stopped_stage,
-    summarise_stage,
-)
+from sustain.probes.run_result import RunResult
+from sustain.probes.runner import RunBook, RunBudget, RunStop, stopped_stage, summarise_stage
 from sustain.probes.workers.process import RunChannel, StageDone
 from sustain.probes.workers.shards import Shard, next_base, shard_stage, split_count
 from sustain.probes.workload.traces import Replay

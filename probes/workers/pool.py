@@ -23,19 +23,12 @@ from sustain.probes.client.secret_policy import SecretPolicy
 from sustain.probes.client.target import Target
 from sustain.probes.load.calibrate import FITS, calibration_key, known_fit
 from sustain.probes.load.live import LiveStats
-from sustain.probes.load.plan import peak_in_flight
 from sustain.probes.load.profiles import LoadProfile
 from sustain.probes.measure.prompt_tokens import PromptCalibration
 from sustain.probes.measure.sample import Sample
 from sustain.probes.measure.slo import SloThresholds
-from sustain.probes.runner import (
-    RunBudget,
-    RunResult,
-    RunStop,
-    TooManyWorkersError,
-    inputs_of,
-    server_watch,
-)
+from sustain.probes.run_result import RunResult
+from sustain.probes.runner import RunBudget, RunStop, TooManyWorkersError, inputs_of, server_watch
 from sustain.probes.workers.conductor import conduct
 from sustain.probes.workers.process import RunChannel, WorkerDiedError, WorkerProcess
 from sustain.probes.workload.dataset import DatasetPolicy
@@ -149,7 +142,7 @@ class WorkerPool:
                       datasets: DatasetPolicy | None = None) -> RunResult:
         """What runner.execute does, measured in `profile.workers` worker processes."""
         # each worker holds its own decoded media; the run's requests in flight their copies
-        datasets = (datasets or DatasetPolicy()).for_run(peak_in_flight(profile),
+        datasets = (datasets or DatasetPolicy()).for_run(profile.peak_in_flight(),
                                                          profile.workers)
         replay, sessions = await asyncio.to_thread(inputs_of, profile, workload, datasets)
         workers = await self.lease(profile.workers)

@@ -14,7 +14,7 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from sustain.probes.load.plan import ClosedStage, OpenStage, SingleStage, Stage
+from sustain.probes.load.stages import ClosedStage, OpenStage, SingleStage, Stage
 
 
 def split_count(total: int, parts: int) -> list[int]:

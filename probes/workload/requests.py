@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 
 from sustain.probes.client.expected import ExpectedItems
-from sustain.probes.client.target import CHAT_KINDS, ITEM_KINDS, ApiKind
+from sustain.probes.client.target import ApiKind
 from sustain.probes.measure.expect import Expect
 from sustain.probes.measure.prompt_tokens import PromptFit
+from sustain.probes.protocols.registry import protocol_of
 from sustain.probes.workload.audio import SaltedWav
 from sustain.probes.workload.dataset import DatasetEntry, DatasetPolicy
 from sustain.probes.workload.dataset_images import DatasetImages, load_dataset_images
@@ -25,7 +26,6 @@ from sustain.probes.workload.images import ImageMaker
 from sustain.probes.workload.lengths import sample_length
 from sustain.probes.workload.media import MediaHeld, MediaLimitError, media_problem
 from sustain.probes.workload.sessions import Dialogue
-from sustain.probes.workload.shapes import shaped
 from sustain.probes.workload.spec import Workload
 from sustain.probes.workload.tokenizer import (
     FittedWordTokenizer,
@@ -38,8 +38,6 @@ from sustain.probes.workload.traces import MOONCAKE_BLOCK_TOKENS, Replay, TraceR
 
 MAX_CACHED_BLOCKS = 4096
 """Trace prefix blocks kept built (a block is built again once more are in use)."""
-GENERATION_KINDS = frozenset({*CHAT_KINDS, ApiKind.OPENAI_COMPLETIONS})
-"""The kinds whose requests carry one prompt the server counts as `usage.prompt_tokens`."""
 OUTPUT_LENGTH_KEYS = frozenset({"min_tokens", "max_completion_tokens", "max_output_tokens"})
 """Extra body keys a calibration request leaves out: it asks for one output token."""
 
@@ -57,6 +55,8 @@ class RequestBuilder:
         `seq`-th request, and its prefix blocks (hash ids) as the trace shares them."""
         self._blocks: dict[tuple[int, int], str] = {}
         self.api_kind = api_kind
+        self.protocol = protocol_of(api_kind)
+        """How the kind's requests are built (probes/protocols)."""
         self.model = model
         self.tokenizer: PromptTokenizer = (
             HFTokenizer(workload.tokenizer, datasets or DatasetPolicy()) if workload.tokenizer
@@ -67,10 +67,10 @@ class RequestBuilder:
         """The server's count of the synthetic words, once fitted (`calibrate`)."""
         self.prefix = self._shared_prefix()
         """The stable shared prefix: the same in every request and every run."""
-        self._wav = SaltedWav(workload.audio_seconds, workload.seed) \
-            if api_kind is ApiKind.OPENAI_TRANSCRIPTIONS else None
+        self._wav = SaltedWav(workload.audio_s, workload.seed) \
+            if self.protocol.form == "audio" else None
         """A transcription probe's clip, made once before any request (audio.py)."""
-        self.images = None if workload.images is None or api_kind not in CHAT_KINDS \
+        self.images = None if workload.images is None or not self.protocol.conversation \
             else ImageMaker(workload.images)
         """Synthetic images for each request's user message (chat kinds only)."""
         self.dataset_images: DatasetImages | None = None
@@ -80,7 +80,7 @@ class RequestBuilder:
             self.dataset = policy.load(workload.dataset)
             self._order = list(range(len(self.dataset)))
             random.Random(workload.seed).shuffle(self._order)
-            if api_kind in CHAT_KINDS:
+            if self.protocol.conversation:
                 self.dataset_images = load_dataset_images(
                     self.dataset, workload.dataset, policy, salted=workload.cache == "defeat")
         self.media = self._media()
@@ -180,7 +180,7 @@ class RequestBuilder:
     def body(self, seq: int) -> dict[str, Any]:
         """The JSON body of request `seq`; streaming asks for usage so tokens are
         server-counted."""
-        if self.api_kind in ITEM_KINDS:
+        if self.protocol.form == "items":
             return self._items_body(seq)
         w = self.workload
         body: dict[str, Any] = dict(w.extra_body)
@@ -194,7 +194,7 @@ class RequestBuilder:
             lead = self._lead(salt)
             entry = self.entry(seq)
             max_tokens = entry.max_tokens or max_tokens
-            if self.api_kind in CHAT_KINDS and entry.messages is not None:
+            if self.protocol.conversation and entry.messages is not None:
                 body["messages"] = led_messages(entry.messages, lead)
             else:
                 self._set_prompt(body, joined(lead, entry.text()))
@@ -213,13 +213,10 @@ class RequestBuilder:
         `query_tokens` and `documents` documents), each text salted on its own."""
         w = self.workload
         body: dict[str, Any] = dict(w.extra_body)
-        if self.api_kind is ApiKind.OPENAI_EMBEDDINGS:
-            body.setdefault("encoding_format", "float")
-            body.update(model=self.model, input=self._texts(seq, w.batch_size))
-        else:
-            query = joined(self.salt(), self.tokenizer.prompt(
-                w.query_tokens, random.Random(f"query:{w.seed}:{seq}")))
-            body.update(model=self.model, query=query, documents=self._texts(seq, w.documents))
+        self.protocol.item_body(
+            body, self.model, w, lambda count: self._texts(seq, count),
+            lambda: joined(self.salt(), self.tokenizer.prompt(
+                w.query_tokens, random.Random(f"query:{w.seed}:{seq}"))))
         return body
 
     def _texts(self, seq: int, count: int) -> list[str]:
@@ -256,9 +253,7 @@ class RequestBuilder:
 
     def expected_items(self, body: dict[str, Any]) -> ExpectedItems:
         """What the answer to an item kind's `body` must hold (probes/client/expected.py)."""
-        if self.api_kind is ApiKind.OPENAI_EMBEDDINGS:
-            return ExpectedItems(len(body["input"]), self.workload.dimensions)
-        return ExpectedItems(len(body["documents"]))
+        return self.protocol.expected_items(body, self.workload)
 
     def expectation(self, seq: int) -> Expect | None:
         """What request `seq`'s reply must meet, when its dataset line is a quality canary."""
@@ -289,7 +284,7 @@ class RequestBuilder:
     def image_size(self, seq: int) -> str | None:
         """The size of the images request `seq` attaches (body()), as reported by TTFT per
         image size: its dataset line's, else the synthetic ones'; None without images."""
-        if self.api_kind not in CHAT_KINDS or self.replay is not None:
+        if not self.protocol.conversation or self.replay is not None:
             return None
         if self.dataset is not None and self.dataset_images is not None:
             size = self.dataset_images.size(self.entry(seq))
@@ -307,7 +302,7 @@ class RequestBuilder:
                images: list[str] | None = None) -> dict[str, Any]:
         """What every body carries: model, output cap, streaming (asking for usage, so
         tokens are server-counted) and sampling; then in the shape of the target's protocol
-        (shapes.py)."""
+        (its `shape`, probes/protocols/shapes.py)."""
         w = self.workload
         body.update(model=self.model, max_tokens=max_tokens, stream=w.stream)
         if w.stream:
@@ -320,7 +315,7 @@ class RequestBuilder:
             images = self.images.data_uris(self._image_rng(seq))
         if images:
             attach_images(body, images)
-        return shaped(body, self.api_kind)
+        return self.protocol.shape(body)
 
     def _traced(self, seq: int, request: TraceRequest) -> str:
         """A trace request's prompt: the run's salt, then its prefix blocks by hash id (the
@@ -371,17 +366,14 @@ class RequestBuilder:
         return self.tokenizer.count(salt) if salt else 0
 
     def _set_prompt(self, body: dict[str, Any], text: str) -> None:
-        if self.api_kind in CHAT_KINDS:
-            body["messages"] = [{"role": "user", "content": text}]
-        else:
-            body["prompt"] = text
+        self.protocol.set_prompt(body, text)
 
 
 def synthetic_prompts(workload: Workload, api_kind: ApiKind) -> bool:
     """Whether a run's prompts are made of the vocabulary's words, sized to a length in
     tokens (synthetic prompts and turns, trace replays), on a generation kind."""
     w = workload
-    return (api_kind in GENERATION_KINDS and w.prompt is None and w.dataset is None
+    return (protocol_of(api_kind).counts_prompt and w.prompt is None and w.dataset is None
             and w.sessions is None and w.rag is None)
 
 
@@ -397,7 +389,7 @@ def joined(lead: str, text: str) -> str:
 
 def attach_images(body: dict[str, Any], uris: list[str]) -> None:
     """Images (data URIs) after the text of the body's last user message, as OpenAI chat
-    content parts (shapes.py converts them for the other protocols)."""
+    content parts (probes/protocols/shapes.py converts them for the other protocols)."""
     messages = body.get("messages") or []
     user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
     if user is None:

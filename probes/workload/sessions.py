@@ -1,8 +1,8 @@
 """Multi-turn sessions (agentic conversations), in MLPerf Endpoints' layout: one JSONL line
 per turn, `conversation_id`, `turn`, `messages` (the new user or tool messages of that turn),
-optional `tools`, `tool_calls` (the assistant's recorded calls), `delay_seconds` (think or
-tool time before the turn) and `max_tokens`. Or a synthetic form: `turns` turns of one user
-message each, of the workload's input length.
+optional `tools`, `tool_calls` (the assistant's recorded calls), `delay_s` (think or tool
+time before the turn, in seconds; MLPerf's `delay_seconds` is read too) and `max_tokens`.
+Or a synthetic form: `turns` turns of one user message each, of the workload's input length.
 
 A conversation is played in order, one turn in flight: each turn sends the history so far
 plus its own messages, and the assistant's actual reply (text and tool calls) joins the
@@ -267,14 +267,24 @@ def parse_turn(record: Any, where: str) -> tuple[str, int, SessionTurn]:
     if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(
             max_tokens, int) or not 1 <= max_tokens <= 1_000_000):
         raise DatasetError(f"{where}: 'max_tokens' must be an integer from 1 to 1000000")
-    delay = record.get("delay_seconds", 0.0)
+    delay, delay_key = _delay(record, where)
     return str(conversation), number, SessionTurn(
         messages=_messages(record.get("messages"), where),
         tools=None if tools is None else _objects(tools, where, "tools"),
         recorded_calls=() if record.get("tool_calls") is None
         else _objects(record["tool_calls"], where, "tool_calls"),
-        delay_s=0.0 if delay is None else _number(delay, where, "delay_seconds", 0, MAX_DELAY_S),
+        delay_s=0.0 if delay is None else _number(delay, where, delay_key, 0, MAX_DELAY_S),
         max_tokens=max_tokens)
+
+
+def _delay(record: dict[str, Any], where: str) -> tuple[object, str]:
+    """A turn's delay and the key it came by: `delay_s`, the name that says its unit, or
+    `delay_seconds`, MLPerf Endpoints' (both: the same value, or a DatasetError)."""
+    if "delay_s" in record:
+        if "delay_seconds" in record and record["delay_seconds"] != record["delay_s"]:
+            raise DatasetError(f"{where}: give 'delay_s' or 'delay_seconds', not both")
+        return record["delay_s"], "delay_s"
+    return record.get("delay_seconds", 0.0), "delay_seconds"
 
 
 def parse_sessions(lines: list[str], file: str) -> tuple[Conversation, ...]:

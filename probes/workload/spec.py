@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, computed_field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from sustain.probes.inputs import InputModel, storable_problem
+from sustain.probes.renamed import WORKLOAD_RENAMED, accept_renamed
 from sustain.probes.workload.audio import MAX_AUDIO_SECONDS
 from sustain.probes.workload.corpus import RagSpec
 from sustain.probes.workload.images import ImageSpec
@@ -48,9 +49,9 @@ class Workload(InputModel):
     sessions: str | None = Field(
         default=None, min_length=1, max_length=MAX_PATH_CHARS,
         description="Path of a JSONL sessions file (multi-turn, agentic): one line per turn "
-        "with conversation_id, turn, messages and optional tools, tool_calls, delay_seconds "
-        "and max_tokens. Each conversation plays in order with its history; a concurrency "
-        "profile's users are conversations in flight.",
+        "with conversation_id, turn, messages and optional tools, tool_calls, delay_s (or "
+        "MLPerf's delay_seconds) and max_tokens. Each conversation plays in order with its "
+        "history; a concurrency profile's users are conversations in flight.",
     )
     turns: int | None = Field(
         default=None, ge=1, le=1000,
@@ -106,11 +107,12 @@ class Workload(InputModel):
         "retrieves top_k passages from the corpus, optionally reranks them, then generates "
         "with them in the prompt. Questions come from the dataset (its lines' `passage` is "
         "the expected passage's id) or are drawn from the corpus.")
-    audio_seconds: float = Field(
+    audio_s: float = Field(
         default=5.0, ge=0.1, le=MAX_AUDIO_SECONDS,
-        description="openai-transcriptions: length of each request's synthetic audio (16 "
-        "kHz mono 16-bit WAV, a few tones under noise, its samples new for every request "
-        "unless the cache is allowed).")
+        description="openai-transcriptions: length of each request's synthetic audio, "
+        "seconds (16 kHz mono 16-bit WAV, a few tones under noise, its samples new for every "
+        "request unless the cache is allowed). Formerly `audio_seconds` (still accepted, "
+        "deprecated).")
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, gt=0, le=1)
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
@@ -131,6 +133,17 @@ class Workload(InputModel):
             raise PydanticCustomError("too_large", "at most {limit} bytes as JSON",
                                       {"limit": MAX_EXTRA_BODY_BYTES})
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return accept_renamed(data, WORKLOAD_RENAMED)
+
+    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
+    @property
+    def audio_seconds(self) -> float:
+        """Deprecated name of audio_s, answered until the next release."""
+        return self.audio_s
 
     @model_validator(mode="after")
     def _one_source(self) -> Workload:

@@ -7,7 +7,8 @@ firing alert re-sent each period, as Prometheus does, so Alertmanager never time
 Silences are read once per pass, and only those active at its moment (SUSTAIN_MAX_SILENCES
 bounds how many may be pending or active); the alerts of a pass are matched against them
 in a worker thread, so however many there are, the event loop (and /healthz) never waits
-on the matching. Each receiver's answer is read raw and bounded (see notifiers.post)."""
+on the matching. Each receiver's answer is read raw and bounded (see notifiers.transport).
+What is sent, and which notifiers re-send, is up to each one's kind (notifiers.REGISTRY)."""
 
 from __future__ import annotations
 
@@ -86,6 +87,10 @@ async def muted_off_loop(silences: Sequence[SilenceWindow],
 
 
 def _target(notifier: Notifier, reach: Reach) -> notifiers.Target | notifiers.Outcome:
+    """Where to send, or why not: the outcome of a kind this build does not know (a notifier
+    stored by a newer one) is final."""
+    if notifier.kind not in notifiers.REGISTRY:
+        return notifiers.Outcome(False, error=f"unknown notifier kind {notifier.kind!r}")
     return notifiers.resolve(notifier.name, notifier.kind, notifier.url,
                              notifier.url_secret_ref, notifier.signing_secret_ref,
                              notifier.timeout_s, reach)
@@ -245,18 +250,20 @@ class DeliveryWorker:
 
     async def _resend_due(self, now: datetime
                           ) -> tuple[list[Notifier], list[dict[str, Any]]]:
-        """The Alertmanager notifiers whose re-send this replica took for this period, and
-        the firing alerts (silences not yet applied); nothing when none is due."""
+        """The notifiers of re-sending kinds (Alertmanager) whose re-send this replica took
+        for this period, and the firing alerts (silences not yet applied); nothing when none
+        is due."""
         period = timedelta(seconds=self.policy.resend_s)
         async with self.sessions.begin() as session:
-            targets = [n for n in await queries.alertmanagers(session)
+            targets = [n for n in await queries.resenders(session,
+                                                          notifiers.REGISTRY.resending())
                        if await queries.resend_due(session, n.id, now, period)]
             if not targets:
                 return [], []
             return targets, await queries.firing_payloads(session)
 
     async def _resend_to(self, notifier: Notifier, firing: list[dict[str, Any]]) -> None:
-        """Re-send the firing alerts routed to an Alertmanager; a failure (database or
+        """Re-send the firing alerts routed to a re-sending notifier; a failure (database or
         network down, no file descriptor left) is logged and counted, and the next period
         re-sends anyway."""
         try:

@@ -1,4 +1,4 @@
-"""Drift findings: every drift_evaluation_seconds one replica (an advisory lock decides which)
+"""Drift findings: every drift_evaluation_s one replica (an advisory lock decides which)
 compares each enabled probe's recent window with the baseline window before it, for each
 watched metric statistic (drift_report, as the REST route does: its CPU work runs in a worker
 thread), and stores the verdict. sustain_drift_ratio and the SustainDrift alert read the

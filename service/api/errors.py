@@ -12,6 +12,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from sustain.probes.load.profiles import PROFILE_KINDS
+from sustain.service.alerting.notifiers import REGISTRY as NOTIFIER_KINDS
 from sustain.service.errors import (
     FieldError,
     ServiceError,
@@ -39,13 +40,14 @@ def problem(request: Request, status: int, title: str, detail: str,
 def _field(loc: tuple[int | str, ...]) -> str:
     """`("body", "profile", "constant", "rate")` -> `profile.rate`: the path a user wrote.
 
-    Body fields drop the "body" prefix and discriminated-union tags; query and path parameters
-    keep their location, e.g. `query.limit`.
+    Body fields drop the "body" prefix and discriminated-union tags (load profile and
+    notifier kinds); query and path parameters keep their location, e.g. `query.limit`.
     """
     parts = [str(p) for p in loc]
     if parts[:1] == ["body"]:
         parts = parts[1:]
-    return ".".join(p for p in parts if p not in PROFILE_KINDS) or "body"
+    return ".".join(p for p in parts
+                    if p not in PROFILE_KINDS and p not in NOTIFIER_KINDS) or "body"
 
 
 def validation_errors(exc: RequestValidationError) -> list[dict[str, str]]:

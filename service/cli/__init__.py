@@ -1,14 +1,16 @@
 """The `sustain` command: one module per command group, assembled here.
 
-- serve.py: `serve`, `demo` (demo.py seeds the demo's objects; server.py runs uvicorn
-  gracefully);
-- probe.py: `probe`, over the one-shot runner (oneshot.py) and its flag model
-  (probe_flags.py; flags.py turns a flag model into the command's options);
+- serve.py: `serve`, `demo` (its simulators and objects are sustain.service.demo's, the
+  graceful uvicorn sustain.service.server's);
+- probe.py: `probe`, its flags (probe_flags.py) made a one-shot run (oneshot.py; the run
+  itself is sustain.service.scheduling.one_shot's); flags.py turns a flag model, or a
+  config's flagged fields (`simulate`'s), into a command's options;
 - admin.py: `validate`, `migrate`, `rules`;
 - export.py, compare.py, simulate.py, keys.py, agent.py: one command (group) each;
 - common.py: the console, shared options, settings, the database and serving.
 
-Commands import what they use when they run, so that `sustain --help` stays fast.
+Only commands, their flags and what they share live here. Commands import what they use when
+they run, so that `sustain --help` stays fast.
 """
 
 import typer

@@ -13,7 +13,12 @@ from urllib.parse import urlsplit
 
 import typer
 
-from sustain.service.cli.common import DataDirOpt, console, load_settings
+from sustain.service.cli.common import (
+    DataDirOpt,
+    console,
+    load_settings,
+    warn_deprecated_variables,
+)
 from sustain.service.logging import configure_logging
 
 KEY_VAR = "SUSTAIN_AGENT_KEY"
@@ -65,6 +70,7 @@ def agent(
 
     settings = load_settings(data_dir=data_dir, location=location)
     configure_logging(settings.log_level, settings.log_format)
+    warn_deprecated_variables()
     key = os.environ.get(KEY_VAR, "").strip()
     problems = [p for p in (
         plain_http_problem(server, allow_plain_http), location_problem(location),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
+import os
 import re
 import signal
 import socket
@@ -20,7 +22,7 @@ from rich.console import Console
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from sustain.service.config import Settings
+from sustain.service.config import Settings, deprecated_variables
 from sustain.service.db.embedded import DataDirInUseError, EmbeddedPostgres, running_url
 from sustain.service.db.engine import create_engine
 
@@ -45,6 +47,14 @@ def command_logging(settings: Settings, verbose: bool) -> None:
     level = settings.log_level if verbose or settings.log_level.upper() == "DEBUG" \
         else "WARNING"
     configure_logging(level, settings.log_format)
+    warn_deprecated_variables()
+
+
+def warn_deprecated_variables() -> None:
+    """Log a warning for each deprecated SUSTAIN_ variable set (still read until the next
+    release: sustain.service.config.RENAMED_SETTINGS); once logging is configured."""
+    for note in deprecated_variables(os.environ):
+        logging.getLogger("sustain.service.config").warning("%s", note)
 
 
 HostOpt = Annotated[str | None, typer.Option(help="Bind address (env SUSTAIN_HOST).")]
@@ -64,8 +74,9 @@ def load_settings(**overrides: Any) -> Settings:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
         for error in exc.errors():
-            field = ".".join(str(p) for p in error["loc"])
-            say(f"invalid setting SUSTAIN_{field.upper()}: {error['msg']}", "red")
+            field = ".".join(str(p) for p in error["loc"]).upper()
+            variable = field if field.startswith("SUSTAIN_") else f"SUSTAIN_{field}"
+            say(f"invalid setting {variable}: {error['msg']}", "red")
         raise typer.Exit(2) from None
 
 
@@ -119,8 +130,8 @@ async def one_connection_engine(url: str) -> AsyncIterator[AsyncEngine]:
 def serve_app(settings: Settings, url: str) -> None:
     """Serve the app on settings.host:port until SIGTERM or Ctrl-C (graceful)."""
     from sustain.service.app import create_app
-    from sustain.service.cli.server import GracefulServer
     from sustain.service.http_protocol import guarded_config
+    from sustain.service.server import GracefulServer
 
     app = create_app(settings, url)
     server = GracefulServer(guarded_config(

@@ -93,13 +93,14 @@ def comparison_table(found: Comparison) -> Table:
         ("TPOT p50 / p99", [f"{ms(p.tpot_ms.p50)} / {ms(p.tpot_ms.p99)}"
                             for p in found.probes]),
         ("E2E p50 / p99", [f"{ms(p.e2e_ms.p50)} / {ms(p.e2e_ms.p99)}" for p in found.probes]),
-        ("output tok/s", [num(p.output_token_throughput) for p in found.probes]),
+        ("output tok/s", [num(p.output_tokens_per_second) for p in found.probes]),
         ("goodput req/s", [num(p.goodput) for p in found.probes]),
-        ("items/s", [num(p.item_throughput) for p in found.probes]),
-        ("RTF p50 / p99", ["-" if p.rtf is None else f"{num(p.rtf.p50)} / {num(p.rtf.p99)}"
+        ("items/s", [num(p.items_per_second) for p in found.probes]),
+        ("RTF p50 / p99", ["-" if p.rtf_ratio is None
+                               else f"{num(p.rtf_ratio.p50)} / {num(p.rtf_ratio.p99)}"
                            for p in found.probes]),
-        ("retrieval hit rate", ["-" if p.retrieval_hit_rate is None
-                                else f"{p.retrieval_hit_rate:.1%}" for p in found.probes]),
+        ("retrieval hit rate", ["-" if p.retrieval_hit_ratio is None
+                                else f"{p.retrieval_hit_ratio:.1%}" for p in found.probes]),
         ("capacity (newest, median)", [
             "-" if p.capacity is None else
             f"{p.capacity.latest} / {p.capacity.median:g} {p.capacity.unit or ''}"

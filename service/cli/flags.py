@@ -1,21 +1,28 @@
 """A flag model's fields as a command's options, so that one model names, types, defaults and
 documents every flag of a command with many (`sustain probe`), and the command receives them
-by name, checked once by the model.
+by name, checked once by the model. Likewise a config dataclass's settings that carry an
+Option (`sustain simulate`'s, from SimulatorConfig): each setting is declared once, in the
+config, and the command passes what it receives to it.
 
 typer reads a command's parameters from its signature; `takes_flags(Model)` gives the command
 `def command(**given)` a signature made of the model's fields, each annotated with the typer
-Argument or Option its `Flag` describes.
+Argument or Option its `Flag` describes; `takes_config(Config)` adds the config's flagged
+settings to the command's own parameters.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
 import typer
 from pydantic import BaseModel
+
+from sustain.simulator.config import Option, options
 
 Command = TypeVar("Command", bound=Callable[..., None])
 
@@ -68,6 +75,40 @@ def takes_flags(model: type[BaseModel]) -> Callable[[Command], Command]:
 
     def decorate(command: Command) -> Command:
         parameters = command_parameters(model)
+        command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            parameters, return_annotation=None)
+        command.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": None}
+        return command
+
+    return decorate
+
+
+def config_option(name: str, option: Option) -> str:
+    """How a config setting's flag is spelled (`--fault-rate`, `--prefix-cache`)."""
+    return option.names[0].split("/")[0] if option.names else "--" + name.replace("_", "-")
+
+
+def config_parameters(config: type[Any]) -> list[inspect.Parameter]:
+    """A config dataclass's settings that have an Option as a command's options, in field
+    order, each with the setting's type, default and help."""
+    hints = typing.get_type_hints(config)
+    defaults = {f.name: f.default for f in dataclasses.fields(config)}
+    return [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                              default=defaults[name], annotation=Annotated[
+                                  hints[name], typer.Option(*option.names, help=option.help)])
+            for name, option in options(config).items()]
+
+
+def takes_config(config: type[Any]) -> Callable[[Command], Command]:
+    """Give `command(own parameters..., **settings)` the config's flagged settings as further
+    options (after its own), which typer passes by name in `settings`."""
+
+    def decorate(command: Command) -> Command:
+        hints = typing.get_type_hints(command, include_extras=True)
+        own = [p.replace(annotation=hints[p.name])
+               for p in inspect.signature(command).parameters.values()
+               if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        parameters = [*own, *config_parameters(config)]
         command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
             parameters, return_annotation=None)
         command.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": None}

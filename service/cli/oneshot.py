@@ -1,5 +1,6 @@
-"""`sustain probe`: a one-shot run against a URL, from its flags (ProbeFlags) to a run that
-is shown while it goes and may be saved. Its tables are in `sustain.probes.report_tables`.
+"""`sustain probe`'s flags (ProbeFlags) as a one-shot run (OneShot, in
+sustain.service.scheduling.one_shot, which measures it), and the run stored if asked. Its
+tables are in `sustain.probes.report_tables`.
 
 Flags become the same validated objects the REST API uses (EndpointCreate, LoadProfile,
 Workload), so a probe tried from the shell can be saved, and later scheduled, unchanged.
@@ -7,11 +8,6 @@ Workload), so a probe tried from the shell can be saved, and later scheduled, un
 
 from __future__ import annotations
 
-import asyncio
-import re
-import time
-from collections.abc import Coroutine
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -19,75 +15,32 @@ from pydantic import ValidationError
 from rich.live import Live
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from sustain.probes.client.clients import HttpClients
-from sustain.probes.client.egress import EgressPolicy
-from sustain.probes.client.secret_policy import SecretPolicy
-from sustain.probes.client.target import Target
 from sustain.probes.load.live import LiveStats
 from sustain.probes.load.plan import sessions_problem
 from sustain.probes.load.profiles import ConstantProfile, LoadProfile, parse_profile
 from sustain.probes.measure.slo import SloThresholds
+from sustain.probes.protocols.registry import is_check
 from sustain.probes.report_tables import progress_table
-from sustain.probes.runner import InProcess, Measurer, RunBudget, RunResult
-from sustain.probes.workers.pool import WorkerPool
+from sustain.probes.run_result import RunResult
+from sustain.probes.runner import RunBudget
 from sustain.probes.workload.corpus import RagSpec
-from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.probes.workload.images import ImageSpec
 from sustain.probes.workload.spec import Workload
 from sustain.service.cli.probe_flags import FLAG_OF, FlagError, ProbeFlags, flag_error
-from sustain.service.db import crud, partitions
+from sustain.service.db import crud
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Endpoint, Probe
 from sustain.service.domain.finals import RunFinal, completed
-from sustain.service.domain.limits import LoadLimits, Path, limit_violations, planned_load
+from sustain.service.domain.limits import LoadLimits, Path, limit_violations
 from sustain.service.domain.locations import DEFAULT_LOCATION
-from sustain.service.domain.rows import sample_tuple, sent_at
-from sustain.service.domain.targets import probe_target
+from sustain.service.domain.rows import sample_tuple
 from sustain.service.domain.thresholds import threshold_problems
-from sustain.service.ingest.store import store_each
+from sustain.service.ingest.store import store_run
+from sustain.service.scheduling.one_shot import EGRESS, OneShot, endpoint_name, run_one_shot
 from sustain.service.schemas.endpoints import EndpointCreate
 
 DEFAULT_DURATION_S = 10.0
 DEFAULT_IN_FLIGHT = int(ConstantProfile.model_fields["max_in_flight"].default)
-EGRESS = EgressPolicy()
-"""A one-shot run reaches what the service reaches by default: anything but link-local and
-cloud metadata addresses, judged on the URL and again on the resolved addresses."""
-DATASETS = DatasetPolicy.unrestricted()
-"""A one-shot run reads its user's own files, from anywhere but /proc, /sys and /dev, up to
-the default size cap."""
-
-
-def endpoint_name(base_url: str) -> str:
-    """A stable name for an ad-hoc endpoint, from its host and port."""
-    parts = urlsplit(base_url)
-    host = re.sub(r"[^A-Za-z0-9_.-]", "-", f"{parts.hostname or 'endpoint'}-{parts.port or ''}")
-    return ("cli-" + host.strip("-"))[:100]
-
-
-@dataclass(frozen=True, slots=True)
-class OneShot:
-    """A validated one-shot run."""
-
-    endpoint: EndpointCreate
-    profile: LoadProfile
-    workload: Workload
-    slo: SloThresholds
-    rag: tuple[EndpointCreate, EndpointCreate | None] | None = None
-    """A RAG probe's embeddings and rerank endpoints."""
-
-    @property
-    def target(self) -> Target:
-        return probe_target(self.endpoint, *(self.rag or ()))
-
-    @property
-    def secrets(self) -> SecretPolicy:
-        """The variables its user named with --api-key-env and --rag-pgvector-env may be read
-        (never sustain's own, SUSTAIN_* and database variables: the secret policy's fixed
-        refusals hold)."""
-        refs = [self.endpoint.auth_secret_ref,
-                None if self.workload.rag is None else self.workload.rag.pgvector_dsn_ref]
-        return SecretPolicy(env_globs=tuple(ref.partition(":")[2] for ref in refs
-                                            if ref is not None))
 
 
 def image_spec(flags: ProbeFlags) -> ImageSpec | None:
@@ -113,7 +66,7 @@ def build(flags: ProbeFlags, limits: LoadLimits | None = None) -> OneShot:
                             session_header=flags.session_header, batch_size=flags.batch_size,
                             dimensions=flags.dimensions, documents=flags.documents,
                             query_tokens=flags.query_tokens,
-                            audio_seconds=flags.audio_seconds, images=image_spec(flags),
+                            audio_s=flags.audio_seconds, images=image_spec(flags),
                             rag=rag_spec(flags))
         rag = rag_endpoints(flags, endpoint)
         slo = SloThresholds(ttft_ms=flags.slo_ttft_ms, tpot_ms=flags.slo_tpot_ms,
@@ -134,7 +87,7 @@ def build(flags: ProbeFlags, limits: LoadLimits | None = None) -> OneShot:
     profile = load_profile(flags, limits)
     if workload.in_sessions and (problem := sessions_problem(profile)) is not None:
         raise FlagError(f"{'--sessions' if flags.sessions else '--turns'}: {problem}")
-    if limits is not None and (found := limit_violations(planned_load(profile), limits)):
+    if limits is not None and (found := limit_violations(profile.planned_load(), limits)):
         raise FlagError("; ".join(f"{flag_of_path(path)}: {message}"
                                   for path, message in found))
     return OneShot(endpoint, profile, workload, slo, rag)
@@ -185,7 +138,7 @@ def endpoint_fields(flags: ProbeFlags) -> dict[str, Any]:
     """The fields of the EndpointCreate. With --api http, BASE_URL is the URL to check: its
     scheme and host make the endpoint, its path and query the request."""
     base_url, check = flags.base_url, None
-    if flags.api == "http":
+    if is_check(flags.api):
         parts = urlsplit(flags.base_url)
         base_url = f"{parts.scheme}://{parts.netloc}"
         check = {"method": flags.method,
@@ -251,38 +204,12 @@ def load_profile(flags: ProbeFlags, limits: LoadLimits | None = None) -> LoadPro
 
 async def run_with_display(shot: OneShot, show: Live | None, max_connections: int = 1000,
                            budget: RunBudget | None = None) -> RunResult:
-    """Run the one-shot (held to `budget`); refresh `show` four times a second while it
-    goes. With --workers N above 1 it measures in N worker processes, each on its share of
-    the load; otherwise on this process's loop, which does nothing else meanwhile."""
-    live = LiveStats()
-    started = time.monotonic()
-    async with HttpClients(max_connections, egress=EGRESS) as clients:
-        measurer: Measurer = InProcess(clients)
-        if shot.profile.workers > 1:
-            measurer = WorkerPool(shot.profile.workers, max_connections=max_connections,
-                                  egress=EGRESS)
-        try:
-            return await _shown(measurer.measure(
-                shot.target, shot.workload, shot.profile, shot.slo, live=live, budget=budget,
-                secrets=shot.secrets, datasets=DATASETS), live, show, started)
-        finally:
-            await measurer.aclose()
-
-
-async def _shown(work: Coroutine[Any, Any, RunResult], live: LiveStats, show: Live | None,
-                 started: float) -> RunResult:
-    """`work`'s result, with `show` refreshed four times a second meanwhile."""
-    run = asyncio.create_task(work)
-    try:
-        while not run.done():
-            if show is not None:
-                show.update(progress_table(live, time.monotonic() - started))
-            await asyncio.wait({run}, timeout=0.25)
-    finally:
-        if not run.done():
-            run.cancel()
-            await asyncio.gather(run, return_exceptions=True)
-    return run.result()
+    """Run the one-shot (held to `budget`), with its progress table in `show` four times a
+    second while it goes."""
+    def shown(live: LiveStats, elapsed: float) -> None:
+        if show is not None:
+            show.update(progress_table(live, elapsed))
+    return await run_one_shot(shot, shown, max_connections, budget)
 
 
 async def save(session: AsyncSession, shot: OneShot, result: RunResult,
@@ -314,7 +241,6 @@ async def save(session: AsyncSession, shot: OneShot, result: RunResult,
             for pos, sample in enumerate(result.samples)]
     final = completed(RunFinal(run_id=run.id, probe_id=probe.id,
                                scheduled_for=run.scheduled_for, status="failed"), result)
-    connection = await session.connection()
-    await partitions.ensure(connection, {partitions.utc_day(sent_at(row)) for row in rows})
-    await store_each(connection, rows, [final])  # a refused record fails the run, with why
+    # as every finished run is: a refused record fails the run, with why
+    await store_run(await session.connection(), run.id, rows, final)
     return run.id

@@ -27,8 +27,8 @@ from sustain.service.db.engine import session_factory
 from sustain.service.db.migrate import upgrade_to_head
 
 if TYPE_CHECKING:  # imported where used, so that `sustain --help` stays fast
-    from sustain.probes.runner import RunResult
-    from sustain.service.cli.oneshot import OneShot
+    from sustain.probes.run_result import RunResult
+    from sustain.service.scheduling.one_shot import OneShot
 
 
 @takes_flags(ProbeFlags)

@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from sustain.probes.load.profiles import PROFILE_KINDS
+from sustain.probes.protocols.registry import KIND_NAMES, PROTOCOLS, is_check
 from sustain.service.cli.flags import Flag
 
 FLAG_OF = {
@@ -49,7 +50,7 @@ FLAG_OF = {
     "watts_per_accelerator": "--watts-per-accelerator", "gpus": "--gpus",
     "metrics_interval_s": "--metrics-interval", "batch_size": "--batch-size",
     "dimensions": "--dimensions", "documents": "--documents", "query_tokens": "--query-tokens",
-    "audio_seconds": "--audio-seconds", "corpus": "--rag-corpus", "top_k": "--rag-top-k",
+    "audio_s": "--audio-seconds", "corpus": "--rag-corpus", "top_k": "--rag-top-k",
     "rerank_top_n": "--rag-top-n", "pgvector_dsn_ref": "--rag-pgvector-env",
     "count": "--images", "width": "--image-size", "height": "--image-size",
 }
@@ -103,6 +104,14 @@ def option(field: str) -> str:
         field, "--" + field.replace("_", "-"))
 
 
+def for_kinds(field: str, text: str) -> str:
+    """The help of a flag that only some API kinds take: `--api KIND: text`, the kinds being
+    those whose protocol takes the flag's workload `field` (ApiProtocol.workload_fields)."""
+    kinds = " | ".join(kind.value for kind, protocol in PROTOCOLS.items()
+                       if field in protocol.workload_fields)
+    return f"--api {kinds}: {text}"
+
+
 def parse_headers(pairs: object) -> object:
     """Repeated `--header NAME:VALUE` to a mapping; values other than a list pass unchanged."""
     if pairs is None:
@@ -145,10 +154,7 @@ class ProbeFlags(BaseModel):
     base_url: Annotated[str, Flag("OpenAI-style base URL, e.g. http://127.0.0.1:8001/v1.",
                                   argument=True)]
     model: Annotated[str | None, Flag("Model name to request (required unless --api http).")] = None
-    api: Annotated[str, Flag(
-        "openai-chat | openai-completions | openai-responses | anthropic-messages | "
-        "openai-embeddings | rerank | openai-transcriptions | http.")
-    ] = "openai-chat"
+    api: Annotated[str, Flag(" | ".join(KIND_NAMES) + ".")] = "openai-chat"
     header: Annotated[dict[str, str], BeforeValidator(parse_headers), Flag(
         "Extra request header NAME:VALUE (repeatable).", typed_as=list[str] | None)] = Field(
         default_factory=dict)
@@ -184,13 +190,13 @@ class ProbeFlags(BaseModel):
         "Synthetic prompt length (tokens, as the server counts them).")] = 32
     output_tokens: Annotated[int, Flag("max_tokens per request.")] = 64
     no_stream: Annotated[bool, Flag("Ask for whole responses.", ("--no-stream",))] = False
-    batch_size: Annotated[int, Flag("--api openai-embeddings: inputs per request.")] = 1
-    dimensions: Annotated[int | None, Flag(
-        "--api openai-embeddings: the vector length every answer must have.")] = None
-    documents: Annotated[int, Flag("--api rerank: documents per request.")] = 8
-    query_tokens: Annotated[int, Flag("--api rerank: query length (words).")] = 16
-    audio_seconds: Annotated[float, Flag(
-        "--api openai-transcriptions: seconds of synthetic audio per request.")] = 5.0
+    batch_size: Annotated[int, Flag(for_kinds("batch_size", "inputs per request."))] = 1
+    dimensions: Annotated[int | None, Flag(for_kinds(
+        "dimensions", "the vector length every answer must have."))] = None
+    documents: Annotated[int, Flag(for_kinds("documents", "documents per request."))] = 8
+    query_tokens: Annotated[int, Flag(for_kinds("query_tokens", "query length (words)."))] = 16
+    audio_seconds: Annotated[float, Flag(for_kinds(
+        "audio_s", "seconds of synthetic audio per request."))] = 5.0
     rag_corpus: Annotated[str | None, Flag(
         'RAG: a JSONL corpus of {"id", "text"} passages; BASE_URL then generates.')] = None
     rag_embed_url: Annotated[str | None, Flag(
@@ -222,7 +228,7 @@ class ProbeFlags(BaseModel):
         "cycled in a seeded order.")] = None
     sessions: Annotated[str | None, Flag(
         "JSONL multi-turn sessions, one turn per line (conversation_id, turn, messages, "
-        "optional tools, delay_seconds, max_tokens); users are conversations in flight.")] = None
+        "optional tools, delay_s, max_tokens); users are conversations in flight.")] = None
     turns: Annotated[int | None, Flag(
         "Synthetic sessions: conversations of this many turns of --input-tokens each.")] = None
     turn_delay: Annotated[float, Flag(
@@ -277,7 +283,7 @@ class ProbeFlags(BaseModel):
     @field_validator("api")
     @classmethod
     def _model_unless_http(cls, api: str, info: ValidationInfo) -> str:
-        if info.data.get("model") is None and api != "http":
+        if info.data.get("model") is None and not is_check(api):
             raise FlagError(f"--model is required with --api {api}")
         return api
 

@@ -25,6 +25,7 @@ from sustain.service.cli.common import (
     one_connection_engine,
     say,
     serve_app,
+    warn_deprecated_variables,
 )
 from sustain.service.config import Settings
 from sustain.service.db.engine import session_factory
@@ -36,11 +37,12 @@ def serve(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None
           data_dir: DataDirOpt = None, log_level: LogLevelOpt = None,
           log_format: LogFormatOpt = None, config: ConfigOpt = None) -> None:
     """Run the service: API, scheduler, metrics. Embedded PostgreSQL unless a URL is set.
-    SIGTERM drains (runs in flight may finish within SUSTAIN_SHUTDOWN_GRACE_SECONDS)."""
+    SIGTERM drains (runs in flight may finish within SUSTAIN_SHUTDOWN_GRACE_S)."""
     settings = load_settings(host=host, port=port, database_url=database_url,
                              data_dir=data_dir, log_level=log_level, log_format=log_format,
                              config=config)
     configure_logging(settings.log_level, settings.log_format)
+    warn_deprecated_variables()
     _check_anonymous_read(settings)
     if settings.config is not None and not check_config(settings.config, settings):
         raise typer.Exit(2)
@@ -75,7 +77,7 @@ def _check_anonymous_read(settings: Settings) -> None:
 
 async def _seed_demo(url: str, constant_url: str, capacity_url: str,
                      moved: dict[str, str]) -> list[str]:
-    from sustain.service.cli.demo import ensure_demo_objects
+    from sustain.service.demo.objects import ensure_demo_objects
 
     async with one_connection_engine(url) as engine, session_factory(engine).begin() as session:
         return await ensure_demo_objects(session, constant_url, capacity_url, moved)
@@ -98,8 +100,8 @@ def demo(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None,
          data_dir: DataDirOpt = None, log_level: LogLevelOpt = None,
          log_format: LogFormatOpt = None, simulator_port: SimulatorPortOpt = None) -> None:
     """Embedded PostgreSQL + two built-in simulators + demo probes, served on HOST:PORT."""
-    from sustain.service.cli.demo import DEMO_BATCH, demo_banner
-    from sustain.service.cli.demo_simulators import DemoSimulators, SimulatorPortError
+    from sustain.service.demo.objects import DEMO_BATCH, demo_banner
+    from sustain.service.demo.simulators import DemoSimulators, SimulatorPortError
     from sustain.service.domain.keys import generate_key
 
     settings = load_settings(host=host, port=port, database_url=database_url,
@@ -114,6 +116,7 @@ def demo(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None,
     settings = settings.model_copy(update={"anonymous_read": True,
                                            "admin_key": SecretStr(admin_key)})
     configure_logging(settings.log_level, settings.log_format)
+    warn_deprecated_variables()
     if settings.log_level.upper() != "DEBUG":  # a newcomer's screen: no migration log
         logging.getLogger("alembic").setLevel(logging.WARNING)
     simulators = DemoSimulators(settings.data_dir, settings.port, simulator_port, DEMO_BATCH)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,7 +17,7 @@ from sustain.probes.workload.spec import Workload
 from sustain.service.config_file.model import ConfigFile, ProbeSpec
 from sustain.service.config_file.yaml_lines import ConfigError, Located, Problem, dotted, load
 from sustain.service.domain.expansion import ExpansionPolicy
-from sustain.service.domain.limits import LoadLimits, limit_violations, planned_load
+from sustain.service.domain.limits import LoadLimits, limit_violations
 from sustain.service.domain.rag_endpoints import kind_problems, pairing_problem
 from sustain.service.domain.reach import (
     Reach,
@@ -25,7 +26,13 @@ from sustain.service.domain.reach import (
     workload_files,
     workload_secret_problems,
 )
+from sustain.service.domain.renamed import collecting_notes
 from sustain.service.domain.thresholds import threshold_problems
+
+logger = logging.getLogger(__name__)
+
+_warned: set[tuple[str, str]] = set()
+"""(file, note) of each deprecated name already logged: once per process, not per reload."""
 
 
 def _data_path(data: Any, loc: tuple[int | str, ...], missing: bool
@@ -153,7 +160,7 @@ def _beyond_limits(config: ConfigFile, limits: LoadLimits | None
         return []
     return [(("probes", i, "profile", *path), message)
             for i, probe in enumerate(config.probes)
-            for path, message in limit_violations(planned_load(probe.profile), limits)]
+            for path, message in limit_violations(probe.profile.planned_load(), limits)]
 
 
 def _reach_problems(config: ConfigFile, reach: Reach, environ: Mapping[str, str]
@@ -202,7 +209,8 @@ def parse(text: str, file: str, environ: Mapping[str, str] | None = None,
         raise ConfigError(file, [*located.problems, Problem(
             1, "", "the file must be a mapping with endpoints, workloads and probes")])
     try:
-        config = ConfigFile.model_validate(located.data)
+        with collecting_notes() as notes:
+            config = ConfigFile.model_validate(located.data)
     except ValidationError as exc:
         invalid = _validation_problems(located, exc)
         seen = {p.field for p in invalid}
@@ -210,6 +218,10 @@ def parse(text: str, file: str, environ: Mapping[str, str] | None = None,
                       for path, message in raw_references(located.data)
                       if dotted(path) not in seen]
         raise ConfigError(file, _together(located.problems, invalid + unresolved)) from None
+    for note in dict.fromkeys(notes):  # a deprecated name (docs/api.md), read as the new one
+        if (file, note) not in _warned:
+            _warned.add((file, note))
+            logger.warning("%s: %s", file, note)
     found = [*_references(config, located.data), *_beyond_limits(config, limits)]
     if reach is not None:
         found += _reach_problems(config, reach, environ)

@@ -12,11 +12,11 @@ from sustain.probes.inputs import InputModel
 from sustain.probes.load.profiles import LoadProfile, SingleProfile
 from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.workload.spec import Workload
+from sustain.service.alerting.notifiers import NotifierCreate
 from sustain.service.domain.locations import DEFAULT_LOCATION
 from sustain.service.history.windows import parse_duration
 from sustain.service.schemas.common import Labels, Locations, Name
 from sustain.service.schemas.endpoints import EndpointCreate
-from sustain.service.schemas.notifiers import NotifierCreate
 from sustain.service.schemas.probes import MAX_INTERVAL_S, Cron, check_jitter
 from sustain.service.schemas.slos import SloCreate
 

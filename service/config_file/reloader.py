@@ -1,5 +1,5 @@
 """When the config file is synced: at start (where a bad file stops the service), on SIGHUP and
-every SUSTAIN_CONFIG_RELOAD_SECONDS (where a bad file is logged and counted, and the database
+every SUSTAIN_CONFIG_RELOAD_S (where a bad file is logged and counted, and the database
 keeps matching the last good one)."""
 
 from __future__ import annotations

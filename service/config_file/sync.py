@@ -56,8 +56,8 @@ def _probe_columns(spec: ProbeSpec, endpoint_ids: Mapping[str, int], config: Con
         rag_endpoints=None if rag is None else RagEndpointIds(
             embed_endpoint_id=endpoint_ids[rag.embed],
             rerank_endpoint_id=None if rag.rerank is None else endpoint_ids[rag.rerank]),
-        workload=Workload.model_validate(workload.model_dump(exclude={"name"},
-                                                             exclude_unset=True)),
+        workload=Workload.model_validate(workload.model_dump(
+            exclude={"name"}, exclude_unset=True, exclude_computed_fields=True)),
         profile=spec.profile, interval_s=spec.schedule.every, cron=spec.schedule.cron,
         jitter_s=spec.schedule.jitter, enabled=spec.enabled, locations=spec.locations,
         slo=spec.slo, labels=spec.labels)

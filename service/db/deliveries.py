@@ -5,7 +5,7 @@ the earlier ones of its alert on the same notifier, so `resolved` never overtake
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -164,7 +164,7 @@ async def active_silences(session: AsyncSession, now: datetime, limit: int
 
 async def resend_due(session: AsyncSession, notifier_id: int, now: datetime,
                      period: timedelta) -> bool:
-    """Take this period's re-send of an Alertmanager notifier (one replica wins)."""
+    """Take this period's re-send of a re-sending notifier (one replica wins)."""
     won = await session.execute(
         update(Notifier).where(
             Notifier.id == notifier_id,
@@ -174,7 +174,7 @@ async def resend_due(session: AsyncSession, notifier_id: int, now: datetime,
 
 
 async def firing_payloads(session: AsyncSession) -> list[dict[str, Any]]:
-    """Every firing alert as a notification payload (for Alertmanager re-sends)."""
+    """Every firing alert as a notification payload (for re-sends, as Alertmanager wants)."""
     rows = (await session.execute(
         select(AlertRow).where(AlertRow.state == "firing").order_by(AlertRow.fingerprint)
     )).scalars().all()
@@ -189,9 +189,12 @@ async def firing_fingerprints(session: AsyncSession) -> set[str]:
         select(AlertRow.fingerprint).where(AlertRow.state == "firing"))).scalars())
 
 
-async def alertmanagers(session: AsyncSession) -> Sequence[Notifier]:
+async def resenders(session: AsyncSession, kinds: Collection[str]) -> Sequence[Notifier]:
+    """The enabled notifiers of `kinds` (those whose firing alerts are re-sent)."""
+    if not kinds:
+        return []
     return (await session.execute(select(Notifier).where(
-        Notifier.enabled, Notifier.kind == "alertmanager"))).scalars().all()
+        Notifier.enabled, Notifier.kind.in_(list(kinds))))).scalars().all()
 
 
 async def log(session: AsyncSession, notifier_id: int | None, state: str | None,

@@ -116,9 +116,11 @@ SELECT p.id AS probe_id, r.id, r.status, r.scheduled_for, r.finished_at,
        CASE WHEN jsonb_typeof(r.summary -> 'capacity') = 'object'
             THEN (r.summary -> 'capacity') - 'points' END AS capacity,
        r.summary -> 'efficiency' AS efficiency,
-       r.summary -> 'item_throughput' AS item_throughput,
-       r.summary #> '{{rtf,p50}}' AS rtf_p50,
-       r.summary -> 'retrieval_hit_rate' AS retrieval_hit_rate
+       COALESCE(r.summary -> 'items_per_second', r.summary -> 'item_throughput')
+           AS item_throughput,
+       COALESCE(r.summary #> '{{rtf_ratio,p50}}', r.summary #> '{{rtf,p50}}') AS rtf_p50,
+       COALESCE(r.summary -> 'retrieval_hit_ratio', r.summary -> 'retrieval_hit_rate')
+           AS retrieval_hit_rate
 FROM probes p
 CROSS JOIN LATERAL (
     SELECT id, status, scheduled_for, finished_at, summary FROM runs

@@ -7,7 +7,7 @@ exports and never read hold twenty answers' memory (and, before reads were paged
 database connections). A caller past its share, or any caller once every slot is taken, is
 answered 429 with Retry-After; a slot is given back when its answer has been written whole or
 its connection closed (a reader that stops reading is closed by the write deadline,
-SUSTAIN_EXPORT_WRITE_TIMEOUT_SECONDS).
+SUSTAIN_EXPORT_WRITE_TIMEOUT_S).
 
 Pure: counts only; the API takes and gives back slots around each answer.
 """

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from sustain.probes.measure.run_sketches import stage_sketches
-from sustain.probes.runner import RunResult
+from sustain.probes.run_result import RunResult
 
 
 @dataclass(frozen=True, slots=True)

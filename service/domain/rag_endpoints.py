@@ -5,7 +5,7 @@ the probe runs (probes/load/rag.py), since an endpoint's api_kind may change aft
 
 from __future__ import annotations
 
-from sustain.probes.client.target import CHAT_KINDS, ApiKind
+from sustain.probes.protocols.registry import is_conversation, rag_stage_of
 
 PAIRING = {
     (True, False): "a rag workload needs the probe's rag_endpoints (at least its embeddings "
@@ -28,14 +28,14 @@ def kind_problems(generate_kind: str, embed_kind: str | None, rerank_kind: str |
     """What is wrong with the api_kinds of a RAG probe's endpoints (None: that endpoint is not
     given)."""
     problems: list[tuple[Part, str]] = []
-    if generate_kind not in CHAT_KINDS:
+    if not is_conversation(generate_kind):
         problems.append(("endpoint", "a rag probe generates with its own endpoint, which must "
                          "be of a chat kind (openai-chat, openai-responses or "
                          f"anthropic-messages), not {generate_kind}"))
-    if embed_kind is not None and embed_kind != ApiKind.OPENAI_EMBEDDINGS:
+    if embed_kind is not None and rag_stage_of(embed_kind) != "embed":
         problems.append(("embed", "the rag embeddings endpoint must be of api_kind "
                          f"openai-embeddings, not {embed_kind}"))
-    if rerank_kind is not None and rerank_kind != ApiKind.RERANK:
+    if rerank_kind is not None and rag_stage_of(rerank_kind) != "rerank":
         problems.append(("rerank", f"the rag rerank endpoint must be of api_kind rerank, "
                          f"not {rerank_kind}"))
     return problems

@@ -7,7 +7,7 @@ wrong type or beyond its bound is an UploadError naming the field, never a store
 
 What bounds an upload here (the service's settings come in as UploadLimits):
 - every timing of a sample (t_sched, t_send, TTFT, each ITL gap, E2E, tool call, RAG stage)
-  is finite, at least 0 and at most the run's longest length (SUSTAIN_MAX_RUN_SECONDS plus
+  is finite, at least 0 and at most the run's longest length (SUSTAIN_MAX_RUN_S plus
   the budget's grace), in ms; every count (tokens, items) is a whole number from 0 to what
   its column holds; a sample carries at most SUSTAIN_AGENT_UPLOAD_MAX_ITL_VALUES ITL gaps;
 - every sample was sent inside the run's window (from shortly before it started to its
@@ -34,7 +34,7 @@ from sustain.probes.load.clock import RunClock
 from sustain.probes.measure.run_sketches import METRICS
 from sustain.probes.measure.sample import Sample
 from sustain.probes.measure.sketch import MetricSketch
-from sustain.probes.runner import RunReport
+from sustain.probes.run_result import RunReport
 from sustain.probes.workers.wire import row_sample, sample_row
 from sustain.service.domain.finals import RunCounts, RunFinal
 from sustain.service.domain.label_sets import (
@@ -99,8 +99,11 @@ class UploadLimits:
     max_itl_values: int = 65_536
     """ITL gaps one sample may carry (SUSTAIN_AGENT_UPLOAD_MAX_ITL_VALUES)."""
     run_s: float = 3600.0 + 120.0
-    """The longest a run may take, in seconds: SUSTAIN_MAX_RUN_SECONDS plus the run
+    """The longest a run may take, in seconds: SUSTAIN_MAX_RUN_S plus the run
     budget's grace (domain.limits.BUDGET_GRACE_S). Every timing is at most this (in ms)."""
+    max_samples: int = 1_000_000
+    """Samples one upload may carry: SUSTAIN_MAX_RUN_REQUESTS, the most a run sends (its
+    budget stops it there). What assembling one upload holds is bounded by it."""
 
     @property
     def run_ms(self) -> float:
@@ -274,7 +277,8 @@ def unknown_key(model: BaseModel, data: object, path: str) -> str | None:
     extras so a local run's report can grow); an upload is held to the schema exactly."""
     if not isinstance(data, dict):
         return None
-    fields = type(model).model_fields
+    # a computed field is a deprecated name the model still answers to (probes/renamed.py)
+    fields = type(model).model_fields.keys() | type(model).model_computed_fields.keys()
     for key, value in data.items():
         if key not in fields:
             return f"{path}.{str(key)[:64]}"

@@ -6,17 +6,15 @@ those kinds is `e2e_ms`."""
 
 from __future__ import annotations
 
-from sustain.probes.client.target import ITEM_KINDS, ApiKind
 from sustain.probes.measure.slo import SloThresholds
-
-WHOLE_KINDS = ITEM_KINDS | {ApiKind.HTTP}
-"""Kinds whose answer has no tokens to time: their latency is end to end only."""
+from sustain.probes.protocols.registry import find_protocol
 
 
 def threshold_problems(api_kind: str, slo: SloThresholds) -> list[tuple[str, str]]:
     """(threshold, message) for each of `slo`'s thresholds (`ttft_ms`, `tpot_ms`) an
     endpoint of `api_kind` can never meet."""
-    if api_kind not in WHOLE_KINDS:
+    protocol = find_protocol(api_kind)
+    if protocol is None or protocol.first_token:  # a kind whose answers have tokens to time
         return []
     return [(name, f"an endpoint of api_kind {api_kind} answers whole, with no first token "
              "or time per output token: judge its latency with e2e_ms")

@@ -3,7 +3,7 @@ since when?
 
 Inputs are run-level values (e.g. each run's p99 TTFT in ms), oldest first, all > 0; outputs
 are ratios (unitless: the metric's unit cancels), a p-value and an index. Choices, documented
-in the README:
+in docs/slos-and-alerting.md:
 - the change point: CUSUM of log values over baseline + recent: the index k in the recent
   window that maximises S_k^2 / (k (n - k)), S_k being the cumulative deviation from the
   overall mean (the likelihood-ratio statistic of one shift in the mean; without the

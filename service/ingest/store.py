@@ -1,5 +1,20 @@
-"""Storing sample rows and final records: all at once, or record by record when the database
-refuses some of them.
+"""Storing sample rows and final records: the one place a run's samples and its final record
+are written, whichever way the run came.
+
+- `store_run`: a finished run, whole, in the caller's transaction once the caller has claimed
+  or created it: a tick measured during a database outage (scheduling/offline.py), a run an
+  agent uploaded (scheduling/agent_runs.py), a `sustain probe` run saved (cli/oneshot.py).
+  Its rows go in STORE_CHUNK at a time, then its final record, all through `store_each`.
+- `store` and `store_each`: the streaming writer's batches (ingest/writer.py). A live run's
+  samples are stored while it runs, batch by batch with other runs' samples, and its final
+  record rides in a later batch; so the writer cannot hand over a whole run, but its final
+  step is the same as `store_run`'s: a final record goes in through `store` (directly, or
+  through `store_each`), failed with the reason when samples of its run were refused.
+
+What a final record writes (status, error, counts, summary, sketches, server series, the
+hourly and daily rollups: `db.results.apply_all`; then the run's SLO counts:
+`db.slo_counts.count_runs`) is `store`'s, for every path. A final applies only to a run that
+is not final yet, and rows are keyed on (run_id, pos): a retry stores nothing twice.
 
 `store` is the fast path: a batch's rows and finals in a handful of set-based statements. If
 the database refuses anything in it, the whole statement fails and says nothing of which
@@ -9,8 +24,8 @@ stored, and returns what it refused. A run with a refused record is stored `fail
 reason, and a refused final record is stored again without the parts that can be refused
 (its summary; then everything but the status and the reason).
 
-Both run inside the caller's transaction; anything but a refusal (see
-`domain.refusals.refusal_reason`) propagates, so the caller retries the batch.
+All run inside the caller's transaction; anything but a refusal (see
+`domain.refusals.refusal_reason`) propagates, so the caller retries (the batch, or the run).
 """
 
 from __future__ import annotations
@@ -20,7 +35,7 @@ from dataclasses import dataclass, field, replace
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from sustain.service.db import dead_letters, results, samples, slo_counts
+from sustain.service.db import dead_letters, partitions, results, samples, slo_counts
 from sustain.service.domain.finals import RunFinal
 from sustain.service.domain.refusals import (
     Refused,
@@ -31,7 +46,7 @@ from sustain.service.domain.refusals import (
     run_error,
     sample_refusal,
 )
-from sustain.service.domain.rows import PROBE_ID, RUN_ID, SampleTuple, row_problem
+from sustain.service.domain.rows import PROBE_ID, RUN_ID, SampleTuple, row_problem, sent_at
 
 
 async def store(connection: AsyncConnection, rows: Sequence[SampleTuple],
@@ -132,6 +147,38 @@ async def store_each(connection: AsyncConnection, rows: Sequence[SampleTuple],
                 raise
             stored.unkept = describe(exc)
     return stored
+
+
+STORE_CHUNK = 5_000
+"""Rows `store_run` writes in one statement: a large run goes in as the writer's batches do,
+never as one statement (and one copy of every row by column) the size of the run."""
+
+
+async def store_run(connection: AsyncConnection, run_id: int, rows: Sequence[SampleTuple],
+                    final: RunFinal) -> Stored:
+    """Store a finished run whole: its sample rows, then its final record, in the caller's
+    transaction, after the caller has claimed or created run `run_id` (and holds whatever
+    lock keeps a second copy out). The rows and the final may have been made before the run
+    id was known: theirs is replaced by `run_id`. The day partitions the rows need are made
+    first; the rows go in STORE_CHUNK at a time, so that what the database refuses, in
+    whichever chunk, is kept in dead_letters and fails the run (with the reason), never the
+    rest of it. Returns what was stored and refused (the caller counts and logs refusals)."""
+    await partitions.ensure(connection, {partitions.utc_day(sent_at(row)) for row in rows})
+    total = Stored()
+    earlier: dict[int, RunRefusals] = {}
+    for start in range(0, len(rows), STORE_CHUNK):
+        chunk = [(run_id, *row[1:]) for row in rows[start:start + STORE_CHUNK]]
+        done = await store_each(connection, chunk, [], earlier)
+        total.kept += done.kept
+        total.refused += done.refused
+        total.unkept = total.unkept or done.unkept
+        earlier.update(done.pending)
+    done = await store_each(connection, [], [replace(final, run_id=run_id)], earlier)
+    total.refused += done.refused
+    total.failed.update(done.failed)
+    total.unrecorded += done.unrecorded
+    total.unkept = total.unkept or done.unkept
+    return total
 
 
 async def _rows(connection: AsyncConnection, rows: list[SampleTuple]

@@ -6,7 +6,7 @@ kept: its samples' timings, counts and ITL gaps within bounds, sent inside the r
 (so one upload touches a day or two of `samples` partitions), its final record's summary
 true to its schema and its label-bearing names from their closed sets
 (domain.run_upload). An unclaimed upload's tick must be a tick of its probe's schedule, not
-in the future and not older than SUSTAIN_AGENT_UPLOAD_MAX_AGE_SECONDS.
+in the future and not older than SUSTAIN_AGENT_UPLOAD_MAX_AGE_S.
 
 The parts wait in `agent_upload_parts`, bounded in bytes, counted in the database: one
 upload's parts together at most SUSTAIN_AGENT_UPLOAD_MAX_BYTES (413 for the part that
@@ -17,15 +17,15 @@ When the last part is in and none is missing, the run is assembled: the parts ar
 again, one at a time in a worker thread, into `samples` rows (ITL gaps reduced to count,
 mean and max at once), at most ASSEMBLIES uploads at a time per process, so the memory this
 takes is that of one upload's rows, and all of it before the probe's advisory lock is taken.
-Then, in one transaction under that lock, the run is stored as a replica's offline run is
-(offline.store_rows): a run the agent claimed through the API gets its samples and final
-record (also when the service marked it `abandoned` because the agent's heartbeat went stale
-during an outage: it was measured, and nothing else was stored for it); a tick the agent
-measured without a claim (the service was unreachable) is claimed now (runs.claim_measured).
-When that location's tick already has a run, nothing is stored (outcome `partition`, naming
-that run): at most one run per probe, tick and location, however many upload ids come for
-it. The stored run is marked with the upload's id, so an upload sent again finds it and
-stores nothing.
+Then, in one transaction under that lock, the run is stored as every finished run is
+(ingest.store.store_run, as a replica's offline run): a run the agent claimed through the API
+gets its samples and final record (also when the service marked it `abandoned` because the
+agent's heartbeat went stale during an outage: it was measured, and nothing else was stored
+for it); a tick the agent measured without a claim (the service was unreachable) is claimed
+now (runs.claim_measured). When that location's tick already has a run, nothing is stored
+(outcome `partition`, naming that run): at most one run per probe, tick and location,
+however many upload ids come for it. The stored run is marked with the upload's id, so an
+upload sent again finds it and stores nothing.
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ from __future__ import annotations
 import asyncio
 import uuid
 import weakref
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import msgpack
 from sqlalchemy import select, update
@@ -60,8 +61,7 @@ from sustain.service.domain.run_upload import (
     server_series_names,
 )
 from sustain.service.errors import ConflictError, TooLargeError
-from sustain.service.ingest.store import Stored
-from sustain.service.scheduling.offline import store_rows
+from sustain.service.ingest.store import Stored, store_run
 from sustain.service.scheduling.scheduler import schedule_of
 
 ASSEMBLIES = 1
@@ -72,6 +72,23 @@ TICK_EARLY_S = 5.0
 
 _assembling: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = \
     weakref.WeakKeyDictionary()
+
+
+DECODES = 2
+"""Parts one process decodes at once (the others wait their turn): with MAX_CONTAINERS and
+the body cap, what bounds the memory of decoding."""
+
+_decoding: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = \
+    weakref.WeakKeyDictionary()
+
+
+def decoding() -> asyncio.Semaphore:
+    """This event loop's turn at decoding a part (one semaphore per loop)."""
+    loop = asyncio.get_running_loop()
+    semaphore = _decoding.get(loop)
+    if semaphore is None:
+        semaphore = _decoding[loop] = asyncio.Semaphore(DECODES)
+    return semaphore
 
 
 def assembling() -> asyncio.Semaphore:
@@ -92,14 +109,15 @@ class AgentUploadLimits:
     """SUSTAIN_AGENT_UPLOAD_MAX_BYTES: one upload's parts together, and all the unfinished
     uploads of one agent key."""
     max_age_s: float
-    """SUSTAIN_AGENT_UPLOAD_MAX_AGE_SECONDS: how old an unclaimed upload's tick may be."""
+    """SUSTAIN_AGENT_UPLOAD_MAX_AGE_S: how old an unclaimed upload's tick may be."""
 
     @classmethod
     def of(cls, settings: Settings) -> AgentUploadLimits:
         return cls(UploadLimits(max_itl_values=settings.agent_upload_max_itl_values,
-                                run_s=settings.max_run_seconds + BUDGET_GRACE_S),
+                                run_s=settings.max_run_s + BUDGET_GRACE_S,
+                                max_samples=settings.max_run_requests),
                    max_bytes=settings.agent_upload_max_bytes,
-                   max_age_s=settings.agent_upload_max_age_seconds)
+                   max_age_s=settings.agent_upload_max_age_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,14 +145,46 @@ def _int(data: dict[str, object], name: str, low: int, high: int) -> int:
     return value
 
 
+MAX_CONTAINERS = 150_000
+"""Arrays and maps one part may hold. A true part holds at most 5,000 sample rows, each with
+its ITL list and at most 16 RAG stages (~95,000), or a final record that fits the body; a
+body of a million empty maps would otherwise decode to ~140 MB of objects before any check
+could refuse it."""
+
+
+class Containers:
+    """Counts the arrays and maps msgpack builds, refusing the part past `limit` (msgpack
+    calls the hooks as each is built, so decoding stops there)."""
+
+    def __init__(self, limit: int) -> None:
+        self.left = limit
+
+    def _one(self) -> None:
+        self.left -= 1
+        if self.left < 0:
+            raise UploadError("body", f"more than {MAX_CONTAINERS} arrays and maps in one part")
+
+    def list(self, items: list[Any]) -> list[Any]:
+        self._one()
+        return items
+
+    def map(self, mapping: dict[Any, Any]) -> dict[Any, Any]:
+        self._one()
+        return mapping
+
+
 def decode_part(body: bytes, limits: UploadLimits, probe_id: int | None = None,
                 rows: list[SampleTuple] | None = None) -> Part:
     """A part from its msgpack body, checked (CPU-bound: run it in a worker thread);
     UploadError naming the field that is wrong (with the upload's id once it is read).
     With `rows`, its samples are appended to it as `samples` rows of `probe_id` (run id 0,
     positions following those already there)."""
+    containers = Containers(MAX_CONTAINERS)
     try:
-        data = msgpack.unpackb(body, raw=False, strict_map_key=True)
+        data = msgpack.unpackb(body, raw=False, strict_map_key=True,
+                               list_hook=containers.list, object_hook=containers.map)
+    except UploadError:
+        raise
     except (ValueError, msgpack.UnpackException, TypeError):
         raise UploadError("body", "not a msgpack map") from None
     if not isinstance(data, dict):
@@ -186,6 +236,9 @@ def assemble(bodies: dict[int, bytes], expected: Part, limits: UploadLimits
     last = expected
     for number in range(expected.parts):
         last = decode_part(bodies.pop(number), limits, expected.probe_id, rows)
+        if len(rows) > limits.max_samples:
+            raise UploadError("samples", f"more than {limits.max_samples} samples in one "
+                              "upload (SUSTAIN_MAX_RUN_REQUESTS: no run sends more)")
         for name in ("parts", "probe_id", "tick", "run_id", "started_at", "dropped"):
             if getattr(last, name) != getattr(expected, name):
                 raise UploadError(name, f"part {number} says otherwise than the last part")
@@ -211,7 +264,8 @@ async def receive(session: AsyncSession, body: bytes, agent_id: str, fleet: str,
     go with either: it cannot complete); ConflictError when the agent key's unfinished
     uploads already hold SUSTAIN_AGENT_UPLOAD_MAX_BYTES."""
     try:
-        part = await asyncio.to_thread(decode_part, body, limits.upload)
+        async with decoding():
+            part = await asyncio.to_thread(decode_part, body, limits.upload)
     except UploadError as exc:
         if exc.upload_id is not None:
             await _refused(session, exc.upload_id, fleet)
@@ -289,7 +343,7 @@ def check_tick(probe: Probe, tick: datetime, now: datetime, max_age_s: float) ->
         raise UploadError("tick", "in the future")
     if tick < now - timedelta(seconds=max_age_s):
         raise UploadError("tick", f"older than {max_age_s:g} s "
-                          "(SUSTAIN_AGENT_UPLOAD_MAX_AGE_SECONDS)")
+                          "(SUSTAIN_AGENT_UPLOAD_MAX_AGE_S)")
 
 
 def check_final_names(final: RunFinal, endpoint: Endpoint | None) -> None:
@@ -338,7 +392,6 @@ async def _store(session: AsyncSession, part: Part, rows: list[SampleTuple], age
             return Outcome("dropped", part.run_id, detail=f"run {part.run_id} is already "
                            f"{run.status}")
         run_id = run.id
-    final = replace(part.final, run_id=run_id)
-    stored = await store_rows(await session.connection(), run_id, rows, final)
+    stored = await store_run(await session.connection(), run_id, rows, part.final)
     await session.execute(update(Run).where(Run.id == run_id).values(upload_id=part.upload_id))
     return Outcome("stored", run_id, stored=stored)

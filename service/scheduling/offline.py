@@ -6,8 +6,9 @@ endpoint it last read. Its samples and final record wait here, bounded like the 
 (past the capacity further samples are dropped, counted and recorded on the run). When the
 database answers again, each held run is stored through the same unique claim as any tick
 (runs.claim_measured): the first measurement of a tick becomes its run, its samples and final
-record stored with the claim in one transaction; one that finds the tick already run elsewhere
-is kept as a sample-free `skipped` record (trigger `partition`), never as a second run.
+record stored with the claim in one transaction (ingest.store.store_run, as every finished
+run is); one that finds the tick already run elsewhere is kept as a sample-free `skipped`
+record (trigger `partition`), never as a second run.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -25,12 +25,11 @@ from sqlalchemy.exc import TimeoutError as SATimeoutError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
 
 from sustain.probes.measure.sample import Sample
-from sustain.service.db import partitions
 from sustain.service.db import runs as run_queries
 from sustain.service.domain.finals import RunFinal
 from sustain.service.domain.locations import DEFAULT_LOCATION
-from sustain.service.domain.rows import SampleTuple, sample_tuple, sent_at
-from sustain.service.ingest.store import RunRefusals, Stored, store_each
+from sustain.service.domain.rows import sample_tuple
+from sustain.service.ingest.store import Stored, store_run
 from sustain.service.ingest.writer import RefusalCounts
 
 logger = logging.getLogger(__name__)
@@ -159,44 +158,14 @@ class OfflineRuns:
 
 
 async def store_whole(connection: AsyncConnection, run_id: int, held: HeldRun) -> Stored:
-    """A held run's samples and final record, as the writer stores a buffered run's: what
-    the database refuses of it is kept in dead_letters and fails the run, never holds back
-    the runs after it."""
+    """A held run's samples and final record, stored as every finished run is
+    (ingest.store.store_run): what the database refuses of it is kept in dead_letters and
+    fails the run, never holds back the runs after it."""
     assert held.final is not None
     rows = [sample_tuple(run_id, pos, held.probe_id, sample)
             for pos, sample in enumerate(held.samples)]
-    await partitions.ensure(connection, {partitions.utc_day(sent_at(row)) for row in rows})
-    return await store_each(connection, rows, [replace(held.final, run_id=run_id,
-                                                       samples_dropped=held.dropped)])
-
-
-STORE_CHUNK = 5_000
-"""Rows `store_rows` writes in one statement: a large run goes in as a replica's batches do,
-never as one statement (and one copy of every row by column) the size of the run."""
-
-
-async def store_rows(connection: AsyncConnection, run_id: int, rows: Sequence[SampleTuple],
-                     final: RunFinal) -> Stored:
-    """A run's `samples` rows, made before its run id was known (their run id is replaced by
-    `run_id`), and its final record: as `store_whole`, a chunk of rows at a time, so that
-    what the database refuses is kept in dead_letters and fails the run, whichever chunk it
-    was in."""
-    await partitions.ensure(connection, {partitions.utc_day(sent_at(row)) for row in rows})
-    total = Stored()
-    earlier: dict[int, RunRefusals] = {}
-    for start in range(0, len(rows), STORE_CHUNK):
-        chunk = [(run_id, *row[1:]) for row in rows[start:start + STORE_CHUNK]]
-        done = await store_each(connection, chunk, [], earlier)
-        total.kept += done.kept
-        total.refused += done.refused
-        total.unkept = total.unkept or done.unkept
-        earlier.update(done.pending)
-    done = await store_each(connection, [], [final], earlier)
-    total.refused += done.refused
-    total.failed.update(done.failed)
-    total.unrecorded += done.unrecorded
-    total.unkept = total.unkept or done.unkept
-    return total
+    return await store_run(connection, run_id, rows,
+                           replace(held.final, samples_dropped=held.dropped))
 
 
 def duplicate_error(replica: str, samples: int) -> str:

@@ -92,7 +92,7 @@ class ProbeScheduler:
             id=MAINTENANCE_JOB, next_run_time=datetime.now(UTC), max_instances=1,
             coalesce=True, misfire_grace_time=None)
         self._scheduler.add_job(
-            self.reconcile, IntervalTrigger(seconds=self.settings.reconcile_seconds),
+            self.reconcile, IntervalTrigger(seconds=self.settings.reconcile_s),
             id=RECONCILE_JOB, max_instances=1, coalesce=True, misfire_grace_time=None)
         await self.reconcile()
 
@@ -116,14 +116,14 @@ class ProbeScheduler:
     async def reconcile(self) -> bool:
         """Make the jobs match every enabled probe in the database, and record missed ticks.
         False (and a warning) if the database cannot answer, or anything else fails: the
-        job runs again in reconcile_seconds."""
+        job runs again in reconcile_s."""
         started = time.monotonic()
         try:
             async with self.sessions() as session:
                 pairs = await probe_queries.enabled_with_endpoints(session)
         except Exception as exc:  # noqa: BLE001 - the job outlives any one pass
             logger.warning("cannot read probes (%s); retrying every %ss",
-                           type(exc).__name__, self.settings.reconcile_seconds)
+                           type(exc).__name__, self.settings.reconcile_s)
             return False
         probes = [probe for probe, _ in pairs]
         self.executor.remember(pairs)
@@ -156,7 +156,7 @@ class ProbeScheduler:
         recorded = 0
         async with self.sessions.begin() as session:
             live = await replica_queries.live_locations(
-                await session.connection(), STALE_BEATS * self.settings.heartbeat_seconds)
+                await session.connection(), STALE_BEATS * self.settings.heartbeat_s)
             live.add(self.settings.location)
             for probe in probes:
                 spec = self.spec_of(probe)
@@ -189,7 +189,7 @@ class ProbeScheduler:
         return probe.enabled and self.settings.location in probe.locations
 
     def _grace_s(self, schedule: Schedule) -> float:
-        return min(self.settings.misfire_grace_seconds,
+        return min(self.settings.misfire_grace_s,
                    schedule.period_s(datetime.now(UTC)) / 2)
 
     def sync(self, probe: Probe) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field, model_validator
 
+from sustain.probes.renamed import SUMMARY_RENAMED, accept_renamed
 from sustain.service.evaluation.stability import Stability
 
 
@@ -46,14 +47,14 @@ class ProbeFigures(BaseModel):
     ttft_ms: Percentiles
     tpot_ms: Percentiles
     e2e_ms: Percentiles
-    request_throughput: float | None
-    output_token_throughput: float | None
+    requests_per_second: float | None
+    output_tokens_per_second: float | None
     goodput: float | None
-    item_throughput: float | None = None
+    items_per_second: float | None = None
     """Inputs embedded or documents ranked per second (item kinds)."""
-    rtf: Percentiles | None = None
+    rtf_ratio: Percentiles | None = None
     """Real-time factor of transcriptions (processing time / audio time)."""
-    retrieval_hit_rate: float | None = None
+    retrieval_hit_ratio: float | None = None
     """RAG questions whose expected passage was retrieved, over those that named one."""
     capacity: CapacityFigures | None
     """For probes that search capacity; None otherwise."""
@@ -63,6 +64,42 @@ class ProbeFigures(BaseModel):
     drift: list[DriftVerdict]
     pareto: list[dict[str, Any]] | None
     """The newest Pareto run's points (level, system_tps, tps_per_user, on_front, ...)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        """Figures answered by a server of the release before (the CLI reads these)."""
+        return accept_renamed(data, SUMMARY_RENAMED)
+
+    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
+    @property
+    def request_throughput(self) -> float | None:
+        """Deprecated name of requests_per_second, answered until the next release."""
+        return self.requests_per_second
+
+    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
+    @property
+    def output_token_throughput(self) -> float | None:
+        """Deprecated name of output_tokens_per_second, answered until the next release."""
+        return self.output_tokens_per_second
+
+    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
+    @property
+    def item_throughput(self) -> float | None:
+        """Deprecated name of items_per_second, answered until the next release."""
+        return self.items_per_second
+
+    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
+    @property
+    def rtf(self) -> Percentiles | None:
+        """Deprecated name of rtf_ratio, answered until the next release."""
+        return self.rtf_ratio
+
+    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
+    @property
+    def retrieval_hit_rate(self) -> float | None:
+        """Deprecated name of retrieval_hit_ratio, answered until the next release."""
+        return self.retrieval_hit_ratio
 
 
 class Comparison(BaseModel):

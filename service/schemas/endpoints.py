@@ -4,7 +4,7 @@ refused so that no secret is ever stored or returned."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 from urllib.parse import unquote_plus, urlsplit
 
 from pydantic import (
@@ -23,6 +23,7 @@ from sustain.probes.client.secrets import SECRET_REF_PATTERN
 from sustain.probes.client.target import HttpCheck, client_headers
 from sustain.probes.inputs import InputModel
 from sustain.probes.measure.deployment import Deployment
+from sustain.probes.protocols.registry import KIND_NAMES, is_check
 from sustain.probes.telemetry.families import MAX_EXTRA_NAMES, NAME_PATTERN
 from sustain.service.schemas.common import (
     MAX_HEADER_BYTES,
@@ -38,9 +39,10 @@ from sustain.service.schemas.common import (
     reject_nulls,
 )
 
-ApiKindName = Literal["openai-chat", "openai-completions", "openai-responses",
-                      "anthropic-messages", "openai-embeddings", "rerank",
-                      "openai-transcriptions", "http"]
+if TYPE_CHECKING:
+    ApiKindName = str
+else:  # one of the registry's kinds, in its order (the OpenAPI schema's enum)
+    ApiKindName = Literal[KIND_NAMES]
 SecretRef = Annotated[str, StringConstraints(pattern=SECRET_REF_PATTERN, max_length=1024)]
 HeaderName = Annotated[str, StringConstraints(min_length=1, max_length=MAX_HEADER_NAME_CHARS,
                                               pattern=r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")]
@@ -181,7 +183,7 @@ class EndpointCreate(_EndpointFields):
 
     @model_validator(mode="after")
     def _check_only_for_http(self) -> EndpointCreate:
-        if self.http_check is not None and self.api_kind != "http":
+        if self.http_check is not None and not is_check(self.api_kind):
             raise PydanticCustomError("http_check", "only used with api_kind http",
                                       {"field": "http_check"})
         return self

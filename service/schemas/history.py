@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from pydantic import BaseModel, Field, computed_field
+from pydantic import BaseModel, Field, computed_field, model_validator
 
 from sustain.probes.measure.deployment import Efficiency
 from sustain.probes.measure.run_sketches import MetricName
+from sustain.probes.renamed import SUMMARY_RENAMED, accept_renamed
 from sustain.service.evaluation.stability import Stability
 from sustain.service.history.aggregate import Stat
 from sustain.service.schemas.common import DbId
@@ -73,18 +75,18 @@ class WindowSummary(BaseModel):
     availability: float | None
     measured_s: float
     """Summed measured time of the runs: the throughputs' denominator."""
-    request_throughput: float | None
+    requests_per_second: float | None
     output_tokens: int
-    output_token_throughput: float | None
+    output_tokens_per_second: float | None
     good: int
     goodput: float | None
     items: int | None = None
     """Inputs embedded or documents ranked by the successful requests (item kinds only)."""
-    item_throughput: float | None = None
+    items_per_second: float | None = None
     """items / measured_s."""
     retrieval_checked: int | None = None
     """RAG questions that named their expected passage."""
-    retrieval_hit_rate: float | None = None
+    retrieval_hit_ratio: float | None = None
     """Their share whose passage was retrieved."""
     metrics: dict[str, MetricSummary]
     efficiency: Efficiency | None = None
@@ -94,6 +96,36 @@ class WindowSummary(BaseModel):
     """Run-to-run coefficient of variation of ttft_p50, ttft_p99, tpot_p50, tpot_p99 and
     output_token_throughput, with a band: < 5 % excellent, 5-10 % good, 10-20 % fair,
     > 20 % unstable (null with fewer than 3 runs)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        """A summary answered by a server of the release before (the CLI reads these)."""
+        return accept_renamed(data, SUMMARY_RENAMED)
+
+    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
+    @property
+    def request_throughput(self) -> float | None:
+        """Deprecated name of requests_per_second, answered until the next release."""
+        return self.requests_per_second
+
+    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
+    @property
+    def output_token_throughput(self) -> float | None:
+        """Deprecated name of output_tokens_per_second, answered until the next release."""
+        return self.output_tokens_per_second
+
+    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
+    @property
+    def item_throughput(self) -> float | None:
+        """Deprecated name of items_per_second, answered until the next release."""
+        return self.items_per_second
+
+    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
+    @property
+    def retrieval_hit_rate(self) -> float | None:
+        """Deprecated name of retrieval_hit_ratio, answered until the next release."""
+        return self.retrieval_hit_ratio
 
 
 class CapacityPoint(BaseModel):

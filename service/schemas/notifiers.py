@@ -1,4 +1,5 @@
-"""Notifier bodies: where alert notifications go, and the delivery log."""
+"""Notifier bodies common to every kind (the fields all share, a PATCH, what is read back) and
+the delivery log."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from sustain.probes.inputs import InputModel
 from sustain.service.schemas.common import Labels, Name, Url, reject_nulls
 from sustain.service.schemas.endpoints import SecretRef, check_url_has_no_credentials
 
-NotifierKind = Literal["webhook", "slack", "alertmanager"]
 DeliveryState = Literal["pending", "delivered", "failed", "silenced", "skipped"]
 
 
@@ -20,43 +20,23 @@ def _check_url(url: AnyHttpUrl | None) -> AnyHttpUrl | None:
     try:
         return check_url_has_no_credentials(url)
     except ValueError as exc:
-        raise ValueError(str(exc).replace("auth_secret_ref", "url_secret_ref")) from None
+        raise PydanticCustomError(
+            "url_credentials", str(exc).replace("auth_secret_ref", "url_secret_ref"),
+            {"field": "url"}) from None
 
 
-class _NotifierChecks(InputModel):
-    kind: NotifierKind | None = None
-    url: Url | None = None
-    url_secret_ref: SecretRef | None = None
-    signing_secret_ref: SecretRef | None = None
+class NotifierSpec(InputModel):
+    """What every kind of notifier is configured with; each kind's own model (one per module
+    of sustain.service.alerting.notifiers) narrows `kind` to its name and adds its own fields
+    and rules. The kinds are not listed here: they come from that package's registry."""
 
-    @model_validator(mode="after")
-    def _fields(self) -> _NotifierChecks:
-        try:
-            _check_url(self.url)
-        except ValueError as exc:
-            raise PydanticCustomError("url_credentials", str(exc), {"field": "url"}) from None
-        if self.signing_secret_ref is not None and self.kind not in (None, "webhook"):
-            raise PydanticCustomError("signing_not_webhook",
-                                      "signing_secret_ref belongs to webhook notifiers only",
-                                      {"field": "signing_secret_ref"})
-        if self.kind == "slack" and self.url is not None:
-            raise PydanticCustomError(
-                "slack_url_secret", "a Slack webhook URL is a secret: give it as "
-                "url_secret_ref (env:NAME or file:/path), not url", {"field": "url"})
-        return self
-
-
-class NotifierCreate(_NotifierChecks):
     name: Name
-    kind: NotifierKind
+    kind: str
     url: Url | None = Field(
         default=None, description="Webhook URL, or an Alertmanager's root URL.")
     url_secret_ref: SecretRef | None = Field(
         default=None, description="env:NAME or file:/path holding the URL (required for "
         "Slack, whose URLs are secrets).")
-    signing_secret_ref: SecretRef | None = Field(
-        default=None, description="webhook: env:NAME or file:/path of the HMAC-SHA256 key; "
-        "requests then carry X-Sustain-Timestamp and X-Sustain-Signature.")
     match: Labels = Field(default_factory=dict,
                           description="Only alerts whose labels include all of these.")
     send_resolved: bool = True
@@ -65,18 +45,23 @@ class NotifierCreate(_NotifierChecks):
                              description="Seconds per HTTP try (3 quick tries per attempt).")
 
     @model_validator(mode="after")
-    def _one_url(self) -> NotifierCreate:
+    def _one_url(self) -> NotifierSpec:
+        _check_url(self.url)
         if (self.url is None) == (self.url_secret_ref is None):
             raise PydanticCustomError("one_url", "give exactly one of url and url_secret_ref",
                                       {"field": "url"})
         return self
 
 
-class NotifierUpdate(_NotifierChecks):
-    """PATCH body: only the fields given change; kind cannot change."""
+class NotifierUpdate(InputModel):
+    """PATCH body: only the fields given change; kind cannot change. What the change leaves
+    is checked against the notifier's kind by the registry (check_merged)."""
 
     name: Name | None = None
     kind: None = None
+    url: Url | None = None
+    url_secret_ref: SecretRef | None = None
+    signing_secret_ref: SecretRef | None = None
     match: Labels | None = None
     send_resolved: bool | None = None
     enabled: bool | None = None
@@ -84,6 +69,7 @@ class NotifierUpdate(_NotifierChecks):
 
     @model_validator(mode="after")
     def _nulls(self) -> NotifierUpdate:
+        _check_url(self.url)
         reject_nulls(self, frozenset({"url", "url_secret_ref", "signing_secret_ref"}))
         return self
 

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from sustain.probes.runner import RunReport
+from sustain.probes.run_result import RunReport
 from sustain.service.schemas.common import DbId
 
 RunStatus = Literal["pending", "running", "succeeded", "failed", "abandoned", "invalid", "missed",

@@ -13,8 +13,8 @@ from typing import Any
 
 import jinja2
 
-from sustain.probes.client.protocols import PROTOCOLS
-from sustain.probes.client.target import ApiKind
+from sustain.probes.protocols.registry import protocol_of
+from sustain.probes.renamed import stored_figure
 from sustain.service.db.status import FirstFailure
 from sustain.service.domain.hints import failure_hint
 from sustain.service.web.charts import AxisChart, Verdict, histogram, xy_chart
@@ -75,20 +75,20 @@ def run_page(report: Mapping[str, Any], title: str, subtitle: str,
     figures = [
         ("requests", str(report.get("attempts", "-"))),
         ("availability", _share(report.get("availability"))),
-        ("request throughput", _num(report.get("request_throughput"), " req/s")),
-        ("output tokens/s", _num(report.get("output_token_throughput"))),
+        ("request throughput", _num(stored_figure(report, "requests_per_second"), " req/s")),
+        ("output tokens/s", _num(stored_figure(report, "output_tokens_per_second"))),
         ("goodput", _num(report.get("goodput"), " req/s")),
         ("measured time", _num(report.get("duration_s"), " s")),
         ("generator saturated", "yes" if (report.get("generator") or {}).get("saturated")
          else "no"),
     ]
-    if report.get("item_throughput") is not None:
-        figures.append(("items/s (inputs or documents)", _num(report["item_throughput"])))
-    if report.get("input_token_throughput") is not None:
-        figures.append(("input tokens/s", _num(report["input_token_throughput"])))
-    rtf = report.get("rtf")
+    if (items := stored_figure(report, "items_per_second")) is not None:
+        figures.append(("items/s (inputs or documents)", _num(items)))
+    if (inputs := stored_figure(report, "input_tokens_per_second")) is not None:
+        figures.append(("input tokens/s", _num(inputs)))
+    rtf = stored_figure(report, "rtf_ratio")
     if isinstance(rtf, Mapping) and rtf.get("count"):
-        figures.append(("audio transcribed", _num(report.get("audio_seconds"), " s", 1)))
+        figures.append(("audio transcribed", _num(stored_figure(report, "audio_s"), " s", 1)))
         figures.append(("real-time factor p50 / p99", f"{_num(rtf.get('p50'), digits=3)} / "
                                                       f"{_num(rtf.get('p99'), digits=3)}"))
     for size, dist in (report.get("ttft_by_image_size") or {}).items():
@@ -125,7 +125,7 @@ def run_page(report: Mapping[str, Any], title: str, subtitle: str,
                                       else str(dist.get(s)) for s in STATS]))
     stages = [[str(stage.get("label")), str(stage["summary"].get("attempts")),
                _share(stage["summary"].get("availability")),
-               _num(stage["summary"].get("output_token_throughput")),
+               _num(stored_figure(stage["summary"], "output_tokens_per_second")),
                _num((stage["summary"].get("ttft_ms") or {}).get("p99"), digits=1),
                _num((stage["summary"].get("e2e_ms") or {}).get("p99"), digits=1),
                "-" if (steady := stage["summary"].get("steady_state")) is None
@@ -268,8 +268,8 @@ def request_target(base_url: str | None, api_kind: str | None) -> str | None:
     if not base_url:
         return None
     try:
-        path = PROTOCOLS[ApiKind(api_kind)].path if api_kind else ""
-    except (ValueError, KeyError):
+        path = protocol_of(api_kind).path if api_kind else ""
+    except KeyError:
         path = ""
     return "POST " + base_url.rstrip("/") + path if path else base_url
 

@@ -32,7 +32,7 @@ def live(tmp_path: Path, database_url: str) -> Iterator[str]:
                                 "--itl-ms", "4", "--output-tokens", "8"],
                                tmp_path / "simulator.log")
     server = SustainProcess(["serve", "--port", str(port)], tmp_path / "sustain.log", env={
-        "SUSTAIN_DATABASE_URL": database_url, "SUSTAIN_ALERT_EVALUATION_SECONDS": "1",
+        "SUSTAIN_DATABASE_URL": database_url, "SUSTAIN_ALERT_EVALUATION_S": "1",
         "SUSTAIN_ENDPOINT_DOWN_RUNS": "2"})
     with simulator, server:
         simulator.wait_http(f"http://127.0.0.1:{sim_port}/v1/models")

@@ -1,5 +1,5 @@
 """docker-compose.yml: valid against the Compose specification's schema; every service's
-ports, dependencies, health checks and mounted files as the README says; the Prometheus and
+ports, dependencies, health checks and mounted files as docs/deploy.md says; the Prometheus and
 Alertmanager configs it mounts pass their own checkers; the SLO rules it loads are current."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Grafana dashboards: the five the README names, each panel's PromQL accepted by promtool, and
+"""Grafana dashboards: the five docs/deploy.md names, each panel's PromQL accepted by promtool, and
 every metric they name either exported by sustain's /metrics or recorded by the rules the
 compose Prometheus loads. Provisioning points Grafana at them and at that Prometheus."""
 

@@ -78,7 +78,7 @@ def test_defaults_two_replicas_probes_security_and_graceful_termination() -> Non
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["securityContext"]["runAsUser"] != 0
     env = {e["name"]: e for e in container["env"]}
-    grace = int(env["SUSTAIN_SHUTDOWN_GRACE_SECONDS"]["value"])
+    grace = int(env["SUSTAIN_SHUTDOWN_GRACE_S"]["value"])
     assert pod["terminationGracePeriodSeconds"] > grace
     writable = {m["mountPath"] for m in container["volumeMounts"] if not m.get("readOnly")}
     assert {"/tmp", "/var/lib/sustain"} <= writable, "read-only root: scratch is mounted"
@@ -210,9 +210,9 @@ def test_prometheus_rule_is_what_sustain_rules_prints(tmp_path: Path) -> None:
     assert check.returncode == 0, check.stdout + check.stderr
 
 
-def test_the_readme_values_example_renders_and_its_config_validates(tmp_path: Path) -> None:
-    readme = (ROOT / "README.md").read_text()
-    block = readme.split("where `my-values.yaml`", 1)[1].split("```yaml\n", 1)[1]
+def test_the_documented_values_example_renders_and_its_config_validates(tmp_path: Path) -> None:
+    page = (ROOT / "docs" / "deploy.md").read_text()
+    block = page.split("where `my-values.yaml`", 1)[1].split("```yaml\n", 1)[1]
     values = yaml.safe_load(block.split("```", 1)[0])
     kinds = by_kind(render(values))
     assert {"Deployment", "ServiceMonitor", "PrometheusRule"} <= set(kinds)

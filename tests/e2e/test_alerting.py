@@ -85,9 +85,9 @@ def test_page_alert_reaches_alertmanager_and_webhook_once_then_resolves_and_is_s
         simulator = SustainProcess(
             ["simulate", "--port", str(sim_port), "--ttft-ms", "5", "--itl-ms", "1",
              "--output-tokens", "4"], tmp_path / "simulator.log")
-        env = {"SUSTAIN_DATABASE_URL": database_url, "SUSTAIN_ALERT_EVALUATION_SECONDS": "1",
-               "SUSTAIN_NOTIFY_POLL_SECONDS": "0.5", "SUSTAIN_HEARTBEAT_SECONDS": "1",
-               "SUSTAIN_ALERTMANAGER_RESEND_SECONDS": "5", "E2E_HOOK_KEY": SECRET,
+        env = {"SUSTAIN_DATABASE_URL": database_url, "SUSTAIN_ALERT_EVALUATION_S": "1",
+               "SUSTAIN_NOTIFY_POLL_S": "0.5", "SUSTAIN_HEARTBEAT_S": "1",
+               "SUSTAIN_ALERTMANAGER_RESEND_S": "5", "E2E_HOOK_KEY": SECRET,
                "SUSTAIN_SECRET_ENV": "E2E_*",
                "SUSTAIN_LOG_LEVEL": "info"}
         replicas = [SustainProcess(["serve", "--port", str(port)], tmp_path / f"r{i}.log",

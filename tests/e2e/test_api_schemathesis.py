@@ -40,7 +40,7 @@ def live_service(pg_server_url: str, template_database: str,
     service = SustainProcess(["serve", "--port", str(port)], log, env={
         "SUSTAIN_DATABASE_URL": url, "SUSTAIN_ALLOWED_TARGETS": "127.0.0.0/8",
         "SUSTAIN_MAX_RATE": "20", "SUSTAIN_MAX_CONCURRENCY": "4",
-        "SUSTAIN_MAX_RUN_SECONDS": "5"})
+        "SUSTAIN_MAX_RUN_S": "5"})
     try:
         with service:
             service.wait_http(f"http://127.0.0.1:{port}/readyz")

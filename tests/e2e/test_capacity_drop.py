@@ -55,7 +55,7 @@ def test_a_capacity_drop_fires_its_alert(tmp_path: Path, database_url: str) -> N
     sim_port, port = free_port(), free_port()
     simulator = SustainProcess(["simulate", "--port", str(sim_port), *SIMULATOR],
                                tmp_path / "simulator.log")
-    env = {"SUSTAIN_DATABASE_URL": database_url, "SUSTAIN_ALERT_EVALUATION_SECONDS": "1",
+    env = {"SUSTAIN_DATABASE_URL": database_url, "SUSTAIN_ALERT_EVALUATION_S": "1",
            "SUSTAIN_LOG_LEVEL": "info"}
     service = SustainProcess(["serve", "--port", str(port)], tmp_path / "serve.log", env=env)
     with simulator, service:

@@ -101,7 +101,7 @@ def test_config_file_changes_reach_the_database_and_every_replica(
     source = str(config.resolve())
     sim_port = free_port()
     ports = {"c1": free_port(), "c2": free_port()}
-    env = {"SUSTAIN_DATABASE_URL": database_url, "SUSTAIN_CONFIG_RELOAD_SECONDS": "0",
+    env = {"SUSTAIN_DATABASE_URL": database_url, "SUSTAIN_CONFIG_RELOAD_S": "0",
            "SIM_URL": f"http://127.0.0.1:{sim_port}/v1", "SUSTAIN_CONFIG_ENV": "SIM_URL"}
     simulator = SustainProcess(["simulate", "--port", str(sim_port)], tmp_path / "sim.log")
     replicas = {name: SustainProcess(

@@ -259,7 +259,7 @@ def test_samples_survive_a_database_outage_exactly_once(
     # would never be recorded missed).
     service = SustainProcess(["serve", "--port", str(port)], tmp_path / "serve.log",
                              env={"SUSTAIN_DATABASE_URL": url,
-                                  "SUSTAIN_RECONCILE_SECONDS": "5"})
+                                  "SUSTAIN_RECONCILE_S": "5"})
     with simulator, service, admin_client(f"http://127.0.0.1:{port}",
                                           timeout=5) as api:
         simulator.wait_http(f"http://127.0.0.1:{sim_port}/v1/models")

@@ -53,8 +53,8 @@ class ProxyThread:
 def replica(name: str, port: int, database_url: str, tmp_path: Path) -> SustainProcess:
     return SustainProcess(["serve", "--port", str(port)], tmp_path / f"{name}.log", env={
         "SUSTAIN_DATABASE_URL": database_url, "SUSTAIN_REPLICA_ID": name,
-        "SUSTAIN_LOCATION": LOCATIONS[name], "SUSTAIN_HEARTBEAT_SECONDS": str(HEARTBEAT_S),
-        "SUSTAIN_RECONCILE_SECONDS": "2", "SUSTAIN_MISFIRE_GRACE_SECONDS": "1",
+        "SUSTAIN_LOCATION": LOCATIONS[name], "SUSTAIN_HEARTBEAT_S": str(HEARTBEAT_S),
+        "SUSTAIN_RECONCILE_S": "2", "SUSTAIN_MISFIRE_GRACE_S": "1",
         "SUSTAIN_MEASURE_WORKERS": "1", "SUSTAIN_LOG_LEVEL": "info"})
 
 

@@ -16,8 +16,8 @@ from tests.conftest import SimulatorHandle
 from tests.e2e.test_serve import stored_samples
 from tests.processes import SustainProcess, free_port, sustain_command
 
-TOP_KEYS = {"requests", "successes", "availability", "errors", "request_throughput",
-            "output_token_throughput", "goodput", "generator_saturated", "lag_ms", "ttft_ms",
+TOP_KEYS = {"requests", "successes", "availability", "errors", "requests_per_second",
+            "output_tokens_per_second", "goodput", "generator_saturated", "lag_ms", "ttft_ms",
             "itl_ms", "tpot_ms", "e2e_ms", "corrected_e2e_ms", "stages", "cached_tokens",
             "cache_hit_ratio"}
 LATENCY_KEYS = ("lag_ms", "ttft_ms", "itl_ms", "tpot_ms", "e2e_ms", "corrected_e2e_ms")
@@ -39,7 +39,7 @@ def test_json_output_has_the_documented_keys(simulator: SimulatorHandle) -> None
         assert set(report[key]) >= STAT_KEYS
     assert report["requests"] == 15
     assert report["availability"] == 1.0
-    assert report["goodput"] == pytest.approx(report["request_throughput"])
+    assert report["goodput"] == pytest.approx(report["requests_per_second"])
     assert [s["requests"] for s in report["stages"]] == [5, 10]
     for stage in report["stages"]:
         assert TOP_KEYS - {"stages"} <= set(stage)
@@ -232,7 +232,7 @@ def test_capacity_pareto_and_efficiency_from_the_command_line(tmp_path: Path) ->
         report = json.loads(done.stdout)
         capacity = report["capacity"]
         assert (capacity["max_passing"], capacity["first_failing"]) == (8, 9)
-        tps = report["output_token_throughput"]
+        tps = report["output_tokens_per_second"]
         efficiency = report["efficiency"]
         assert efficiency["output_tps_per_accelerator"] == pytest.approx(tps / 4)
         assert efficiency["output_tps_per_kw"] == pytest.approx(tps / 2.5)

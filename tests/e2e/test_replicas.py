@@ -56,9 +56,9 @@ def replica_processes(tmp_path: Path, database_url: str,
     return {
         name: SustainProcess(["serve", "--port", str(port)], tmp_path / f"{name}.log", env={
             "SUSTAIN_DATABASE_URL": database_url, "SUSTAIN_REPLICA_ID": name,
-            "SUSTAIN_HEARTBEAT_SECONDS": str(HEARTBEAT_S),
-            "SUSTAIN_SHUTDOWN_GRACE_SECONDS": str(GRACE_S),
-            "SUSTAIN_RECONCILE_SECONDS": "5", "SUSTAIN_LOG_LEVEL": "info"})
+            "SUSTAIN_HEARTBEAT_S": str(HEARTBEAT_S),
+            "SUSTAIN_SHUTDOWN_GRACE_S": str(GRACE_S),
+            "SUSTAIN_RECONCILE_S": "5", "SUSTAIN_LOG_LEVEL": "info"})
         for name, port in ports.items()}
 
 

@@ -61,7 +61,7 @@ async def test_a_config_reload_that_assembles_the_admin_key_from_two_variables_i
     config = tmp_path / "sustain.yaml"
     config.write_text(CONFIG)
     app = create_app(app_settings(database_url, auto_migrate=False, config=config,
-                                  config_env="*", config_reload_seconds=0))
+                                  config_env="*", config_reload_s=0))
     async with serving(app) as api:
         config.write_text(CONFIG.replace("${OWNER}", "x-${PART_A}${PART_B}-y"))
         caplog.set_level(logging.INFO)

@@ -10,6 +10,7 @@ asserted by what it holds down (bytes, rows, partitions, series, peak memory), n
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import uuid
@@ -166,6 +167,42 @@ async def test_assembling_a_max_size_upload_holds_one_part_decoded_at_a_time(
     assert [r.status_code for r in answers] == [200] * 8, answers[-1].text
     assert answers[-1].json()["outcome"] == "stored"
     assert grown < 200 * MiB, f"peak RSS grew {grown / MiB:.0f} MiB"
+
+
+async def test_a_part_of_a_million_empty_maps_is_refused_while_it_decodes(
+        api: httpx.AsyncClient, app: FastAPI, simulator: Any) -> None:
+    """A body just under 1 MiB that is one array of a million empty maps decoded to ~140 MB
+    of objects before any check could refuse it (and eight at once to over 1 GB): decoding
+    counts the arrays and maps it builds and stops past MAX_CONTAINERS, two parts at a time
+    per process."""
+    headers, _ = await setup(api, simulator.base_url)
+    count = 1_040_000
+    head = msgpack.packb({"upload_id": str(uuid.uuid4())}, use_bin_type=True)
+    body = (b"\x82" + head[1:] + msgpack.packb("junk") + b"\xdd" + count.to_bytes(4, "big")
+            + b"\x80" * count)
+    assert len(body) < MiB
+    before = peak_rss()
+    answers = await asyncio.gather(*(send(api, headers, body) for _ in range(8)))
+    grown = peak_rss() - before
+    assert {fields(r).pop() for r in answers} == {"body.body"}
+    assert "arrays and maps" in answers[0].text
+    assert grown < 120 * MiB, f"peak RSS grew {grown / MiB:.0f} MiB"
+    await nothing_written(app)
+
+
+async def test_an_upload_of_more_samples_than_a_run_sends_is_422(
+        database_url: str, simulator: Any) -> None:
+    """No run sends more than SUSTAIN_MAX_RUN_REQUESTS requests, so no upload carries more
+    samples: what assembling one holds is bounded by it, however small its rows."""
+    app = create_app(app_settings(database_url, auto_migrate=False, max_run_requests=100))
+    async with serving(app) as api:
+        headers, probe = await setup(api, simulator.base_url)
+        run = spooled(probe, recent_tick(), 150)
+        answers = [await send(api, headers, part_body(run, n, 3)) for n in range(3)]
+        assert [r.status_code for r in answers[:2]] == [200, 200]
+        assert fields(answers[2]) == {"body.samples"}
+        assert "SUSTAIN_MAX_RUN_REQUESTS" in answers[2].text
+        await nothing_written(app)
 
 
 # --- 2. partitions -----------------------------------------------------------------------

@@ -112,7 +112,7 @@ def test_decoding_stops_once_a_datasets_images_pass_the_bound(tmp_path: Path) ->
 
 
 def test_the_audio_of_24_users_of_600_s_fails_the_run_naming_the_bound() -> None:
-    workload = Workload(audio_seconds=600)
+    workload = Workload(audio_s=600)
     policy = DatasetPolicy(media_max_bytes=256 * MiB)
     before = rss()
     with pytest.raises(MediaLimitError, match=MEDIA_VARIABLE) as failed:
@@ -120,7 +120,7 @@ def test_the_audio_of_24_users_of_600_s_fails_the_run_naming_the_bound() -> None
     assert "24 request(s) in flight" in str(failed.value)
     assert rss() - before < 64 * MiB  # one 19 MiB clip was made, never 24 copies
     # a few users share the one clip within the bound
-    builder = RequestBuilder(Workload(audio_seconds=60), ApiKind.OPENAI_TRANSCRIPTIONS, "m",
+    builder = RequestBuilder(Workload(audio_s=60), ApiKind.OPENAI_TRANSCRIPTIONS, "m",
                              policy.for_run(24))
     assert builder.media.shared == builder.media.per_request == 44 + 60 * 16_000 * 2
 
@@ -131,7 +131,7 @@ async def test_a_run_beyond_the_media_bound_sends_nothing() -> None:
                     model="m")
     async with HttpClients() as clients:
         with pytest.raises(MediaLimitError, match=MEDIA_VARIABLE):
-            await execute(clients, target, Workload(audio_seconds=600),
+            await execute(clients, target, Workload(audio_s=600),
                           ConcurrencyProfile(users=24, max_requests=24),
                           datasets=DatasetPolicy(media_max_bytes=256 * MiB))
 
@@ -140,7 +140,8 @@ async def test_through_the_service_the_run_fails_naming_the_variable(
         api: httpx.AsyncClient) -> None:
     endpoint = await create_endpoint(api, "http://127.0.0.1:9/v1",
                                      api_kind="openai-transcriptions")
-    probe = await create_probe(api, endpoint["id"], workload={"audio_seconds": 600},
+    # disabled: its schedule never starts a run beside the one asked for here
+    probe = await create_probe(api, endpoint["id"], enabled=False, workload={"audio_s": 600},
                                profile={"kind": "concurrency", "users": 64,
                                         "max_requests": 64, "workers": 2})
     started = await api.post(f"/api/v1/probes/{probe['id']}/runs")

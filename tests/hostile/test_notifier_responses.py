@@ -163,7 +163,7 @@ def app(database_url: str) -> FastAPI:
     """The app's own delivery worker waits a minute between passes: each test drives a pass
     of it (with the settings the service gives it)."""
     return create_app(app_settings(database_url, auto_migrate=False,
-                                   notify_poll_seconds=60, alert_evaluation_seconds=3600))
+                                   notify_poll_s=60, alert_evaluation_s=3600))
 
 
 @pytest.fixture

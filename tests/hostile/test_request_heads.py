@@ -153,6 +153,6 @@ def test_ten_huge_heads_at_once_leave_the_server_memory_flat() -> None:
 
 def test_serve_takes_the_head_cap_and_write_deadline_from_the_settings() -> None:
     config = guarded_config(tiny_app, Settings(http_max_head_bytes=8192,
-                                               export_write_timeout_seconds=7.5))
+                                               export_write_timeout_s=7.5))
     assert config.max_head_bytes == 8192
     assert config.write_timeout_s == 7.5

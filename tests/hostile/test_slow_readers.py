@@ -5,7 +5,7 @@ unavailable, /readyz went 503 and ticks were missed.
 
 Now an export reads one page per short transaction and holds no connection while it writes;
 exports in flight are capped per key (or anonymous address) and in all (429, Retry-After); a
-reader that takes nothing for SUSTAIN_EXPORT_WRITE_TIMEOUT_SECONDS is closed; and the REST
+reader that takes nothing for SUSTAIN_EXPORT_WRITE_TIMEOUT_S is closed; and the REST
 API has its own database pool (SUSTAIN_DATABASE_API_POOL_SIZE), so measuring and storing
 keep theirs. The app runs under uvicorn with the guarded protocol on loopback; the readers
 are raw sockets. Asserted: statuses, counts, rows, pg_stat_activity; never a time."""
@@ -162,7 +162,7 @@ async def test_twenty_readers_that_never_read_leave_the_api_and_the_measuring_pa
     run_id = await seed_big_run(engine)
     async with listening(database_url, export_max_concurrent_per_key=PER_KEY,
                          export_max_concurrent=TOTAL,
-                         export_write_timeout_seconds=600) as (port, replica):
+                         export_write_timeout_s=600) as (port, replica):
         keys = await viewer_keys(port, 5)
         sockets: list[socket.socket] = []
         heads: list[bytes] = []
@@ -213,7 +213,7 @@ async def test_twenty_readers_that_never_read_leave_the_api_and_the_measuring_pa
 async def test_a_reader_that_stops_reading_is_closed_at_the_write_deadline(
         database_url: str, engine: AsyncEngine) -> None:
     run_id = await seed_big_run(engine)
-    async with listening(database_url, export_write_timeout_seconds=0.5) as (port, replica):
+    async with listening(database_url, export_write_timeout_s=0.5) as (port, replica):
         sockets = [await request_raw(port, f"/api/v1/runs/{run_id}/samples?format=csv",
                                      TEST_ADMIN_KEY) for _ in range(PER_KEY)]
         try:

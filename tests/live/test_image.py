@@ -27,7 +27,7 @@ def test_image_runs_locked_down_turns_healthy_and_drains_on_sigterm() -> None:
     docker("run", "--detach", "--name", name, "--read-only", "--cap-drop", "ALL",
            "--security-opt", "no-new-privileges",
            "--tmpfs", "/tmp", "--tmpfs", "/var/lib/sustain:uid=10001,gid=10001,mode=0700",
-           "--env", f"SUSTAIN_SHUTDOWN_GRACE_SECONDS={GRACE_S}",
+           "--env", f"SUSTAIN_SHUTDOWN_GRACE_S={GRACE_S}",
            "--publish", "127.0.0.1::8000", "sustain:dev")
     try:
         config = inspect(name)["Config"]

@@ -89,7 +89,7 @@ async def heartbeat(body: AgentHeartbeat, session: SessionDep, state: StateDep,
     when the key already has SUSTAIN_AGENT_MAX_NAMES live ones."""
     location, me = _location(caller), agent_id(caller, body.agent)
     connection = await session.connection()
-    stale_s = STALE_BEATS * state.settings.heartbeat_seconds
+    stale_s = STALE_BEATS * state.settings.heartbeat_s
     limit = state.settings.agent_max_names
     if not await agent_queries.heartbeat(
             connection, me, agent_id(caller, ""), location, body.in_flight, body.stopping,
@@ -160,7 +160,7 @@ async def upload(request: Request, session: SessionDep, state: StateDep, caller:
     naming the field for a sample beyond its bounds or outside the run's window, a summary
     off its schema or with names outside their closed sets, or an unclaimed tick that is not
     one of the probe's, is in the future or is older than
-    SUSTAIN_AGENT_UPLOAD_MAX_AGE_SECONDS; 413 when the upload's parts come to more than
+    SUSTAIN_AGENT_UPLOAD_MAX_AGE_S; 413 when the upload's parts come to more than
     SUSTAIN_AGENT_UPLOAD_MAX_BYTES (it is refused whole); 409 when the key's unfinished
     uploads already hold that many bytes."""
     if request.headers.get("content-type", "").split(";")[0].strip() != UPLOAD_MEDIA:

@@ -1,4 +1,5 @@
-"""/api/v1/notifiers: where alert notifications go (JSON webhook, Slack, Alertmanager)."""
+"""/api/v1/notifiers: where alert notifications go (any kind the notifier registry knows:
+JSON webhook, Slack, Alertmanager)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, status
 
+from sustain.service.alerting.notifiers import REGISTRY, NotifierCreate
 from sustain.service.api import cursor as cursors
 from sustain.service.api.deps import SessionDep, StateDep
 from sustain.service.api.paging import PageDep
@@ -14,7 +16,7 @@ from sustain.service.db import crud, quotas
 from sustain.service.db import notifiers as notifier_queries
 from sustain.service.db.models import Notifier
 from sustain.service.schemas.common import MAX_DB_ID
-from sustain.service.schemas.notifiers import NotifierCreate, NotifierRead, NotifierUpdate
+from sustain.service.schemas.notifiers import NotifierRead, NotifierUpdate
 from sustain.service.schemas.paging import Page
 
 router = APIRouter(prefix="/notifiers", tags=["notifiers"])
@@ -58,8 +60,7 @@ async def update_notifier(notifier_id: NotifierId, body: NotifierUpdate,
     crud.check_unmanaged(notifier, "notifier")
     changes = notifier_queries.columns(body, partial=True)
     refuse_unreachable(changes, state.reach)
-    notifier_queries.check_merged(notifier.kind,
-                                  {**notifier_queries.url_columns(notifier), **changes})
+    REGISTRY.check_merged(notifier.kind, {**notifier_queries.spec_columns(notifier), **changes})
     notifier = await crud.update(session, notifier, changes, "notifier")
     await session.commit()
     return notifier_queries.read(notifier)

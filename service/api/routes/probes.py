@@ -28,8 +28,6 @@ from sustain.service.domain.limits import (
     LoadLimits,
     dotted,
     limit_violations,
-    peak_rate,
-    planned_load,
 )
 from sustain.service.domain.rag_endpoints import kind_problems, pairing_problem
 from sustain.service.domain.thresholds import threshold_problems
@@ -53,7 +51,7 @@ ProbeId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
 
 def _check_limits(profile: LoadProfile | None, limits: LoadLimits) -> None:
     """A profile beyond this service's limits is a 422 naming each field that breaks one."""
-    if profile is not None and (found := limit_violations(planned_load(profile), limits)):
+    if profile is not None and (found := limit_violations(profile.planned_load(), limits)):
         raise FieldError.of([(dotted("profile", path), message) for path, message in found])
 
 
@@ -66,7 +64,7 @@ async def _check_total_rate(session: AsyncSession, settings: Settings, probe_id:
     plans its profile's rate."""
     await quotas.check_total_rate(
         session, probe_id,
-        0.0 if before is None else peak_rate(before, settings.max_rate) * before_locations,
+        0.0 if before is None else before.peak_rate(settings.max_rate) * before_locations,
         after, settings.max_rate, settings.max_total_rate, after_locations)
 
 
@@ -111,7 +109,7 @@ async def _check_rag(session: AsyncSession, endpoint_id: int, workload: Workload
 async def create_probe(body: ProbeCreate, session: SessionDep, scheduler: SchedulerDep,
                        state: StateDep) -> ProbeRead:
     """Create a probe. Its profile must stay within the load limits (SUSTAIN_MAX_RATE,
-    SUSTAIN_MAX_CONCURRENCY, SUSTAIN_MAX_RUN_SECONDS, SUSTAIN_MAX_RUN_REQUESTS), and a dataset
+    SUSTAIN_MAX_CONCURRENCY, SUSTAIN_MAX_RUN_S, SUSTAIN_MAX_RUN_REQUESTS), and a dataset
     must lie under SUSTAIN_DATASET_DIR. 409 when SUSTAIN_MAX_PROBES probes exist, or when
     it is enabled and the enabled probes would plan more than SUSTAIN_MAX_TOTAL_RATE
     requests/s in all."""

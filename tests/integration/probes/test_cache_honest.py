@@ -17,7 +17,8 @@ import pytest
 from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.target import ApiKind, Target
 from sustain.probes.load.profiles import ConcurrencyProfile
-from sustain.probes.runner import RunResult, execute
+from sustain.probes.run_result import RunResult
+from sustain.probes.runner import execute
 from sustain.probes.workload.spec import Workload
 from tests.conftest import SimulatorHandle
 from tests.processes import SustainProcess, free_port

@@ -108,7 +108,7 @@ async def test_efficiency_figures_are_their_formulas(batched: SimulatorHandle) -
                                Workload(max_tokens=TOKENS), profile,
                                SloThresholds(ttft_ms=SLO_TTFT_MS))
     summary = result.summary
-    tps = summary.output_token_throughput
+    tps = summary.output_tokens_per_second
     assert tps is not None
     assert summary.efficiency is not None
     figures = summary.efficiency

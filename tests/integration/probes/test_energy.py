@@ -13,7 +13,8 @@ from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.target import ApiKind, Target
 from sustain.probes.load.profiles import ConcurrencyProfile
 from sustain.probes.measure.deployment import Deployment
-from sustain.probes.runner import RunResult, execute
+from sustain.probes.run_result import RunResult
+from sustain.probes.runner import execute
 from sustain.probes.workload.spec import Workload
 from sustain.simulator.config import SimulatorConfig
 from sustain.simulator.server import BackgroundSimulator
@@ -48,7 +49,7 @@ async def test_measured_power_gives_tokens_per_kw_and_joules_per_token(
     assert figures.power_source == "measured"
     watts = WATTS * GPUS
     assert figures.power_w == pytest.approx(watts, rel=0.01)
-    tps = summary.output_token_throughput
+    tps = summary.output_tokens_per_second
     assert tps is not None
     assert tps > 0
     assert figures.output_tps_per_kw == pytest.approx(tps / (watts / 1000), rel=0.01)

@@ -13,7 +13,8 @@ from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.target import ApiKind, Target
 from sustain.probes.load.profiles import ConcurrencyProfile, SingleProfile
 from sustain.probes.measure.sample import ErrorClass, Sample
-from sustain.probes.runner import RunResult, execute
+from sustain.probes.run_result import RunResult
+from sustain.probes.runner import execute
 from sustain.probes.workload.spec import Workload
 from sustain.simulator.config import FAULT_HEADER, Fault, SimulatorConfig
 from sustain.simulator.server import BackgroundSimulator
@@ -85,12 +86,12 @@ async def test_a_run_reports_items_per_second(
     summary = result.summary
     assert summary.successes == 8
     assert summary.items == 8 * BATCH[kind]
-    assert summary.item_throughput is not None
-    assert summary.request_throughput is not None
-    assert summary.item_throughput == pytest.approx(
-        BATCH[kind] * summary.request_throughput)
+    assert summary.items_per_second is not None
+    assert summary.requests_per_second is not None
+    assert summary.items_per_second == pytest.approx(
+        BATCH[kind] * summary.requests_per_second)
     assert summary.input_tokens == 8 * words(kind)
-    assert summary.output_token_throughput == 0.0
+    assert summary.output_tokens_per_second == 0.0
 
 
 @pytest.mark.parametrize(("fault", "expected"), [

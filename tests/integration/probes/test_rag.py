@@ -19,7 +19,8 @@ from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.target import ApiKind, RagEndpoints, Target
 from sustain.probes.load.profiles import ConcurrencyProfile
 from sustain.probes.load.rag import RagIndexError
-from sustain.probes.runner import RunResult, execute
+from sustain.probes.run_result import RunResult
+from sustain.probes.runner import execute
 from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.probes.workload.spec import Workload
 from sustain.simulator.config import FAULT_HEADER, SimulatorConfig
@@ -71,7 +72,7 @@ async def test_each_stage_is_timed_and_questions_find_their_passages(
     result = await run(client, target(sim), {"corpus": str(corpus), "top_k": 3})
     summary = result.summary
     assert summary.successes == REQUESTS
-    assert (summary.retrieval_checked, summary.retrieval_hit_rate) == (REQUESTS, 1.0)
+    assert (summary.retrieval_checked, summary.retrieval_hit_ratio) == (REQUESTS, 1.0)
     assert summary.rag_stages_ms is not None
     assert set(summary.rag_stages_ms) == {"embed", "retrieve", "generate_ttft", "generate",
                                           "overhead"}
@@ -94,7 +95,7 @@ async def test_a_reranked_pipeline_times_the_rerank_and_keeps_its_top_n(
                        {"corpus": str(corpus), "top_k": 5, "rerank_top_n": 2})
     summary = result.summary
     assert summary.successes == REQUESTS
-    assert summary.retrieval_hit_rate == 1.0
+    assert summary.retrieval_hit_ratio == 1.0
     assert summary.rag_stages_ms is not None
     rerank = summary.rag_stages_ms["rerank"]
     assert rerank.count == REQUESTS
@@ -111,7 +112,7 @@ async def test_a_dataset_names_each_questions_passage_and_misses_count(
         + "\n")
     result = await run(client, target(sim), {"corpus": str(corpus), "top_k": 2},
                        dataset=str(questions))
-    assert result.summary.retrieval_hit_rate == 0.5  # the second names a passage it is not
+    assert result.summary.retrieval_hit_ratio == 0.5  # the second names a passage it is not
     assert [s.measurement.hit for s in result.samples].count(True) == REQUESTS // 2
 
 

@@ -24,7 +24,8 @@ from sustain.probes.client.secret_policy import SecretPolicy
 from sustain.probes.client.target import ApiKind, RagEndpoints, Target
 from sustain.probes.load.profiles import ConcurrencyProfile
 from sustain.probes.load.rag import RagIndexError
-from sustain.probes.runner import RunResult, execute
+from sustain.probes.run_result import RunResult
+from sustain.probes.runner import execute
 from sustain.probes.workers.pool import WorkerPool
 from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.probes.workload.spec import Workload
@@ -146,7 +147,7 @@ async def test_retrieval_from_pgvector_finds_what_the_memory_index_finds_and_cle
     assert stored.summary.successes == 24
     assert stored.summary.retrieval_checked == 24
     # the same questions (seeded), the same vectors, an exact-enough HNSW over 40 rows
-    assert stored.summary.retrieval_hit_rate == memory.summary.retrieval_hit_rate
+    assert stored.summary.retrieval_hit_ratio == memory.summary.retrieval_hit_ratio
     assert stored.summary.rag_stages_ms is not None
     assert stored.summary.rag_stages_ms["retrieve"].count == 24
     assert await run_tables(pgvector_url) == []

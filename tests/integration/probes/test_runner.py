@@ -60,7 +60,7 @@ async def test_poisson_profile_with_goodput(client: HttpClients,
     assert live.sent == result.summary.attempts
     assert live.in_flight == 0
     assert result.summary.availability == 1.0
-    assert result.summary.goodput == pytest.approx(result.summary.request_throughput)
+    assert result.summary.goodput == pytest.approx(result.summary.requests_per_second)
 
 
 async def test_concurrency_profile_reaches_its_request_count(

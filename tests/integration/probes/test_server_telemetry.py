@@ -12,7 +12,8 @@ from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.egress import EgressPolicy
 from sustain.probes.client.target import ApiKind, Target
 from sustain.probes.load.profiles import ConcurrencyProfile
-from sustain.probes.runner import RunResult, execute
+from sustain.probes.run_result import RunResult
+from sustain.probes.runner import execute
 from sustain.probes.workers.pool import WorkerPool
 from sustain.probes.workload.spec import Workload
 from tests.conftest import SimulatorHandle

@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 
 from sustain.probes.client.clients import HttpClients
-from sustain.probes.client.target import CHAT_KINDS, ApiKind, Target
+from sustain.probes.client.target import ApiKind, Target
 from sustain.probes.load.profiles import ConcurrencyProfile, ConstantProfile, LoadProfile
 from sustain.probes.measure.sample import Sample
-from sustain.probes.runner import RunResult, execute
+from sustain.probes.protocols.registry import CONVERSATION_KINDS
+from sustain.probes.run_result import RunResult
+from sustain.probes.runner import execute
 from sustain.probes.workers.pool import WorkerPool
 from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.probes.workload.spec import Workload
@@ -73,7 +75,7 @@ def check_complete(result: RunResult) -> None:
     assert (result.summary.e2e_interactivity or 0.0) > 0
 
 
-@pytest.mark.parametrize("api", sorted(CHAT_KINDS))
+@pytest.mark.parametrize("api", sorted(CONVERSATION_KINDS))
 async def test_a_sessions_file_completes_with_growing_history_and_tool_round_trips(
         simulator: SimulatorHandle, api: ApiKind) -> None:
     """Over every conversation protocol: the simulator checks each one's history (a tool

@@ -13,7 +13,8 @@ from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.target import ApiKind, Target
 from sustain.probes.load.profiles import ConcurrencyProfile, SingleProfile
 from sustain.probes.measure.sample import ErrorClass, Measurement
-from sustain.probes.runner import RunResult, execute
+from sustain.probes.run_result import RunResult
+from sustain.probes.runner import execute
 from sustain.probes.workload.spec import Workload
 from sustain.simulator.config import FAULT_HEADER, Fault, SimulatorConfig
 from sustain.simulator.server import BackgroundSimulator
@@ -40,7 +41,7 @@ async def run(client: HttpClients, sim: BackgroundSimulator, *, stream: bool = T
     target = Target(base_url=sim.base_url, api_kind=ApiKind.OPENAI_TRANSCRIPTIONS,
                     model="whisper-sim", http2=via_httpx,
                     headers={FAULT_HEADER: fault.value} if fault else {})
-    return await execute(client, target, Workload(audio_seconds=AUDIO_S, stream=stream),
+    return await execute(client, target, Workload(audio_s=AUDIO_S, stream=stream),
                          SingleProfile() if profile is None else profile)  # type: ignore[arg-type]
 
 
@@ -78,12 +79,12 @@ async def test_a_run_reports_audio_seconds_and_the_real_time_factor(
     result = await run(client, sim, profile=ConcurrencyProfile(users=2, max_requests=6))
     summary = result.summary
     assert summary.successes == 6
-    assert summary.audio_seconds == 6 * AUDIO_S
-    assert summary.rtf is not None
-    assert summary.rtf.count == 6
-    assert summary.rtf.p50 is not None
+    assert summary.audio_s == 6 * AUDIO_S
+    assert summary.rtf_ratio is not None
+    assert summary.rtf_ratio.count == 6
+    assert summary.rtf_ratio.p50 is not None
     assert summary.e2e_ms.p50 is not None
-    assert summary.rtf.p50 == pytest.approx(summary.e2e_ms.p50 / 1000 / AUDIO_S)
+    assert summary.rtf_ratio.p50 == pytest.approx(summary.e2e_ms.p50 / 1000 / AUDIO_S)
 
 
 @pytest.mark.parametrize(("fault", "expected"), [

@@ -15,7 +15,8 @@ from PIL import Image
 from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.target import ApiKind, Target
 from sustain.probes.load.profiles import ConcurrencyProfile
-from sustain.probes.runner import RunResult, execute
+from sustain.probes.run_result import RunResult
+from sustain.probes.runner import execute
 from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.probes.workload.spec import Workload
 from sustain.simulator.config import SimulatorConfig

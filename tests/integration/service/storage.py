@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from sustain.probes.measure.sample import ErrorClass, Measurement, Sample
 from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.measure.summary import summarise
-from sustain.probes.runner import RunResult
+from sustain.probes.run_result import RunResult
 from sustain.service.db import partitions
 from sustain.service.domain.finals import RunFinal, completed
 from sustain.service.domain.rows import sample_tuple, sent_at

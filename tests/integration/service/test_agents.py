@@ -66,8 +66,8 @@ async def agent_key(api: httpx.AsyncClient, location: str = LOCATION) -> str:
 def fast_app(database_url: str) -> FastAPI:
     """Heartbeats every 0.5 s (an agent silent for 1.5 s is dead to the service) and a
     reconcile every second, so missed ticks are recorded within seconds."""
-    return create_app(app_settings(database_url, auto_migrate=False, heartbeat_seconds=0.5,
-                                   reconcile_seconds=1, misfire_grace_seconds=1))
+    return create_app(app_settings(database_url, auto_migrate=False, heartbeat_s=0.5,
+                                   reconcile_s=1, misfire_grace_s=1))
 
 
 def new_agent(port: int, key: str, spool: Path, name: str = "a1") -> Agent:
@@ -211,7 +211,7 @@ async def test_runs_measured_through_an_outage_arrive_afterwards_each_once(
 
 def recent_tick(hours_ago: int = 1) -> datetime:
     """A tick of a probe every 60 s, `hours_ago` hours ago: an upload of a tick off the
-    schedule, in the future or older than SUSTAIN_AGENT_UPLOAD_MAX_AGE_SECONDS is refused."""
+    schedule, in the future or older than SUSTAIN_AGENT_UPLOAD_MAX_AGE_S is refused."""
     now = datetime.now(UTC).replace(second=0, microsecond=0)
     return now - timedelta(hours=hours_ago)
 

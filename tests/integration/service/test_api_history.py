@@ -101,7 +101,7 @@ async def test_availability_and_throughput_are_computed_from_summed_counts(
     body = r.json()
     assert (body["runs"], body["attempts"], body["successes"]) == (RUNS, attempts, successes)
     assert body["availability"] == pytest.approx(successes / attempts)
-    assert body["request_throughput"] == pytest.approx(successes / measured)
+    assert body["requests_per_second"] == pytest.approx(successes / measured)
     values = await exact(app, seeded, "e2e_ms", START, START + RUNS * RUN_EVERY)
     e2e = body["metrics"]["e2e"]
     assert e2e["count"] == len(values)

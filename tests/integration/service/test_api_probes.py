@@ -147,7 +147,7 @@ async def test_run_now_of_an_item_kind_stores_items_per_sample_and_per_second(
     summary = run["summary"]
     assert summary["attempts"] == summary["successes"] == 5
     assert summary["items"] == 5 * items
-    assert summary["item_throughput"] > 0
+    assert summary["items_per_second"] > 0
     assert summary["input_tokens"] > 0
     assert summary["ttft_ms"]["count"] == 0
     samples = (await api.get(f"/api/v1/runs/{run['id']}/samples")).json()["items"]
@@ -156,15 +156,15 @@ async def test_run_now_of_an_item_kind_stores_items_per_sample_and_per_second(
     assert [value for labels, value in exported["sustain_items_total"]
             if labels["probe"] == probe["name"]] == [5.0 * items]
     assert [value for labels, value in exported["sustain_probe_last_run_items_per_second"]
-            if labels["probe"] == probe["name"]] == [pytest.approx(summary["item_throughput"])]
+            if labels["probe"] == probe["name"]] == [pytest.approx(summary["items_per_second"])]
     window = (await api.get(f"/api/v1/probes/{probe['id']}/summary")).json()
     assert window["items"] == 5 * items
-    assert window["item_throughput"] == pytest.approx(summary["item_throughput"])
+    assert window["items_per_second"] == pytest.approx(summary["items_per_second"])
     series = (await api.get(f"/api/v1/probes/{probe['id']}/series",
                             params={"stat": "item_throughput"})).json()
     assert series["unit"] == "items/s"
     assert [point["value"] for point in series["points"]] == \
-        [pytest.approx(summary["item_throughput"])]
+        [pytest.approx(summary["items_per_second"])]
     assert f"{summary['item_throughput']:,.1f} items/s" in (await api.get("/")).text
 
 
@@ -172,25 +172,26 @@ async def test_run_now_of_transcriptions_stores_audio_and_the_real_time_factor(
         api: httpx.AsyncClient, simulator: SimulatorHandle) -> None:
     endpoint = await create_endpoint(api, simulator.base_url, api_kind="openai-transcriptions")
     probe = await create_probe(api, endpoint["id"], enabled=False,
-                               workload={"audio_seconds": 1.5},
+                               workload={"audio_s": 1.5},
                                profile={"kind": "constant", "rate": 10, "duration_s": 0.3})
     run = await wait_for_run(api, (await api.post(f"/api/v1/probes/{probe['id']}/runs")
                                    ).json()["id"])
     assert run["status"] == "succeeded", run
     summary = run["summary"]
     assert summary["attempts"] == summary["successes"] == 3
-    assert summary["audio_seconds"] == 4.5
-    assert summary["rtf"]["count"] == 3
-    assert summary["rtf"]["p50"] > 50.0 / 1000 / 1.5  # the simulator's TTFT, at least
+    assert summary["audio_s"] == 4.5
+    assert summary["rtf_ratio"]["count"] == 3
+    assert summary["rtf_ratio"]["p50"] > 50.0 / 1000 / 1.5  # the simulator's TTFT, at least
     samples = (await api.get(f"/api/v1/runs/{run['id']}/samples")).json()["items"]
     assert [sample["audio_s"] for sample in samples] == [1.5] * 3
     rtf = (await api.get(f"/api/v1/probes/{probe['id']}/summary")).json()["metrics"]["rtf"]
     assert rtf["count"] == 3
-    assert rtf["max"] == pytest.approx(summary["rtf"]["max"])
+    assert rtf["max"] == pytest.approx(summary["rtf_ratio"]["max"])
     exported = samples_of((await api.get("/metrics")).text)["sustain_probe_last_run_rtf_ratio"]
     assert {labels["quantile"]: value for labels, value in exported
             if labels["probe"] == probe["name"]} == {
-        "0.5": pytest.approx(summary["rtf"]["p50"]), "0.99": pytest.approx(summary["rtf"]["p99"])}
+        "0.5": pytest.approx(summary["rtf_ratio"]["p50"]),
+        "0.99": pytest.approx(summary["rtf_ratio"]["p99"])}
 
 
 async def test_run_of_unreachable_endpoint_fails_with_classified_samples(

@@ -19,7 +19,8 @@ from tests.integration.service.helpers import app_settings, create_endpoint, ser
 from tests.processes import TEST_ADMIN_KEY
 
 OPEN_PATHS = {"/healthz", "/readyz", "/metrics"}
-"""Answered without a key by default (README, Access: API keys, roles and the audit log)."""
+"""Answered without a key by default (docs/security.md, Access: API keys, roles and the audit
+log)."""
 ADMIN_PREFIXES = ("/api/v1/keys", "/api/v1/audit")
 AGENT_PREFIX = "/api/v1/agent/"
 RANK = {"anonymous": -1, "viewer": 0, "editor": 1, "admin": 2}

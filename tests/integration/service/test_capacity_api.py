@@ -26,7 +26,7 @@ async def test_a_capacity_run_is_stored_priced_and_exported(
         assert run["status"] == "succeeded", run
         capacity = run["summary"]["capacity"]
         assert (capacity["max_passing"], capacity["first_failing"]) == (2, None)
-        tps = run["summary"]["output_token_throughput"]
+        tps = run["summary"]["output_tokens_per_second"]
         efficiency = run["summary"]["efficiency"]
         assert efficiency["output_tps_per_accelerator"] == tps / 2
         assert efficiency["output_tps_per_kw"] is None
@@ -47,7 +47,7 @@ async def test_a_capacity_run_is_stored_priced_and_exported(
         window = (await api.get(f"/api/v1/probes/{probe['id']}/summary",
                                 params={"window": "1d"})).json()
         assert window["efficiency"]["output_tps_per_accelerator"] == pytest.approx(
-            window["output_token_throughput"] / 2)
+            window["output_tokens_per_second"] / 2)
         assert window["efficiency"]["currency"] == "USD"
         page = await api.get(f"/runs/{run['id']}")
         assert page.status_code == 200

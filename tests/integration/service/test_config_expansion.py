@@ -31,7 +31,7 @@ async def test_a_reload_that_would_expand_the_admin_key_is_refused_and_changes_n
     config = tmp_path / "sustain.yaml"
     config.write_text(CONFIG)
     app = create_app(app_settings(database_url, auto_migrate=False, config=config,
-                                  config_env="*", config_reload_seconds=0))
+                                  config_env="*", config_reload_s=0))
     async with serving(app) as api:
         listed = (await api.get("/api/v1/endpoints")).json()["items"]
         assert [e["labels"] for e in listed] == [{"owner": "inference"}]

@@ -72,7 +72,7 @@ async def test_a_patch_beyond_the_limits_is_refused_and_changes_nothing(
 
 async def test_limits_come_from_the_settings(database_url: str) -> None:
     app = create_app(app_settings(database_url, auto_migrate=False, max_rate=5,
-                                  max_run_seconds=30))
+                                  max_run_s=30))
     async with serving(app) as api:
         endpoint = await create_endpoint(api, "http://127.0.0.1:9/v1")
         r = await api.post("/api/v1/probes", json={

@@ -75,7 +75,7 @@ def scheduler_for(engine: AsyncEngine, database_url: str, location: str) -> Prob
     return ProbeScheduler(
         executor=SimpleNamespace(run_tick=never_run),  # type: ignore[arg-type]
         sessions=session_factory(engine), engine=engine,
-        settings=app_settings(database_url, misfire_grace_seconds=2, location=location))
+        settings=app_settings(database_url, misfire_grace_s=2, location=location))
 
 
 async def test_a_replica_schedules_only_the_probes_of_its_location(

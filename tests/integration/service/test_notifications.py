@@ -34,7 +34,7 @@ FAST = DeliveryPolicy(poll_s=0.1, lease_s=30, max_attempts=3, retry_base_s=0.2,
 def app(database_url: str) -> FastAPI:
     """The app's own worker and evaluator stay idle so each test drives its workers."""
     return create_app(app_settings(database_url, auto_migrate=False,
-                               notify_poll_seconds=60, alert_evaluation_seconds=3600,
+                               notify_poll_s=60, alert_evaluation_s=3600,
                                external_url="https://sustain.example"))
 
 

@@ -1,6 +1,6 @@
-"""`sustain probe` runs the README's RAG example as written (its URLs pointed at a simulator,
-its corpus at a file of the test's): the report has every stage, the overhead and the hit
-rate; a bad corpus line is refused naming it, before anything is sent."""
+"""`sustain probe` runs the RAG example of docs/protocols.md as written (its URLs pointed at
+a simulator, its corpus at a file of the test's): the report has every stage, the overhead and
+the hit rate; a bad corpus line is refused naming it, before anything is sent."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from sustain.service.cli import app
 from sustain.simulator.config import SimulatorConfig
 from sustain.simulator.server import BackgroundSimulator
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+PROTOCOLS = Path(__file__).resolve().parents[3] / "docs" / "protocols.md"
 
 
 @pytest.fixture(scope="module")
@@ -29,9 +29,9 @@ def simulator() -> Iterator[BackgroundSimulator]:
         yield server
 
 
-def readme_example() -> list[str]:
-    text = README.read_text()
-    start = text.index("### RAG pipelines")
+def documented_example() -> list[str]:
+    text = PROTOCOLS.read_text()
+    start = text.index("## RAG pipelines")
     block = re.search(r"```\n(sustain probe .*?)```", text[start:], flags=re.DOTALL)
     assert block is not None
     return shlex.split(block.group(1).replace("\\\n", " "))[1:]
@@ -46,12 +46,12 @@ def run(args: list[str], base_url: str, corpus: Path, datasets: Path) -> Any:
                               env={"SUSTAIN_DATASET_DIR": str(datasets)})
 
 
-def test_the_readme_example_measures_every_stage(simulator: BackgroundSimulator,
+def test_the_documented_example_measures_every_stage(simulator: BackgroundSimulator,
                                                  tmp_path: Path) -> None:
     (tmp_path / "corpus.jsonl").write_text("".join(json.dumps(
         {"id": f"doc-{k}", "text": " ".join(f"t{k}y{j}" for j in range(25))}) + "\n"
         for k in range(40)))
-    args = readme_example()
+    args = documented_example()
     assert args[0] == "probe"
     result = run(args, simulator.base_url, tmp_path / "corpus.jsonl", tmp_path)
     assert result.exit_code == 0, result.output
@@ -60,7 +60,7 @@ def test_the_readme_example_measures_every_stage(simulator: BackgroundSimulator,
     assert set(report["rag_stages_ms"]) == {"embed", "retrieve", "rerank", "generate_ttft",
                                             "generate", "overhead"}
     assert report["retrieval_checked"] == 6
-    assert report["retrieval_hit_rate"] is not None
+    assert report["retrieval_hit_ratio"] is not None
     assert report["ttft_ms"]["count"] == 6
 
 
@@ -68,7 +68,7 @@ def test_a_corpus_line_without_text_is_refused_naming_it(simulator: BackgroundSi
                                                          tmp_path: Path) -> None:
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text('{"id": "a", "text": "words"}\n{"id": "b"}\n')
-    result = run(readme_example(), simulator.base_url, corpus, tmp_path)
+    result = run(documented_example(), simulator.base_url, corpus, tmp_path)
     assert result.exit_code == 2
     assert f"{corpus}:2: needs a non-empty 'text'" in result.output
 

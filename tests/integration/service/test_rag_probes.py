@@ -84,7 +84,7 @@ async def test_a_rag_probe_created_over_rest_runs_every_stage(
     assert summary["ttft_ms"]["p50"] > summary["rag_stages_ms"]["generate_ttft"]["p50"], \
         "TTFT counts from the question, before embedding and reranking"
     assert summary["retrieval_checked"] == 4
-    assert summary["retrieval_hit_rate"] is not None
+    assert summary["retrieval_hit_ratio"] is not None
     samples = (await api.get(f"/api/v1/runs/{run['id']}/samples")).json()["items"]
     assert len(samples) == 4
     assert all(sample["error_class"] is None for sample in samples)
@@ -92,7 +92,7 @@ async def test_a_rag_probe_created_over_rest_runs_every_stage(
     # over a window, as the run said: the hit rate and every stage's percentiles
     window = (await api.get(f"/api/v1/probes/{probe['id']}/summary")).json()
     assert window["retrieval_checked"] == 4
-    assert window["retrieval_hit_rate"] == pytest.approx(summary["retrieval_hit_rate"])
+    assert window["retrieval_hit_ratio"] == pytest.approx(summary["retrieval_hit_ratio"])
     for stage in ("embed", "retrieve", "rerank", "overhead"):
         merged, exact = window["metrics"][f"rag_{stage}"], summary["rag_stages_ms"][stage]
         assert merged["count"] == 4
@@ -101,13 +101,13 @@ async def test_a_rag_probe_created_over_rest_runs_every_stage(
                             params={"stat": "retrieval_hit_rate"})).json()
     assert series["unit"] == "ratio"
     assert [point["value"] for point in series["points"]] == \
-        [pytest.approx(summary["retrieval_hit_rate"])]
+        [pytest.approx(summary["retrieval_hit_ratio"])]
     compared = (await api.get("/api/v1/compare", params={"probe": probe["name"]})).json()
-    assert compared["probes"][0]["retrieval_hit_rate"] == \
-        pytest.approx(summary["retrieval_hit_rate"])
+    assert compared["probes"][0]["retrieval_hit_ratio"] == \
+        pytest.approx(summary["retrieval_hit_ratio"])
     exported = samples_of((await api.get("/metrics")).text)
     assert [value for labels, value in exported["sustain_probe_last_run_retrieval_hit_ratio"]
-            if labels["probe"] == probe["name"]] == [pytest.approx(summary["retrieval_hit_rate"])]
+            if labels["probe"] == probe["name"]] == [pytest.approx(summary["retrieval_hit_ratio"])]
     stages = {labels["stage"] for labels, _ in
               exported["sustain_probe_last_run_rag_stage_seconds"]}
     assert stages == {"embed", "retrieve", "rerank", "generate_ttft", "generate", "overhead"}

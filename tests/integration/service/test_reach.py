@@ -50,8 +50,8 @@ METADATA_URLS = [
 @asynccontextmanager
 async def app_with(database_url: str, **fields: Any) -> AsyncIterator[httpx.AsyncClient]:
     """An in-process app with these settings (and an idle alert evaluator and notifier)."""
-    app = create_app(app_settings(database_url, auto_migrate=False, notify_poll_seconds=60,
-                                  alert_evaluation_seconds=3600, **fields))
+    app = create_app(app_settings(database_url, auto_migrate=False, notify_poll_s=60,
+                                  alert_evaluation_s=3600, **fields))
     async with serving(app) as client:
         client.app = app  # type: ignore[attr-defined]
         yield client

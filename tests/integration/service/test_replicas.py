@@ -154,7 +154,7 @@ async def test_missed_ticks_are_recorded_once_and_never_over_a_run(
     scheduler = ProbeScheduler(
         executor=SimpleNamespace(run_tick=never_run),  # type: ignore[arg-type]
         sessions=sessions, engine=engine,
-        settings=app_settings(database_url, misfire_grace_seconds=2))
+        settings=app_settings(database_url, misfire_grace_s=2))
     async with sessions() as session:
         (probe,) = await probe_queries.list_all(session, enabled_only=True)
     scheduler.sync(probe)

@@ -86,6 +86,6 @@ async def test_a_windows_efficiency_uses_the_power_its_runs_measured(
     efficiency = window["efficiency"]
     assert efficiency["power_source"] == "measured"
     assert efficiency["power_w"] == pytest.approx(620.0, rel=0.01)
-    tps = window["output_token_throughput"]
+    tps = window["output_tokens_per_second"]
     assert efficiency["joules_per_output_token"] == pytest.approx(efficiency["power_w"] / tps)
     assert efficiency["output_tps_per_kw"] == pytest.approx(tps / efficiency["power_w"] * 1000)

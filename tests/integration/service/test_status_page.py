@@ -117,8 +117,8 @@ def link(html: str, rel: str) -> str:
 async def quiet_api(database_url: str) -> AsyncIterator[tuple[httpx.AsyncClient, FastAPI]]:
     """The app with its scheduler's and alert evaluator's periodic passes an hour apart: the
     bulk rows written behind its back stay as written while the test reads the page."""
-    app = create_app(app_settings(database_url, auto_migrate=False, reconcile_seconds=3600,
-                                  alert_evaluation_seconds=3600))
+    app = create_app(app_settings(database_url, auto_migrate=False, reconcile_s=3600,
+                                  alert_evaluation_s=3600))
     async with serving(app) as client:
         yield client, app
 

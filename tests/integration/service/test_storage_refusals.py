@@ -10,6 +10,7 @@ import json
 import random
 from datetime import UTC, datetime
 
+import pytest
 from prometheus_client import generate_latest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -20,8 +21,9 @@ from sustain.service.db.engine import async_url
 from sustain.service.domain.finals import RunFinal
 from sustain.service.domain.refusals import Refused
 from sustain.service.domain.rows import sample_tuple
+from sustain.service.ingest import store as store_module
 from sustain.service.ingest.buffer import SampleBuffer
-from sustain.service.ingest.store import store_each
+from sustain.service.ingest.store import store_each, store_run
 from sustain.service.ingest.writer import SampleWriter
 from sustain.service.metrics import Metrics
 from sustain.service.scheduling.offline import HeldRun, store_whole
@@ -290,6 +292,32 @@ async def test_a_run_measured_during_an_outage_with_a_refused_sample_is_stored_f
     assert [r.pos for r in stored.refused] == [4]
     assert await fetch(engine, "SELECT status FROM runs") == [("failed",)]
     assert await fetch(engine, "SELECT count(*) FROM samples") == [(9,)]
+
+
+async def test_a_finished_run_is_stored_whole_once_whichever_chunk_a_refused_sample_is_in(
+        engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`store_run`, the one way a finished run is stored (offline, agent upload, `sustain
+    probe --save`): rows made before the run id was known go in a chunk at a time, a sample
+    refused in a later chunk still fails the run, and storing it again adds nothing."""
+    monkeypatch.setattr(store_module, "STORE_CHUNK", 4)
+    probe_id = await create_probe_rows(engine)
+    run_id = await create_run(engine, probe_id, NOW)
+    samples = synthetic_samples(10, NOW, random.Random(8))
+    samples[6] = with_bad_usage(samples[6])
+    rows = [sample_tuple(0, pos, probe_id, s) for pos, s in enumerate(samples)]
+    final = final_of(0, probe_id, NOW, samples)
+    for _ in range(2):  # a retry (its first commit's answer lost) stores nothing twice
+        async with engine.begin() as connection:
+            stored = await store_run(connection, run_id, rows, final)
+        assert [r.pos for r in stored.refused] == [6]
+        assert list(stored.failed) == [run_id]
+    assert await fetch(engine, "SELECT status, error LIKE '%refused%' FROM runs") == \
+        [("failed", True)]
+    assert await fetch(engine, "SELECT run_id, count(*) FROM samples GROUP BY run_id") == \
+        [(run_id, 9)]
+    assert await fetch(engine, "SELECT run_id, pos FROM dead_letters") == [(run_id, 6)]
+    assert await fetch(engine, "SELECT count(*) FROM run_sketches WHERE run_id = :r",
+                       r=run_id) != [(0,)]
 
 
 async def test_dead_letters_keep_the_newest_records_only(engine: AsyncEngine) -> None:

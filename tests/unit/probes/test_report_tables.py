@@ -15,7 +15,7 @@ from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.measure.summary import summarise
 from sustain.probes.report import json_report
 from sustain.probes.report_tables import LOW_COUNT_CAPTION, progress_table, results
-from sustain.probes.runner import RunResult, StageResult
+from sustain.probes.run_result import RunResult, StageResult
 from tests.unit.probes.samples import sample
 
 

@@ -7,8 +7,8 @@ from typing import get_args
 import pytest
 from pydantic import ValidationError
 
-from sustain.probes.client.protocols import PROTOCOLS
 from sustain.probes.client.target import ApiKind
+from sustain.probes.protocols.registry import PROTOCOLS
 from sustain.service.schemas.endpoints import ApiKindName, EndpointCreate
 
 
@@ -16,8 +16,9 @@ def test_the_schema_names_exactly_the_probes_api_kinds() -> None:
     assert set(get_args(ApiKindName)) == {kind.value for kind in ApiKind}
 
 
-def test_every_kind_but_http_has_a_generation_protocol() -> None:
-    assert set(PROTOCOLS) == set(ApiKind) - {ApiKind.HTTP}
+def test_every_kind_has_its_protocol_object() -> None:
+    assert set(PROTOCOLS) == set(ApiKind)
+    assert all(protocol.kind is kind for kind, protocol in PROTOCOLS.items())
 
 
 @pytest.mark.parametrize("kind", [kind.value for kind in ApiKind])

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sustain.service.cli.demo import demo_banner, moved_url
-from sustain.service.cli.demo_simulators import (
+from sustain.service.demo.objects import demo_banner, moved_url
+from sustain.service.demo.simulators import (
     PORTS_FILE,
     SimulatorPortError,
     choose_ports,

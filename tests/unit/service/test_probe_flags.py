@@ -22,9 +22,10 @@ from sustain.probes.load.profiles import (
 from sustain.probes.measure.slo import SloThresholds
 from sustain.service.cli import app
 from sustain.service.cli.flags import command_parameters
-from sustain.service.cli.oneshot import OneShot, build
+from sustain.service.cli.oneshot import build
 from sustain.service.cli.probe_flags import FlagError, ProbeFlags
 from sustain.service.domain.limits import LoadLimits
+from sustain.service.scheduling.one_shot import OneShot
 
 URL = "http://127.0.0.1:8001/v1"
 
@@ -299,7 +300,7 @@ def test_flags_are_immutable() -> None:
         flags().rate = 2.0  # type: ignore[misc]
 
 
-LIMITS = LoadLimits(max_rate=100, max_concurrency=64, max_run_seconds=600,
+LIMITS = LoadLimits(max_rate=100, max_concurrency=64, max_run_s=600,
                     max_run_requests=10_000)
 
 
@@ -314,10 +315,10 @@ LIMITS = LoadLimits(max_rate=100, max_concurrency=64, max_run_seconds=600,
      "--levels: 200 requests/s; at most 100 (SUSTAIN_MAX_RATE)"),
     ({"profile": "constant", "rate": 1, "duration": 601},
      "--duration: warmup_s + duration_s = 601 s; at most 600 s per run "
-     "(SUSTAIN_MAX_RUN_SECONDS)"),
+     "(SUSTAIN_MAX_RUN_S)"),
     ({"profile": "constant", "rate": 1, "duration": 300, "warmup": 301},
      "--duration: warmup_s + duration_s = 601 s; at most 600 s per run "
-     "(SUSTAIN_MAX_RUN_SECONDS)"),
+     "(SUSTAIN_MAX_RUN_S)"),
     ({"profile": "concurrency", "concurrency": 2, "max_requests": 10_001},
      "--max-requests: max_requests = 10,001 requests; at most 10,000 per run "
      "(SUSTAIN_MAX_RUN_REQUESTS)"),

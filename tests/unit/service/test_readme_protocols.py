@@ -1,4 +1,4 @@
-"""The README's example of each protocol is valid as written: every REST body against the
+"""docs/protocols.md's example of each protocol is valid as written: every REST body against the
 API's own models, the config file through the same parser `sustain validate` uses, every
 command line through `sustain probe`'s own flags and build (nothing is sent)."""
 
@@ -20,15 +20,15 @@ from sustain.service.domain.rag_endpoints import kind_problems
 from sustain.service.schemas.endpoints import EndpointCreate
 from sustain.service.schemas.probes import ProbeCreate
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+PAGE = Path(__file__).resolve().parents[3] / "docs" / "protocols.md"
 GENERATION_AND_ITEM_KINDS = {kind.value for kind in ApiKind} - {"http", "openai-chat",
                                                                   "openai-completions"}
 
 
 def section() -> str:
-    text = README.read_text()
-    start = text.index("## Protocols (`api_kind`)")
-    return text[start:text.index("\n## ", start + 1)]
+    """The page: the protocols, then RAG pipelines and energy per token."""
+    text = PAGE.read_text()
+    return text[text.index("# Protocols (`api_kind`)"):]
 
 
 def blocks(language: str) -> list[str]:
@@ -60,7 +60,7 @@ def test_the_rest_bodies_are_valid_endpoints_and_probes() -> None:
 
 def test_the_config_file_is_valid() -> None:
     yaml_text = blocks("yaml")[0]
-    config, _ = parse("version: 1\n" + yaml_text, "README.md")
+    config, _ = parse("version: 1\n" + yaml_text, "protocols.md")
     assert {e.api_kind for e in config.endpoints} == GENERATION_AND_ITEM_KINDS
     assert len(config.probes) == len(GENERATION_AND_ITEM_KINDS)
 
@@ -103,7 +103,7 @@ def test_the_rag_rest_example_is_a_probe_whose_endpoints_fit() -> None:
 def test_the_rag_config_file_example_is_valid_with_the_rest_examples_endpoints() -> None:
     endpoints = json.dumps(rag_rest_bodies()[:-1])
     config, _ = parse(f"version: 1\nendpoints: {endpoints}\n" + blocks("yaml")[1],
-                      "README.md")
+                      "protocols.md")
     (probe,) = config.probes
     assert probe.rag_endpoints is not None
     assert (probe.endpoint, probe.rag_endpoints.embed, probe.rag_endpoints.rerank) == \

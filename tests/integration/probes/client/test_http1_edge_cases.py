@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from sustain.probes.client.http1 import send_openai_http1
+from sustain.probes.client.http1 import send_over_http1
 from sustain.probes.client.http1_pool import ConnectionPool
-from sustain.probes.client.openai_protocol import encode_request
 from sustain.probes.client.target import ApiKind, Target
 from sustain.probes.measure.sample import ErrorClass, Measurement
+from sustain.probes.protocols.streaming import encode_request
 from tests.integration.probes.client.raw_http import SSE_HEAD, chunk, read_request
 
 BODY = encode_request({"model": "m", "messages": [], "stream": True}, {})
@@ -21,7 +21,7 @@ BODY = encode_request({"model": "m", "messages": [], "stream": True}, {})
 
 async def measure(pool: ConnectionPool, base_url: str, **kw: float) -> Measurement:
     target = Target(base_url=base_url, api_kind=ApiKind.OPENAI_CHAT, model="m", **kw)  # type: ignore[arg-type]
-    return await send_openai_http1(pool, target, BODY, True, time.perf_counter_ns())
+    return await send_over_http1(pool, target, BODY, True, time.perf_counter_ns())
 
 
 def content(text: str, finish: str | None = None) -> bytes:
@@ -107,7 +107,7 @@ async def test_caller_headers_cannot_duplicate_framing_headers(serve) -> None:  
     pool = ConnectionPool()
     target = Target(base_url=url, api_kind=ApiKind.OPENAI_CHAT, model="m")
     encoded = (BODY[0], {**BODY[1], "Host": "evil", "Content-Length": "0"})
-    await send_openai_http1(pool, target, encoded, True, time.perf_counter_ns())
+    await send_over_http1(pool, target, encoded, True, time.perf_counter_ns())
     await pool.aclose()
     head = seen[0].lower()
     assert head.count(b"host:") == 1

@@ -155,8 +155,8 @@ async def test_constant_profile_at_ten_per_second_reports_availability_and_throu
     summary = result.summary
     assert summary.attempts == 20
     assert summary.availability == 1.0
-    assert summary.request_throughput is not None
-    assert summary.request_throughput == pytest.approx(20 / summary.duration_s)
+    assert summary.requests_per_second is not None
+    assert summary.requests_per_second == pytest.approx(20 / summary.duration_s)
     # The measured time runs from the first intended send to the end of the last response:
     # the 20th is intended at 1.9 s and takes at least 50 + 31 x 10 ms, so an open loop at
     # 10/s cannot report more than 20 / 2.26 s (how high a rate sustain keeps up is

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 import pytest
 
 from sustain.probes.client.clients import HttpClients
-from sustain.probes.client.http1 import send_openai_http1
+from sustain.probes.client.http1 import send_over_http1
 from sustain.probes.client.http1_pool import FRAMING_TOO_LARGE
-from sustain.probes.client.httpx_transport import send_openai_httpx
-from sustain.probes.client.openai_protocol import BODY_TOO_LARGE, encode_request
+from sustain.probes.client.httpx_transport import send_over_httpx
 from sustain.probes.client.sse import MIB
 from sustain.probes.client.target import ApiKind, Target
 from sustain.probes.measure.sample import ErrorClass, Measurement
+from sustain.probes.protocols.streaming import BODY_TOO_LARGE, encode_request
 from tests.integration.probes.client.raw_http import SSE_HEAD, Handler, Serve, chunk, read_request
 
 STREAMED = encode_request({"model": "m", "messages": [], "stream": True}, {})
@@ -44,10 +44,10 @@ async def send(clients: HttpClients, via_httpx: bool, base_url: str, *, stream: 
     target = Target(base_url=base_url, api_kind=ApiKind.OPENAI_CHAT, model="m", **kw)  # type: ignore[arg-type]
     encoded = STREAMED if stream else WHOLE
     if via_httpx:
-        return await send_openai_httpx(clients.httpx(), target, encoded, stream,
-                                       time.perf_counter_ns())
-    return await send_openai_http1(clients.pool(), target, encoded, stream,
-                                   time.perf_counter_ns())
+        return await send_over_httpx(clients.httpx(), target, encoded, stream,
+                                     time.perf_counter_ns())
+    return await send_over_http1(clients.pool(), target, encoded, stream,
+                                 time.perf_counter_ns())
 
 
 @dataclass

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sustain.probes.client.openai_protocol import StreamState
 from sustain.probes.client.sse import MIB, EventTooLarge, SSEDecoder, SSEEvent, size_text
+from sustain.probes.protocols.streaming import StreamState
 
 VALID_STREAM = (
     ": keep-alive comment\r\n\r\n"

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from sustain.probes.client.openai_protocol import EncodedRequest
 from sustain.probes.client.target import ApiKind, Target
 from sustain.probes.load.calibrate import (
     CALIBRATION_WORDS,
@@ -24,6 +23,7 @@ from sustain.probes.load.calibrate import (
 from sustain.probes.load.drivers import Request
 from sustain.probes.measure.prompt_tokens import PromptCalibration, PromptFit
 from sustain.probes.measure.sample import ErrorClass, Measurement
+from sustain.probes.protocols.streaming import EncodedRequest
 from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.probes.workload.images import ImageSpec
 from sustain.probes.workload.requests import RequestBuilder

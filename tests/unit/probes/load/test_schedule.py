@@ -9,7 +9,6 @@ import statistics
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from sustain.probes.load.plan import ClosedStage, OpenStage, SingleStage, stages
 from sustain.probes.load.profiles import (
     ConcurrencyProfile,
     ConstantProfile,
@@ -21,6 +20,7 @@ from sustain.probes.load.profiles import (
     SweepProfile,
 )
 from sustain.probes.load.schedule import constant_offsets, gamma_offsets
+from sustain.probes.load.stages import ClosedStage, OpenStage, SingleStage
 
 ADAPTER = TypeAdapter[LoadProfile](LoadProfile)
 
@@ -30,17 +30,18 @@ def gaps(offsets: list[float]) -> list[float]:
 
 
 def test_single_profile_is_one_single_stage() -> None:
-    assert stages(SingleProfile()) == [SingleStage()]
+    assert SingleProfile().planned_stages() == [SingleStage()]
 
 
 def test_constant_profile_spaces_requests_by_one_over_rate() -> None:
-    (stage,) = stages(ConstantProfile(rate=2.0, duration_s=5.0))
+    (stage,) = ConstantProfile(rate=2.0, duration_s=5.0).planned_stages()
     assert isinstance(stage, OpenStage)
     assert list(stage.offsets()) == [k * 0.5 for k in range(10)]
 
 
 def test_max_requests_counts_only_requests_after_the_warmup() -> None:
-    (stage,) = stages(ConstantProfile(rate=10.0, duration_s=60.0, max_requests=7, warmup_s=1.0))
+    profile = ConstantProfile(rate=10.0, duration_s=60.0, max_requests=7, warmup_s=1.0)
+    (stage,) = profile.planned_stages()
     assert isinstance(stage, OpenStage)
     offsets = list(stage.offsets())
     assert len([o for o in offsets if o >= 1.0]) == 7
@@ -67,7 +68,7 @@ def test_gamma_coefficient_of_variation_is_one_over_sqrt_burstiness(burstiness: 
 
 def test_poisson_schedule_is_seeded() -> None:
     profile = PoissonProfile(rate=5, duration_s=10, seed=11)
-    (a,), (b,) = stages(profile), stages(profile)
+    (a,), (b,) = profile.planned_stages(), profile.planned_stages()
     assert isinstance(a, OpenStage)
     assert isinstance(b, OpenStage)
     assert list(a.offsets()) == list(b.offsets())
@@ -82,14 +83,14 @@ def test_constant_offsets_never_drift() -> None:
 
 def test_steps_and_sweep_give_one_stage_each() -> None:
     steps = StepsProfile(stages=[Step(rate=5, duration_s=2), Step(concurrency=3, duration_s=4)])
-    first, second = stages(steps)
+    first, second = steps.planned_stages()
     assert isinstance(first, OpenStage)
     assert first.rate == 5
     assert isinstance(second, ClosedStage)
     assert second.users == 3
-    sweep = stages(SweepProfile(levels=[1, 4, 16], duration_s=5))
+    sweep = SweepProfile(levels=[1, 4, 16], duration_s=5).planned_stages()
     assert [s.users for s in sweep if isinstance(s, ClosedStage)] == [1, 4, 16]
-    (closed,) = stages(ConcurrencyProfile(users=8, max_requests=100, think_time_s=0.5))
+    (closed,) = ConcurrencyProfile(users=8, max_requests=100, think_time_s=0.5).planned_stages()
     assert isinstance(closed, ClosedStage)
     assert closed.think_time_s == 0.5
 

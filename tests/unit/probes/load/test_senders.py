@@ -10,9 +10,9 @@ from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.target import ApiKind, Target
 from sustain.probes.load.senders import (
     SESSION_HEADER,
+    api_over_http1,
+    api_over_httpx,
     http_check_over_httpx,
-    openai_over_http1,
-    openai_over_httpx,
     sender_for,
     turn_request,
 )
@@ -25,9 +25,9 @@ from sustain.probes.workload.spec import Workload
 @pytest.mark.parametrize("kind", [ApiKind.OPENAI_CHAT, ApiKind.OPENAI_COMPLETIONS])
 def test_openai_targets_take_the_lean_transport_unless_http2_is_offered(kind: ApiKind) -> None:
     assert sender_for(Target(base_url="http://h/v1", api_kind=kind, model="m")) \
-        is openai_over_http1
+        is api_over_http1
     assert sender_for(Target(base_url="http://h/v1", api_kind=kind, model="m", http2=True)) \
-        is openai_over_httpx
+        is api_over_httpx
 
 
 @pytest.mark.parametrize("http2", [False, True])

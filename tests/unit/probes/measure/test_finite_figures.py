@@ -145,7 +145,7 @@ def test_tps_per_user_of_a_denormal_tpot_is_none() -> None:
 
 def test_rates_over_a_denormal_duration_are_none() -> None:
     summary = summarise([streamed(1.0, 2.0, 10)], 1e-310, SLO)
-    assert (summary.request_throughput, summary.output_token_throughput) == (None, None)
+    assert (summary.requests_per_second, summary.output_tokens_per_second) == (None, None)
     assert summary.goodput is None
     assert efficiency(summary, DEPLOYMENT).cost_per_million_good_tokens is None
 

@@ -33,8 +33,8 @@ def test_summary_counts_availability_throughput_and_errors() -> None:
     assert summary.attempts == 10
     assert summary.successes == 8
     assert summary.availability == pytest.approx(0.8)
-    assert summary.request_throughput == pytest.approx(4.0)
-    assert summary.output_token_throughput == pytest.approx(8 * 32 / 2.0)
+    assert summary.requests_per_second == pytest.approx(4.0)
+    assert summary.output_tokens_per_second == pytest.approx(8 * 32 / 2.0)
     assert summary.errors == {"http_5xx": 1, "timeout_total": 1}
     assert summary.ttft_ms.count == 8
     assert summary.e2e_ms.count == 8
@@ -43,7 +43,7 @@ def test_summary_counts_availability_throughput_and_errors() -> None:
 def test_empty_run_has_no_availability() -> None:
     summary = summarise([], duration_s=0.0)
     assert summary.availability is None
-    assert summary.request_throughput is None
+    assert summary.requests_per_second is None
 
 
 def test_generator_lag_beyond_threshold_marks_run_saturated() -> None:

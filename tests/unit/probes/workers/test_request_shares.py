@@ -3,7 +3,7 @@ stage."""
 
 from __future__ import annotations
 
-from sustain.probes.load.plan import ClosedStage, SingleStage
+from sustain.probes.load.stages import ClosedStage, SingleStage
 from sustain.probes.runner import RunBudget
 from sustain.probes.workers.conductor import rate_share, request_shares
 from sustain.probes.workers.shards import shard_stage

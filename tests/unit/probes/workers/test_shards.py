@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sustain.probes.load.plan import ClosedStage, OpenStage, SingleStage
+from sustain.probes.load.stages import ClosedStage, OpenStage, SingleStage
 from sustain.probes.workers.shards import next_base, shard_stage, split_count
 
 

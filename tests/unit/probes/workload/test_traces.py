@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from sustain.probes.client.target import ApiKind
-from sustain.probes.load.plan import OpenStage, stages
 from sustain.probes.load.profiles import TraceProfile
+from sustain.probes.load.stages import OpenStage
 from sustain.probes.workers.shards import shard_stage
 from sustain.probes.workload.dataset import DatasetError, DatasetPolicy
 from sustain.probes.workload.requests import RequestBuilder
@@ -77,12 +77,12 @@ def test_the_stage_sends_at_the_sped_up_times_and_shards_keep_them(tmp_path: Pat
     path = mooncake(tmp_path, [{"timestamp": t, "input_length": 8, "output_length": 2}
                                for t in (0, 100, 250, 1000, 1010)])
     replay = load_replay(path, "mooncake", ANYWHERE, "defeat")
-    (stage,) = stages(TraceProfile(path=path, speedup=2.0), replay)
+    (stage,) = TraceProfile(path=path, speedup=2.0).planned_stages(replay)
     assert isinstance(stage, OpenStage)
     assert list(stage.offsets()) == [0.0, 0.05, 0.125, 0.5, 0.505]
     union = sorted(o for shard in shard_stage(stage, 2) for o in shard.offsets())
     assert union == list(stage.offsets())
-    capped = stages(TraceProfile(path=path, max_requests=2), replay)[0]
+    capped = TraceProfile(path=path, max_requests=2).planned_stages(replay)[0]
     assert isinstance(capped, OpenStage)
     assert len(list(capped.offsets())) == 2
 

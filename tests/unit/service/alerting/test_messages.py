@@ -13,6 +13,8 @@ from sustain.probes.client.egress import EgressPolicy
 from sustain.probes.client.secret_policy import SecretPolicy
 from sustain.service.alerting import messages
 from sustain.service.alerting.notifiers import Outcome, Target, request_for, resolve
+from sustain.service.alerting.notifiers.alertmanager import alert as alertmanager_alert
+from sustain.service.alerting.notifiers.slack import body as slack_body
 from sustain.service.domain.reach import Reach
 
 REACH = Reach(secrets=SecretPolicy(env_globs=("TEST_*",)))
@@ -53,19 +55,19 @@ def test_unsigned_webhook_has_no_signature_headers() -> None:
 
 
 def test_slack_message_names_state_alert_and_labels() -> None:
-    text = messages.slack_body(FIRING, "http://x/a")["text"]
+    text = slack_body(FIRING, "http://x/a")["text"]
     assert "[FIRING] SustainEndpointDown" in text
     assert "probe=chat" in text
     assert "<http://x/a|details>" in text
-    assert "[RESOLVED]" in messages.slack_body(RESOLVED, "http://x/a")["text"]
+    assert "[RESOLVED]" in slack_body(RESOLVED, "http://x/a")["text"]
 
 
 def test_alertmanager_alert_ends_ahead_while_firing_and_at_resolution_after() -> None:
-    firing = messages.alertmanager_alert(FIRING, "http://x/a", NOW, timedelta(minutes=4))
+    firing = alertmanager_alert(FIRING, "http://x/a", NOW, timedelta(minutes=4))
     assert firing["endsAt"] == (NOW + timedelta(minutes=4)).isoformat()
     assert firing["startsAt"] == FIRING["startsAt"]
     assert firing["labels"] == FIRING["labels"]
-    resolved = messages.alertmanager_alert(RESOLVED, "http://x/a", NOW, timedelta(minutes=4))
+    resolved = alertmanager_alert(RESOLVED, "http://x/a", NOW, timedelta(minutes=4))
     assert resolved["endsAt"] == RESOLVED["endsAt"]
     target = Target("am", "alertmanager", "http://127.0.0.1:9093/", None, 5.0)
     url, body, _ = request_for(target, [FIRING, RESOLVED], 0, "http://x", NOW,

@@ -17,21 +17,20 @@ from sustain.service.domain.limits import (
     ObjectLimits,
     check_limits,
     limit_violations,
-    planned_load,
 )
 
-LIMITS = LoadLimits(max_rate=100, max_concurrency=300, max_run_seconds=600,
+LIMITS = LoadLimits(max_rate=100, max_concurrency=300, max_run_s=600,
                     max_run_requests=10_000)
 
 
 def violations(**profile: Any) -> list[tuple[str, str]]:
-    found = limit_violations(planned_load(parse_profile(profile)), LIMITS)
+    found = limit_violations(parse_profile(profile).planned_load(), LIMITS)
     return [(".".join(str(p) for p in path), message) for path, message in found]
 
 
 def test_the_settings_defaults_are_the_documented_limits() -> None:
     limits = Settings().load_limits()
-    assert limits == LoadLimits(max_rate=1000, max_concurrency=2000, max_run_seconds=3600,
+    assert limits == LoadLimits(max_rate=1000, max_concurrency=2000, max_run_s=3600,
                                 max_run_requests=1_000_000, max_workers=available_cpus(),
                                 max_total_rate=10_000,
                                 objects=ObjectLimits(endpoints=1000, probes=10_000,
@@ -43,22 +42,22 @@ def test_the_settings_defaults_are_the_documented_limits() -> None:
 
 
 def test_a_constant_rate_plans_its_warmup_and_its_measured_requests() -> None:
-    load = planned_load(parse_profile({"kind": "constant", "rate": 10, "duration_s": 60,
-                                       "warmup_s": 5}))
+    load = parse_profile({"kind": "constant", "rate": 10, "duration_s": 60,
+                          "warmup_s": 5}).planned_load()
     assert load.peak_rate is not None
     assert load.peak_rate.value == 10
     assert load.seconds is not None
     assert load.seconds.value == 65
     assert load.requests is not None
     assert load.requests.value == 650
-    capped = planned_load(parse_profile({"kind": "poisson", "rate": 10, "duration_s": 60,
-                                         "warmup_s": 5, "max_requests": 100}))
+    capped = parse_profile({"kind": "poisson", "rate": 10, "duration_s": 60,
+                            "warmup_s": 5, "max_requests": 100}).planned_load()
     assert capped.requests is not None
     assert capped.requests.value == 150
     assert capped.requests.field == ("max_requests",)
 
 
-SECONDS = "at most 600 s per run (SUSTAIN_MAX_RUN_SECONDS)"
+SECONDS = "at most 600 s per run (SUSTAIN_MAX_RUN_S)"
 REQUESTS = "at most 10,000 per run (SUSTAIN_MAX_RUN_REQUESTS)"
 
 

@@ -10,7 +10,6 @@ import pytest
 from sustain.probes.load.profiles import parse_profile
 from sustain.service.domain.limits import (
     LoadLimits,
-    peak_rate,
     too_many,
     total_rate,
     total_rate_problem,
@@ -34,13 +33,13 @@ MAX_RATE = 100.0
 ])
 def test_peak_rate_counts_closed_loops_at_max_rate(profile: dict[str, Any], rate: float
                                                    ) -> None:
-    assert peak_rate(parse_profile(profile), MAX_RATE) == rate
+    assert parse_profile(profile).peak_rate(MAX_RATE) == rate
 
 
 def test_an_open_loop_faster_than_a_lowered_max_rate_counts_at_its_own_rate() -> None:
     steps = parse_profile({"kind": "steps", "stages": [{"rate": 500, "duration_s": 1},
                                                        {"concurrency": 2, "duration_s": 1}]})
-    assert peak_rate(steps, MAX_RATE) == 500.0
+    assert steps.peak_rate(MAX_RATE) == 500.0
 
 
 def test_total_rate_sums_the_peaks_and_the_problem_names_the_setting() -> None:
@@ -61,6 +60,6 @@ def test_too_many_names_the_limit_and_its_setting() -> None:
 
 
 def test_the_run_budget_carries_max_rate_to_pace_closed_loops() -> None:
-    limits = LoadLimits(max_rate=25.0, max_concurrency=10, max_run_seconds=60,
+    limits = LoadLimits(max_rate=25.0, max_concurrency=10, max_run_s=60,
                         max_run_requests=100)
     assert limits.budget().max_rate == 25.0

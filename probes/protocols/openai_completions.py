@@ -1,0 +1,27 @@
+"""The OpenAI completions protocol (`POST /v1/completions`): a bare `prompt` in; a stream of
+`choices[].text` chunks or a whole `choices[].text` out, read and measured as chat's are
+(openai_chat.py, streaming.StreamState). Not a conversation: no sessions, images or RAG."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from sustain.probes.client.expected import ExpectedItems
+from sustain.probes.client.target import ApiKind
+from sustain.probes.measure.sample import Measurement
+from sustain.probes.protocols.base import ApiProtocol
+from sustain.probes.protocols.openai_chat import GENERATION_FIGURES, whole_response
+
+
+class OpenAICompletions(ApiProtocol):
+    kind: ClassVar[ApiKind] = ApiKind.OPENAI_COMPLETIONS
+    path: ClassVar[str] = "/completions"
+    counts_prompt: ClassVar[bool] = True
+    figures: ClassVar[tuple[str, ...]] = GENERATION_FIGURES
+
+    def whole(self, raw: bytes, t_send_ns: int, end: int, status: int,
+              keep_reply: bool = False, expect: ExpectedItems | None = None) -> Measurement:
+        return whole_response(raw, t_send_ns, end, status, keep_reply, expect)
+
+
+OPENAI_COMPLETIONS = OpenAICompletions()

@@ -1,0 +1,437 @@
+"""The shared base of every protocol, apart from any transport: how a JSON request is encoded,
+a request's deadlines and how an expired one is classified, the stream state that reads an
+OpenAI-style chunk stream event by event (and that the other protocols' readers extend: see
+openai_responses.py, anthropic_messages.py, openai_transcriptions.py), the reply collector,
+and the Measurement builders. base.py says what one API kind provides, registry.py which
+kind a target speaks; the transports (client/http1.py, client/httpx_transport.py) move bytes
+and call into these modules, so both measure exactly the same way.
+
+Units: event timestamps are `time.perf_counter_ns()` readings (ns); deadlines are event loop
+times (`loop.time()`, s); Measurement fields are ms from t_send.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from sustain.probes.client.sse import SSEEvent, size_text
+from sustain.probes.client.status import error_class_for_status
+from sustain.probes.client.target import Target
+from sustain.probes.measure.reply import (
+    MAX_ARGUMENT_CHARS,
+    MAX_REPLY_CHARS,
+    MAX_TOOL_CALLS,
+    Reply,
+    ToolCall,
+)
+from sustain.probes.measure.sample import NS_PER_MS, ErrorClass, Measurement
+
+# --- requests -------------------------------------------------------------------------------
+
+EncodedRequest = tuple[bytes, dict[str, str]]
+"""A request body serialised to JSON, and the headers to send with it."""
+
+
+def encode_request(body: Mapping[str, Any], headers: Mapping[str, str]) -> EncodedRequest:
+    """Serialise before t_send, so JSON encoding is not counted as endpoint latency. orjson,
+    several times faster than the standard library on large bodies (an image's megabyte of
+    base64 takes it a fraction of a millisecond on the loop that times other requests); an
+    integer past 64 bits, which orjson refuses, falls back to the standard library."""
+    try:
+        payload = orjson.dumps(body)
+    except TypeError:
+        payload = json.dumps(body, separators=(",", ":")).encode()
+    return payload, {
+        **headers, "content-type": "application/json", "accept": "text/event-stream"
+        if body.get("stream") else "application/json"}
+
+
+# --- deadlines ------------------------------------------------------------------------------
+
+DRAIN_S = 1.0
+"""After [DONE], how long to wait for the end of the body before giving up the connection."""
+ERROR_BODY_LIMIT = 65_536
+"""Bytes of an error response read before giving up the connection."""
+WHOLE_BODY_LIMIT = 16 * 1024 * 1024
+"""Bytes of a non-streamed response body: past them the request ends at once as `protocol`
+(BODY_TOO_LARGE), without reading the rest. The body is parsed as JSON on the event loop that
+times every other request, so its size must be bounded; a chat or completion response is
+rarely over a few hundred KiB."""
+BODY_TOO_LARGE = f"response body over {size_text(WHOLE_BODY_LIMIT)}"
+DEADLINE_EXCEEDED = "deadline exceeded"
+
+
+@dataclass(frozen=True, slots=True)
+class Deadlines:
+    """A request's first-token and total deadlines, as event loop times (s), counted from
+    t_send rather than from when the sender got to run. There are no retries: a measured
+    request is sent exactly once, under these deadlines (and the transport's connect one)."""
+
+    first_token: float
+    total: float
+
+    @classmethod
+    def from_t_send(cls, target: Target, t_send_ns: int, loop: asyncio.AbstractEventLoop
+                    ) -> Deadlines:
+        start = loop.time() - (time.perf_counter_ns() - t_send_ns) / 1e9
+        total = start + target.timeout_total_s
+        return cls(first_token=min(start + target.timeout_first_token_s, total), total=total)
+
+    def initial(self, stream: bool) -> float:
+        """The deadline armed at send: first token for a stream, total for a whole response.
+        Once the first output arrives, the stream's deadline moves to `total`."""
+        return self.first_token if stream else self.total
+
+    def drain(self, now: float) -> float:
+        """The deadline once [DONE] arrived at loop time `now`: the rest of the body gets up to
+        DRAIN_S, within the total deadline."""
+        return min(self.total, now + DRAIN_S)
+
+    def expired(self, *, stream: bool, first_token_seen: bool, now: float) -> ErrorClass:
+        """The error class of a deadline that fired at loop time `now`, before the response
+        was complete: the first-token one only while a stream has shown no output yet."""
+        if not stream or first_token_seen or now >= self.total:
+            return ErrorClass.TIMEOUT_TOTAL
+        return ErrorClass.TIMEOUT_FIRST_TOKEN
+
+
+# --- responses ------------------------------------------------------------------------------
+
+MAX_TOKEN_COUNT = 2**31 - 1
+OUTPUT_KEYS = ("content", "reasoning_content", "reasoning", "tool_calls")
+EVENT_STREAM = "text/event-stream"
+NOT_EVENT_STREAM = "stream is not text/event-stream"
+INVALID_UTF8 = "invalid UTF-8 in stream"
+
+
+def is_event_stream(content_type: str) -> bool:
+    """Whether a 2xx response to a streamed request is SSE; anything else is a protocol error."""
+    return content_type.startswith(EVENT_STREAM)
+
+
+def token_count(value: Any) -> int | None:
+    """A usage figure as reported by the server, or None when absent or implausible."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 <= value <= MAX_TOKEN_COUNT else None
+
+
+def cached_token_count(usage: dict[str, Any]) -> int | None:
+    """Prompt tokens served from the server's prefix cache
+    (`usage.prompt_tokens_details.cached_tokens`, as OpenAI, vLLM and SGLang report them), or
+    None when absent or implausible (more than the prompt)."""
+    details = usage.get("prompt_tokens_details")
+    cached = token_count(details.get("cached_tokens")) if isinstance(details, dict) else None
+    prompt = token_count(usage.get("prompt_tokens"))
+    if cached is None or (prompt is not None and cached > prompt):
+        return None
+    return cached
+
+
+def choice_has_output(choice: Any) -> bool:
+    """Content, reasoning or tool-call deltas (chat), text (completions); role-only is not."""
+    if type(choice) is not dict:
+        return False
+    delta = choice.get("delta")
+    if type(delta) is dict:
+        for key in OUTPUT_KEYS:
+            value = delta.get(key)
+            if value and isinstance(value, (str, list)):
+                return True
+    text = choice.get("text")
+    return bool(text) and isinstance(text, str)
+
+
+@dataclass(slots=True)
+class ReplyCollector:
+    """Gathers a reply's text and tool calls from its choices, for the requests that keep
+    their reply (a session's turn, a quality canary), within the bounds of measure/reply.py.
+    Streamed tool calls arrive in pieces: the first names the call (`id`,
+    `function.name`), the rest append to its `arguments`; pieces belong to the call at their
+    `index` (or, without one, to the last call)."""
+
+    parts: list[str] = field(default_factory=list)
+    size: int = 0
+    calls: list[list[str]] = field(default_factory=list)
+    """[id, name, arguments] of each tool call, in index order."""
+    first_tool_call_ns: int | None = None
+    truncated: bool = False
+
+    def add_text(self, text: object) -> None:
+        if not isinstance(text, str) or not text:
+            return
+        room = MAX_REPLY_CHARS - self.size
+        if len(text) > room:
+            text, self.truncated = text[:room], True
+        if text:
+            self.parts.append(text)
+            self.size += len(text)
+
+    def add_tool_call(self, piece: object, now_ns: int | None) -> None:
+        if not isinstance(piece, dict):
+            return
+        if self.first_tool_call_ns is None and now_ns is not None:
+            self.first_tool_call_ns = now_ns
+        index = piece.get("index")
+        if not (isinstance(index, int) and not isinstance(index, bool) and index >= 0):
+            index = max(len(self.calls) - 1, 0) if "id" not in piece else len(self.calls)
+        if index >= MAX_TOOL_CALLS:
+            self.truncated = True
+            return
+        while len(self.calls) <= index:
+            self.calls.append(["", "", ""])
+        call = self.calls[index]
+        if isinstance(piece.get("id"), str) and not call[0]:
+            call[0] = piece["id"][:256]
+        function = piece.get("function")
+        if isinstance(function, dict):
+            if isinstance(function.get("name"), str) and not call[1]:
+                call[1] = function["name"][:256]
+            arguments = function.get("arguments")
+            if isinstance(arguments, dict):  # some servers send an object, not JSON text
+                arguments = orjson.dumps(arguments).decode()
+            if isinstance(arguments, str) and arguments:
+                room = MAX_ARGUMENT_CHARS - len(call[2])
+                if len(arguments) > room:
+                    arguments, self.truncated = arguments[:room], True
+                call[2] += arguments
+
+    def on_choice(self, choice: Any, now_ns: int) -> None:
+        """One streamed choice: chat `delta.content` and `delta.tool_calls`, or completion
+        `text`."""
+        if type(choice) is not dict:
+            return
+        delta = choice.get("delta")
+        if type(delta) is dict:
+            self.add_text(delta.get("content"))
+            pieces = delta.get("tool_calls")
+            if isinstance(pieces, list):
+                for piece in pieces:
+                    self.add_tool_call(piece, now_ns)
+        self.add_text(choice.get("text"))
+
+    def on_whole(self, payload: dict[str, Any]) -> None:
+        """A non-streamed response's first choice: its message (or text)."""
+        choices = payload.get("choices")
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        if not isinstance(choice, dict):
+            return
+        message = choice.get("message")
+        if isinstance(message, dict):
+            self.add_text(message.get("content"))
+            calls = message.get("tool_calls")
+            if isinstance(calls, list):
+                for index, call in enumerate(calls):
+                    if isinstance(call, dict):
+                        self.add_tool_call({**call, "index": index}, None)
+        self.add_text(choice.get("text"))
+
+    def reply(self) -> Reply:
+        calls = tuple(ToolCall(id=call[0] or f"call_{index}", name=call[1],
+                               arguments=call[2])
+                      for index, call in enumerate(self.calls))
+        return Reply(text="".join(self.parts), tool_calls=calls, truncated=self.truncated)
+
+
+@dataclass(slots=True)
+class StreamState:
+    """Accumulates a streamed response's events; timestamps in ns from the monotonic clock."""
+
+    first_output_ns: int | None = None
+    last_output_ns: int | None = None
+    itl_ns: list[int] = field(default_factory=list)
+    output_events: int = 0
+    finished: bool = False
+    done: bool = False
+    completion_tokens: int | None = None
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None
+    failure: ErrorClass | None = None
+    detail: str | None = None
+    reply: ReplyCollector | None = None
+    """Set for a request that keeps its reply; None (the default) keeps no text."""
+
+    def payload(self, event: SSEEvent, *, done_marker: bool = True) -> dict[str, Any] | None:
+        """An event's JSON object, or None when there is nothing (more) to read in it: the
+        stream already failed or ended, the event is `[DONE]` (which ends it, where the
+        protocol uses it: `done_marker`), or its data is not a JSON object (which fails the
+        stream as `protocol`). Every protocol's reader starts here."""
+        if self.failure is not None or self.done:
+            return None
+        if done_marker and event.data == "[DONE]":
+            self.done = True
+            return None
+        try:
+            payload = orjson.loads(event.data)
+        except (ValueError, RecursionError):
+            self.fail(ErrorClass.PROTOCOL, "malformed JSON in SSE data")
+            return None
+        if not isinstance(payload, dict):
+            self.fail(ErrorClass.PROTOCOL, "SSE data is not a JSON object")
+            return None
+        return payload
+
+    def on_event(self, event: SSEEvent, now_ns: int) -> None:
+        payload = self.payload(event)
+        if payload is None:
+            return
+        if payload.get("error") is not None:
+            self._on_error(payload["error"])
+            return
+        usage = payload.get("usage")
+        if usage:
+            self._on_usage(usage)
+        choices = payload.get("choices")
+        if not choices:
+            return
+        if type(choices) is not list:
+            self.fail(ErrorClass.PROTOCOL, "choices is not a list")
+            return
+        output = finished = False
+        for choice in choices:
+            if not output and choice_has_output(choice):
+                output = True
+            if type(choice) is dict and choice.get("finish_reason"):
+                finished = True
+        if self.reply is not None:
+            self.reply.on_choice(choices[0], now_ns)
+        if output:
+            self.output_at(now_ns)
+        if finished:
+            self.finished = True
+
+    def output_at(self, now_ns: int) -> None:
+        """An output-bearing event arrived at `now_ns`: the first one is TTFT, each later one
+        adds the gap since the one before to ITL."""
+        if self.last_output_ns is not None:
+            self.itl_ns.append(now_ns - self.last_output_ns)
+        else:
+            self.first_output_ns = now_ns
+        self.last_output_ns = now_ns
+        self.output_events += 1
+
+    def counted(self, completion: int | None, prompt: int | None, cached: int | None) -> None:
+        """Usage the server reported (each figure kept when given, so a later report of part
+        of it does not undo an earlier one)."""
+        if completion is not None:
+            self.completion_tokens = completion
+        if prompt is not None:
+            self.prompt_tokens = prompt
+        if cached is not None:
+            self.cached_tokens = cached
+
+    def _on_usage(self, usage: Any) -> None:
+        if isinstance(usage, dict):
+            self.counted(token_count(usage.get("completion_tokens")),
+                         token_count(usage.get("prompt_tokens")), cached_token_count(usage))
+
+    def _on_error(self, error: Any) -> None:
+        code = error.get("code") if isinstance(error, dict) else None
+        status = code if isinstance(code, int) else 500
+        self.fail(error_class_for_status(status) or ErrorClass.HTTP_5XX, "error event in stream")
+
+    def fail(self, error_class: ErrorClass, detail: str) -> None:
+        self.failure, self.detail = error_class, detail
+
+    @property
+    def output_tokens(self) -> int:
+        return self.completion_tokens if self.completion_tokens is not None else self.output_events
+
+    @property
+    def complete(self) -> bool:
+        return self.done or self.finished
+
+    def outcome(self) -> tuple[ErrorClass | None, str | None]:
+        """Classify the stream once it has ended (docs/metrics.md#success)."""
+        if self.failure is not None:
+            return self.failure, self.detail
+        if not self.complete:
+            return ErrorClass.TRUNCATED, "stream ended before a finish reason or [DONE]"
+        if self.output_tokens < 1 or self.output_events == 0:
+            return ErrorClass.EMPTY, "no output tokens"
+        return None, None
+
+
+# --- measurements ---------------------------------------------------------------------------
+
+
+def _ms(delta_ns: int) -> float:
+    return delta_ns / NS_PER_MS
+
+
+def json_object(raw: bytes) -> dict[str, Any] | str:
+    """A whole response body as a JSON object, or why it is not one."""
+    try:
+        payload = orjson.loads(raw)
+    except (ValueError, RecursionError):
+        return "malformed JSON response"
+    return payload if isinstance(payload, dict) else "response is not a JSON object"
+
+
+def whole_measurement(t_send_ns: int, end: int, status: int, *, text: str, calls: int,
+                      completion: int | None, prompt: int | None, cached: int | None,
+                      reply: Reply | None) -> Measurement:
+    """A whole (non-streamed) generation that ended at `end` (ns): its text and tool calls,
+    and the usage the server reported. Without a completion count, the output is estimated
+    as the text's words plus its tool calls; no output at all is `empty`."""
+    tokens = completion if completion is not None else len(text.split()) + calls
+    error = None if tokens >= 1 and (text or calls) else ErrorClass.EMPTY
+    return Measurement(
+        ttft_ms=None,
+        itl_ms=(),
+        e2e_ms=_ms(end - t_send_ns),
+        output_tokens=tokens,
+        tokens_server_counted=completion is not None,
+        input_tokens=prompt,
+        http_status=status,
+        error_class=error,
+        error_detail=None if error is None else "no output tokens",
+        cached_tokens=cached,
+        reply=reply,
+    )
+
+
+def failure(t_send_ns: int, status: int | None, error: ErrorClass, detail: str) -> Measurement:
+    """A request that failed before any output: ends now (and answered nothing to keep)."""
+    return from_state(StreamState(), t_send_ns, time.perf_counter_ns(), status, error, detail)
+
+
+def partial_result(
+    state: StreamState, t_send_ns: int, status: int | None, error: ErrorClass, detail: str
+) -> Measurement:
+    """A stream that failed part way: what arrived so far, ending now."""
+    return from_state(state, t_send_ns, time.perf_counter_ns(), status, error, detail)
+
+
+def from_state(
+    state: StreamState,
+    t_send_ns: int,
+    end_ns: int,
+    status: int | None,
+    error: ErrorClass | None,
+    detail: str | None,
+) -> Measurement:
+    """The measurement of a stream that ended at `end_ns`: TTFT and ITL from its events."""
+    collected = state.reply
+    first_call = None if collected is None else collected.first_tool_call_ns
+    return Measurement(
+        ttft_ms=None if state.first_output_ns is None else _ms(state.first_output_ns - t_send_ns),
+        itl_ms=tuple(_ms(gap) for gap in state.itl_ns),
+        e2e_ms=_ms(end_ns - t_send_ns),
+        output_tokens=state.output_tokens,
+        tokens_server_counted=state.completion_tokens is not None,
+        input_tokens=state.prompt_tokens,
+        http_status=status,
+        error_class=error,
+        error_detail=detail,
+        cached_tokens=state.cached_tokens,
+        reply=None if collected is None else collected.reply(),
+        tool_call_ms=None if first_call is None else _ms(first_call - t_send_ns),
+    )

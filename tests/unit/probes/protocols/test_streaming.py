@@ -1,0 +1,133 @@
+"""Reading OpenAI-compatible responses: which events carry output, when a stream is complete."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sustain.probes.client.sse import SSEEvent
+from sustain.probes.measure.sample import ErrorClass
+from sustain.probes.protocols.openai_chat import message_text
+from sustain.probes.protocols.streaming import (
+    Deadlines,
+    StreamState,
+    choice_has_output,
+    token_count,
+)
+
+
+def event(payload: dict[str, Any] | str) -> SSEEvent:
+    return SSEEvent("message", payload if isinstance(payload, str) else json.dumps(payload))
+
+
+def delta(**fields: Any) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": fields, "finish_reason": None}]}
+
+
+def feed(state: StreamState, *events: tuple[dict[str, Any] | str, int]) -> StreamState:
+    for payload, at_ns in events:
+        state.on_event(event(payload), at_ns)
+    return state
+
+
+def test_role_only_and_empty_deltas_are_not_output() -> None:
+    assert not choice_has_output({"delta": {"role": "assistant", "content": ""}})
+    assert not choice_has_output({"delta": {}})
+    assert choice_has_output({"delta": {"content": "x"}})
+    assert choice_has_output({"delta": {"reasoning_content": "thinking"}})
+    assert choice_has_output({"delta": {"reasoning": "thinking"}})
+    assert choice_has_output({"delta": {"tool_calls": [{"index": 0}]}})
+    assert choice_has_output({"text": "completion text"})
+
+
+def test_ttft_counts_from_first_output_event_and_itl_from_gaps() -> None:
+    state = feed(
+        StreamState(),
+        (delta(role="assistant"), 1_000),
+        (delta(content="a"), 50_000_000),
+        (delta(content="b"), 60_000_000),
+        (delta(content="c"), 75_000_000),
+        ({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}, 75_000_001),
+        ({"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 3}}, 75_000_002),
+        ("[DONE]", 75_000_003),
+    )
+    assert state.first_output_ns == 50_000_000
+    assert state.itl_ns == [10_000_000, 15_000_000]
+    assert state.output_tokens == 3
+    assert state.completion_tokens == 3
+    assert state.prompt_tokens == 7
+    assert state.outcome() == (None, None)
+
+
+def test_token_count_is_estimated_from_events_without_usage() -> None:
+    state = feed(StreamState(), (delta(content="a"), 1), (delta(content="b"), 2), ("[DONE]", 3))
+    assert state.output_tokens == 2
+    assert state.completion_tokens is None
+
+
+def test_truncated_stream_is_classified_truncated() -> None:
+    state = feed(StreamState(), (delta(content="a"), 1))
+    assert state.outcome()[0] is ErrorClass.TRUNCATED
+
+
+def test_stream_without_output_is_classified_empty() -> None:
+    state = feed(StreamState(), (delta(role="assistant"), 1), ("[DONE]", 2))
+    assert state.outcome()[0] is ErrorClass.EMPTY
+
+
+def test_malformed_json_is_a_protocol_error() -> None:
+    state = feed(StreamState(), ('{"choices": [', 1))
+    assert state.outcome()[0] is ErrorClass.PROTOCOL
+
+
+def test_error_event_mid_stream_uses_its_code() -> None:
+    state = feed(StreamState(), (delta(content="a"), 1),
+                 ({"error": {"message": "overloaded", "code": 429}}, 2))
+    assert state.outcome()[0] is ErrorClass.HTTP_429
+    state = feed(StreamState(), ({"error": {"message": "boom"}}, 1))
+    assert state.outcome()[0] is ErrorClass.HTTP_5XX
+
+
+def test_message_text_reads_chat_and_completion_payloads() -> None:
+    chat = {"choices": [{"message": {"role": "assistant", "content": "hi there"}}]}
+    completion = {"choices": [{"text": "once upon"}]}
+    assert message_text(chat) == "hi there"
+    assert message_text(completion) == "once upon"
+
+
+def test_a_null_error_field_is_not_an_error() -> None:
+    state = feed(StreamState(), ({**delta(content="a"), "error": None}, 1), ("[DONE]", 2))
+    assert state.outcome() == (None, None)
+
+
+def test_implausible_usage_figures_are_ignored() -> None:
+    assert token_count(12) == 12
+    assert token_count(True) is None
+    assert token_count(-1) is None
+    assert token_count(2**40) is None
+    assert token_count("7") is None
+    state = feed(StreamState(), (delta(content="a"), 1),
+                 ({"choices": [], "usage": {"completion_tokens": 2**40}}, 2), ("[DONE]", 3))
+    assert state.output_tokens == 1
+    assert state.completion_tokens is None
+
+
+
+def test_an_expired_deadline_is_first_token_only_while_a_stream_shows_no_output() -> None:
+    deadlines = Deadlines(first_token=1.0, total=5.0)
+    assert deadlines.initial(True) == 1.0
+    assert deadlines.initial(False) == 5.0
+    assert deadlines.expired(stream=True, first_token_seen=False, now=1.0) \
+        is ErrorClass.TIMEOUT_FIRST_TOKEN
+    assert deadlines.expired(stream=True, first_token_seen=True, now=1.0) \
+        is ErrorClass.TIMEOUT_TOTAL
+    assert deadlines.expired(stream=False, first_token_seen=False, now=1.0) \
+        is ErrorClass.TIMEOUT_TOTAL
+    assert deadlines.expired(stream=True, first_token_seen=False, now=5.0) \
+        is ErrorClass.TIMEOUT_TOTAL
+
+
+def test_after_done_the_rest_of_the_body_gets_a_second_within_the_total() -> None:
+    deadlines = Deadlines(first_token=1.0, total=5.0)
+    assert deadlines.drain(1.0) == 2.0
+    assert deadlines.drain(4.5) == 5.0
