@@ -27,7 +27,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import SERVER_URL, Service, Simulator, drop_database, fresh_database, record
-from sustain.service.domain.schedule import jitter_of
+from sustain.service.ticks.schedule import jitter_of
 from tests.conftest import asyncpg_dsn
 
 DATABASE = "sustain_bench_scheduler"

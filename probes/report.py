@@ -39,6 +39,7 @@ def summary_report(summary: RunSummary) -> dict[str, Any]:
         "cache_hit_ratio": summary.cache_hit_ratio,
         "input_tokens": summary.input_tokens,
         "input_tokens_per_second": summary.input_tokens_per_second,
+        "not_streamed": summary.not_streamed,
     }
     report["prompt_tokens_requested"] = summary.prompt_tokens_requested
     report["prompt_tokens_served"] = summary.prompt_tokens_served

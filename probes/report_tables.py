@@ -72,6 +72,9 @@ def summary_table(summary: RunSummary) -> Table:
     table.add_row("availability", _share(summary.availability))
     table.add_row("errors",
                   ", ".join(f"{k} {v}" for k, v in summary.errors.items()) or "none")
+    if summary.not_streamed:
+        table.add_row("answered whole, not streamed (TTFT = E2E)",
+                      f"{summary.not_streamed} of {summary.attempts}")
     table.add_row("requests/s", _rate(summary.requests_per_second))
     if summary.items is not None:
         table.add_row("items/s (inputs or documents)", _rate(summary.items_per_second))
@@ -160,7 +163,7 @@ def calibration(sizing: PromptCalibration) -> str:
     elif sizing.method == "tokenizer":
         text = "counted with the tokenizer file"
     else:
-        text = "whitespace words (uncalibrated)"
+        text = "whitespace words (uncalibrated" + (", as last run)" if sizing.reused else ")")
     return text if sizing.note is None else f"{text}; {sizing.note}"
 
 

@@ -12,6 +12,8 @@ from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, Depends, FastAPI
 
+from sustain.service.access.hosts import parse_allowed_hosts
+from sustain.service.access.keys import Role
 from sustain.service.api.audit import AuditMiddleware
 from sustain.service.api.auth import Access
 from sustain.service.api.body_limit import BodyLimit
@@ -37,8 +39,6 @@ from sustain.service.api.routes import (
     slos,
 )
 from sustain.service.config import Settings
-from sustain.service.domain.hosts import parse_allowed_hosts
-from sustain.service.domain.keys import Role
 from sustain.service.runtime import Replica
 from sustain.service.strict_json import StrictJSONResponse
 from sustain.service.web import routes as web_routes

@@ -14,14 +14,14 @@ from sustain.probes.client.egress import EgressPolicy, parse_targets
 from sustain.probes.client.secret_policy import SecretPolicy, own_credentials, parse_env_globs
 from sustain.probes.workers.pool import available_cpus
 from sustain.probes.workload.dataset import DatasetPolicy
-from sustain.service.domain.expansion import ExpansionPolicy
-from sustain.service.domain.hosts import parse_allowed_hosts
-from sustain.service.domain.keys import weak_key_reason
-from sustain.service.domain.limits import LoadLimits, ObjectLimits
-from sustain.service.domain.locations import DEFAULT_LOCATION, location_problem
-from sustain.service.domain.reach import Reach
+from sustain.service.access.hosts import parse_allowed_hosts
+from sustain.service.access.keys import weak_key_reason
 from sustain.service.evaluation.drift_watch import parse_watched
 from sustain.service.history.windows import parse_duration
+from sustain.service.policy.expansion import ExpansionPolicy
+from sustain.service.policy.limits import LoadLimits, ObjectLimits
+from sustain.service.policy.reach import Reach
+from sustain.service.ticks.locations import DEFAULT_LOCATION, location_problem
 
 RENAMED_SETTINGS: Mapping[str, str] = {
     f"{stem}_seconds": f"{stem}_s" for stem in (
@@ -418,7 +418,7 @@ class Settings(BaseSettings):
         "naming the limit).")
 
     def load_limits(self) -> LoadLimits:
-        """The limits every load profile is held to (see sustain.service.domain.limits)."""
+        """The limits every load profile is held to (see sustain.service.policy.limits)."""
         return LoadLimits(max_rate=self.max_rate, max_concurrency=self.max_concurrency,
                           max_run_s=self.max_run_s,
                           max_run_requests=self.max_run_requests,

@@ -5,7 +5,7 @@ Prometheus sums them over replicas. Last-run gauges are read from the database t
 custom collector, so every replica reports the same, current values. A run's summary may
 have come from an agent: the names in it that become label values (server series, RAG
 stages, efficiency figures, currency) are emitted only from their closed sets
-(domain.label_sets), so no stored summary can add series.
+(runs.label_sets), so no stored summary can add series.
 """
 
 from __future__ import annotations
@@ -20,21 +20,21 @@ from prometheus_client.registry import Collector
 from sustain.probes.measure.deployment import Deployment
 from sustain.probes.measure.sample import Sample
 from sustain.probes.renamed import stored_figure
+from sustain.service.access.auth_failures import AuthFailure
 from sustain.service.db.runs import LastRun
 from sustain.service.db.slos import SloSnapshot
-from sustain.service.domain.auth_failures import AuthFailure
-from sustain.service.domain.label_sets import (
+from sustain.service.evaluation.slo_status import window_label
+from sustain.service.ingest.buffer import SampleBuffer
+from sustain.service.ingest.writer import SampleWriter
+from sustain.service.probe_metrics import SERIES_LABELS, ProbeMetrics
+from sustain.service.runs.label_sets import (
     EFFICIENCY_FIGURES,
     RAG_STAGES,
     currency_label,
     server_series,
 )
-from sustain.service.domain.locations import DEFAULT_LOCATION
-from sustain.service.domain.refusals import REASONS
-from sustain.service.evaluation.slo_status import window_label
-from sustain.service.ingest.buffer import SampleBuffer
-from sustain.service.ingest.writer import SampleWriter
-from sustain.service.probe_metrics import SERIES_LABELS, ProbeMetrics
+from sustain.service.runs.refusals import REASONS
+from sustain.service.ticks.locations import DEFAULT_LOCATION
 
 DB_WRITE_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 """Batch write buckets, seconds (a batch is up to 5,000 samples plus run results)."""

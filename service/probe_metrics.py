@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from sustain.probes.measure.sample import Outcome, Sample
-from sustain.service.domain.locations import DEFAULT_LOCATION
+from sustain.service.ticks.locations import DEFAULT_LOCATION
 
 LATENCY_BUCKETS_S = (
     0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75,

@@ -36,8 +36,8 @@ from sustain.service.db.engine import (
     session_factory,
 )
 from sustain.service.db.migrate import upgrade_to_head
-from sustain.service.domain.export_slots import ExportSlots
 from sustain.service.evaluation.drift_watch import parse_watched
+from sustain.service.export.slots import ExportSlots
 from sustain.service.history.windows import parse_duration
 from sustain.service.ingest.buffer import SampleBuffer
 from sustain.service.ingest.writer import SampleWriter

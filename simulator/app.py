@@ -367,7 +367,7 @@ class SimulatorApp:
         for _ in range(max(completion.tokens - 1, 0)):
             gap = 0.0 if fault in AT_ONCE else self._jitter(config.itl_ms, config.itl_sigma)
             token_times.append(token_times[-1] + gap)
-        if not body.get("stream"):
+        if not body.get("stream") or config.ignore_stream:
             await _sleep_until(token_times[-1])
             whole = events.whole(finish)
             if fault is Fault.USAGE_ONLY:

@@ -195,6 +195,12 @@ class SimulatorConfig:
         0, "Add this many tokens to the prompt count of every chat-shaped request.", at_least=0)
     """Tokens added to the prompt count of every chat-shaped generation request (chat,
     responses, messages; not completions), as a chat template adds its role markers."""
+    ignore_stream: bool = option(
+        False, "Answer streamed requests whole, as one JSON body (as OpenAI's whisper-1 does).",
+        names=("--ignore-stream",))
+    """Ignore `stream: true`: every generation request (chat, completions, responses,
+    messages, transcriptions) gets its whole answer as `application/json`, as OpenAI's
+    whisper-1 and some chat gateways do."""
     model: str = option("sim-model", "Model name to report.")
     fault: Fault = option(  # noqa: RUF009 - an immutable enum member, given to field()
         Fault.NONE, "Fault to inject into --fault-rate of requests.")

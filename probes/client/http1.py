@@ -28,9 +28,12 @@ from sustain.probes.protocols.streaming import (
     WHOLE_BODY_LIMIT,
     Deadlines,
     EncodedRequest,
+    answered_whole,
+    asked_to_stream,
     failure,
     from_state,
     is_event_stream,
+    is_whole_answer,
     partial_result,
 )
 
@@ -69,6 +72,9 @@ class _Reader:
         self.decoder = SSEDecoder(max_event_bytes)
         self.raw = bytearray()
         """A 2xx non-streamed body, up to WHOLE_BODY_LIMIT (error bodies are only counted)."""
+        self.whole_answer: bool | None = None
+        """A streamed request's 2xx answer came as one JSON body (is_whole_answer); None
+        until its head is read."""
         self.body_bytes = 0
         self.end_ns: int | None = None
         self.first_token_seen = False
@@ -85,9 +91,20 @@ class _Reader:
         if not self.failed.done():
             self.failed.set_result(None)
 
+    def answered_whole(self) -> bool:
+        """Whether the 2xx answer to a streamed request is one JSON body, not a stream (by
+        its content type, once its head is in)."""
+        if self.whole_answer is None:
+            exchange = self.exchange
+            if exchange is None or not exchange.head.done() or exchange.head.cancelled():
+                return False
+            self.whole_answer = is_whole_answer(
+                exchange.head.result()[1].get("content-type", ""))
+        return self.whole_answer
+
     def on_body(self, chunk: bytes, now: int) -> None:
         status = self._status()
-        if not (self.stream and 200 <= status < 300):
+        if not (self.stream and 200 <= status < 300) or self.answered_whole():
             self._on_whole(chunk, error=error_class_for_status(status) is not None)
             return
         state = self.state
@@ -167,8 +184,9 @@ async def send_over_http1(pool: ConnectionPool, target: Target, encoded: Encoded
     reader = _Reader(stream, loop, deadlines, target.max_event_bytes, keep_reply,
                      protocol_for(target), expect)
     try:
-        return await _exchange(pool, target, payload, headers, stream, t_send_ns, reader,
-                               deadlines, loop)
+        measurement = await _exchange(pool, target, payload, headers, stream, t_send_ns,
+                                      reader, deadlines, loop)
+        return asked_to_stream(measurement) if stream else measurement
     except BaseException:  # cancelled: the connection must not be reused
         if reader.exchange is not None:
             pool.abandon(reader.exchange)
@@ -196,15 +214,17 @@ async def _exchange(pool: ConnectionPool, target: Target, payload: bytes,
                 if not reader.exchange.done.done() or reader.body_bytes > ERROR_BODY_LIMIT:
                     pool.abandon(reader.exchange)
                 return result
-            if not stream:
+            if not stream or reader.answered_whole():
                 await asyncio.wait(reader.ends(), return_when=asyncio.FIRST_COMPLETED)
                 if reader.state.failure is not None:
                     pool.abandon(reader.exchange)
-                    return failure(t_send_ns, status, reader.state.failure,
-                                   reader.state.detail or "bad response")
-                end = await reader.exchange.done
-                return reader.protocol.whole(bytes(reader.raw), t_send_ns, end, status,
-                                             reader.keep_reply, reader.expect)
+                    whole = failure(t_send_ns, status, reader.state.failure,
+                                    reader.state.detail or "bad response")
+                else:
+                    whole = reader.protocol.whole(bytes(reader.raw), t_send_ns,
+                                                  await reader.exchange.done, status,
+                                                  reader.keep_reply, reader.expect)
+                return answered_whole(whole) if stream else whole
             if not is_event_stream(response_headers.get("content-type", "")):
                 pool.abandon(reader.exchange)
                 return failure(t_send_ns, status, ErrorClass.PROTOCOL, NOT_EVENT_STREAM)

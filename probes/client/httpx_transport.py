@@ -30,9 +30,12 @@ from sustain.probes.protocols.streaming import (
     WHOLE_BODY_LIMIT,
     Deadlines,
     EncodedRequest,
+    answered_whole,
+    asked_to_stream,
     failure,
     from_state,
     is_event_stream,
+    is_whole_answer,
     partial_result,
 )
 
@@ -107,6 +110,14 @@ async def send_over_httpx(
     Deadlines: connect (httpx), first token and total (asyncio, from t_send; see
     protocols.streaming.Deadlines).
     """
+    measurement = await _send(client, target, encoded, stream, t_send_ns,
+                              keep_reply=keep_reply, expect=expect)
+    return asked_to_stream(measurement) if stream else measurement
+
+
+async def _send(client: httpx.AsyncClient, target: Target, encoded: EncodedRequest,
+                stream: bool, t_send_ns: int, *, keep_reply: bool,
+                expect: ExpectedItems | None) -> Measurement:
     payload, request_headers = encoded
     loop = asyncio.get_running_loop()
     deadlines = Deadlines.from_t_send(target, t_send_ns, loop)
@@ -130,10 +141,12 @@ async def send_over_httpx(
                 if failed is not None:
                     await _drain(response, ERROR_BODY_LIMIT)
                     return failure(t_send_ns, status, failed, f"HTTP {status}")
-                if not stream:
-                    return await _read_whole(response, t_send_ns, status, keep_reply,
-                                             protocol, expect)
-                if not is_event_stream(response.headers.get("content-type", "")):
+                content_type = response.headers.get("content-type", "")
+                if not stream or is_whole_answer(content_type):
+                    whole = await _read_whole(response, t_send_ns, status, keep_reply,
+                                              protocol, expect)
+                    return answered_whole(whole) if stream else whole
+                if not is_event_stream(content_type):
                     return failure(t_send_ns, status, ErrorClass.PROTOCOL, NOT_EVENT_STREAM)
                 decoder = SSEDecoder(target.max_event_bytes)
                 async for chunk in response.aiter_bytes():

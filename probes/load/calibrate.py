@@ -6,13 +6,17 @@ word, and the overhead every request carries: the chat template, the salt); the
 run's request builder then sizes every prompt by that fit. These requests are not samples:
 nothing of them is measured, stored, or counted against the run's request budget, and they
 go out before the server's metrics are first read, each with an `x-request-id` of
-`sustain-calibration-<random hex>` so that server logs tell them apart. The fit is kept per
-endpoint, model and request shape for FIT_TTL_S in this process, so repeated runs do not
+`sustain-calibration-<random hex>` so that server logs tell them apart. The outcome is kept
+per endpoint, model and request shape for FIT_TTL_S in this process, so repeated runs do not
 pay for it again.
 
 A server that reports no prompt count, or a calibration request that fails, leaves the
-prompts in whitespace words (as without calibration), and the run's summary says why. With a
-tokenizer file the prompts are counted with it and nothing is sent.
+prompts in whitespace words (as without calibration), and the run's summary says why. What
+the server's answers said is kept like a fit (for FIT_TTL_S): a server without usage, or
+whose counts fit no tokenizer, is not sent the two requests again every run. A request that
+failed (a refused connection, an error status, a timeout) may not fail next time, so the
+next run tries again. With a tokenizer file the prompts are counted with it and nothing
+is sent.
 """
 
 from __future__ import annotations
@@ -41,7 +45,8 @@ so the fitted tokens per word are the vocabulary's mean, as random draws from it
 CALIBRATION_TIMEOUT_S = 30.0
 """A calibration request that takes longer is given up (the prompts stay in words)."""
 FIT_TTL_S = 3600.0
-"""How long a fit is reused by the runs of this process (a server may change its model)."""
+"""How long a calibration (a fit, or a failure to fit) is reused by the runs of this process
+(a server may change its model, or start reporting usage)."""
 MAX_FITS = 256
 REQUEST_ID_PREFIX = "sustain-calibration-"
 """The start of a calibration request's `x-request-id` (then 16 random hex digits)."""
@@ -51,7 +56,8 @@ Transport = Callable[..., Awaitable[Measurement]]
 
 
 class FitCache:
-    """Fits by key, each for `ttl_s` seconds, the `size` most recently stored."""
+    """Calibrations by key (fits, and failures to fit), each for `ttl_s` seconds, the `size`
+    most recently stored."""
 
     def __init__(self, ttl_s: float = FIT_TTL_S, size: int = MAX_FITS,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -61,7 +67,9 @@ class FitCache:
         self._fits: OrderedDict[str, tuple[float, PromptCalibration]] = OrderedDict()
 
     def get(self, key: str) -> PromptCalibration | None:
-        """The fit stored under `key`, marked reused; None when none is, or it expired."""
+        """The calibration stored under `key`, marked reused; None when none is, or it
+        expired. A fit's note is made again for the run's lengths (`noted`); a failure keeps
+        its note, which says why the prompts are in words."""
         held = self._fits.get(key)
         if held is None:
             return None
@@ -69,11 +77,15 @@ class FitCache:
         if self.clock() - stored > self.ttl_s:
             del self._fits[key]
             return None
+        if calibration.fit is None:
+            return calibration.model_copy(update={"reused": True})
         return calibration.model_copy(update={"reused": True, "note": None})
 
     def put(self, key: str, calibration: PromptCalibration) -> None:
-        """Keep a server fit (nothing else: a failure is tried again next run)."""
-        if calibration.fit is None:
+        """Keep what the server's answers came to: a fit, or that they cannot give one
+        (`lasting`); not a failed request's words, tried again next run, nor a tokenizer's
+        counting (the workload's, not the server's)."""
+        if calibration.fit is None and not lasting(calibration):
             return
         self._fits[key] = (self.clock(), calibration)
         self._fits.move_to_end(key)
@@ -131,8 +143,20 @@ def noted(calibration: PromptCalibration, workload: Workload) -> PromptCalibrati
         "template, the salt)")})
 
 
+NO_USAGE = "the server reported no prompt token count (usage): prompts are counted in words"
+NO_FIT = "fit no tokenizer: prompts are counted in words"
+"""The end of the note of counts that fit no tokenizer."""
+
+
 def words_only(note: str) -> PromptCalibration:
     return PromptCalibration(method="words", note=note)
+
+
+def lasting(calibration: PromptCalibration) -> bool:
+    """Whether a calibration in words is what the server's answers said (no usage, counts
+    that fit no tokenizer), which the next run would only hear again; not a failed request."""
+    note = calibration.note or ""
+    return calibration.method == "words" and (note == NO_USAGE or note.endswith(NO_FIT))
 
 
 class SizedPrompts:
@@ -188,12 +212,10 @@ class SizedPrompts:
                 return words_only(f"a calibration request failed ({m.error_class}): prompts "
                                   "are counted in words")
             if m.input_tokens is None:
-                return words_only("the server reported no prompt token count (usage): "
-                                  "prompts are counted in words")
+                return words_only(NO_USAGE)
             points.append((words, m.input_tokens))
         fit = fit_prompt_tokens(points)
         if fit is None:
             counts = ", ".join(f"{served} for {words} words" for words, served in points)
-            return words_only(f"the server's prompt token counts ({counts}) fit no "
-                              "tokenizer: prompts are counted in words")
+            return words_only(f"the server's prompt token counts ({counts}) {NO_FIT}")
         return PromptCalibration.of(fit)

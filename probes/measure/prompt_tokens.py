@@ -75,8 +75,8 @@ class PromptCalibration(BaseModel):
     """The fit's intercept: tokens every request carries besides its words (the chat
     template, the cache-defeating salt)."""
     reused: bool = False
-    """The fit came from an earlier run against the same endpoint, model and request shape
-    in this process (nothing was sent for it)."""
+    """The fit (or the failure to fit: words, with its note) came from an earlier run against
+    the same endpoint, model and request shape in this process (nothing was sent for it)."""
     note: str | None = None
     """Why prompts are not calibrated, or what keeps them from their requested length."""
 

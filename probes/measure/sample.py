@@ -94,6 +94,10 @@ class Measurement:
     hit: bool | None = None
     """A RAG request's retrieval verdict: whether the passage its question expects was among
     those given to the model; None when the question names none (or it failed first)."""
+    streamed: bool | None = None
+    """Whether a request asked to stream (`stream: true`) was answered as a stream: False
+    when the server answered one JSON body instead (its TTFT is its E2E;
+    docs/metrics.md#not-streamed); None for a request not asked to stream."""
 
     @property
     def rtf(self) -> float | None:

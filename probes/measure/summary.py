@@ -134,6 +134,9 @@ class RunSummary(BaseModel):
     prompt_calibration: PromptCalibration | None = None
     """How the run sized its synthetic prompts (the run's summary only, not a stage's); None
     for prompts of given text."""
+    not_streamed: int = 0
+    """Requests asked to stream that the server answered whole, as one JSON body (their TTFT
+    is their E2E; docs/metrics.md#not-streamed)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -278,6 +281,7 @@ def summarise(samples: Sequence[Sample], duration_s: float, slo: SloThresholds |
         prompt_tokens_requested=prompts.requested,
         prompt_tokens_served=prompts.served,
         prompt_tokens_ratio=prompts.ratio,
+        not_streamed=sum(1 for s in samples if s.measurement.streamed is False),
     )
 
 

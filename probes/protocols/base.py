@@ -78,7 +78,7 @@ class ApiProtocol(ABC):
     prompts can be sized to a length in tokens (workload/requests.py)."""
     first_token: ClassVar[bool] = True
     """Whether an answer has a first token (TTFT, TPOT): False for the kinds answering whole,
-    whose latency SLO is end to end only (service/domain/thresholds.py)."""
+    whose latency SLO is end to end only (service/evaluation/thresholds.py)."""
     rag_stage: ClassVar[RagStage | None] = None
     workload_fields: ClassVar[frozenset[str]] = frozenset()
     """The Workload fields that apply to this kind alone (each has its `sustain probe` flag);

@@ -16,7 +16,7 @@ import asyncio
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -112,8 +112,16 @@ INVALID_UTF8 = "invalid UTF-8 in stream"
 
 
 def is_event_stream(content_type: str) -> bool:
-    """Whether a 2xx response to a streamed request is SSE; anything else is a protocol error."""
+    """Whether a 2xx response to a streamed request is SSE; anything else but JSON
+    (`is_whole_answer`) is a protocol error."""
     return content_type.startswith(EVENT_STREAM)
+
+
+def is_whole_answer(content_type: str) -> bool:
+    """Whether a 2xx response to a streamed request is one JSON body: a server that ignores
+    `stream: true` (OpenAI's whisper-1, some chat gateways). It is read as a whole answer
+    (`answered_whole`), within the same WHOLE_BODY_LIMIT as a non-streamed one."""
+    return content_type.split(";", 1)[0].strip().lower() == "application/json"
 
 
 def token_count(value: Any) -> int | None:
@@ -396,6 +404,20 @@ def whole_measurement(t_send_ns: int, end: int, status: int, *, text: str, calls
         cached_tokens=cached,
         reply=reply,
     )
+
+
+def answered_whole(measurement: Measurement) -> Measurement:
+    """The whole answer to a streamed request (`is_whole_answer`), marked not streamed: its
+    first token came with its last byte, so a successful one's TTFT is its E2E (and it has
+    no ITL); docs/metrics.md#not-streamed."""
+    ttft = measurement.e2e_ms if measurement.error_class is None else None
+    return replace(measurement, ttft_ms=ttft, streamed=False)
+
+
+def asked_to_stream(measurement: Measurement) -> Measurement:
+    """A streamed request's measurement, marked streamed unless it was answered whole."""
+    return measurement if measurement.streamed is not None \
+        else replace(measurement, streamed=True)
 
 
 def failure(t_send_ns: int, status: int | None, error: ErrorClass, detail: str) -> Measurement:

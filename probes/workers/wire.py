@@ -47,15 +47,26 @@ def sample_row(sample: Sample) -> Row:
             m.error_detail, m.cached_tokens, m.tool_call_ms, sample.conversation, sample.turn,
             sample.session_end, m.quality, m.items, m.audio_s, m.image_size,
             None if m.stages_ms is None else [list(stage) for stage in m.stages_ms], m.hit,
-            m.prompt_tokens_requested)
+            m.prompt_tokens_requested, m.streamed)
+
+
+ROW_FIELDS = 26
+"""The values of a row sample_row makes. New fields go at the end, so a row of an earlier
+release (an agent's upload) is still read: OLD_ROW_FIELDS is the shortest row_sample takes."""
+OLD_ROW_FIELDS = 25
+"""The row of the release before `streamed` (each field after it reads as None)."""
 
 
 def row_sample(row: list[Any], clock: RunClock) -> Sample:
     """The sample a worker measured, on the run's time line. ValueError/TypeError for a row
-    that is not one (a worker can only send what sample_row makes)."""
+    that is not one (a worker can only send what sample_row makes); a row of an earlier
+    release (OLD_ROW_FIELDS) lacks the fields added since, which read as None."""
+    if not OLD_ROW_FIELDS <= len(row) <= ROW_FIELDS:
+        raise ValueError(f"a sample row of {OLD_ROW_FIELDS} to {ROW_FIELDS} values")
+    padded: list[Any] = [*row, *[None] * (ROW_FIELDS - len(row))]
     (seq, stage, t_sched, t_send, ttft, itl, e2e, tokens, counted, input_tokens, status,
      error, detail, cached, tool_call, conversation, turn, session_end, quality, items,
-     audio, image_size, stages, hit, requested) = row
+     audio, image_size, stages, hit, requested, streamed) = padded
     measurement = Measurement(
         ttft_ms=None if ttft is None else float(ttft), itl_ms=tuple(float(g) for g in itl),
         e2e_ms=float(e2e), output_tokens=int(tokens), tokens_server_counted=bool(counted),
@@ -72,7 +83,8 @@ def row_sample(row: list[Any], clock: RunClock) -> Sample:
         stages_ms=None if stages is None else tuple((str(name), float(ms))
                                                     for name, ms in stages),
         hit=None if hit is None else bool(hit),
-        prompt_tokens_requested=None if requested is None else int(requested))
+        prompt_tokens_requested=None if requested is None else int(requested),
+        streamed=None if streamed is None else bool(streamed))
     t_send_ms = float(t_send)
     return Sample(seq=int(seq), stage=int(stage),
                   t_sched_ms=None if t_sched is None else float(t_sched), t_send_ms=t_send_ms,

@@ -30,16 +30,16 @@ from sustain.probes.workload.dataset import DatasetError
 from sustain.probes.workload.spec import WorkloadError
 from sustain.service.agent.client import Refused, ServiceClient, Unreachable, new_upload_id
 from sustain.service.agent.spool import Spool, SpooledRun, SpoolFullError
-from sustain.service.domain.finals import RunFinal, completed
-from sustain.service.domain.limits import BeyondLimitsError, LoadLimits, check_limits
-from sustain.service.domain.reach import Reach
 from sustain.service.domain.run_upload import encode_final, encode_samples
-from sustain.service.domain.schedule import Cron, Every, Schedule, tick_for_firing
-from sustain.service.domain.targets import probe_target
+from sustain.service.policy.limits import BeyondLimitsError, LoadLimits, check_limits
+from sustain.service.policy.reach import Reach
 from sustain.service.probe_metrics import ProbeMetrics
+from sustain.service.runs.finals import RunFinal, completed
 from sustain.service.scheduling.claims import tick_owner
+from sustain.service.scheduling.targets import probe_target
 from sustain.service.scheduling.trigger import TickTrigger
 from sustain.service.schemas.agent import Assignment
+from sustain.service.ticks.schedule import Cron, Every, Schedule, tick_for_firing
 
 logger = logging.getLogger(__name__)
 

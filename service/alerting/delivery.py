@@ -26,8 +26,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sustain.service.alerting import notifiers
 from sustain.service.db import deliveries as queries
 from sustain.service.db.models import Notifier
-from sustain.service.domain.reach import Reach
 from sustain.service.evaluation.matchers import SilenceWindow, silenced
+from sustain.service.policy.reach import Reach
 
 logger = logging.getLogger(__name__)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from sustain.service.access.auth_failures import AuditSampler, AuthFailure
 from sustain.service.api.auth import (
     AUTH_FAILURE_SCOPE_KEY,
     PRINCIPAL_SCOPE_KEY,
@@ -24,7 +25,6 @@ from sustain.service.api.auth import (
     client_source,
 )
 from sustain.service.db import audit as audit_queries
-from sustain.service.domain.auth_failures import AuditSampler, AuthFailure
 from sustain.service.runtime import Replica
 
 logger = logging.getLogger(__name__)

@@ -18,17 +18,17 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.types import Scope
 
-from sustain.service.config import Settings
-from sustain.service.db import keys as key_queries
-from sustain.service.domain.auth_failures import AuthFailure
-from sustain.service.domain.hosts import anonymous_host, parse_allowed_hosts
-from sustain.service.domain.keys import (
+from sustain.service.access.auth_failures import AuthFailure
+from sustain.service.access.hosts import anonymous_host, parse_allowed_hosts
+from sustain.service.access.keys import (
     Role,
     allows,
     bearer_token,
     key_hash,
     same_hash,
 )
+from sustain.service.config import Settings
+from sustain.service.db import keys as key_queries
 from sustain.service.errors import ForbiddenError, UnauthenticatedError
 from sustain.service.runtime import Replica
 
@@ -132,7 +132,7 @@ def _allowed_hosts(text: str) -> tuple[str, ...]:
 def anonymous_reads(scope: Scope, settings: Settings) -> bool:
     """Whether a caller without a key may read here: SUSTAIN_ANONYMOUS_READ is on and the
     request's Host is a loopback name, or one SUSTAIN_ALLOWED_HOSTS lists (see
-    sustain.service.domain.hosts.anonymous_host). A page of another site whose name resolves
+    sustain.service.access.hosts.anonymous_host). A page of another site whose name resolves
     to 127.0.0.1 (DNS rebinding) sends its own name, and so is a caller without a key."""
     if not settings.anonymous_read:
         return False

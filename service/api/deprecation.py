@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from sustain.service.domain.renamed import collecting_notes
+from sustain.service.schemas.renamed import collecting_notes
 
 
 def warning_header(note: str) -> tuple[bytes, bytes]:
@@ -15,7 +15,7 @@ def warning_header(note: str) -> tuple[bytes, bytes]:
 
 
 class DeprecationWarnings:
-    """Adds the request's deprecation notes (domain/renamed.py) to its response."""
+    """Adds the request's deprecation notes (schemas/renamed.py) to its response."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app

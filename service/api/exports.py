@@ -1,5 +1,5 @@
 """Sample exports over HTTP (a run's samples as a CSV stream, or as JSON pages): each holds
-one of the replica's export slots (sustain.service.domain.export_slots) from before its first
+one of the replica's export slots (sustain.service.export.slots) from before its first
 database read until its answer is written whole or its connection closes, and none holds a
 database connection or transaction while it waits for the client.
 

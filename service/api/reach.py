@@ -1,5 +1,5 @@
 """Refusing, at create and update, what the operator's policies would refuse at run or
-delivery time (service/domain/reach.py): a 422 naming the field, before anything is stored."""
+delivery time (service/policy/reach.py): a 422 naming the field, before anything is stored."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from collections.abc import Mapping
 from sustain.probes.load.plan import sessions_problem
 from sustain.probes.load.profiles import LoadProfile, TraceProfile
 from sustain.probes.workload.spec import Workload
-from sustain.service.domain.reach import (
+from sustain.service.errors import FieldError
+from sustain.service.policy.reach import (
     Reach,
     dataset_problems,
     target_problems,
     workload_files,
     workload_secret_problems,
 )
-from sustain.service.errors import FieldError
 
 
 def refuse_unreachable(values: Mapping[str, object], reach: Reach) -> None:

@@ -66,7 +66,7 @@ def agent(
     """Run the probes of LOCATION here, in worker processes of this host, and upload their
     runs to the service (key from SUSTAIN_AGENT_KEY, a key of the agent role for the same
     location). Runs survive an outage of the service on disk, bounded by --spool-max-mb."""
-    from sustain.service.domain.locations import location_problem
+    from sustain.service.ticks.locations import location_problem
 
     settings = load_settings(data_dir=data_dir, location=location)
     configure_logging(settings.log_level, settings.log_format)

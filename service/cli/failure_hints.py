@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from sustain.probes.measure.sample import Outcome, Sample
-from sustain.service.domain.hints import failure_hint
+from sustain.service.runs.hints import failure_hint
 
 EXIT_OK = 0
 """At least one request succeeded."""

@@ -69,7 +69,7 @@ FLAGS = {"name": "--name", "role": "--role", "location": "--location"}
 def key_problems(name: str, role: str, location: str | None) -> list[str]:
     """What is wrong with `keys create`'s flags, each named as the user typed it (only the
     flags that are wrong)."""
-    from sustain.service.domain.keys import Role
+    from sustain.service.access.keys import Role
     from sustain.service.schemas.keys import KeyCreate
 
     roles = [r.value for r in Role]
@@ -100,7 +100,7 @@ def keys_create(
     database_url: DbOpt = None, data_dir: DataDirOpt = None, verbose: VerboseOpt = False,
 ) -> None:
     """Create a key and print it once (stdout); store it now, it cannot be shown again."""
-    from sustain.service.domain.keys import Role
+    from sustain.service.access.keys import Role
     from sustain.service.schemas.keys import KeyCreate
 
     problems = key_problems(name, role, location)
@@ -149,6 +149,6 @@ def keys_revoke(key_id: Annotated[int, typer.Argument(help="The key's id (keys l
 @keys_app.command("generate")
 def keys_generate() -> None:
     """Print a new random key for SUSTAIN_ADMIN_KEY (nothing is stored)."""
-    from sustain.service.domain.keys import generate_key
+    from sustain.service.access.keys import generate_key
 
     print(generate_key())

@@ -53,7 +53,7 @@ def serve(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None
 def _check_anonymous_read(settings: Settings) -> None:
     """Refuse to serve anonymous reads beyond loopback unless asked for in so many words;
     warn when asked."""
-    from sustain.service.domain.exposure import (
+    from sustain.service.access.exposure import (
         ANONYMOUS_READ_VAR,
         anonymous_read_explicit,
         anonymous_read_exposure,
@@ -85,7 +85,7 @@ async def _seed_demo(url: str, constant_url: str, capacity_url: str,
 
 def _loopback(host: str) -> bool:
     """Whether a bind address only accepts connections from this machine."""
-    from sustain.service.domain.exposure import is_loopback
+    from sustain.service.access.exposure import is_loopback
 
     return is_loopback(host)
 
@@ -100,9 +100,9 @@ def demo(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None,
          data_dir: DataDirOpt = None, log_level: LogLevelOpt = None,
          log_format: LogFormatOpt = None, simulator_port: SimulatorPortOpt = None) -> None:
     """Embedded PostgreSQL + two built-in simulators + demo probes, served on HOST:PORT."""
+    from sustain.service.access.keys import generate_key
     from sustain.service.demo.objects import DEMO_BATCH, demo_banner
     from sustain.service.demo.simulators import DemoSimulators, SimulatorPortError
-    from sustain.service.domain.keys import generate_key
 
     settings = load_settings(host=host, port=port, database_url=database_url,
                              data_dir=data_dir, log_level=log_level, log_format=log_format)

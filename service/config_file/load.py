@@ -16,18 +16,18 @@ from sustain.probes.load.profiles import TraceProfile
 from sustain.probes.workload.spec import Workload
 from sustain.service.config_file.model import ConfigFile, ProbeSpec
 from sustain.service.config_file.yaml_lines import ConfigError, Located, Problem, dotted, load
-from sustain.service.domain.expansion import ExpansionPolicy
-from sustain.service.domain.limits import LoadLimits, limit_violations
-from sustain.service.domain.rag_endpoints import kind_problems, pairing_problem
-from sustain.service.domain.reach import (
+from sustain.service.evaluation.thresholds import threshold_problems
+from sustain.service.policy.expansion import ExpansionPolicy
+from sustain.service.policy.limits import LoadLimits, limit_violations
+from sustain.service.policy.reach import (
     Reach,
     dataset_problems,
     target_problems,
     workload_files,
     workload_secret_problems,
 )
-from sustain.service.domain.renamed import collecting_notes
-from sustain.service.domain.thresholds import threshold_problems
+from sustain.service.schemas.rag_endpoints import kind_problems, pairing_problem
+from sustain.service.schemas.renamed import collecting_notes
 
 logger = logging.getLogger(__name__)
 

@@ -13,12 +13,12 @@ from sustain.probes.load.profiles import LoadProfile, SingleProfile
 from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.workload.spec import Workload
 from sustain.service.alerting.notifiers import NotifierCreate
-from sustain.service.domain.locations import DEFAULT_LOCATION
 from sustain.service.history.windows import parse_duration
 from sustain.service.schemas.common import Labels, Locations, Name
 from sustain.service.schemas.endpoints import EndpointCreate
 from sustain.service.schemas.probes import MAX_INTERVAL_S, Cron, check_jitter
 from sustain.service.schemas.slos import SloCreate
+from sustain.service.ticks.locations import DEFAULT_LOCATION
 
 
 def _seconds(value: object) -> object:

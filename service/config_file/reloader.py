@@ -18,10 +18,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sustain.service.config_file.load import read
 from sustain.service.config_file.sync import SyncResult, sync
 from sustain.service.config_file.yaml_lines import ConfigError
-from sustain.service.domain.expansion import ExpansionPolicy
-from sustain.service.domain.limits import LoadLimits
-from sustain.service.domain.reach import Reach
 from sustain.service.metrics import Metrics
+from sustain.service.policy.expansion import ExpansionPolicy
+from sustain.service.policy.limits import LoadLimits
+from sustain.service.policy.reach import Reach
 from sustain.service.scheduling.scheduler import ProbeScheduler
 
 logger = logging.getLogger(__name__)

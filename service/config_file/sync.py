@@ -26,7 +26,7 @@ from sustain.service.db import quotas
 from sustain.service.db import runs as run_queries
 from sustain.service.db import slos as slo_queries
 from sustain.service.db.models import Endpoint, NamedResource, Notifier, Probe, Slo
-from sustain.service.domain.limits import LoadLimits, too_many, total_rate_problem
+from sustain.service.policy.limits import LoadLimits, too_many, total_rate_problem
 from sustain.service.schemas.probes import ProbeCreate, RagEndpointIds
 
 R = TypeVar("R", bound=NamedResource)

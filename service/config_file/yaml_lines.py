@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from sustain.service.domain.expansion import ExpansionPolicy
+from sustain.service.policy.expansion import ExpansionPolicy
 
 Path = tuple[str | int, ...]
 

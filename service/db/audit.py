@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from sustain.service.access.keys import Role
 from sustain.service.db.models import AuditEntry
-from sustain.service.domain.keys import Role
 from sustain.service.schemas.keys import AuditRead
 
 

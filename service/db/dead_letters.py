@@ -8,7 +8,7 @@ from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from sustain.service.db.models import DeadLetter
-from sustain.service.domain.refusals import Refused
+from sustain.service.runs.refusals import Refused
 
 MAX_DEAD_LETTERS = 10_000
 """Rows kept; older ones are deleted as new ones come (about 650 MB at the 64 KiB bound on

@@ -12,8 +12,8 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from sustain.service.access.keys import Role, generate_key, key_hash, shown_prefix
 from sustain.service.db.models import ApiKey, WebSession
-from sustain.service.domain.keys import Role, generate_key, key_hash, shown_prefix
 from sustain.service.errors import ConflictError, NotFoundError
 from sustain.service.schemas.keys import KeyCreated, KeyRead
 

@@ -19,8 +19,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from sustain.probes.load.profiles import LoadProfile, parse_profile
 from sustain.service.db.models import Endpoint, NamedResource, Notifier, Probe, Silence, Slo
-from sustain.service.domain.limits import ObjectKind, too_many, total_rate, total_rate_problem
 from sustain.service.errors import ConflictError
+from sustain.service.policy.limits import ObjectKind, too_many, total_rate, total_rate_problem
 
 Counted = ObjectKind | Literal["rate"]
 

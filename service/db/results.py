@@ -19,8 +19,8 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from sustain.probes.measure.sketch import MetricSketch, SketchMerger
-from sustain.service.domain.finals import RunFinal
 from sustain.service.history.aggregate import Aggregate, Counts
+from sustain.service.runs.finals import RunFinal
 from sustain.service.strict_json import dumps
 
 ROLLUP_WIDTHS_S = (3600, 86400)

@@ -1,2 +1,3 @@
-"""Value types and pure functions the service's layers share: no I/O, no database, no web.
-Everything above (db, ingest, scheduling, alerting, api, web, cli) may import it."""
+"""What is left of the service's shared value types: a sample as a `samples` row (rows) and a
+run an agent uploads (run_upload), pure, beside `runs` (they import each other). Everything
+else moved to the package of the concept it serves (access, policy, ticks, runs, ...)."""

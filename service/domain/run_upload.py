@@ -15,7 +15,7 @@ What bounds an upload here (the service's settings come in as UploadLimits):
   touches a day or two of `samples` partitions, never one per day from 2020 to 2200;
 - the final record's summary is a RunReport with no key the schema does not name, and its
   names that become Prometheus labels (RAG stages, error classes, image sizes, currency)
-  come from closed sets (sustain.service.domain.label_sets); the server series names are
+  come from closed sets (sustain.service.runs.label_sets); the server series names are
   checked against the endpoint by the caller (`server_series_names`).
 """
 
@@ -35,9 +35,10 @@ from sustain.probes.measure.run_sketches import METRICS
 from sustain.probes.measure.sample import Sample
 from sustain.probes.measure.sketch import MetricSketch
 from sustain.probes.run_result import RunReport
-from sustain.probes.workers.wire import row_sample, sample_row
-from sustain.service.domain.finals import RunCounts, RunFinal
-from sustain.service.domain.label_sets import (
+from sustain.probes.workers.wire import OLD_ROW_FIELDS, row_sample, sample_row
+from sustain.probes.workers.wire import ROW_FIELDS as WIRE_FIELDS
+from sustain.service.runs.finals import RunCounts, RunFinal
+from sustain.service.runs.label_sets import (
     CURRENCY,
     EFFICIENCY_FIGURES,
     ERROR_CLASSES,
@@ -75,9 +76,12 @@ START_LATE_S = 3600.0
 EPOCH_MIN = datetime(2020, 1, 1, tzinfo=UTC).timestamp()
 EPOCH_MAX = datetime(2200, 1, 1, tzinfo=UTC).timestamp()
 UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-ROW_FIELDS = 26
-"""The fields of a sample row: the worker wire's 25 (probes.workers.wire.sample_row), then
+ROW_FIELDS = WIRE_FIELDS + 1
+"""The fields of a sample row: the worker wire's (probes.workers.wire.sample_row), then
 the wall time of its send."""
+OLD_UPLOAD_FIELDS = OLD_ROW_FIELDS + 1
+"""The fields of a sample row an agent of the previous release sends (the wire's row before
+`streamed`, then the wall time): still accepted, the fields it lacks read as None."""
 
 
 class UploadError(ValueError):
@@ -100,7 +104,7 @@ class UploadLimits:
     """ITL gaps one sample may carry (SUSTAIN_AGENT_UPLOAD_MAX_ITL_VALUES)."""
     run_s: float = 3600.0 + 120.0
     """The longest a run may take, in seconds: SUSTAIN_MAX_RUN_S plus the run
-    budget's grace (domain.limits.BUDGET_GRACE_S). Every timing is at most this (in ms)."""
+    budget's grace (policy.limits.BUDGET_GRACE_S). Every timing is at most this (in ms)."""
     max_samples: int = 1_000_000
     """Samples one upload may carry: SUSTAIN_MAX_RUN_REQUESTS, the most a run sends (its
     budget stops it there). What assembling one upload holds is bounded by it."""
@@ -155,13 +159,16 @@ COUNTS = {7: "output_tokens", 9: "input_tokens", 13: "cached_tokens", 19: "items
           24: "prompt_tokens_requested"}
 REQUIRED_COUNTS_OF_ROW = frozenset({7})
 TEXTS = {12: "error_detail", 15: "conversation", 21: "image_size"}
+STREAMED = 25
+"""Row index of `streamed` (absent from a row of the previous release)."""
 
 
 def check_row(row: object, field: str, limits: UploadLimits) -> None:
     """Each number of a sample row within its bound; UploadError naming the first that is
     not (`samples[3].e2e_ms`)."""
-    if not isinstance(row, list) or len(row) != ROW_FIELDS:
-        raise UploadError(field, f"a sample row of {ROW_FIELDS} values")
+    if not isinstance(row, list) or not OLD_UPLOAD_FIELDS <= len(row) <= ROW_FIELDS:
+        raise UploadError(field, f"a sample row of {OLD_UPLOAD_FIELDS} to {ROW_FIELDS} "
+                          "values")
     limit_ms = limits.run_ms
     _check_whole(row[0], f"{field}.seq")
     _check_whole(row[1], f"{field}.stage", MAX_STAGE)
@@ -182,6 +189,9 @@ def check_row(row: object, field: str, limits: UploadLimits) -> None:
         _check_whole(row[10], f"{field}.http_status", MAX_HTTP_STATUS)
     if row[16] is not None:
         _check_whole(row[16], f"{field}.turn")
+    if len(row) == ROW_FIELDS and row[STREAMED] is not None \
+            and not isinstance(row[STREAMED], bool):
+        raise UploadError(f"{field}.streamed", "true, false or null")
     if row[20] is not None and (not _number(row[20]) or not 0 <= row[20] <= MAX_AUDIO_S):
         raise UploadError(f"{field}.audio_s", f"seconds of audio from 0 to {MAX_AUDIO_S:g}")
     for index, name in TEXTS.items():

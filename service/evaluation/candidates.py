@@ -9,10 +9,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sustain.service.domain.schedule import parse_cron
 from sustain.service.evaluation.rules import SloRules
 from sustain.service.evaluation.slo_status import SloStatus, breaching, window_label
 from sustain.service.evaluation.tiers import threshold
+from sustain.service.ticks.schedule import parse_cron
 
 
 def fingerprint(labels: Mapping[str, str]) -> str:

@@ -25,7 +25,7 @@ reason, and a refused final record is stored again without the parts that can be
 (its summary; then everything but the status and the reason).
 
 All run inside the caller's transaction; anything but a refusal (see
-`domain.refusals.refusal_reason`) propagates, so the caller retries (the batch, or the run).
+`runs.refusals.refusal_reason`) propagates, so the caller retries (the batch, or the run).
 """
 
 from __future__ import annotations
@@ -36,8 +36,9 @@ from dataclasses import dataclass, field, replace
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from sustain.service.db import dead_letters, partitions, results, samples, slo_counts
-from sustain.service.domain.finals import RunFinal
-from sustain.service.domain.refusals import (
+from sustain.service.domain.rows import PROBE_ID, RUN_ID, SampleTuple, row_problem, sent_at
+from sustain.service.runs.finals import RunFinal
+from sustain.service.runs.refusals import (
     Refused,
     describe,
     refusal_reason,
@@ -46,7 +47,6 @@ from sustain.service.domain.refusals import (
     run_error,
     sample_refusal,
 )
-from sustain.service.domain.rows import PROBE_ID, RUN_ID, SampleTuple, row_problem, sent_at
 
 
 async def store(connection: AsyncConnection, rows: Sequence[SampleTuple],

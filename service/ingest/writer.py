@@ -3,7 +3,7 @@
 Each batch (up to BATCH_SAMPLES rows, plus the finals that follow them) is one transaction:
 the rows of runs that still exist, then each final with its sketches and rollups.
 
-A batch can fail two ways (see domain/refusals.py). When the database is *unavailable*, the
+A batch can fail two ways (see runs/refusals.py). When the database is *unavailable*, the
 batch is retried, with backoff and without end, before anything after it; the buffer keeps it
 meanwhile. When the database *refuses a record* (a value out of range, text or JSON it cannot
 hold, a non-finite figure), retrying could never succeed: the batch is stored record by record
@@ -28,11 +28,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_exponential
 
 from sustain.service.db import partitions
-from sustain.service.domain.finals import RunFinal
-from sustain.service.domain.refusals import refusal_reason
 from sustain.service.domain.rows import SampleTuple, sent_at
 from sustain.service.ingest.buffer import SampleBuffer
 from sustain.service.ingest.store import RunRefusals, Stored, failed_final, store, store_each
+from sustain.service.runs.finals import RunFinal
+from sustain.service.runs.refusals import refusal_reason
 
 logger = logging.getLogger(__name__)
 

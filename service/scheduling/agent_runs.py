@@ -45,9 +45,6 @@ from sustain.service.config import Settings
 from sustain.service.db import agents as agent_queries
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Endpoint, Probe, Run
-from sustain.service.domain.finals import RunFinal
-from sustain.service.domain.label_sets import currency_of, server_series
-from sustain.service.domain.limits import BUDGET_GRACE_S
 from sustain.service.domain.rows import SampleTuple, sample_tuple
 from sustain.service.domain.run_upload import (
     MAX_PARTS,
@@ -62,6 +59,9 @@ from sustain.service.domain.run_upload import (
 )
 from sustain.service.errors import ConflictError, TooLargeError
 from sustain.service.ingest.store import Stored, store_run
+from sustain.service.policy.limits import BUDGET_GRACE_S
+from sustain.service.runs.finals import RunFinal
+from sustain.service.runs.label_sets import currency_of, server_series
 from sustain.service.scheduling.scheduler import schedule_of
 
 ASSEMBLIES = 1

@@ -23,18 +23,18 @@ from sustain.probes.workload.spec import Workload, WorkloadError
 from sustain.service.db import probes as probe_queries
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Endpoint, Probe
-from sustain.service.domain.finals import RunFinal, completed
-from sustain.service.domain.limits import BeyondLimitsError, LoadLimits, check_limits
-from sustain.service.domain.locations import DEFAULT_LOCATION
-from sustain.service.domain.reach import Reach
-from sustain.service.domain.schedule import Schedule, tick_for_firing
-from sustain.service.domain.targets import probe_target, slo_of
 from sustain.service.ingest.buffer import RunSink, SampleBuffer
 from sustain.service.ingest.writer import RefusalCounts
 from sustain.service.metrics import Metrics
+from sustain.service.policy.limits import BeyondLimitsError, LoadLimits, check_limits
+from sustain.service.policy.reach import Reach
+from sustain.service.runs.finals import RunFinal, completed
 from sustain.service.scheduling.claims import claim_delay, tick_owner
 from sustain.service.scheduling.liveness import PeerLoads
 from sustain.service.scheduling.offline import OfflineRuns, OfflineSink
+from sustain.service.scheduling.targets import probe_target, slo_of
+from sustain.service.ticks.locations import DEFAULT_LOCATION
+from sustain.service.ticks.schedule import Schedule, tick_for_firing
 
 logger = logging.getLogger(__name__)
 

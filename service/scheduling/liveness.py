@@ -21,7 +21,7 @@ from sqlalchemy.exc import TimeoutError as SATimeoutError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from sustain.service.db import replicas
-from sustain.service.domain.locations import DEFAULT_LOCATION
+from sustain.service.ticks.locations import DEFAULT_LOCATION
 
 logger = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from sustain.probes.runner import InProcess, Measurer, RunBudget
 from sustain.probes.workers.pool import WorkerPool
 from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.probes.workload.spec import Workload
-from sustain.service.domain.targets import probe_target
+from sustain.service.scheduling.targets import probe_target
 from sustain.service.schemas.endpoints import EndpointCreate
 
 EGRESS = EgressPolicy()

@@ -21,11 +21,11 @@ from sustain.service.db import probes as probe_queries
 from sustain.service.db import replicas as replica_queries
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Probe
-from sustain.service.domain.schedule import Cron, Every, Schedule, ticks_between
 from sustain.service.scheduling.executor import RunExecutor
 from sustain.service.scheduling.liveness import STALE_BEATS
 from sustain.service.scheduling.maintenance import maintain
 from sustain.service.scheduling.trigger import TickTrigger
+from sustain.service.ticks.schedule import Cron, Every, Schedule, ticks_between
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 from apscheduler.triggers.base import BaseTrigger
 
-from sustain.service.domain.schedule import Schedule, jitter_of
+from sustain.service.ticks.schedule import Schedule, jitter_of
 
 
 class TickTrigger(BaseTrigger):  # type: ignore[misc]

@@ -15,7 +15,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from sustain.service.domain.locations import MAX_LOCATIONS, location_problem
+from sustain.service.ticks.locations import MAX_LOCATIONS, location_problem
 
 MAX_DB_ID = 2**63 - 1
 
@@ -109,6 +109,6 @@ def _locations(value: list[str]) -> list[str]:
 
 Location = Annotated[str, Field(max_length=63, examples=["eu-west-1"]),
                      AfterValidator(_location)]
-"""Where a replica or an agent measures from: a DNS label (service/domain/locations.py)."""
+"""Where a replica or an agent measures from: a DNS label (service/ticks/locations.py)."""
 Locations = Annotated[list[Location], Field(min_length=1, max_length=MAX_LOCATIONS),
                       AfterValidator(_locations)]

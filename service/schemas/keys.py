@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 from pydantic_core import PydanticCustomError
 
-from sustain.service.domain.keys import Role
+from sustain.service.access.keys import Role
 from sustain.service.schemas.common import MAX_NAME_CHARS, Location
 
 KeyName = Annotated[

@@ -12,11 +12,11 @@ from sustain.probes.inputs import InputModel
 from sustain.probes.load.profiles import LoadProfile, SingleProfile
 from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.workload.spec import Workload
-from sustain.service.domain.locations import DEFAULT_LOCATION
-from sustain.service.domain.rag_endpoints import pairing_problem
-from sustain.service.domain.renamed import accept_renamed
-from sustain.service.domain.schedule import parse_cron
 from sustain.service.schemas.common import DbId, Labels, Locations, Name, reject_nulls
+from sustain.service.schemas.rag_endpoints import pairing_problem
+from sustain.service.schemas.renamed import accept_renamed
+from sustain.service.ticks.locations import DEFAULT_LOCATION
+from sustain.service.ticks.schedule import parse_cron
 
 MAX_INTERVAL_S = 7 * 86_400
 

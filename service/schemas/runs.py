@@ -84,6 +84,9 @@ class SampleRead(BaseModel):
     """Inputs embedded (openai-embeddings) or documents ranked (rerank); null otherwise."""
     audio_s: float | None = None
     """Seconds of audio a transcription sent; null otherwise."""
+    streamed: bool | None = None
+    """Whether a request asked to stream was answered as a stream: false when the server
+    answered one JSON body instead (its TTFT is its E2E); null when not asked to stream."""
 
 
 class SamplePage(BaseModel):

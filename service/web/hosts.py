@@ -23,7 +23,7 @@ _HOST_ALLOWED = "sustain.host_allowed"
 
 class AllowedHosts:
     """Refuses (400 problem+json, naming the Host header) a request whose Host is not one of
-    `patterns` (see sustain.service.domain.hosts), except on UNCHECKED_PATHS."""
+    `patterns` (see sustain.service.access.hosts), except on UNCHECKED_PATHS."""
 
     def __init__(self, app: ASGIApp, patterns: tuple[str, ...]) -> None:
         self.app = app

@@ -16,7 +16,7 @@ import jinja2
 from sustain.probes.protocols.registry import protocol_of
 from sustain.probes.renamed import stored_figure
 from sustain.service.db.status import FirstFailure
-from sustain.service.domain.hints import failure_hint
+from sustain.service.runs.hints import failure_hint
 from sustain.service.web.charts import AxisChart, Verdict, histogram, xy_chart
 
 LATENCIES = (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("itl_ms", "ITL"), ("e2e_ms", "E2E"),

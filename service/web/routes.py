@@ -19,6 +19,9 @@ from fastapi import Path as FastPath
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
+from sustain.service.access.auth_failures import AuthFailure, LoginThrottle
+from sustain.service.access.keys import Role, allows, key_hash
+from sustain.service.access.origin import is_cross_site
 from sustain.service.api.auth import (
     ANONYMOUS_VIEWER,
     PRINCIPAL_SCOPE_KEY,
@@ -41,9 +44,6 @@ from sustain.service.db import runs as run_queries
 from sustain.service.db import slos as slo_queries
 from sustain.service.db import status as status_queries
 from sustain.service.db.models import Endpoint, Probe, Run
-from sustain.service.domain.auth_failures import AuthFailure, LoginThrottle
-from sustain.service.domain.keys import Role, allows, key_hash
-from sustain.service.domain.origin import is_cross_site
 from sustain.service.errors import FieldError
 from sustain.service.evaluation.drift_words import drift_words
 from sustain.service.history.windows import parse_duration

@@ -177,7 +177,7 @@ def check_every_tick_ran_once(database_url: str, names: list[str], created: date
     assert unexplained == []
     assert overlaps == 0
     # Every replica takes part. How evenly they share the ticks is printed, not bounded:
-    # the preferred replica has a 20 ms head start (tests/unit/service/domain/
+    # the preferred replica has a 20 ms head start (tests/unit/service/ticks/
     # test_schedule.py checks that rule), which a busy machine's noise can outweigh.
     assert set(shares) == {"r1", "r2", "r3"}
 

@@ -22,8 +22,8 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from sustain.service.access.auth_failures import LOGIN_FAILURES_ALLOWED, LoginThrottle
 from sustain.service.app import create_app, runtime_of
-from sustain.service.domain.auth_failures import LOGIN_FAILURES_ALLOWED, LoginThrottle
 from tests.conftest import SimulatorHandle
 from tests.integration.service.helpers import (
     app_settings,

@@ -18,13 +18,13 @@ from fastapi import FastAPI
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from sustain.service.access.keys import Role
 from sustain.service.agent.client import ServiceClient
 from sustain.service.app import create_app, runtime_of
 from sustain.service.cli.keys import key_problems
 from sustain.service.db import agents as agent_queries
 from sustain.service.db import keys as key_queries
 from sustain.service.db.engine import session_factory
-from sustain.service.domain.keys import Role
 from sustain.service.scheduling.claims import MAX_CLAIM_DELAY_S, claim_delay
 from tests.conftest import SimulatorHandle
 from tests.integration.service.helpers import (

@@ -265,7 +265,7 @@ async def test_more_upload_ids_for_one_tick_add_no_run(
     (14, 1e300, "tool_call_ms"), (0, -1, "seq"), (1, 70_000, "stage"),
     (5, [10.0, -1.0], "itl_ms"), (5, [1e12], "itl_ms"), (10, 70_000, "http_status"),
     (20, -2.0, "audio_s"), (22, [["embed", -4.0]], "stages_ms"),
-    (22, [["x" * 1000, 4.0]], "stages_ms"),
+    (22, [["x" * 1000, 4.0]], "stages_ms"), (25, "yes", "streamed"), (25, 1, "streamed"),
 ])
 async def test_a_sample_value_beyond_its_bounds_is_422_naming_sample_and_field(
         api: httpx.AsyncClient, app: FastAPI, simulator: Any, index: int, value: Any,
@@ -274,6 +274,36 @@ async def test_a_sample_value_beyond_its_bounds_is_422_naming_sample_and_field(
     body = whole(probe)
     body["samples"][2][index] = value
     assert fields(await send(api, headers, body)) == {f"body.samples[2].{field}"}
+    await nothing_written(app)
+
+
+async def test_an_upload_of_an_agent_of_the_previous_release_is_stored(
+        api: httpx.AsyncClient, app: FastAPI, simulator: Any) -> None:
+    """Its sample rows end before `streamed` (the wall time right after `prompt_tokens_
+    requested`) and its summaries have no `not_streamed`: stored, the samples' `streamed`
+    null, the summary's count 0."""
+    headers, probe = await setup(api, simulator.base_url)
+    body = whole(probe)
+    body["samples"] = [[*row[:25], row[-1]] for row in body["samples"]]
+    summary = body["final"]["summary"]
+    for part in [summary, *(stage["summary"] for stage in summary.get("stages") or [])]:
+        part.pop("not_streamed")
+    r = await send(api, headers, body)
+    assert r.json()["outcome"] == "stored", r.text
+    engine = runtime_of(app).engine
+    assert await fetch(engine, "SELECT count(*), count(streamed) FROM samples") == [(3, 0)]
+    run = (await api.get(f"/api/v1/runs/{r.json()['run_id']}")).json()
+    assert run["summary"]["not_streamed"] == 0
+
+
+async def test_a_sample_row_shorter_or_longer_than_a_release_s_is_422(
+        api: httpx.AsyncClient, app: FastAPI, simulator: Any) -> None:
+    headers, probe = await setup(api, simulator.base_url)
+    for row in ([*whole(probe)["samples"][0][:24], 1e9],
+                [*whole(probe)["samples"][0], None]):
+        body = whole(probe)
+        body["samples"][1] = row
+        assert fields(await send(api, headers, body)) == {"body.samples[1]"}
     await nothing_written(app)
 
 

@@ -18,7 +18,7 @@ from sustain.probes.client.secrets import (
     resolve_secret,
 )
 from sustain.service.alerting.notifiers.transport import Outcome
-from sustain.service.domain.reach import EGRESS_SETTINGS, Reach
+from sustain.service.policy.reach import EGRESS_SETTINGS, Reach
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ from tenacity import (
 )
 
 from sustain.probes.client.egress_connect import egress_denial
-from sustain.service.domain.reach import EGRESS_SETTINGS
+from sustain.service.policy.reach import EGRESS_SETTINGS
 
 RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 QUICK_TRIES = 3

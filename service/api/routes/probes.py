@@ -24,14 +24,13 @@ from sustain.service.db import crud, quotas
 from sustain.service.db import probes as probe_queries
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Endpoint, Probe
-from sustain.service.domain.limits import (
+from sustain.service.errors import ConflictError, FieldError, NotFoundError, UnavailableError
+from sustain.service.evaluation.thresholds import threshold_problems
+from sustain.service.policy.limits import (
     LoadLimits,
     dotted,
     limit_violations,
 )
-from sustain.service.domain.rag_endpoints import kind_problems, pairing_problem
-from sustain.service.domain.thresholds import threshold_problems
-from sustain.service.errors import ConflictError, FieldError, NotFoundError, UnavailableError
 from sustain.service.schemas.common import MAX_DB_ID
 from sustain.service.schemas.paging import Page
 from sustain.service.schemas.probes import (
@@ -41,6 +40,7 @@ from sustain.service.schemas.probes import (
     RagEndpointIds,
     period_of,
 )
+from sustain.service.schemas.rag_endpoints import kind_problems, pairing_problem
 from sustain.service.schemas.runs import RunAccepted
 
 router = APIRouter(prefix="/probes", tags=["probes"])
@@ -79,7 +79,7 @@ async def _endpoint(session: AsyncSession, endpoint_id: int, field: str) -> Endp
 async def _check_endpoint(session: AsyncSession, endpoint_id: int,
                           slo: SloThresholds | None) -> None:
     """A 422 naming `endpoint_id` when there is no such endpoint, or the SLO thresholds its
-    kind can never meet (service/domain/thresholds.py)."""
+    kind can never meet (service/evaluation/thresholds.py)."""
     endpoint = await _endpoint(session, endpoint_id, "endpoint_id")
     if slo is not None and (found := threshold_problems(endpoint.api_kind, slo)):
         raise FieldError.of([(f"slo.{name}", message) for name, message in found])
@@ -88,7 +88,7 @@ async def _check_endpoint(session: AsyncSession, endpoint_id: int,
 async def _check_rag(session: AsyncSession, endpoint_id: int, workload: Workload,
                      rag: RagEndpointIds | None) -> None:
     """A 422 naming `rag_endpoints` (or the endpoint among them) when a RAG probe's endpoints
-    are missing, absent or of the wrong api_kind (service/domain/rag_endpoints.py)."""
+    are missing, absent or of the wrong api_kind (service/schemas/rag_endpoints.py)."""
     problem = pairing_problem(workload.rag is not None, rag is not None)
     if problem is not None:
         raise FieldError("rag_endpoints", problem)

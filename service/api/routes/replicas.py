@@ -10,9 +10,9 @@ from sustain.service.api import cursor as cursors
 from sustain.service.api.deps import SessionDep, StateDep
 from sustain.service.api.paging import PageDep
 from sustain.service.db.models import Replica
-from sustain.service.domain.schedule import Cron, Every
 from sustain.service.schemas.paging import Page
 from sustain.service.schemas.replicas import ReplicaRead, ScheduledJob, ThisReplica
+from sustain.service.ticks.schedule import Cron, Every
 
 router = APIRouter(prefix="/replicas", tags=["replicas"])
 CURSOR_KIND = "replicas"

@@ -29,7 +29,7 @@ from sustain.service.db.models.base import (
     id_column,
     updated_column,
 )
-from sustain.service.domain.locations import DEFAULT_LOCATION
+from sustain.service.ticks.locations import DEFAULT_LOCATION
 
 
 class Slo(NamedResource, Base):

@@ -10,7 +10,7 @@ from sqlalchemy import BigInteger, CheckConstraint, Identity, String, Text, func
 from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from sustain.service.domain.locations import DEFAULT_LOCATION
+from sustain.service.ticks.locations import DEFAULT_LOCATION
 
 
 class Base(DeclarativeBase):

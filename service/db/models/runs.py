@@ -154,6 +154,10 @@ class SampleRow(Base):
     """Inputs embedded or documents ranked (openai-embeddings, rerank); null otherwise."""
     audio_s: Mapped[float | None] = mapped_column(Double)
     """Seconds of audio a transcription sent; null otherwise."""
+    streamed: Mapped[bool | None] = mapped_column(Boolean)
+    """Whether a request asked to stream was answered as a stream: false when the server
+    answered one JSON body (its TTFT is its E2E); null for a request not asked to stream
+    (and for samples stored before migration 0021)."""
 
     __table_args__ = (
         Index("ix_samples_probe_id_sent_at", "probe_id", "sent_at"),

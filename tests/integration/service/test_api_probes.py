@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from sqlalchemy import text
 
 from sustain.service.app import runtime_of
-from sustain.service.domain.schedule import Every
+from sustain.service.ticks.schedule import Every
 from tests.conftest import SimulatorHandle
 from tests.integration.service.helpers import (
     create_endpoint,

@@ -21,7 +21,7 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
-from sustain.service.domain.auth_failures import LOGIN_FAILURES_ALLOWED, AuthFailure
+from sustain.service.access.auth_failures import LOGIN_FAILURES_ALLOWED, AuthFailure
 from tests.integration.service.helpers import samples_of, serving
 from tests.integration.service.test_auth import bearer, make_key
 from tests.processes import ADMIN_HEADERS

@@ -24,7 +24,7 @@ from sustain.service.cli import app
 from sustain.service.cli.flags import command_parameters
 from sustain.service.cli.oneshot import build
 from sustain.service.cli.probe_flags import FlagError, ProbeFlags
-from sustain.service.domain.limits import LoadLimits
+from sustain.service.policy.limits import LoadLimits
 from sustain.service.scheduling.one_shot import OneShot
 
 URL = "http://127.0.0.1:8001/v1"

@@ -16,9 +16,9 @@ from sustain.service.cli import app
 from sustain.service.cli.oneshot import build
 from sustain.service.cli.probe_flags import ProbeFlags
 from sustain.service.config_file.load import parse
-from sustain.service.domain.rag_endpoints import kind_problems
 from sustain.service.schemas.endpoints import EndpointCreate
 from sustain.service.schemas.probes import ProbeCreate
+from sustain.service.schemas.rag_endpoints import kind_problems
 
 PAGE = Path(__file__).resolve().parents[3] / "docs" / "protocols.md"
 GENERATION_AND_ITEM_KINDS = {kind.value for kind in ApiKind} - {"http", "openai-chat",

@@ -169,14 +169,18 @@ async def test_events_within_a_raised_cap_are_measured_as_usual(
     assert m.output_tokens == 1
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed-answered-whole"])
 async def test_a_non_streamed_body_over_16_mib_ends_as_protocol_without_reading_the_rest(
-        serve: Serve, clients: HttpClients, via_httpx: bool) -> None:
+        serve: Serve, clients: HttpClients, via_httpx: bool, stream: bool) -> None:
+    """Also the JSON body a server sends for a streamed request it answers whole."""
     written = Written()
     url = await serve(streaming(JSON_HEAD, b'{"choices":[{"text":"', FILLER, None,
                                 written=written))
-    m = await send(clients, via_httpx, url, stream=False, timeout_total_s=30.0)
+    m = await send(clients, via_httpx, url, stream=stream, timeout_total_s=30.0,
+                   timeout_first_token_s=30.0)
     assert m.error_class is ErrorClass.PROTOCOL
     assert m.error_detail == BODY_TOO_LARGE == "response body over 16 MiB"
+    assert m.streamed is (False if stream else None)
     await asyncio.wait_for(written.closed.wait(), 5.0)  # a hang guard only
     assert written.body_bytes < 64 * MIB, "the client read on after the cap"
 

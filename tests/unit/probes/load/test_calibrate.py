@@ -15,6 +15,7 @@ from sustain.probes.client.target import ApiKind, Target
 from sustain.probes.load.calibrate import (
     CALIBRATION_WORDS,
     FITS,
+    NO_USAGE,
     REQUEST_ID_PREFIX,
     FitCache,
     SizedPrompts,
@@ -124,7 +125,25 @@ async def test_a_server_without_usage_leaves_prompts_in_words_and_says_so() -> N
     assert "no prompt token count" in calibration.note
     assert len(server.bodies) == 1  # nothing more to learn after the first
     assert len(str(prompts.builder.body(0)["messages"][0]["content"]).split()) == 50
-    assert FITS.get(prompts.key) is None  # tried again next run
+
+
+async def test_a_server_without_usage_is_sent_no_calibration_in_the_next_run() -> None:
+    await sized(Server(usage=False), input_tokens=50).calibrate()
+    again = Server(usage=False)
+    calibration = await sized(again, input_tokens=80).calibrate()
+    assert again.bodies == []
+    assert calibration.method == "words"
+    assert calibration.reused
+    assert calibration.note is not None
+    assert "no prompt token count" in calibration.note
+
+
+async def test_a_failed_calibration_request_is_tried_again_next_run() -> None:
+    await sized(Server(error=ErrorClass.HTTP_5XX)).calibrate()
+    again = Server()
+    calibration = await sized(again).calibrate()
+    assert len(again.bodies) == 2
+    assert calibration.method == "server"
 
 
 async def test_a_failed_calibration_request_names_its_error_class() -> None:
@@ -169,8 +188,15 @@ def test_fits_expire_and_the_oldest_go_first() -> None:
     assert held.reused
     now[0] = 10.5
     assert cache.get("c") is None
-    cache.put("w", PromptCalibration(method="words", note="no usage"))
-    assert cache.get("w") is None  # only fits are kept
+    cache.put("w", PromptCalibration(method="words", note=NO_USAGE))
+    failed = cache.get("w")
+    assert failed == PromptCalibration(method="words", note=NO_USAGE, reused=True)
+    now[0] = 21.0
+    assert cache.get("w") is None  # a failure expires as a fit does
+    cache.put("f", PromptCalibration(method="words", note="a calibration request failed"))
+    assert cache.get("f") is None  # a failed request is tried again
+    cache.put("t", PromptCalibration(method="tokenizer"))
+    assert cache.get("t") is None  # the workload's tokenizer, not the server's count
 
 
 def test_the_key_tells_endpoints_models_and_request_shapes_apart() -> None:

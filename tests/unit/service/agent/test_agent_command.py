@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from sustain.service.access.keys import Role, allows
 from sustain.service.cli.agent import plain_http_problem
-from sustain.service.domain.keys import Role, allows
 
 
 @pytest.mark.parametrize(("server", "allowed", "refused"), [

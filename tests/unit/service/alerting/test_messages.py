@@ -15,7 +15,7 @@ from sustain.service.alerting import messages
 from sustain.service.alerting.notifiers import Outcome, Target, request_for, resolve
 from sustain.service.alerting.notifiers.alertmanager import alert as alertmanager_alert
 from sustain.service.alerting.notifiers.slack import body as slack_body
-from sustain.service.domain.reach import Reach
+from sustain.service.policy.reach import Reach
 
 REACH = Reach(secrets=SecretPolicy(env_globs=("TEST_*",)))
 

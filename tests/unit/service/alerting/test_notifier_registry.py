@@ -23,8 +23,8 @@ from sustain.service.alerting.notifiers import (
     request_for,
     resolve,
 )
-from sustain.service.domain.reach import Reach
 from sustain.service.errors import FieldError
+from sustain.service.policy.reach import Reach
 from sustain.service.schemas.notifiers import NotifierSpec
 
 NOW = datetime(2026, 12, 3, 12, tzinfo=UTC)

@@ -13,7 +13,7 @@ from sustain.probes.client.egress import EgressPolicy
 from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.service.config_file.load import parse
 from sustain.service.config_file.yaml_lines import ConfigError
-from sustain.service.domain.reach import Reach
+from sustain.service.policy.reach import Reach
 from sustain.service.schemas.common import MAX_HEADER_BYTES
 
 TEXT = """\

@@ -10,7 +10,7 @@ import pytest
 from sustain.service.config import Settings
 from sustain.service.config_file.load import parse, read
 from sustain.service.config_file.yaml_lines import ConfigError
-from sustain.service.domain.expansion import ExpansionPolicy
+from sustain.service.policy.expansion import ExpansionPolicy
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "sustain.yaml"
 EXPANDABLE = ExpansionPolicy(("SIM_URL", "MODEL"))

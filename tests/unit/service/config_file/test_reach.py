@@ -13,8 +13,8 @@ from sustain.probes.client.secret_policy import SecretPolicy
 from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.service.config_file.load import parse, read
 from sustain.service.config_file.yaml_lines import ConfigError
-from sustain.service.domain.expansion import ExpansionPolicy
-from sustain.service.domain.reach import Reach
+from sustain.service.policy.expansion import ExpansionPolicy
+from sustain.service.policy.reach import Reach
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "sustain.yaml"
 EXAMPLE_SECRETS = "VLLM_API_KEY,WEBHOOK_SECRET,SLACK_WEBHOOK_URL"

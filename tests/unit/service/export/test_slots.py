@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sustain.service.domain.export_slots import ExportSlots
+from sustain.service.export.slots import ExportSlots
 
 
 def test_a_caller_past_its_share_or_anyone_past_the_total_gets_no_slot() -> None:

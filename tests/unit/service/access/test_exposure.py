@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sustain.service.domain.exposure import (
+from sustain.service.access.exposure import (
     anonymous_read_explicit,
     anonymous_read_exposure,
     is_loopback,

@@ -8,14 +8,14 @@ import secrets
 import pytest
 from pydantic import SecretStr, ValidationError
 
-from sustain.service.config import Settings
-from sustain.service.domain.keys import (
+from sustain.service.access.keys import (
     KEY_PREFIX,
     MIN_KEY_BITS,
     estimated_bits,
     generate_key,
     weak_key_reason,
 )
+from sustain.service.config import Settings
 
 WEAK = ["a" * 32, "ab" * 16, "0123456789" * 4, "abcdefghijklmnopqrstuvwxyzABCDEF",
         "k" * 43, "0a1b" * 10, "zyxwvutsrqponmlkjihgfedcbaZYXWVU"]

@@ -14,7 +14,7 @@ from sustain.probes.client.secret_policy import SecretPolicy
 from sustain.service.config import Settings
 from sustain.service.config_file.load import parse
 from sustain.service.config_file.yaml_lines import ConfigError
-from sustain.service.domain.expansion import ExpansionPolicy
+from sustain.service.policy.expansion import ExpansionPolicy
 
 ADMIN = "sk_sustain_GkpUulWzwJXiwbGA4XlqVJhAstehuU53ztfrvFLoLuk"
 """A fixed key printed once by `sustain keys generate`."""

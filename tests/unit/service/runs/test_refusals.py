@@ -12,8 +12,9 @@ import asyncpg
 import pytest
 from sqlalchemy.exc import DBAPIError
 
-from sustain.service.domain.finals import RunCounts, RunFinal
-from sustain.service.domain.refusals import (
+from sustain.service.domain.rows import SAMPLE_COLUMNS, row_problem
+from sustain.service.runs.finals import RunCounts, RunFinal
+from sustain.service.runs.refusals import (
     MAX_ERROR_CHARS,
     MAX_RECORD_CHARS,
     REASONS,
@@ -24,7 +25,6 @@ from sustain.service.domain.refusals import (
     refused_final,
     run_error,
 )
-from sustain.service.domain.rows import SAMPLE_COLUMNS, row_problem
 from sustain.service.strict_json import NonFiniteNumberError
 
 

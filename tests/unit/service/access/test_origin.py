@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sustain.service.domain.origin import is_cross_site
+from sustain.service.access.origin import is_cross_site
 
 OWN = ["status.example.com", "https://status.example.com"]
 

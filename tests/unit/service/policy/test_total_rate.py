@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from sustain.probes.load.profiles import parse_profile
-from sustain.service.domain.limits import (
+from sustain.service.policy.limits import (
     LoadLimits,
     too_many,
     total_rate,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from sustain.service.domain.auth_failures import (
+from sustain.service.access.auth_failures import (
     MAX_SOURCES,
     AuditSampler,
     LoginThrottle,

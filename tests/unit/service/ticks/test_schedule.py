@@ -10,7 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sustain.service.domain.schedule import (
+from sustain.service.scheduling.claims import MAX_LOAD_DELAY_S, RANK_STEP_S, claim_delay
+from sustain.service.scheduling.scheduler import catch_up_now
+from sustain.service.scheduling.trigger import TickTrigger
+from sustain.service.ticks.schedule import (
     Every,
     crontab_weekdays,
     jitter_of,
@@ -18,9 +21,6 @@ from sustain.service.domain.schedule import (
     tick_for_firing,
     ticks_between,
 )
-from sustain.service.scheduling.claims import MAX_LOAD_DELAY_S, RANK_STEP_S, claim_delay
-from sustain.service.scheduling.scheduler import catch_up_now
-from sustain.service.scheduling.trigger import TickTrigger
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sustain.service.domain.hosts import anonymous_host, host_name, parse_allowed_hosts
+from sustain.service.access.hosts import anonymous_host, host_name, parse_allowed_hosts
 
 
 def test_allowed_hosts_are_lower_cased_names_globs_and_addresses() -> None:

@@ -10,7 +10,7 @@ import pytest
 from sustain.probes.load.profiles import parse_profile
 from sustain.probes.workers.pool import available_cpus
 from sustain.service.config import Settings
-from sustain.service.domain.limits import (
+from sustain.service.policy.limits import (
     BUDGET_GRACE_S,
     BeyondLimitsError,
     LoadLimits,
