@@ -35,18 +35,11 @@ from tests.integration.service.helpers import (
 )
 from tests.integration.service.test_auth import make_key
 from tests.integration.service.test_auth_failures import FORM, failures, over_http, source
+from tests.integration.service.test_config_expansion import CONFIG
 from tests.processes import TEST_ADMIN_KEY
 
 # --- 1. credentials inside a value ----------------------------------------------------------
 
-CONFIG = """\
-version: 1
-endpoints:
-  - name: sim
-    base_url: http://127.0.0.1:9/v1
-    model: m
-    labels: {owner: "${OWNER}"}
-"""
 
 
 async def test_a_config_reload_that_assembles_the_admin_key_from_two_variables_is_refused(
