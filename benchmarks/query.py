@@ -40,9 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import SERVER_URL, Service, database_url, fresh_database, record
 from sustain.service.db import partitions
 from sustain.service.db.engine import create_engine
-from sustain.service.domain.rows import SampleTuple, sample_tuple
 from sustain.service.ingest.store import store
 from sustain.service.runs.finals import RunFinal
+from sustain.service.runs.rows import SampleTuple, sample_tuple
 from tests.integration.service.storage import create_probe_rows, final_of, synthetic_samples
 
 DATABASE = "sustain_bench_query"

@@ -30,11 +30,11 @@ from sustain.probes.workload.dataset import DatasetError
 from sustain.probes.workload.spec import WorkloadError
 from sustain.service.agent.client import Refused, ServiceClient, Unreachable, new_upload_id
 from sustain.service.agent.spool import Spool, SpooledRun, SpoolFullError
-from sustain.service.domain.run_upload import encode_final, encode_samples
 from sustain.service.policy.limits import BeyondLimitsError, LoadLimits, check_limits
 from sustain.service.policy.reach import Reach
 from sustain.service.probe_metrics import ProbeMetrics
 from sustain.service.runs.finals import RunFinal, completed
+from sustain.service.runs.upload import encode_final, encode_samples
 from sustain.service.scheduling.claims import tick_owner
 from sustain.service.scheduling.targets import probe_target
 from sustain.service.scheduling.trigger import TickTrigger

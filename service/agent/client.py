@@ -14,7 +14,7 @@ import httpx
 import msgpack
 
 from sustain.service.agent.spool import SpooledRun
-from sustain.service.domain.run_upload import MAX_PART_SAMPLES
+from sustain.service.runs.upload import MAX_PART_SAMPLES
 from sustain.service.schemas.agent import (
     AgentBeat,
     AgentClaim,

@@ -30,11 +30,11 @@ from sustain.service.cli.probe_flags import FLAG_OF, FlagError, ProbeFlags, flag
 from sustain.service.db import crud
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Endpoint, Probe
-from sustain.service.domain.rows import sample_tuple
 from sustain.service.evaluation.thresholds import threshold_problems
 from sustain.service.ingest.store import store_run
 from sustain.service.policy.limits import LoadLimits, Path, limit_violations
 from sustain.service.runs.finals import RunFinal, completed
+from sustain.service.runs.rows import sample_tuple
 from sustain.service.scheduling.one_shot import EGRESS, OneShot, endpoint_name, run_one_shot
 from sustain.service.schemas.endpoints import EndpointCreate
 from sustain.service.ticks.locations import DEFAULT_LOCATION

@@ -11,7 +11,7 @@ from sqlalchemy import Select, literal, select, text, tuple_
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from sustain.service.db.models import Run, SampleRow
-from sustain.service.domain.rows import SAMPLE_COLUMNS, SAMPLE_TYPES, SampleTuple
+from sustain.service.runs.rows import SAMPLE_COLUMNS, SAMPLE_TYPES, SampleTuple
 
 INSERT_SAMPLES = (
     f"INSERT INTO samples ({', '.join(SAMPLE_COLUMNS)}) SELECT * FROM unnest("

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sustain.service.domain.rows import SAMPLE_COLUMNS
+from sustain.service.runs.rows import SAMPLE_COLUMNS
 
 MEDIA_TYPE = "text/csv; charset=utf-8"
 

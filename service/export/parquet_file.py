@@ -9,7 +9,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from sustain.service.domain.rows import SAMPLE_COLUMNS, SAMPLE_TYPES
+from sustain.service.runs.rows import SAMPLE_COLUMNS, SAMPLE_TYPES
 
 
 class ParquetUnavailableError(RuntimeError):

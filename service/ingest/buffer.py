@@ -14,8 +14,8 @@ from collections import deque
 from dataclasses import dataclass, replace
 
 from sustain.probes.measure.sample import Sample
-from sustain.service.domain.rows import SampleTuple, sample_tuple
 from sustain.service.runs.finals import RunFinal
+from sustain.service.runs.rows import SampleTuple, sample_tuple
 
 ADMIT_FRACTION = 0.9
 

@@ -36,7 +36,6 @@ from dataclasses import dataclass, field, replace
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from sustain.service.db import dead_letters, partitions, results, samples, slo_counts
-from sustain.service.domain.rows import PROBE_ID, RUN_ID, SampleTuple, row_problem, sent_at
 from sustain.service.runs.finals import RunFinal
 from sustain.service.runs.refusals import (
     Refused,
@@ -47,6 +46,7 @@ from sustain.service.runs.refusals import (
     run_error,
     sample_refusal,
 )
+from sustain.service.runs.rows import PROBE_ID, RUN_ID, SampleTuple, row_problem, sent_at
 
 
 async def store(connection: AsyncConnection, rows: Sequence[SampleTuple],

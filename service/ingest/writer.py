@@ -28,11 +28,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_exponential
 
 from sustain.service.db import partitions
-from sustain.service.domain.rows import SampleTuple, sent_at
 from sustain.service.ingest.buffer import SampleBuffer
 from sustain.service.ingest.store import RunRefusals, Stored, failed_final, store, store_each
 from sustain.service.runs.finals import RunFinal
 from sustain.service.runs.refusals import refusal_reason
+from sustain.service.runs.rows import SampleTuple, sent_at
 
 logger = logging.getLogger(__name__)
 

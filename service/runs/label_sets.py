@@ -5,7 +5,7 @@ figures, currencies.
 A run's summary is data an agent sends. Each distinct label value is a new time series in
 every Prometheus that scrapes the service, so a name taken from a summary as it is would let
 one upload add series without end (and a label value of any length). Uploads are refused
-beyond these sets (sustain.service.domain.run_upload), and the exporter (sustain.service.
+beyond these sets (sustain.service.runs.upload), and the exporter (sustain.service.
 metrics) emits a label value only from them, so even a summary stored before the check, or by
 an older version, cannot add series.
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sustain.service.domain.rows import POS, RUN_ID, SAMPLE_COLUMNS, SampleTuple
 from sustain.service.runs.finals import RunFinal
+from sustain.service.runs.rows import POS, RUN_ID, SAMPLE_COLUMNS, SampleTuple
 from sustain.service.strict_json import NonFiniteNumberError
 
 REFUSAL_CLASSES = ("22", "23")

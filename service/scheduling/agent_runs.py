@@ -5,7 +5,7 @@ part is decoded and checked in a worker thread (never on the event loop) before 
 kept: its samples' timings, counts and ITL gaps within bounds, sent inside the run's window
 (so one upload touches a day or two of `samples` partitions), its final record's summary
 true to its schema and its label-bearing names from their closed sets
-(domain.run_upload). An unclaimed upload's tick must be a tick of its probe's schedule, not
+(runs.upload). An unclaimed upload's tick must be a tick of its probe's schedule, not
 in the future and not older than SUSTAIN_AGENT_UPLOAD_MAX_AGE_S.
 
 The parts wait in `agent_upload_parts`, bounded in bytes, counted in the database: one
@@ -45,8 +45,13 @@ from sustain.service.config import Settings
 from sustain.service.db import agents as agent_queries
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Endpoint, Probe, Run
-from sustain.service.domain.rows import SampleTuple, sample_tuple
-from sustain.service.domain.run_upload import (
+from sustain.service.errors import ConflictError, TooLargeError
+from sustain.service.ingest.store import Stored, store_run
+from sustain.service.policy.limits import BUDGET_GRACE_S
+from sustain.service.runs.finals import RunFinal
+from sustain.service.runs.label_sets import currency_of, server_series
+from sustain.service.runs.rows import SampleTuple, sample_tuple
+from sustain.service.runs.upload import (
     MAX_PARTS,
     UploadError,
     UploadLimits,
@@ -57,11 +62,6 @@ from sustain.service.domain.run_upload import (
     run_window,
     server_series_names,
 )
-from sustain.service.errors import ConflictError, TooLargeError
-from sustain.service.ingest.store import Stored, store_run
-from sustain.service.policy.limits import BUDGET_GRACE_S
-from sustain.service.runs.finals import RunFinal
-from sustain.service.runs.label_sets import currency_of, server_series
 from sustain.service.scheduling.scheduler import schedule_of
 
 ASSEMBLIES = 1

@@ -26,10 +26,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionm
 
 from sustain.probes.measure.sample import Sample
 from sustain.service.db import runs as run_queries
-from sustain.service.domain.rows import sample_tuple
 from sustain.service.ingest.store import Stored, store_run
 from sustain.service.ingest.writer import RefusalCounts
 from sustain.service.runs.finals import RunFinal
+from sustain.service.runs.rows import sample_tuple
 from sustain.service.ticks.locations import DEFAULT_LOCATION
 
 logger = logging.getLogger(__name__)

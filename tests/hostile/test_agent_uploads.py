@@ -25,7 +25,7 @@ from sqlalchemy import text
 
 from sustain.service.agent.client import PART_BYTES, split_samples
 from sustain.service.app import create_app, runtime_of
-from sustain.service.domain.run_upload import MAX_PART_SAMPLES
+from sustain.service.runs.upload import MAX_PART_SAMPLES
 from tests.integration.service.helpers import (
     app_settings,
     create_endpoint,

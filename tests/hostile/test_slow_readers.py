@@ -32,9 +32,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 import sustain.service.db.engine as engine_module
 from sustain.service.app import create_app, runtime_of
-from sustain.service.domain.rows import SAMPLE_COLUMNS
 from sustain.service.export.samples import ExportRequest, export_samples
 from sustain.service.http_protocol import guarded_config
+from sustain.service.runs.rows import SAMPLE_COLUMNS
 from sustain.service.runtime import Replica
 from tests.conftest import SimulatorHandle
 from tests.integration.service.helpers import (

@@ -21,8 +21,8 @@ from sustain.service.db import probes as probe_queries
 from sustain.service.db import replicas
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Endpoint, Probe
-from sustain.service.domain.run_upload import UploadError
 from sustain.service.errors import ConflictError, FieldError, NotFoundError
+from sustain.service.runs.upload import UploadError
 from sustain.service.scheduling import agent_runs
 from sustain.service.scheduling.liveness import STALE_BEATS
 from sustain.service.scheduling.scheduler import schedule_of

@@ -15,9 +15,9 @@ from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.measure.summary import summarise
 from sustain.probes.run_result import RunResult
 from sustain.service.db import partitions
-from sustain.service.domain.rows import sample_tuple, sent_at
 from sustain.service.ingest.store import store
 from sustain.service.runs.finals import RunFinal, completed
+from sustain.service.runs.rows import sample_tuple, sent_at
 
 
 def synthetic_samples(count: int, start: datetime, rng: random.Random, *,

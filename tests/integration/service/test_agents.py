@@ -26,7 +26,7 @@ from sustain.service.agent.agent import Agent
 from sustain.service.agent.client import ServiceClient
 from sustain.service.agent.spool import Spool, SpooledRun
 from sustain.service.app import create_app, runtime_of
-from sustain.service.domain.run_upload import MAX_PART_SAMPLES, encode_final, encode_samples
+from sustain.service.runs.upload import MAX_PART_SAMPLES, encode_final, encode_samples
 from tests.conftest import SimulatorHandle
 from tests.integration.service.helpers import (
     app_settings,

@@ -15,7 +15,7 @@ import pytest
 from fastapi import FastAPI
 
 from sustain.service.app import runtime_of
-from sustain.service.domain.rows import SAMPLE_COLUMNS
+from sustain.service.runs.rows import SAMPLE_COLUMNS
 from tests.integration.service.storage import (
     create_probe_rows,
     create_run,

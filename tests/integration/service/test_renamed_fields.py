@@ -24,7 +24,7 @@ from sustain.probes.workload.sessions import parse_sessions
 from sustain.service.cli.common import warn_deprecated_variables
 from sustain.service.config import RENAMED_SETTINGS, Settings, deprecated_variables
 from sustain.service.config_file.load import parse
-from sustain.service.domain.run_upload import UploadError, decode_final
+from sustain.service.runs.upload import UploadError, decode_final
 from tests.integration.service.helpers import create_endpoint, create_probe
 from tests.integration.service.storage import (
     create_probe_rows,

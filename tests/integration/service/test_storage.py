@@ -12,10 +12,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from sustain.service.db import partitions
 from sustain.service.db.retention import delete_old_runs
-from sustain.service.domain.rows import sample_tuple
 from sustain.service.ingest.buffer import SampleBuffer
 from sustain.service.ingest.store import store
 from sustain.service.ingest.writer import SampleWriter
+from sustain.service.runs.rows import sample_tuple
 from sustain.service.scheduling.maintenance import maintain
 from tests.integration.service.storage import (
     create_probe_rows,

@@ -18,7 +18,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sustain.probes.measure.sample import Sample
 from sustain.service.db import dead_letters, partitions
 from sustain.service.db.engine import async_url
-from sustain.service.domain.rows import sample_tuple
 from sustain.service.ingest import store as store_module
 from sustain.service.ingest.buffer import SampleBuffer
 from sustain.service.ingest.store import store_each, store_run
@@ -26,6 +25,7 @@ from sustain.service.ingest.writer import SampleWriter
 from sustain.service.metrics import Metrics
 from sustain.service.runs.finals import RunFinal
 from sustain.service.runs.refusals import Refused
+from sustain.service.runs.rows import sample_tuple
 from sustain.service.scheduling.offline import HeldRun, store_whole
 from tests.integration.service.storage import (
     create_probe_rows,

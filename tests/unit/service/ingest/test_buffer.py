@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from sustain.probes.measure.sample import Measurement, Sample
-from sustain.service.domain.rows import POS, RUN_ID, SAMPLE_COLUMNS
 from sustain.service.ingest.buffer import SampleBuffer
 from sustain.service.runs.finals import RunFinal
+from sustain.service.runs.rows import POS, RUN_ID, SAMPLE_COLUMNS
 
 NOW = datetime(2026, 12, 2, tzinfo=UTC)
 

@@ -12,7 +12,6 @@ import asyncpg
 import pytest
 from sqlalchemy.exc import DBAPIError
 
-from sustain.service.domain.rows import SAMPLE_COLUMNS, row_problem
 from sustain.service.runs.finals import RunCounts, RunFinal
 from sustain.service.runs.refusals import (
     MAX_ERROR_CHARS,
@@ -25,6 +24,7 @@ from sustain.service.runs.refusals import (
     refused_final,
     run_error,
 )
+from sustain.service.runs.rows import SAMPLE_COLUMNS, row_problem
 from sustain.service.strict_json import NonFiniteNumberError
 
 
