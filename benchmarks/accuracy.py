@@ -20,6 +20,8 @@ second). The item kinds (`openai-embeddings`, `rerank`: 16 inputs or documents a
 1 ms each on top of the 50 ms) answer whole: their error is E2E alone, against the server's
 last byte.
 
+The same measurement of a thinking model (TTFO beside TTFT) is benchmarks/reasoning_accuracy.py.
+
     python benchmarks/accuracy.py [--kinds openai-chat,openai-responses,anthropic-messages]
         [--levels 1,16,64] [--requests 100,320,640] [--no-record]
 """
@@ -88,7 +90,7 @@ async def run_level(base_url: str, concurrency: int, requests: int, tag: str, cl
         def prepare(seq: int, _dialogue: Dialogue | None = None) -> Request:
             headers = {**target.headers, "x-request-id": f"{tag}-{seq}"}
             expect = None
-            if kind is ApiKind.OPENAI_TRANSCRIPTIONS:
+            if PROTOCOLS[kind].form == "audio":
                 fields, wav, _seconds = builder.audio(seq)
                 encoded = encode_transcription(fields, wav, headers)
             else:
@@ -112,8 +114,9 @@ async def run_level(base_url: str, concurrency: int, requests: int, tag: str, cl
 
 
 def errors(samples: list[Sample], clock: RunClock, truth: dict[str, dict[str, float]],
-           tag: str) -> tuple[list[float], list[float]]:
-    ttft, e2e = [], []
+           tag: str) -> tuple[list[float], list[float], list[float]]:
+    """TTFT, E2E and TTFO errors (ms) of the successful samples the truth log knows."""
+    ttft, e2e, ttfo = [], [], []
     for sample in samples:
         server = truth.get(f"{tag}-{sample.seq}")
         m = sample.measurement
@@ -123,7 +126,9 @@ def errors(samples: list[Sample], clock: RunClock, truth: dict[str, dict[str, fl
         if m.ttft_ms is not None and server["first_token"] is not None:
             ttft.append(m.ttft_ms - (server["first_token"] - t_send_s) * 1000.0)
         e2e.append(m.e2e_ms - (server["last_byte"] - t_send_s) * 1000.0)
-    return ttft, e2e
+        if m.ttfo_ms is not None and server.get("first_answer") is not None:
+            ttfo.append(m.ttfo_ms - (server["first_answer"] - t_send_s) * 1000.0)
+    return ttft, e2e, ttfo
 
 
 def stats(values: list[float]) -> str:
@@ -134,19 +139,28 @@ def stats(values: list[float]) -> str:
             f"{ordered[0]:.3f} | {ordered[-1]:.3f}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--kinds", default=ApiKind.OPENAI_CHAT.value,
-                        help="comma-separated api kinds to measure")
-    parser.add_argument("--levels", default="1,16,64", help="concurrency levels")
+def arguments(description: str, *, kinds: str = ApiKind.OPENAI_CHAT.value,
+              levels: str = "1,16,64", requests: str = "100,320,640",
+              reasoning_tokens: int = 0) -> argparse.ArgumentParser:
+    """The flags of this benchmark (and of reasoning_accuracy.py, with its defaults)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--kinds", default=kinds, help="comma-separated api kinds to measure")
+    parser.add_argument("--levels", default=levels, help="concurrency levels")
     parser.add_argument("--images", type=int, default=None,
                         help="attach one salted PNG of this side (px) to each chat request")
-    parser.add_argument("--requests", default="100,320,640",
+    parser.add_argument("--requests", default=requests,
                         help="requests per level, one count per level")
+    parser.add_argument("--reasoning-tokens", type=int, default=reasoning_tokens,
+                        help="the simulated model thinks this many tokens before answering")
     parser.add_argument("--no-record", action="store_true", help="do not write RESULTS.md")
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop",
                         help="event loop of the client (sustain serve runs on uvloop)")
-    args = parser.parse_args()
+    return parser
+
+
+def measure(args: argparse.Namespace, script: str) -> tuple[str, str, float, float]:
+    """Run the levels `args` name; the table, the command (of `script`), and the worst error
+    p99 of sustain's transport and of httpx's (ms)."""
     counts = [int(n) for n in args.requests.split(",")]
     levels = [int(n) for n in args.levels.split(",")]
     kinds = [ApiKind(kind) for kind in args.kinds.split(",")]
@@ -155,7 +169,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "truth.jsonl"
         with Simulator(["--ttft-ms", "50", "--itl-ms", f"{ITL_MS:g}", "--output-tokens",
-                        str(TOKENS), "--truth-log", str(log)], cpu=1) as sim:
+                        str(TOKENS), "--reasoning-tokens", str(args.reasoning_tokens),
+                        "--truth-log", str(log)], cpu=1) as sim:
             results = {}
             for kind in kinds:
                 for concurrency, count in zip(levels, counts, strict=True):
@@ -171,36 +186,57 @@ def main() -> None:
             record_ = json.loads(line)
             if record_.get("request_id"):
                 truth[record_["request_id"]] = record_
-    worst: dict[str, float] = {}  # per client: the highest TTFT or E2E error p99, ms
+    worst: dict[str, float] = {}  # per client: the highest TTFT, TTFO or E2E error p99, ms
+    thinking = args.reasoning_tokens > 0
     for (kind, client, concurrency), (tag, samples, clock) in results.items():
-        ttft, e2e = errors(samples, clock, truth, tag)
+        ttft, e2e, ttfo = errors(samples, clock, truth, tag)
         worst[client] = max([worst.get(client, 0.0)] + [quantile(sorted(v), 0.99)
-                                                        for v in (ttft, e2e) if v])
+                                                        for v in (ttft, e2e, ttfo) if v])
+        ok = [s.measurement for s in samples if s.measurement.error_class is None]
+        reasoning = f" | {sum(m.reasoning_tokens == args.reasoning_tokens for m in ok)}/" \
+            f"{len(samples)} | {stats(ttfo)}" if thinking else ""
         gaps = sorted(gap for s in samples if s.measurement.error_class is None
                       for gap in s.measurement.itl_ms)
         itl = f"{quantile(gaps, 0.5):.3f}" if gaps else "-"
         label = f"{kind} + {args.images}px image" if args.images and kind in CONVERSATION_KINDS \
             else str(kind)
         rows.append(f"| {label} | {CLIENTS[client]} | {concurrency} | {len(e2e)} | "
-                    f"{stats(ttft)} | {stats(e2e)} | {itl} |")
+                    f"{stats(ttft)} | {stats(e2e)} | {itl}{reasoning} |")
+    extra_head = (" reasoning tokens right | TTFO median | TTFO p99 | TTFO min | TTFO max |"
+                  if thinking else "")
     table = ("TTFT and E2E error in ms (client minus server truth), median | p99 | min | max; "
-             f"the median ITL the client measured (the simulator's gap is {ITL_MS:g} ms):\n\n"
+             f"the median ITL the client measured (the simulator's gap is {ITL_MS:g} ms)"
+             + (f"; with {args.reasoning_tokens} reasoning tokens before each answer, the "
+                "requests whose reasoning tokens were what the simulator sent, and the TTFO "
+                "error" if thinking else "") + ":\n\n"
              "| kind | client | concurrency | requests | TTFT median | TTFT p99 | TTFT min | "
-             "TTFT max | E2E median | E2E p99 | E2E min | E2E max | ITL median |\n"
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows))
-    command = (f"python benchmarks/accuracy.py --kinds {args.kinds} --levels {args.levels} "
+             "TTFT max | E2E median | E2E p99 | E2E min | E2E max | ITL median |" + extra_head
+             + "\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+             + ("---|---|---|---|---|" if thinking else "") + "\n" + "\n".join(rows))
+    command = (f"python benchmarks/{script} --kinds {args.kinds} --levels {args.levels} "
                f"--requests {args.requests} --loop {args.loop}"
-               + (f" --images {args.images}" if args.images else ""))
+               + (f" --images {args.images}" if args.images else "")
+               + (f" --reasoning-tokens {args.reasoning_tokens}" if thinking else ""))
+    return table, command, worst.get("lean", 0.0), worst.get("httpx", 0.0)
+
+
+def against_httpx(ours: float, base: float) -> str:
+    """The summary's ratio: httpx's worst error p99 over sustain's."""
+    return f"httpx's worst p99 {base:.3f} ms, " + (
+        f"{base / ours:.1f}x sustain's" if ours > 0 else "sustain's is 0")
+
+
+def main() -> None:
+    args = arguments(__doc__.split("\n\n")[0]).parse_args()
+    table, command, ours, base = measure(args, "accuracy.py")
     if args.no_record:
         print(table)
-    else:
-        ours, base = worst.get("lean", 0.0), worst.get("httpx", 0.0)
-        record("accuracy: TTFT and E2E error against server-side truth", command,
-               table + "\n\nTarget: median <= 1 ms and p99 <= 3 ms at every concurrency; "
-               f"ITL median within 1 ms of {ITL_MS:g} ms.",
-               headline=f"worst error p99 {ours:.3f} ms (TTFT or E2E, any level)",
-               ratio=f"httpx's worst p99 {base:.3f} ms, "
-                     + (f"{base / ours:.1f}x sustain's" if ours > 0 else "sustain's is 0"))
+        return
+    record("accuracy: TTFT and E2E error against server-side truth", command,
+           table + "\n\nTarget: median <= 1 ms and p99 <= 3 ms at every concurrency; "
+           f"ITL median within 1 ms of {ITL_MS:g} ms.",
+           headline=f"worst error p99 {ours:.3f} ms (TTFT or E2E, any level)",
+           ratio=against_httpx(ours, base))
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ from sustain.probes.load.senders import any_transport
 from sustain.probes.measure.percentiles import quantile
 from sustain.probes.measure.sample import Measurement, Sample
 from sustain.probes.measure.summary import summarise
+from sustain.probes.protocols.registry import rag_stage_of
 from sustain.probes.protocols.streaming import EncodedRequest
 from sustain.probes.run_result import RunResult
 from sustain.probes.workload.dataset import DatasetPolicy
@@ -65,8 +66,6 @@ def corpus(path: Path) -> None:
 
 SALT = re.compile(rb"s[0-9a-f]{16}")
 """A request's salt (RequestBuilder.salt): every stage's text starts with its question's."""
-STAGE_OF = {ApiKind.OPENAI_EMBEDDINGS: "embed", ApiKind.RERANK: "rerank",
-            ApiKind.OPENAI_CHAT: "generate"}
 
 
 @dataclass(slots=True)
@@ -91,7 +90,7 @@ class Tagged:
         payload, headers = encoded
         request_id = f"{self.tag}-{next(self.numbers)}"
         found = SALT.search(payload)
-        self.calls[request_id] = Call(STAGE_OF[target.api_kind],
+        self.calls[request_id] = Call(str(rag_stage_of(target.api_kind)),
                                       b"" if found is None else found.group(), t_send_ns)
         return await self.inner(target, (payload, {**headers, "x-request-id": request_id}),
                                 stream, t_send_ns, **options)

@@ -67,6 +67,19 @@ def summary_report(summary: RunSummary) -> dict[str, Any]:
         report[key] = latency_stats(getattr(summary, key))
     if summary.tool_call_ms is not None:
         report["tool_call_ms"] = latency_stats(summary.tool_call_ms)
+    for key in ("ttfo_ms", "answer_tpot_ms"):
+        if (dist := getattr(summary, key)) is not None:
+            report[key] = latency_stats(dist)
+    if summary.reasoning_share is not None:
+        report.update(reasoning_tokens=summary.reasoning_tokens,
+                      reasoning_tokens_estimated=summary.reasoning_tokens_estimated,
+                      answer_tokens=summary.answer_tokens,
+                      reasoning_share=summary.reasoning_share)
+    if summary.input_chars is not None:
+        report["input_chars"] = summary.input_chars
+    if summary.job_phases_ms is not None:
+        report["job_phases_ms"] = {name: latency_stats(dist) for name, dist
+                                   in summary.job_phases_ms.items()}
     if summary.efficiency is not None:
         report["efficiency"] = summary.efficiency.model_dump()
     if summary.quality is not None:

@@ -49,12 +49,14 @@ def latency_table(summary: RunSummary) -> Table:
     table = Table(title="latency (ms)")
     for column in ("metric", "count", "p50", "p90", "p95", "p99", "p99.9", "max", "mean"):
         table.add_column(column, justify="right" if column != "metric" else "left")
-    rows: list[tuple[str, Distribution]] = [
-        ("TTFT", summary.ttft_ms), ("ITL", summary.itl_ms), ("TPOT", summary.tpot_ms),
+    rows: list[tuple[str, Distribution | None]] = [
+        ("TTFT", summary.ttft_ms), ("TTFO (answer)", summary.ttfo_ms), ("ITL", summary.itl_ms),
+        ("TPOT", summary.tpot_ms), ("TPOT (answer)", summary.answer_tpot_ms),
         ("E2E", summary.e2e_ms), ("E2E corrected", summary.corrected_e2e_ms),
         ("lag", summary.lag_ms)]
     for name, dist in rows:
-        if dist.count == 0:
+        if dist is None or dist.count == 0 or (name.endswith("(answer)")
+                                               and not summary.reasoning_tokens):
             continue
         cells = [_ms(getattr(dist, key)) + ("*" if key in dist.low_count else "")
                  for key in ("p50", "p90", "p95", "p99", "p999")]
@@ -77,12 +79,19 @@ def summary_table(summary: RunSummary) -> Table:
                       f"{summary.not_streamed} of {summary.attempts}")
     table.add_row("requests/s", _rate(summary.requests_per_second))
     if summary.items is not None:
-        table.add_row("items/s (inputs or documents)", _rate(summary.items_per_second))
-        table.add_row("input tokens/s", _rate(summary.input_tokens_per_second))
+        table.add_row("items/s (inputs, documents or images)",
+                      _rate(summary.items_per_second))
+        if summary.input_tokens is not None:
+            table.add_row("input tokens/s", _rate(summary.input_tokens_per_second))
     elif summary.rtf_ratio is not None:
         table.add_row("audio (s)", f"{summary.audio_s or 0:.1f}")
         table.add_row("real-time factor p50 / p99",
                       f"{_factor(summary.rtf_ratio.p50)} / {_factor(summary.rtf_ratio.p99)}")
+        if summary.input_chars is not None:
+            table.add_row("characters spoken", f"{summary.input_chars:,}")
+    elif summary.job_phases_ms is not None:
+        for phase, dist in summary.job_phases_ms.items():
+            table.add_row(f"job {phase} p50 / p99 (ms)", f"{_ms(dist.p50)} / {_ms(dist.p99)}")
     else:
         table.add_row("output tokens/s" + (" (estimated)" if summary.output_tokens_estimated
                                            else ""), _rate(summary.output_tokens_per_second))
@@ -102,6 +111,12 @@ def measured_rows(summary: RunSummary) -> list[tuple[str, str]]:
     """What a run measured beyond latency and throughput, where it measured it: the prefix
     cache, conversations, quality canaries and the deployment's efficiency."""
     rows = []
+    if summary.reasoning_tokens:
+        rows.append(("reasoning share of output",
+                     f"{_share(summary.reasoning_share)} ({summary.reasoning_tokens:,} "
+                     f"reasoning, {summary.answer_tokens or 0:,} answer tokens"
+                     + (", reasoning estimated)" if summary.reasoning_tokens_estimated
+                        else ")")))
     if summary.cache_hit_ratio is not None:
         rows.append(("prompt cache hits", f"{_share(summary.cache_hit_ratio)} "
                                           f"({summary.cached_tokens or 0:,} tokens)"))

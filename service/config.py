@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
 
-import platformdirs
-from pydantic import AliasChoices, Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator
 
 from sustain.probes.client.egress import EgressPolicy, parse_targets
 from sustain.probes.client.secret_policy import SecretPolicy, own_credentials, parse_env_globs
-from sustain.probes.workers.pool import available_cpus
 from sustain.probes.workload.dataset import DatasetPolicy
 from sustain.service.access.hosts import parse_allowed_hosts
 from sustain.service.access.keys import weak_key_reason
@@ -21,141 +16,20 @@ from sustain.service.history.windows import parse_duration
 from sustain.service.policy.expansion import ExpansionPolicy
 from sustain.service.policy.limits import LoadLimits, ObjectLimits
 from sustain.service.policy.reach import Reach
-from sustain.service.ticks.locations import DEFAULT_LOCATION, location_problem
-
-RENAMED_SETTINGS: Mapping[str, str] = {
-    f"{stem}_seconds": f"{stem}_s" for stem in (
-        "heartbeat", "misfire_grace", "reconcile", "shutdown_grace", "alert_evaluation",
-        "alert_repeat", "notify_poll", "notify_retry_max", "alertmanager_resend",
-        "drift_evaluation", "config_reload", "max_run", "http_header_timeout",
-        "agent_upload_max_age", "export_write_timeout")}
-"""Deprecated setting -> its name now (durations end in `_s`, as in the API: docs/api.md).
-The old variable (SUSTAIN_HEARTBEAT_SECONDS) is still read for one release, the new one
-first when both are set, and `serve` and `agent` log a warning naming it at start."""
+from sustain.service.server_settings import ServerSettings, renamed_from
 
 
-def _renamed(new: str) -> AliasChoices:
-    """The variables a renamed setting is read from: its own, then its deprecated one."""
-    old = next(o for o, n in RENAMED_SETTINGS.items() if n == new)
-    return AliasChoices(f"SUSTAIN_{new.upper()}", f"SUSTAIN_{old.upper()}")
-
-
-def deprecated_variables(environ: Mapping[str, str]) -> list[str]:
-    """A warning for each deprecated variable set in `environ` (names are case-insensitive,
-    as Settings reads them)."""
-    given = {name.upper() for name in environ}
-    return [f"SUSTAIN_{old.upper()} is deprecated and will be removed in the next release: "
-            f"use SUSTAIN_{new.upper()}" for old, new in RENAMED_SETTINGS.items()
-            if f"SUSTAIN_{old.upper()}" in given]
-
-
-def default_data_dir() -> Path:
-    return Path(platformdirs.user_data_dir("sustain", appauthor=False))
-
-
-class Settings(BaseSettings):
+class Settings(ServerSettings):
     """Every SUSTAIN_* variable. docs/configuration.md's table is made from these fields
     (sustain.service.reference.settings_table), descriptions and defaults included."""
 
-    model_config = SettingsConfigDict(env_prefix="SUSTAIN_", extra="ignore",
-                                      validate_by_name=True)
-
-    database_url: str | None = Field(
-        default=None,
-        description="PostgreSQL URL (postgresql://user:pass@host:port/db). Unset: embedded "
-        "PostgreSQL in DATA_DIR/postgres.",
-    )
-    data_dir: Path = Field(
-        default_factory=default_data_dir,
-        description="Where the embedded PostgreSQL cluster and other local state live.",
-    )
-    host: str = Field(default="127.0.0.1", description="Address the HTTP server binds.")
-    port: int = Field(default=8000, ge=0, le=65535, description="Port the HTTP server binds.")
-    log_level: Literal["debug", "info", "warning", "error"] = Field(
-        default="info", description="Log level."
-    )
-    log_format: Literal["text", "json"] = Field(
-        default="text", description="Log line format: json is one JSON object per line.")
-    auto_migrate: bool = Field(
-        default=True, description="Upgrade the schema to head when `serve` starts."
-    )
-    replica_id: str | None = Field(
-        default=None,
-        description="This replica's name in runs.claimed_by and the replicas table (default: "
-        "hostname-pid)."
-    )
-    location: str = Field(
-        default=DEFAULT_LOCATION,
-        description="Where this replica measures from (a region, a data centre; a DNS label "
-        "such as eu-west-1). It runs the ticks of the probes that list this location, and "
-        "its runs, series and metrics carry it (docs/operations.md, Locations).",
-    )
-    database_pool_size: int = Field(
-        default=10, ge=1, le=1000,
-        description="Database connections a replica keeps for measuring, storing samples and "
-        "its background loops; it may open as many again under load. The REST API and pages "
-        "have their own SUSTAIN_DATABASE_API_POOL_SIZE. Size both against PostgreSQL's "
-        "max_connections over every replica (2 x this pool + the API pool each).",
-    )
-    http_max_connections: int = Field(
-        default=1000, ge=1, le=100_000,
-        description="Connection pool size of the probe HTTP client (per measurement worker).",
-    )
-    measure_workers: int | None = Field(
-        default=None, ge=0, le=256,
-        description="Measurement worker processes: runs send and time their requests there, "
-        "never in the process that serves the API. Default: the CPUs available to the "
-        "process. A profile's `workers` may not exceed it. 0 measures in the service "
-        "process itself (for debugging; an API reader can then delay requests).",
-    )
-
-    sample_retention_days: int = Field(
-        default=14, ge=1, le=3650,
-        description="Days raw samples are kept; older daily partitions are dropped whole.",
-    )
-    run_retention_days: int = Field(
-        default=400, ge=1, le=36500,
-        description="Days runs, their summaries, sketches and the hourly and daily rollups are "
-        "kept (deleted in batches).",
-    )
-    buffer_samples: int = Field(
-        default=1_000_000, ge=1000, le=100_000_000,
-        description="Samples held in memory while the database is slow or down (about 0.7 KiB "
-        "each, so the default bounds the buffer near 700 MiB; lower it for small pods). At 90 % "
-        "full no new runs start (and /readyz says so); at 100 % samples are dropped, counted "
-        "and recorded on their run.",
-    )
-    heartbeat_s: float = Field(
-        validation_alias=_renamed("heartbeat_s"),
-        default=5.0, ge=0.2, le=300,
-        description="Heartbeat interval; a replica silent for 3 intervals is dead and its "
-        "runs are marked abandoned by the others.",
-    )
-    misfire_grace_s: float = Field(
-        validation_alias=_renamed("misfire_grace_s"),
-        default=15.0, ge=0.1, le=86400,
-        description="How late a tick may still start (capped at half the probe's interval); "
-        "later ones are recorded as missed runs.",
-    )
-    reconcile_s: float = Field(
-        validation_alias=_renamed("reconcile_s"),
-        default=30.0, ge=1, le=3600,
-        description="How often each replica re-reads every probe (a safety net behind "
-        "LISTEN/NOTIFY) and records missed ticks.",
-    )
-    shutdown_grace_s: float = Field(
-        validation_alias=_renamed("shutdown_grace_s"),
-        default=30.0, ge=0, le=3600,
-        description="On SIGTERM, how long runs in flight may take to finish before they are "
-        "marked abandoned.",
-    )
     alert_evaluation_s: float = Field(
-        validation_alias=_renamed("alert_evaluation_s"),
+        validation_alias=renamed_from("alert_evaluation_s"),
         default=15.0, ge=1, le=3600,
         description="How often each replica evaluates alerts (SLO burn-rate tiers).",
     )
     alert_repeat_s: float = Field(
-        validation_alias=_renamed("alert_repeat_s"),
+        validation_alias=renamed_from("alert_repeat_s"),
         default=4 * 3600, ge=0, le=7 * 86400,
         description="How often a firing alert is notified again (0: never).",
     )
@@ -166,7 +40,7 @@ class Settings(BaseSettings):
         "Default: http://<host>:<port>.",
     )
     notify_poll_s: float = Field(
-        validation_alias=_renamed("notify_poll_s"),
+        validation_alias=renamed_from("notify_poll_s"),
         default=1.0, gt=0, le=60,
         description="How often each replica looks for notifications to deliver (a replica that "
         "just moved an alert delivers at once).",
@@ -176,12 +50,12 @@ class Settings(BaseSettings):
         description="Attempts (each with 3 quick tries) before a delivery is failed.",
     )
     notify_retry_max_s: float = Field(
-        validation_alias=_renamed("notify_retry_max_s"),
+        validation_alias=renamed_from("notify_retry_max_s"),
         default=600.0, ge=1, le=86400,
         description="Longest wait between delivery attempts (backoff doubles from 5 s).",
     )
     alertmanager_resend_s: float = Field(
-        validation_alias=_renamed("alertmanager_resend_s"),
+        validation_alias=renamed_from("alertmanager_resend_s"),
         default=60.0, ge=1, le=3600,
         description="How often firing alerts are re-sent to Alertmanager notifiers; one "
         "not re-sent for 4 periods ends by itself there.",
@@ -192,7 +66,7 @@ class Settings(BaseSettings):
         "SustainEndpointDown.",
     )
     drift_evaluation_s: float = Field(
-        validation_alias=_renamed("drift_evaluation_s"),
+        validation_alias=renamed_from("drift_evaluation_s"),
         default=300.0, ge=1, le=86400,
         description="How often drift findings (sustain_drift_ratio, SustainDrift) are "
         "recomputed (by one replica).",
@@ -202,7 +76,7 @@ class Settings(BaseSettings):
     drift_baseline: str = Field(
         default="7d", description="Baseline window before it.")
     drift_metrics: str = Field(
-        default="ttft:p99,e2e:p99,output_tokens:mean,quality:mean",
+        default="ttft:p99,e2e:p99,output_tokens:mean,quality:mean,ttfo:p99,reasoning_share:mean",
         description="Comma-separated metric:stat pairs that drift findings watch.",
     )
     config: Path | None = Field(
@@ -212,7 +86,7 @@ class Settings(BaseSettings):
         "same as `serve --config`).",
     )
     config_reload_s: float = Field(
-        validation_alias=_renamed("config_reload_s"),
+        validation_alias=renamed_from("config_reload_s"),
         default=60.0, ge=0, le=86400,
         description="How often `serve --config FILE` re-reads the file (0: only at start and "
         "on SIGHUP).",
@@ -288,7 +162,7 @@ class Settings(BaseSettings):
         default=2000, ge=1, le=1_000_000, description="Most users of a closed-loop stage, and "
         "most requests in flight (`max_in_flight`, default 256) of an open-loop one.")
     max_run_s: float = Field(
-        validation_alias=_renamed("max_run_s"),
+        validation_alias=renamed_from("max_run_s"),
         default=3600.0, gt=0, le=7 * 86400, description="Longest a run may be planned to "
         "take (all stages and warmups), in seconds; a run still going 120 s past it is "
         "stopped.")
@@ -324,7 +198,7 @@ class Settings(BaseSettings):
         "422 `query.limit`).")
     # --- the HTTP server ---
     http_header_timeout_s: float = Field(
-        validation_alias=_renamed("http_header_timeout_s"),
+        validation_alias=renamed_from("http_header_timeout_s"),
         default=10.0, gt=0, le=600,
         description="Seconds a client has to send a whole request, head and body, counted "
         "from connecting (or from the first byte of the next request on a kept-alive "
@@ -371,7 +245,7 @@ class Settings(BaseSettings):
         default=65_536, ge=16, le=10_000_000,
         description="Inter-token latencies one uploaded sample may carry (beyond: 422).")
     agent_upload_max_age_s: float = Field(
-        validation_alias=_renamed("agent_upload_max_age_s"),
+        validation_alias=renamed_from("agent_upload_max_age_s"),
         default=3 * 86400.0, ge=3600, le=365 * 86400,
         description="How old a tick an agent may still upload a run for, in seconds (an agent "
         "spools runs while the service is unreachable); older, or in the future: 422.")
@@ -388,7 +262,7 @@ class Settings(BaseSettings):
         default=8, ge=1, le=10_000,
         description="Sample exports in flight at once over all callers (beyond: 429).")
     export_write_timeout_s: float = Field(
-        validation_alias=_renamed("export_write_timeout_s"),
+        validation_alias=renamed_from("export_write_timeout_s"),
         default=30.0, gt=0, le=3600,
         description="How long a reader may take to accept the next chunk of an export "
         "before its connection is closed, in seconds.")
@@ -428,29 +302,6 @@ class Settings(BaseSettings):
                                                probes=self.max_probes, slos=self.max_slos,
                                                notifiers=self.max_notifiers,
                                                silences=self.max_silences))
-
-    def worker_processes(self) -> int:
-        """Measurement worker processes of a replica (0: it measures in-process)."""
-        return available_cpus() if self.measure_workers is None else self.measure_workers
-
-    @field_validator("log_level", mode="before")
-    @classmethod
-    def _lower(cls, value: object) -> object:
-        return value.lower() if isinstance(value, str) else value
-
-    @field_validator("location")
-    @classmethod
-    def _location(cls, value: str) -> str:
-        if (problem := location_problem(value)) is not None:
-            raise ValueError(problem)
-        return value
-
-    @field_validator("database_url")
-    @classmethod
-    def _scheme(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("postgresql", "postgres://")):
-            raise ValueError("must be a postgresql:// URL")
-        return value or None
 
     @field_validator("drift_window", "drift_baseline")
     @classmethod

@@ -142,8 +142,12 @@ class LastRunCollector(Collector):
                 f"sustain_probe_last_run_{metric}_seconds",
                 f"{metric.upper()} percentiles of the probe's newest run.",
                 labels=[*labels, "quantile"])
-            for metric in ("ttft", "tpot", "e2e")
+            for metric in ("ttft", "tpot", "e2e", "ttfo")
         }
+        reasoning = GaugeMetricFamily(
+            "sustain_probe_last_run_reasoning_share_ratio",
+            "Reasoning tokens over output tokens in the probe's newest run (of a reasoning "
+            "model; 0 for one that answers at once).", labels=labels)
         server = GaugeMetricFamily(
             "sustain_probe_last_run_server_metric",
             "The server's own series (its endpoint's metrics_url) over the probe's newest "
@@ -205,6 +209,8 @@ class LastRunCollector(Collector):
                 for name, q in (("p50", "0.5"), ("p99", "0.99")):
                     if dist.get(name) is not None:
                         family.add_metric([*values, q], float(dist[name]) / 1000.0)
+            if isinstance(value := stored_figure(summary, "reasoning_share"), int | float):
+                reasoning.add_metric(values, float(value))
             found = summary.get("capacity")
             if isinstance(found, dict) and found.get("unit") in capacity:
                 best = found.get("max_passing")
@@ -248,7 +254,8 @@ class LastRunCollector(Collector):
                 for stat in ("max", "mean", "last"):
                     if isinstance(stats, dict) and stats.get(stat) is not None:
                         server.add_metric([*values, str(series), stat], float(stats[stat]))
-        return [timestamp, success, availability, throughput, *latency.values(), server,
+        return [timestamp, success, availability, throughput, *latency.values(), reasoning,
+                server,
                 *capacity.values(), capacity_tps, *efficiency.values(), items, rtf, hits,
                 stages, old_throughput, old_capacity_tps, old_efficiency, old_items, old_rtf]
 

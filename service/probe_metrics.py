@@ -50,6 +50,10 @@ class ProbeMetrics:
             "server served from its prefix cache (where it reports them): divided by "
             "sustain_prompt_tokens_total, the cache hit ratio.", labels,
             registry=self.registry)
+        self.reasoning_tokens = Counter(
+            "sustain_reasoning_tokens", "Output tokens that successful probe requests spent "
+            "reasoning (part of sustain_output_tokens_total: divided by it, the reasoning "
+            "share).", labels, registry=self.registry)
         self.items = Counter(
             "sustain_items", "Inputs embedded (openai-embeddings) or documents ranked "
             "(rerank) by successful probe requests: its rate is inputs/s or documents/s.",
@@ -73,6 +77,10 @@ class ProbeMetrics:
         self.tpot = Histogram(
             "sustain_tpot_seconds", "Time per output token of successful requests.",
             labels, buckets=TOKEN_LATENCY_BUCKETS_S, registry=self.registry)
+        self.ttfo = Histogram(
+            "sustain_ttfo_seconds", "Time to the first answer output of successful requests "
+            "(after a reasoning model's thinking; TTFT counts the thinking's first token).",
+            labels, buckets=LATENCY_BUCKETS_S, registry=self.registry)
         self.ticks_skipped = Counter(
             "sustain_ticks_skipped", "Scheduled ticks that started no run, by reason.",
             ["probe", "reason"], registry=self.registry)
@@ -87,6 +95,8 @@ class ProbeMetrics:
             if sample.outcome is not Outcome.SUCCESS:
                 continue
             self.output_tokens.labels(*series).inc(m.output_tokens)
+            if m.reasoning_tokens:
+                self.reasoning_tokens.labels(*series).inc(m.reasoning_tokens)
             if m.items is not None:
                 self.items.labels(*series).inc(m.items)
             if m.quality is not None:
@@ -100,6 +110,8 @@ class ProbeMetrics:
                 self.ttft.labels(*series).observe(m.ttft_ms / 1000.0)
             if (tpot := sample.tpot_ms) is not None:
                 self.tpot.labels(*series).observe(tpot / 1000.0)
+            if m.ttfo_ms is not None:
+                self.ttfo.labels(*series).observe(m.ttfo_ms / 1000.0)
             itl = self.itl.labels(*series)
             for gap in m.itl_ms:
                 itl.observe(gap / 1000.0)

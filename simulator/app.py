@@ -1,6 +1,8 @@
 """The simulator's ASGI app: /v1/models, the generation protocols (/v1/chat/completions,
 /v1/completions, /v1/responses as OpenAI's Responses API, /v1/messages as Anthropic's), the
-item kinds (/v1/embeddings, /v1/rerank), transcriptions (/v1/audio/transcriptions), plus
+item kinds (/v1/embeddings, /v1/rerank), transcriptions (/v1/audio/transcriptions), the media
+kinds (speech, /v1/audio/speech: speech.py; images, /v1/images/generations:
+image_generation.py; video jobs, /v1/videos and /v1/videos/{id}[/content]: videos.py), plus
 /sim/fault, which reads (GET) or switches (PUT {"fault": "http_500", "fault_rate": 0.5}) the
 injected fault at run time, and the batch limit (`max_batch`: a noisy neighbour taking half
 the capacity), so a test can break and heal a live endpoint.
@@ -18,9 +20,22 @@ import dataclasses
 import json
 import random
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Callable
 from typing import Any
 
+from sustain.simulator.asgi import (
+    Receive,
+    Scope,
+    Send,
+    hang,
+    header,
+    json_body,
+    read_body,
+    send_error,
+    send_json,
+    send_raw,
+    sleep_until,
+)
 from sustain.simulator.completion import (
     HISTORY_PROBLEM,
     Completion,
@@ -32,20 +47,17 @@ from sustain.simulator.completion import (
     tool_call,
     wants_tool,
 )
-from sustain.simulator.config import FAULT_HEADER, Fault, SimulatorConfig
+from sustain.simulator.config import AT_ONCE, FAULT_HEADER, Fault, SimulatorConfig
 from sustain.simulator.gpu_power import GpuPowerCollector
 from sustain.simulator.images import image_tokens
 from sustain.simulator.items import embeddings, rerank
+from sustain.simulator.media_routes import MediaRoutes
 from sustain.simulator.messages import MessagesEvents
 from sustain.simulator.metrics import EngineMetrics
 from sustain.simulator.prefix_cache import PrefixCache
 from sustain.simulator.responses import ResponsesEvents
 from sustain.simulator.transcriptions import TranscriptionEvents, read_form
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
+from sustain.simulator.videos import VideoJobs, video_route
 
 FAULT_PATH = "/sim/fault"
 MESSAGES_PATH = "/v1/messages"
@@ -57,73 +69,22 @@ CHAT_SHAPED = frozenset({"chat", "responses", "messages"})
 """Protocols whose prompt is messages, which a chat template wraps."""
 ITEMS = {"/v1/embeddings": "embeddings", "/v1/rerank": "rerank"}
 """Paths of the item kinds -> their answers (items.py)."""
+SPEECH_PATH = "/v1/audio/speech"
+IMAGES_PATH = "/v1/images/generations"
+VIDEOS_PATH = "/v1/videos"
+MEDIA = {SPEECH_PATH: "speech", IMAGES_PATH: "images", VIDEOS_PATH: "videos"}
+"""Paths of the media kinds -> what they make (speech.py)."""
 EVENTS: dict[str, Callable[[Completion], StreamEvents]] = {
     "chat": lambda completion: completion, "completions": lambda completion: completion,
     "responses": ResponsesEvents, "messages": MessagesEvents}
 """A protocol -> its events for a completion (completion.py's StreamEvents)."""
 STATUS_FAULTS = {Fault.HTTP_400: 400, Fault.HTTP_429: 429, Fault.HTTP_500: 500}
-AT_ONCE = frozenset({Fault.ONE_WRITE, Fault.USAGE_ONLY, Fault.IDENTICAL_TIMESTAMPS,
-                     Fault.INSTANT})
-"""Faults whose tokens are all due with the first one (TTFT after the start): no ITL."""
 TEXT_ONLY = frozenset({Fault.OVERLONG, Fault.INSTANT})
 """Faults that answer in text even when a tool is offered (a call's arguments cannot be
 stretched past their length, nor are they one text)."""
 
 
-async def _sleep_until(deadline: float) -> None:
-    """Return once perf_counter() has reached `deadline` (s), never before: the event loop may
-    wake a timer a little early, and a later deadline equal to this one must find itself due
-    (so the events after it join the same write)."""
-    while (delay := deadline - time.perf_counter()) > 0:  # noqa: ASYNC110 (a clock, no event)
-        await asyncio.sleep(delay)
-
-def _json_body(raw: bytes) -> dict[str, Any] | str:
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        return "invalid JSON"
-    return body if isinstance(body, dict) else "body must be a JSON object"
-
-
-def _header(scope: Scope, wanted: bytes) -> bytes | None:
-    """The value of the request's header `wanted` (lower case), or None."""
-    return next((value for name, value in scope["headers"] if name == wanted), None)
-
-
-async def _read_body(receive: Receive) -> bytes | None:
-    """The whole request body, or None if the client disconnected first."""
-    parts: list[bytes] = []
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return None
-        parts.append(message.get("body", b""))
-        if not message.get("more_body"):
-            return b"".join(parts)
-
-
-async def _json(send: Send, status: int, payload: dict[str, Any],
-                headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    body = json.dumps(payload).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode()), *(headers or [])]})
-    await send({"type": "http.response.body", "body": body})
-
-
-async def _raw(send: Send, body: bytes) -> None:
-    """A 200 JSON answer of exactly `body` (which need not be valid JSON)."""
-    await send({"type": "http.response.start", "status": 200,
-                "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
-
-
-async def _error(send: Send, status: int, message: str) -> None:
-    await _json(send, status, {"error": {"message": message, "code": status}})
-
-
-class SimulatorApp:
+class SimulatorApp(MediaRoutes):
     """ASGI app for one SimulatorConfig; jitter and faults drawn from a seeded generator."""
 
     def __init__(self, config: SimulatorConfig) -> None:
@@ -135,6 +96,7 @@ class SimulatorApp:
         self.metrics = EngineMetrics(config.model, config.max_batch)
         if config.gpu_power_w is not None:
             self.metrics.registry.register(GpuPowerCollector(config.gpu_power_w, config.gpus))
+        self._videos = VideoJobs()
         self._truth = None if config.truth_log is None else open(  # noqa: SIM115
             config.truth_log, "a", encoding="utf-8", buffering=1)
 
@@ -144,38 +106,48 @@ class SimulatorApp:
         arrival = time.perf_counter()
         method, path = scope["method"], scope["path"]
         if path != "/metrics" and not self._authorized(scope, path):  # as vLLM's --api-key
-            await _error(send, 401, "invalid API key")
-        elif path == MESSAGES_PATH and not _header(scope, b"anthropic-version"):
-            await _error(send, 400, "anthropic-version: header is required")
+            await send_error(send, 401, "invalid API key")
+        elif path == MESSAGES_PATH and not header(scope, b"anthropic-version"):
+            await send_error(send, 400, "anthropic-version: header is required")
         elif path == "/health" and method in ("GET", "HEAD"):
-            await _json(send, 200, {"status": "ok"})
+            await send_json(send, 200, {"status": "ok"})
         elif path == "/metrics" and method == "GET":
             body, media = self.metrics.exposition()
             await send({"type": "http.response.start", "status": 200, "headers": [
                 (b"content-type", media.encode()), (b"content-length", str(len(body)).encode())]})
             await send({"type": "http.response.body", "body": body})
         elif path == "/v1/models" and method == "GET":
-            await _json(send, 200, {"object": "list", "data": [
+            await send_json(send, 200, {"object": "list", "data": [
                 {"id": self.config.model, "object": "model", "owned_by": "sustain-simulator"}]})
         elif path in GENERATE and method == "POST":
             await self._generate(scope, receive, send, arrival, kind=GENERATE[path])
         elif path in ITEMS and method == "POST":
             await self._items(scope, receive, send, arrival, kind=ITEMS[path])
+        elif path == SPEECH_PATH and method == "POST":
+            await self._speech(scope, receive, send, arrival)
+        elif path == IMAGES_PATH and method == "POST":
+            await self._images(scope, receive, send, arrival)
+        elif path == VIDEOS_PATH and method == "POST":
+            await self._create_video(scope, receive, send)
+        elif (route := video_route(path, VIDEOS_PATH)) is not None and \
+                method in ("GET", "DELETE"):
+            await self._video(send, arrival, *route, delete=method == "DELETE")
         elif path == FAULT_PATH and method == "GET":
-            await _json(send, 200, self._fault_state())
+            await send_json(send, 200, self._fault_state())
         elif path == FAULT_PATH and method == "PUT":
             await self._switch_fault(receive, send)
-        elif path in ("/v1/models", *GENERATE, *ITEMS, FAULT_PATH):
-            await _error(send, 405, "method not allowed")
+        elif path in ("/v1/models", *GENERATE, *ITEMS, *MEDIA, FAULT_PATH) or \
+                video_route(path, VIDEOS_PATH) is not None:
+            await send_error(send, 405, "method not allowed")
         else:
-            await _error(send, 404, f"no route {path}")
+            await send_error(send, 404, f"no route {path}")
 
     def _fault_state(self) -> dict[str, Any]:
         return {"fault": self.config.fault.value, "fault_rate": self.config.fault_rate,
                 "max_batch": self.config.max_batch}
 
     async def _switch_fault(self, receive: Receive, send: Send) -> None:
-        body = await _read_body(receive)
+        body = await read_body(receive)
         if body is None:
             return
         try:
@@ -184,21 +156,21 @@ class SimulatorApp:
             rate = float(wanted.get("fault_rate", self.config.fault_rate))
             batch = wanted.get("max_batch", self.config.max_batch)
         except (ValueError, TypeError, AttributeError) as exc:
-            await _error(send, 422, f"bad fault switch: {exc}")
+            await send_error(send, 422, f"bad fault switch: {exc}")
             return
         if not 0.0 <= rate <= 1.0:
-            await _error(send, 422, "fault_rate: must be within [0, 1]")
+            await send_error(send, 422, "fault_rate: must be within [0, 1]")
             return
         if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int)
                                   or not 1 <= batch <= 1_000_000):
-            await _error(send, 422, "max_batch: must be an integer from 1, or null")
+            await send_error(send, 422, "max_batch: must be an integer from 1, or null")
             return
         if batch != self.config.max_batch:  # requests in flight keep their old slots
             self._slots = None if batch is None else asyncio.Semaphore(batch)
             self.metrics.max_batch = batch
         self.config = dataclasses.replace(self.config, fault=fault, fault_rate=rate,
                                           max_batch=batch)
-        await _json(send, 200, self._fault_state())
+        await send_json(send, 200, self._fault_state())
 
     def _authorized(self, scope: Scope, path: str) -> bool:
         """A bearer token (as vLLM --api-key); on /v1/messages, as Anthropic takes it, the
@@ -206,8 +178,8 @@ class SimulatorApp:
         if self.config.api_key is None:
             return True
         if path == MESSAGES_PATH:
-            return _header(scope, b"x-api-key") == self.config.api_key.encode()
-        return _header(scope, b"authorization") == f"Bearer {self.config.api_key}".encode()
+            return header(scope, b"x-api-key") == self.config.api_key.encode()
+        return header(scope, b"authorization") == f"Bearer {self.config.api_key}".encode()
 
     def _fault(self, scope: Scope) -> Fault:
         self._generations += 1
@@ -234,21 +206,21 @@ class SimulatorApp:
         """The request's JSON body (its multipart form, given the form's content type), once
         any fault that answers before it (a status, a hang) has passed; None when the request
         was answered (or the client left) already."""
-        raw = await _read_body(receive)
+        raw = await read_body(receive)
         if raw is None:
             return None
-        body = _json_body(raw) if form is None else read_form(form, raw)
+        body = json_body(raw) if form is None else read_form(form, raw)
         if isinstance(body, str):
-            await _error(send, 400, body)
+            await send_error(send, 400, body)
             return None
         if fault is Fault.HTTP_429:
-            await _json(send, 429, {"error": {"message": "injected http_429", "code": 429}},
+            await send_json(send, 429, {"error": {"message": "injected http_429", "code": 429}},
                         headers=[(b"retry-after", str(self.config.retry_after_s).encode())])
             return None
         if fault in STATUS_FAULTS:
-            await _error(send, STATUS_FAULTS[fault], f"injected {fault}")
+            await send_error(send, STATUS_FAULTS[fault], f"injected {fault}")
             return None
-        if fault is Fault.HANG and not await _hang(receive, self.config.hang_s):
+        if fault is Fault.HANG and not await hang(receive, self.config.hang_s):
             return None
         return body
 
@@ -264,7 +236,7 @@ class SimulatorApp:
         answer = embeddings(body, config.model, config.embedding_dimensions, fault) \
             if kind == "embeddings" else rerank(body, config.model, fault)
         if isinstance(answer, str):
-            await _error(send, 400, answer)
+            await send_error(send, 400, answer)
             return
         payload, items, words = answer
         self.metrics.admitted(words, None)
@@ -277,11 +249,11 @@ class SimulatorApp:
                 start = time.perf_counter()
                 due = start + self._jitter(config.ttft_ms, config.ttft_sigma) + (
                     config.prefill_ms_per_token * words + config.item_ms * items) / 1000.0
-                await _sleep_until(due)
+                await sleep_until(due)
                 if fault is Fault.MALFORMED:
-                    await _raw(send, b'{"data": [{"embedding": [0.1,')
+                    await send_raw(send, b'{"data": [{"embedding": [0.1,')
                 else:
-                    await _json(send, 200, payload)
+                    await send_json(send, 200, payload)
                 done = time.perf_counter()
         finally:
             if slots is not None:
@@ -295,14 +267,14 @@ class SimulatorApp:
         fault = self._fault(scope)
         form = None
         if kind == "transcriptions":
-            form = (_header(scope, b"content-type") or b"").decode("latin-1")
+            form = (header(scope, b"content-type") or b"").decode("latin-1")
         body = await self._accepted(receive, send, fault, form)
         if body is None:
             return
         check = HISTORY_PROBLEM.get(kind)
         if check is not None and (problem := check(body.get("messages", body.get("input")))
                                   ) is not None:
-            await _error(send, 400, problem)
+            await send_error(send, 400, problem)
             return
         max_tokens = body.get("max_tokens") or body.get("max_completion_tokens") or \
             body.get("max_output_tokens")
@@ -329,7 +301,9 @@ class SimulatorApp:
             config.tool_calls and fault not in TEXT_ONLY and wants_tool(body) else None
         pictures = image_tokens(body)
         completion = Completion(kind != "completions", str(body.get("model", config.model)),
-                                tokens, prompt + pictures, cached, tool)
+                                tokens, prompt + pictures, cached, tool,
+                                reasoning=config.reasoning_tokens if kind in CHAT_SHAPED
+                                else 0)
         if tool is not None and completion.tokens:
             finish = "tool_calls"
         if self._cache is not None and kind in HISTORY_PROBLEM and completion.tokens:
@@ -368,13 +342,13 @@ class SimulatorApp:
             gap = 0.0 if fault in AT_ONCE else self._jitter(config.itl_ms, config.itl_sigma)
             token_times.append(token_times[-1] + gap)
         if not body.get("stream") or config.ignore_stream:
-            await _sleep_until(token_times[-1])
+            await sleep_until(token_times[-1])
             whole = events.whole(finish)
             if fault is Fault.USAGE_ONLY:
                 for key in ("choices", "output", "content"):  # each protocol's output
                     if key in whole:
                         whole[key] = []
-            await _json(send, 200, whole)
+            await send_json(send, 200, whole)
             done = time.perf_counter()
             self._log_truth(scope, completion.id, arrival=arrival, start=start, first_byte=done,
                             first_token_due=first, first_token=None, last_byte=done)
@@ -387,6 +361,7 @@ class SimulatorApp:
         marks: dict[str, float] = {}
         plan = stream_plan(events, config, token_times, fault, finish, include_usage)
         waited = False
+        deadlines = 0  # the deadlines waited for so far: token k's is the (k + 1)th
         pending: list[bytes] = []
 
         async def flush() -> None:
@@ -403,13 +378,16 @@ class SimulatorApp:
             marks["last_byte"] = now
             if waited:
                 marks.setdefault("first_token", now)
+            if deadlines > completion.reasoning:
+                marks.setdefault("first_answer", now)
 
         for part in plan:
             if isinstance(part, float):
                 if part > time.perf_counter():  # events already due go out in one write
                     await flush()
-                    await _sleep_until(part)
+                    await sleep_until(part)
                 waited = True
+                deadlines += 1
                 continue
             pending.append(part)
             if fault is Fault.IDENTICAL_TIMESTAMPS:  # one write per event, none coalesced
@@ -418,7 +396,10 @@ class SimulatorApp:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
         self._log_truth(scope, completion.id, arrival=arrival, start=start,
                         first_byte=marks.get("first_byte"), first_token_due=first,
-                        first_token=marks.get("first_token"), last_byte=marks.get("last_byte"))
+                        first_token=marks.get("first_token"),
+                        first_answer=marks.get("first_answer"),
+                        reasoning_tokens=completion.reasoning,
+                        last_byte=marks.get("last_byte"))
 
     def _log_truth(self, scope: Scope, answer_id: str, **marks: float | None) -> None:
         """One line of the truth log (when kept): the request's x-request-id and when this
@@ -438,14 +419,6 @@ class SimulatorApp:
                         "more_body": True})
             await asyncio.sleep(self.config.trickle_ms / 1000.0)
 
-
-async def _hang(receive: Receive, seconds: float) -> bool:
-    """Hold the request open; False when the client gave up first."""
-    try:
-        message = await asyncio.wait_for(receive(), timeout=seconds)
-    except TimeoutError:
-        return True
-    return bool(message["type"] != "http.disconnect")
 
 def create_app(config: SimulatorConfig) -> SimulatorApp:
     return SimulatorApp(config)

@@ -69,11 +69,16 @@ class Completion:
     """One simulated generation, chat or text completion, shaped like vLLM's responses."""
 
     def __init__(self, chat: bool, model: str, tokens: int, prompt_tokens: int,
-                 cached_tokens: int | None = None, tool: ToolCall | None = None) -> None:
+                 cached_tokens: int | None = None, tool: ToolCall | None = None,
+                 reasoning: int = 0) -> None:
         self.chat = chat
         self.model = model
         self.tool = tool
-        self.tokens = len(tool.pieces) if tool is not None and tokens else tokens
+        self.answer_tokens = len(tool.pieces) if tool is not None and tokens else tokens
+        self.reasoning = reasoning if self.answer_tokens else 0
+        """Reasoning tokens streamed before the answer (the chat-shaped protocols': chat,
+        responses, messages): token k below it is a reasoning delta, the rest the answer's."""
+        self.tokens = self.reasoning + self.answer_tokens
         self.prompt_tokens = prompt_tokens
         self.cached_tokens = cached_tokens
         self.id = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex[:16]
@@ -83,13 +88,26 @@ class Completion:
     def token(k: int) -> str:
         return f"tok{k} "
 
+    @staticmethod
+    def thought(k: int) -> str:
+        return f"think{k} "
+
     def text(self) -> str:
-        """Every token's text, concatenated."""
-        return "".join(self.token(k) for k in range(self.tokens))
+        """The answer's tokens' text, concatenated."""
+        return "".join(self.token(k) for k in range(self.answer_tokens))
+
+    def reasoning_text(self) -> str:
+        """The reasoning tokens' text, concatenated."""
+        return "".join(self.thought(k) for k in range(self.reasoning))
 
     def output(self, k: int) -> dict[str, Any]:
-        """Token `k` as a chunk: a word, or the next piece of the tool call's arguments
-        (the first piece names the call)."""
+        """Token `k` as a chunk: a reasoning word first (`reasoning_content`, as vLLM's
+        reasoning parsers send it), then an answer word or the next piece of the tool call's
+        arguments (the first piece names the call)."""
+        if k < self.reasoning:
+            return self.chunk({"delta": {"reasoning_content": self.thought(k)},
+                               "finish_reason": None})
+        k -= self.reasoning
         if self.tool is None:
             return self.delta(self.token(k), None)
         piece: dict[str, Any] = {"index": 0, "function": {"arguments": self.tool.pieces[k]}}
@@ -121,6 +139,8 @@ class Completion:
         }
         if self.cached_tokens is not None:
             usage["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens}
+        if self.reasoning:
+            usage["completion_tokens_details"] = {"reasoning_tokens": self.reasoning}
         return usage
 
     # The stream's events (see StreamEvents), as vLLM sends them.
@@ -168,6 +188,8 @@ class Completion:
             choice["message"] = {"role": "assistant", "content": text}
         else:
             choice["text"] = text
+        if self.reasoning:
+            choice["message"]["reasoning_content"] = self.reasoning_text()
         return {
             "id": self.id,
             "object": "chat.completion" if self.chat else "text_completion",

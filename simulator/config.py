@@ -73,6 +73,11 @@ OPTION = "option"
 """The key of a setting's Option in its dataclass field's metadata."""
 
 
+AT_ONCE = frozenset({Fault.ONE_WRITE, Fault.USAGE_ONLY, Fault.IDENTICAL_TIMESTAMPS,
+                     Fault.INSTANT})
+"""Faults whose tokens are all due with the first one (TTFT after the start): no ITL."""
+
+
 @dataclass(frozen=True, slots=True)
 class Option:
     """How `sustain simulate` offers a setting: its flag's help (the flag is `--field-name`
@@ -167,6 +172,14 @@ class SimulatorConfig:
     monotonic clock as clients on this machine), and the request's x-request-id header."""
     output_tokens: int = option(32, "Tokens per response (max).", at_least=0)
     """Tokens generated when the request's max_tokens allows that many."""
+    reasoning_tokens: int = option(
+        0, "Reasoning tokens before the answer, as a thinking model streams them.",
+        at_least=0)
+    """Generation requests think first: this many reasoning deltas (chat
+    `delta.reasoning_content`, Responses `response.reasoning_text.delta`, Messages
+    `thinking_delta`), ITL apart, before the answer's `output_tokens`; counted in the usage
+    (`completion_tokens_details.reasoning_tokens`, `output_tokens_details.reasoning_tokens`)
+    and in the truth log's `first_answer` time."""
     item_ms: float = option(
         1.0, "Embeddings and rerank: added per input or document, ms.", at_least=0)
     """Embeddings and rerank: added to the answer's time per input embedded or document
@@ -210,6 +223,32 @@ class SimulatorConfig:
     hang_s: float = 3600.0
     """How long a `hang` fault keeps the request open before answering."""
     seed: int = option(0, "Seed for jitter and fault selection.")
+    speech_audio_ms_per_char: float = option(
+        50.0, "Speech: milliseconds of audio per input character.", at_least=0)
+    """Speech (`/v1/audio/speech`): the audio's length, per character of the input (at
+    least one chunk). Its first chunk is due ttft_ms after the start, each next one itl_ms
+    after the one before (jittered as tokens are)."""
+    speech_chunk_ms: float = option(
+        100.0, "Speech: milliseconds of audio in each streamed chunk.", above=0,
+        at_most=60_000)
+    """Speech: the audio in each chunk (raw bytes, or an SSE delta): 24 kHz 16-bit mono, 48
+    bytes a millisecond."""
+    image_ms: float = option(200.0, "Images: milliseconds to generate each image.", at_least=0)
+    """Images (`/v1/images/generations`): each image takes this long, one after the other;
+    its partial images (streamed, `partial_images`) are due at even fractions of it."""
+    image_bytes: int = option(
+        4096, "Images: bytes of each generated image (base64 in the answer).", at_least=1,
+        at_most=64 * 1024 * 1024)
+    video_queue_ms: float = option(
+        100.0, "Videos: milliseconds a job waits queued before it runs.", at_least=0)
+    """Videos (`/v1/videos`): a job is `queued` this long after its creation, then
+    `in_progress` for video_generation_ms, then `completed` (its status read from the clock
+    whenever it is asked)."""
+    video_generation_ms: float = option(
+        1000.0, "Videos: milliseconds a job runs before it is completed.", at_least=0)
+    video_bytes: int = option(
+        1_048_576, "Videos: bytes of each video's content.", at_least=1,
+        at_most=1024 * 1024 * 1024)
     api_key: str | None = None
     """When set, requests must carry `Authorization: Bearer <api_key>` (as vLLM --api-key)."""
 

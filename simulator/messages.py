@@ -52,7 +52,12 @@ class MessagesEvents:
         return [*events, named({"type": "ping"})]
 
     def token_event(self, k: int) -> bytes:
-        tool = self.completion.tool
+        c = self.completion
+        if k < c.reasoning:
+            return named({"type": "content_block_delta", "index": 0, "delta": {
+                "type": "thinking_delta", "thinking": Completion.thought(k)}})
+        k -= c.reasoning
+        tool = c.tool
         if tool is not None:
             return named({"type": "content_block_delta", "index": 0, "delta": {
                 "type": "input_json_delta", "partial_json": tool.pieces[k]}})
@@ -85,4 +90,7 @@ class MessagesEvents:
 
     def whole(self, finish: str) -> dict[str, Any]:
         content = [self.block(done=True)] if self.tokens else []
+        if self.completion.reasoning:
+            content.insert(0, {"type": "thinking", "thinking": self.completion.reasoning_text(),
+                               "signature": ""})
         return self.message(content, STOP_REASONS.get(finish, "end_turn"), self.tokens)

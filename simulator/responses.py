@@ -24,6 +24,7 @@ class ResponsesEvents:
         self.item_id = ("fc_" if completion.tool is not None else "msg_") + \
             completion.id.rpartition("-")[2]
         self.sequence = 0
+        self.reasoning_id = "rs_" + completion.id.rpartition("-")[2]
 
     def _event(self, kind: str, **fields: Any) -> bytes:
         payload = {"type": kind, "sequence_number": self.sequence, **fields}
@@ -47,7 +48,7 @@ class ResponsesEvents:
         return {"input_tokens": c.prompt_tokens,
                 "input_tokens_details": {"cached_tokens": c.cached_tokens or 0},
                 "output_tokens": c.tokens,
-                "output_tokens_details": {"reasoning_tokens": 0},
+                "output_tokens_details": {"reasoning_tokens": c.reasoning},
                 "total_tokens": c.prompt_tokens + c.tokens}
 
     def item(self, done: bool) -> dict[str, Any]:
@@ -78,11 +79,22 @@ class ResponsesEvents:
         return events
 
     def token_event(self, k: int) -> bytes:
-        tool = self.completion.tool
+        c = self.completion
+        if k < c.reasoning:
+            return self._event("response.reasoning_text.delta", item_id=self.reasoning_id,
+                               output_index=0, content_index=0, delta=Completion.thought(k))
+        k -= c.reasoning
+        tool = c.tool
         if tool is not None:
             return self._event("response.function_call_arguments.delta", item_id=self.item_id,
                                output_index=0, delta=tool.pieces[k])
         return self.text_event(Completion.token(k))
+
+    def reasoning_item(self) -> dict[str, Any]:
+        """The reasoning output item (before the answer's), with its text once done."""
+        return {"id": self.reasoning_id, "type": "reasoning", "summary": [],
+                "content": [{"type": "reasoning_text",
+                             "text": self.completion.reasoning_text()}]}
 
     def text_event(self, text: str) -> bytes:
         return self._event("response.output_text.delta", item_id=self.item_id,
@@ -113,9 +125,10 @@ class ResponsesEvents:
                                        "type": "output_text", "text": c.text(),
                                        "annotations": []})]
         item = self.item(done=True)
+        output = [self.reasoning_item(), item] if c.reasoning else [item]
         events += [self._event("response.output_item.done", output_index=0, item=item),
                    self._event(f"response.{status}",
-                               response=self.response(status, [item], usage=True))]
+                               response=self.response(status, output, usage=True))]
         return events
 
     def usage_only(self) -> list[bytes]:
@@ -125,4 +138,6 @@ class ResponsesEvents:
     def whole(self, finish: str) -> dict[str, Any]:
         status = FINISHED.get(finish, ("completed", None))[0]
         output = [self.item(done=True)] if self.completion.tokens else []
+        if self.completion.reasoning:
+            output.insert(0, self.reasoning_item())
         return self.response(status, output, usage=True)

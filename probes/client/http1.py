@@ -2,30 +2,39 @@
 the connection pool of http1_pool.py, the path every HTTP/1.1 endpoint takes. Events are parsed
 and time-stamped (perf_counter_ns) in the call that read them from the socket; what is measured
 is decided by the target's protocol (its stream reader, its whole answer), so the result is the
-same as over httpx (httpx_transport.py), only cheaper and closer to the wire."""
+same as over httpx (httpx_transport.py), only cheaper and closer to the wire.
+
+Besides measured requests, `call_over_http1` is a kind's plain request (base.HttpCall) over the
+same pool: the requests of an exchanged kind's flow (an asynchronous job's create, polls and
+download)."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from typing import cast
 
 from sustain.probes.client.expected import ExpectedItems
 from sustain.probes.client.http1_pool import ConnectionPool, Exchange, TransportError
-from sustain.probes.client.sse import EventTooLarge, SSEDecoder
+from sustain.probes.client.sse import EventTooLarge, SSEDecoder, size_text
 from sustain.probes.client.status import error_class_for_status
 from sustain.probes.client.target import Target
 from sustain.probes.measure.sample import ErrorClass, Measurement
-from sustain.probes.protocols.base import ApiProtocol
+from sustain.probes.protocols.base import (
+    Answer,
+    ApiProtocol,
+    CallFailed,
+    RawStreamState,
+    raw_reader,
+)
 from sustain.probes.protocols.registry import protocol_for, request_url
 from sustain.probes.protocols.streaming import (
-    BODY_TOO_LARGE,
     DEADLINE_EXCEEDED,
     DRAIN_S,
     ERROR_BODY_LIMIT,
     INVALID_UTF8,
     NOT_EVENT_STREAM,
-    WHOLE_BODY_LIMIT,
     Deadlines,
     EncodedRequest,
     answered_whole,
@@ -53,13 +62,15 @@ def classify_transport_error(exc: TransportError, *, response_started: bool) -> 
 
 
 class _Reader:
-    """Consumes the body as it arrives: SSE events for a 2xx stream, else raw bytes. The work
-    per chunk is proportional to that chunk alone (never to what was read before), and a body
-    past its cap fails the reader at once, so one endpoint cannot stall the loop."""
+    """Consumes the body as it arrives: SSE events for a 2xx stream (or its raw chunks, where
+    the kind's stream state reads its content type raw: base.RawStreamState), else raw bytes.
+    The work per chunk is proportional to that chunk alone (never to what was read before),
+    and a body past its cap fails the reader at once, so one endpoint cannot stall the
+    loop."""
 
     def __init__(self, stream: bool, loop: asyncio.AbstractEventLoop, deadlines: Deadlines,
                  max_event_bytes: int, keep_reply: bool, protocol: ApiProtocol,
-                 expect: ExpectedItems | None = None) -> None:
+                 expect: ExpectedItems | None = None, payload: bytes = b"") -> None:
         self.stream = stream
         self.loop = loop
         self.deadlines = deadlines
@@ -68,10 +79,15 @@ class _Reader:
         self.keep_reply = keep_reply
         self.expect = expect
         self.protocol = protocol
-        self.state = protocol.stream_state(keep_reply)
-        self.decoder = SSEDecoder(max_event_bytes)
+        self.state = protocol.stream_state_for(payload, keep_reply)
+        self.decoder = SSEDecoder(protocol.event_bytes(max_event_bytes))
         self.raw = bytearray()
-        """A 2xx non-streamed body, up to WHOLE_BODY_LIMIT (error bodies are only counted)."""
+        """A 2xx non-streamed body, up to the kind's whole_body_limit (error bodies are only
+        counted)."""
+        self.raw_state: RawStreamState | None = None
+        """The stream state, when it reads this 2xx stream's body raw (by its content type,
+        once the head is in: `raw_stream`)."""
+        self.raw_checked = False
         self.whole_answer: bool | None = None
         """A streamed request's 2xx answer came as one JSON body (is_whole_answer); None
         until its head is read."""
@@ -102,6 +118,18 @@ class _Reader:
                 exchange.head.result()[1].get("content-type", ""))
         return self.whole_answer
 
+    def raw_stream(self) -> RawStreamState | None:
+        """The stream state, when it reads this 2xx stream's body raw rather than as SSE (by
+        the content type of its head, once that is in)."""
+        if not self.raw_checked:
+            exchange = self.exchange
+            if exchange is None or not exchange.head.done() or exchange.head.cancelled():
+                return None
+            self.raw_checked = True
+            self.raw_state = raw_reader(
+                self.state, exchange.head.result()[1].get("content-type", ""))
+        return self.raw_state
+
     def on_body(self, chunk: bytes, now: int) -> None:
         status = self._status()
         if not (self.stream and 200 <= status < 300) or self.answered_whole():
@@ -110,16 +138,20 @@ class _Reader:
         state = self.state
         if state.done or state.failure is not None:
             return  # the body's last bytes: read so the connection is reused
-        try:
-            events = self.decoder.feed(chunk)
-        except UnicodeDecodeError:
-            self._fail(ErrorClass.PROTOCOL, INVALID_UTF8)
-            return
-        except EventTooLarge as exc:
-            self._fail(ErrorClass.PROTOCOL, str(exc))
-            return
-        for event in events:
-            state.on_event(event, now)
+        raw = self.raw_stream()
+        if raw is not None:
+            raw.on_bytes(chunk, now)
+        else:
+            try:
+                events = self.decoder.feed(chunk)
+            except UnicodeDecodeError:
+                self._fail(ErrorClass.PROTOCOL, INVALID_UTF8)
+                return
+            except EventTooLarge as exc:
+                self._fail(ErrorClass.PROTOCOL, str(exc))
+                return
+            for event in events:
+                state.on_event(event, now)
         if state.failure is not None:
             if not self.failed.done():
                 self.failed.set_result(None)
@@ -135,17 +167,19 @@ class _Reader:
 
     def _on_whole(self, chunk: bytes, *, error: bool) -> None:
         """A whole body. A response's (non-streamed, or not an event stream) is kept up to
-        WHOLE_BODY_LIMIT, past which the reader fails as `protocol` without reading the rest;
-        an error response's is only counted, and past ERROR_BODY_LIMIT no longer waited for."""
+        the kind's whole_body_limit (streaming.WHOLE_BODY_LIMIT unless it says otherwise),
+        past which the reader fails as `protocol` without reading the rest; an error
+        response's is only counted, and past ERROR_BODY_LIMIT no longer waited for."""
         if self.failed.done():
             return
         self.body_bytes += len(chunk)
+        limit = self.protocol.whole_body_limit
         if error:
             if self.body_bytes > ERROR_BODY_LIMIT:
                 self.failed.set_result(None)
-        elif self.body_bytes > WHOLE_BODY_LIMIT:
+        elif self.body_bytes > limit:
             self.raw = bytearray()
-            self._fail(ErrorClass.PROTOCOL, BODY_TOO_LARGE)
+            self._fail(ErrorClass.PROTOCOL, f"response body over {size_text(limit)}")
         else:
             self.raw += chunk
 
@@ -156,8 +190,14 @@ class _Reader:
                 cast("asyncio.Future[object]", self.failed)}
 
     def finish_stream(self, end_ns: int) -> None:
-        """The response ended: a trailing event without a blank line is processed."""
+        """The response ended: a trailing event without a blank line is processed (a raw
+        body is told it ended)."""
         if self.end_ns is None and self.state.failure is None and not self.state.done:
+            raw = self.raw_stream()
+            if raw is not None:
+                raw.on_end(end_ns)
+                self.end_ns = end_ns
+                return
             try:
                 for event in self.decoder.close():
                     self.state.on_event(event, end_ns)
@@ -182,10 +222,11 @@ async def send_over_http1(pool: ConnectionPool, target: Target, encoded: Encoded
     loop = asyncio.get_running_loop()
     deadlines = Deadlines.from_t_send(target, t_send_ns, loop)
     reader = _Reader(stream, loop, deadlines, target.max_event_bytes, keep_reply,
-                     protocol_for(target), expect)
+                     protocol_for(target), expect, payload)
     try:
-        measurement = await _exchange(pool, target, payload, headers, stream, t_send_ns,
-                                      reader, deadlines, loop)
+        measurement = reader.protocol.stream_figures(
+            await _exchange(pool, target, payload, headers, stream, t_send_ns, reader,
+                            deadlines, loop), reader.state)
         return asked_to_stream(measurement) if stream else measurement
     except BaseException:  # cancelled: the connection must not be reused
         if reader.exchange is not None:
@@ -225,7 +266,8 @@ async def _exchange(pool: ConnectionPool, target: Target, payload: bytes,
                                                   await reader.exchange.done, status,
                                                   reader.keep_reply, reader.expect)
                 return answered_whole(whole) if stream else whole
-            if not is_event_stream(response_headers.get("content-type", "")):
+            if not is_event_stream(response_headers.get("content-type", "")) and \
+                    reader.raw_stream() is None:
                 pool.abandon(reader.exchange)
                 return failure(t_send_ns, status, ErrorClass.PROTOCOL, NOT_EVENT_STREAM)
             await asyncio.wait(reader.ends(), return_when=asyncio.FIRST_COMPLETED)
@@ -253,3 +295,49 @@ async def _exchange(pool: ConnectionPool, target: Target, payload: bytes,
     error_class, detail = reader.state.outcome()
     return from_state(reader.state, t_send_ns, reader.end_ns or time.perf_counter_ns(), status,
                       error_class, detail)
+
+
+async def call_over_http1(pool: ConnectionPool, target: Target, method: str, path: str,
+                          payload: bytes, headers: Mapping[str, str], *, keep: int,
+                          limit: int) -> Answer:
+    """One plain request of an exchanged kind's flow over the lean pool (base.HttpCall):
+    `method` to the target's base URL + `path`; its body counted as it arrives, its first
+    `keep` bytes kept, and past `limit` bytes given up (the connection with it) as
+    `protocol`. CallFailed for a transport failure; a cancelled call gives its connection
+    up, as a cancelled request does."""
+    body = bytearray()
+    size = 0
+    over: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def on_body(chunk: bytes, _now: int) -> None:
+        nonlocal size
+        size += len(chunk)
+        if size > limit:
+            if not over.done():
+                over.set_result(None)
+            return
+        room = keep - len(body)
+        if room > 0:
+            body.extend(memoryview(chunk)[:room])
+
+    exchange: Exchange | None = None
+    try:
+        exchange = await pool.start(method, target.base_url.rstrip("/") + path, headers,
+                                    payload, on_body, connect_timeout_s=target.timeout_connect_s)
+        status, response_headers = await exchange.head
+        await asyncio.wait({cast("asyncio.Future[object]", exchange.done),
+                            cast("asyncio.Future[object]", over)},
+                           return_when=asyncio.FIRST_COMPLETED)
+        if over.done():
+            raise CallFailed(ErrorClass.PROTOCOL, f"response body over {size_text(limit)}")
+        end_ns = exchange.done.result()
+    except TransportError as exc:
+        started = exchange is not None and exchange.head.done() and \
+            not exchange.head.cancelled() and exchange.head.exception() is None
+        raise CallFailed(classify_transport_error(exc, response_started=started),
+                         exc.detail) from None
+    except BaseException:  # over its limit, or cancelled: the connection must not be reused
+        if exchange is not None:
+            pool.abandon(exchange)
+        raise
+    return Answer(status, response_headers.get("content-type", ""), bytes(body), size, end_ns)

@@ -2,7 +2,9 @@
 endpoints (the lean HTTP/1.1 pool in http1.py carries the rest), and httpx failures as error
 classes (shared with the plain `http` checks, which also go through httpx). What is measured
 is decided by the target's protocol (probes/protocols: its stream reader, its whole answer);
-this module only reads the response through httpx and stamps chunks as they come out of it."""
+this module only reads the response through httpx and stamps chunks as they come out of it.
+`call_over_httpx` is a kind's plain request (base.HttpCall) through the same client: the
+requests of an exchanged kind's flow."""
 
 from __future__ import annotations
 
@@ -10,26 +12,26 @@ import asyncio
 import socket
 import ssl
 import time
+from collections.abc import Mapping
 
 import httpx
 
 from sustain.probes.client.egress_connect import egress_denial
 from sustain.probes.client.expected import ExpectedItems
-from sustain.probes.client.sse import EventTooLarge, SSEDecoder
+from sustain.probes.client.sse import EventTooLarge, SSEDecoder, size_text
 from sustain.probes.client.status import error_class_for_status
 from sustain.probes.client.target import Target
 from sustain.probes.measure.sample import ErrorClass, Measurement
-from sustain.probes.protocols.base import ApiProtocol
+from sustain.probes.protocols.base import Answer, ApiProtocol, CallFailed, raw_reader
 from sustain.probes.protocols.registry import protocol_for, request_url
 from sustain.probes.protocols.streaming import (
-    BODY_TOO_LARGE,
     DEADLINE_EXCEEDED,
     ERROR_BODY_LIMIT,
     INVALID_UTF8,
     NOT_EVENT_STREAM,
-    WHOLE_BODY_LIMIT,
     Deadlines,
     EncodedRequest,
+    StreamState,
     answered_whole,
     asked_to_stream,
     failure,
@@ -110,14 +112,17 @@ async def send_over_httpx(
     Deadlines: connect (httpx), first token and total (asyncio, from t_send; see
     protocols.streaming.Deadlines).
     """
-    measurement = await _send(client, target, encoded, stream, t_send_ns,
-                              keep_reply=keep_reply, expect=expect)
+    protocol = protocol_for(target)
+    state = protocol.stream_state_for(encoded[0], keep_reply)
+    measurement = protocol.stream_figures(
+        await _send(client, target, encoded, stream, t_send_ns, state, protocol,
+                    keep_reply=keep_reply, expect=expect), state)
     return asked_to_stream(measurement) if stream else measurement
 
 
 async def _send(client: httpx.AsyncClient, target: Target, encoded: EncodedRequest,
-                stream: bool, t_send_ns: int, *, keep_reply: bool,
-                expect: ExpectedItems | None) -> Measurement:
+                stream: bool, t_send_ns: int, state: StreamState, protocol: ApiProtocol, *,
+                keep_reply: bool, expect: ExpectedItems | None) -> Measurement:
     payload, request_headers = encoded
     loop = asyncio.get_running_loop()
     deadlines = Deadlines.from_t_send(target, t_send_ns, loop)
@@ -125,8 +130,6 @@ async def _send(client: httpx.AsyncClient, target: Target, encoded: EncodedReque
     timeout = httpx.Timeout(
         connect=target.timeout_connect_s, read=None, write=target.timeout_total_s, pool=None
     )
-    protocol = protocol_for(target)
-    state = protocol.stream_state(keep_reply)
     status: int | None = None
     end_ns: int | None = None
     try:
@@ -146,15 +149,19 @@ async def _send(client: httpx.AsyncClient, target: Target, encoded: EncodedReque
                     whole = await _read_whole(response, t_send_ns, status, keep_reply,
                                               protocol, expect)
                     return answered_whole(whole) if stream else whole
-                if not is_event_stream(content_type):
+                raw = raw_reader(state, content_type)
+                if raw is None and not is_event_stream(content_type):
                     return failure(t_send_ns, status, ErrorClass.PROTOCOL, NOT_EVENT_STREAM)
-                decoder = SSEDecoder(target.max_event_bytes)
+                decoder = SSEDecoder(protocol.event_bytes(target.max_event_bytes))
                 async for chunk in response.aiter_bytes():
                     now = time.perf_counter_ns()
                     if state.done:
                         continue  # the body's last bytes: read them so the connection is reused
-                    for event in decoder.feed(chunk):
-                        state.on_event(event, now)
+                    if raw is not None:
+                        raw.on_bytes(chunk, now)
+                    else:
+                        for event in decoder.feed(chunk):
+                            state.on_event(event, now)
                     if state.first_output_ns is not None and not phase.first_token_seen:
                         phase.first_token_seen = True
                         deadline.reschedule(deadlines.total)
@@ -164,8 +171,12 @@ async def _send(client: httpx.AsyncClient, target: Target, encoded: EncodedReque
                         end_ns = now
                         deadline.reschedule(deadlines.drain(loop.time()))
                 if end_ns is None:
-                    for event in decoder.close():
-                        state.on_event(event, time.perf_counter_ns())
+                    if raw is not None:
+                        if state.failure is None:
+                            raw.on_end(time.perf_counter_ns())
+                    else:
+                        for event in decoder.close():
+                            state.on_event(event, time.perf_counter_ns())
                     end_ns = time.perf_counter_ns()
     except TimeoutError:
         if not state.done:
@@ -198,14 +209,48 @@ async def _drain(response: httpx.Response, limit: int) -> None:
 async def _read_whole(response: httpx.Response, t_send_ns: int, status: int,
                       keep_reply: bool, protocol: ApiProtocol,
                       expect: ExpectedItems | None = None) -> Measurement:
-    """A non-streamed body, up to WHOLE_BODY_LIMIT: past it the request ends as `protocol`
-    without reading the rest (leaving the `client.stream` block closes the connection)."""
+    """A non-streamed body, up to the kind's whole_body_limit (WHOLE_BODY_LIMIT unless it
+    says otherwise): past it the request ends as `protocol` without reading the rest (leaving
+    the `client.stream` block closes the connection)."""
     chunks: list[bytes] = []
     size = 0
+    limit = protocol.whole_body_limit
     async for chunk in response.aiter_bytes():
         size += len(chunk)
-        if size > WHOLE_BODY_LIMIT:
-            return failure(t_send_ns, status, ErrorClass.PROTOCOL, BODY_TOO_LARGE)
+        if size > limit:
+            return failure(t_send_ns, status, ErrorClass.PROTOCOL,
+                           f"response body over {size_text(limit)}")
         chunks.append(chunk)
     return protocol.whole(b"".join(chunks), t_send_ns, time.perf_counter_ns(), status,
                           keep_reply, expect)
+
+
+async def call_over_httpx(client: httpx.AsyncClient, target: Target, method: str, path: str,
+                          payload: bytes, headers: Mapping[str, str], *, keep: int,
+                          limit: int) -> Answer:
+    """One plain request of an exchanged kind's flow through httpx (base.HttpCall): `method`
+    to the target's base URL + `path`; its body counted as it arrives, its first `keep` bytes
+    kept, and past `limit` bytes given up (leaving the `client.stream` block closes the
+    connection) as `protocol`. CallFailed for an httpx failure."""
+    timeout = httpx.Timeout(connect=target.timeout_connect_s, read=None,
+                            write=target.timeout_total_s, pool=None)
+    started = False
+    try:
+        async with client.stream(method, target.base_url.rstrip("/") + path,
+                                 content=payload or None, headers=dict(headers),
+                                 timeout=timeout) as response:
+            started = True
+            body = bytearray()
+            size = 0
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > limit:
+                    raise CallFailed(ErrorClass.PROTOCOL, f"response body over {size_text(limit)}")
+                room = keep - len(body)
+                if room > 0:
+                    body.extend(memoryview(chunk)[:room])
+            return Answer(response.status_code, response.headers.get("content-type", ""),
+                          bytes(body), size, time.perf_counter_ns())
+    except httpx.HTTPError as exc:
+        raise CallFailed(classify_transport_error(exc, response_started=started),
+                         failure_detail(exc)) from None

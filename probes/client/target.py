@@ -24,6 +24,9 @@ class ApiKind(enum.StrEnum):
     OPENAI_EMBEDDINGS = "openai-embeddings"
     RERANK = "rerank"
     OPENAI_TRANSCRIPTIONS = "openai-transcriptions"
+    OPENAI_SPEECH = "openai-speech"
+    OPENAI_IMAGES = "openai-images"
+    OPENAI_VIDEOS = "openai-videos"
     HTTP = "http"
 
 

@@ -5,7 +5,9 @@ its transport to a sender:
 
 - every API kind (the `prompt`, `items` and `audio` forms) over HTTP/1.1: the lean pool
   (client/http1.py); with `http2` set, httpx (client/httpx_transport.py), which offers HTTP/2;
-  each form has its `prepare` (PREPARES);
+  each form has its `prepare` (PREPARES); a kind whose sample is a flow of several requests
+  (`exchanged`: a video job) runs its own `exchange` over the same pool or client, through
+  their plain call (call_over_http1, call_over_httpx);
 - the `check` form (`http`): a plain check through httpx (client/http_check.py).
 
 A sender builds what it needs up front (the workload's request builder, which may raise
@@ -23,15 +25,16 @@ from functools import partial
 from typing import Any
 
 from sustain.probes.client.clients import HttpClients
-from sustain.probes.client.http1 import send_over_http1
+from sustain.probes.client.http1 import call_over_http1, send_over_http1
 from sustain.probes.client.http_check import send_http
-from sustain.probes.client.httpx_transport import send_over_httpx
+from sustain.probes.client.httpx_transport import call_over_httpx, send_over_httpx
 from sustain.probes.client.target import HttpCheck, Target
 from sustain.probes.load.calibrate import SizedPrompts
 from sustain.probes.load.drivers import Prepare
 from sustain.probes.measure.expect import Expect
 from sustain.probes.measure.quality import meets
 from sustain.probes.measure.sample import Measurement
+from sustain.probes.protocols.base import HttpCall
 from sustain.probes.protocols.registry import is_check
 from sustain.probes.protocols.streaming import EncodedRequest
 from sustain.probes.workload.dataset import DatasetPolicy
@@ -63,7 +66,7 @@ def api_over_http1(clients: HttpClients, target: Target, workload: Workload,
     """Every API kind over the lean HTTP/1.1 pool (client/http1.py)."""
     pool = clients.pool(tls_verify=target.tls_verify)
     return api_prepare(partial(send_over_http1, pool, target), target, workload, headers,
-                       datasets, replay)
+                       datasets, replay, call=partial(call_over_http1, pool, target))
 
 
 def api_over_httpx(clients: HttpClients, target: Target, workload: Workload,
@@ -72,46 +75,69 @@ def api_over_httpx(clients: HttpClients, target: Target, workload: Workload,
     """Every API kind over httpx, offering HTTP/2 (client/httpx_transport.py)."""
     client = clients.httpx(tls_verify=target.tls_verify, http2=True)
     return api_prepare(partial(send_over_httpx, client, target), target, workload,
-                       headers, datasets, replay)
+                       headers, datasets, replay, call=partial(call_over_httpx, client, target))
 
 
 def api_prepare(transport: Callable[..., Awaitable[Measurement]], target: Target,
                 workload: Workload, headers: Mapping[str, str], datasets: DatasetPolicy,
-                replay: Replay | None) -> PrepareFn:
+                replay: Replay | None, *, call: HttpCall | None = None) -> PrepareFn:
     """`prepare` over a transport bound to its connections and target (called as
     transport(encoded, stream, t_send_ns, keep_reply=...)): a request keeps its reply when it
     is a session's turn (the history needs it) or a quality canary (scored, then let go).
     Synthetic prompts get a SizedPrompts, to be calibrated before the run (calibrate.py),
-    and each measurement carries the prompt length its request asked for."""
+    and each measurement carries the prompt length its request asked for, and the figures
+    its kind knows from the request (its `request_figures`). An exchanged kind's sample is
+    its `exchange` over `call`, the plain request of the same connections."""
     builder = RequestBuilder(workload, target.api_kind, target.model, datasets, replay)
-    form_prepare = PREPARES.get(builder.protocol.form)
+    protocol = builder.protocol
+    if protocol.exchanged:
+        if call is None:
+            raise ValueError(f"{target.api_kind} needs a transport's plain call")
+        return exchange_prepare(call, target, builder, headers)
+    form_prepare = PREPARES.get(protocol.form)
     if form_prepare is not None:
         return form_prepare(transport, builder, headers)
+    stream = protocol.streamed(workload.stream)
 
     def prepare(seq: int, dialogue: Dialogue | None = None) -> SendFn:
         if dialogue is not None:
             return partial(transport, turn_request(builder, seq, dialogue, headers),
                            workload.stream, keep_reply=True)
         expect = builder.expectation(seq)
-        send: SendFn = partial(transport, builder.protocol.encode(builder.body(seq), headers),
-                               workload.stream, keep_reply=expect is not None)
+        body = builder.body(seq)
+        send: SendFn = partial(transport, protocol.encode(body, headers), stream,
+                               keep_reply=expect is not None)
         size, asked = builder.image_size(seq), builder.requested_tokens(seq)
-        if size is not None or asked is not None:
-            send = labelled(send, size, asked)
+        figures = protocol.request_figures(body)
+        if size is not None or asked is not None or figures:
+            send = labelled(send, size, asked, figures)
         return send if expect is None else scored(send, expect)
     if builder.synthetic:
         return SizedPrompts(prepare, builder, transport, headers, target)
     return prepare
 
 
-def labelled(send: SendFn, image_size: str | None, prompt_tokens_requested: int | None
-             ) -> SendFn:
-    """`send`, its measurement labelled with the size of the images it attached and the
-    prompt length it asked for (after the response: never part of the request's time)."""
+def labelled(send: SendFn, image_size: str | None, prompt_tokens_requested: int | None,
+             figures: Mapping[str, Any] | None = None) -> SendFn:
+    """`send`, its measurement labelled with the size of the images it attached, the
+    prompt length it asked for and the figures its kind knows from the request (a speech
+    request's characters), after the response: never part of the request's time."""
     async def request(t_send_ns: int) -> Measurement:
         return replace(await send(t_send_ns), image_size=image_size,
-                       prompt_tokens_requested=prompt_tokens_requested)
+                       prompt_tokens_requested=prompt_tokens_requested, **(figures or {}))
     return request
+
+
+def exchange_prepare(call: HttpCall, target: Target, builder: RequestBuilder,
+                     headers: Mapping[str, str]) -> PrepareFn:
+    """`prepare` for an exchanged kind (an asynchronous job): request `seq`'s first request
+    encoded before t_send, then the kind's `exchange` (its requests over `call`) is the
+    sample."""
+    def prepare(seq: int, _dialogue: Dialogue | None = None) -> SendFn:
+        body = builder.body(seq)
+        return partial(builder.protocol.exchange, call, target,
+                       builder.protocol.encode(body, headers), builder.workload)
+    return prepare
 
 
 def items_prepare(transport: Callable[..., Awaitable[Measurement]], builder: RequestBuilder,

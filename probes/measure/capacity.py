@@ -17,7 +17,7 @@ from sustain.probes.measure.finite import ratio
 from sustain.probes.measure.percentiles import Distribution
 from sustain.probes.measure.summary import RunSummary
 
-SLO_METRICS = (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("e2e_ms", "E2E"))
+SLO_METRICS = (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("ttfo_ms", "TTFO"), ("e2e_ms", "E2E"))
 
 
 class Verdict(BaseModel):
@@ -38,9 +38,9 @@ def verdict(summary: RunSummary, slo: CapacitySlo) -> Verdict:
         threshold = getattr(slo, name)
         if threshold is None:
             continue
-        dist: Distribution = getattr(summary, name)
-        value = getattr(dist, field)
-        low = low or field in dist.low_count
+        dist: Distribution | None = getattr(summary, name)
+        value = None if dist is None else getattr(dist, field)
+        low = low or (dist is not None and field in dist.low_count)
         if value is None:
             broken.append(f"no {label} measured")
         elif value > threshold:

@@ -18,6 +18,8 @@ class CapacitySlo(InputModel):
 
     ttft_ms: float | None = Field(default=None, gt=0, le=3_600_000)
     tpot_ms: float | None = Field(default=None, gt=0, le=3_600_000)
+    ttfo_ms: float | None = Field(default=None, gt=0, le=3_600_000,
+                                  description="Time to the first answer output.")
     e2e_ms: float | None = Field(default=None, gt=0, le=3_600_000)
     percentile: float = Field(default=99, description="50, 90, 95, 99 or 99.9.")
     min_success: float = Field(default=0.99, ge=0, le=1)
@@ -31,7 +33,9 @@ class CapacitySlo(InputModel):
 
     @model_validator(mode="after")
     def _a_threshold(self) -> CapacitySlo:
-        if self.ttft_ms is None and self.tpot_ms is None and self.e2e_ms is None:
-            raise PydanticCustomError("slo", "set at least one of ttft_ms, tpot_ms and e2e_ms",
-                                      {"field": "ttft_ms"})
+        if self.ttft_ms is None and self.tpot_ms is None and self.ttfo_ms is None \
+                and self.e2e_ms is None:
+            raise PydanticCustomError(
+                "slo", "set at least one of ttft_ms, tpot_ms, ttfo_ms and e2e_ms",
+                {"field": "ttft_ms"})
         return self

@@ -12,7 +12,8 @@ from sustain.probes.measure.sketch import MetricSketch
 
 MetricName = Literal["ttft", "itl", "tpot", "e2e", "corrected_e2e", "lag", "output_tokens",
                      "quality", "items", "rtf", "retrieval", "rag_embed", "rag_retrieve",
-                     "rag_rerank", "rag_gen_ttft", "rag_overhead"]
+                     "rag_rerank", "rag_gen_ttft", "rag_overhead", "ttfo", "answer_tpot",
+                     "reasoning_share", "job_queue", "job_generation", "job_content"]
 METRICS: tuple[MetricName, ...] = get_args(MetricName)
 """Metrics that are sketched: latencies in ms; `output_tokens`, each successful request's
 output length (its mean drifts when a model is swapped or quantised); `quality`, each checked
@@ -21,13 +22,28 @@ a rise is a regression, as for the latencies; `items`, the inputs embedded or do
 by each successful request of an item kind (their sum over measured time is items/s);
 `rtf`, each successful transcription's real-time factor; `retrieval`, each RAG question's
 retrieval verdict, 1 when its expected passage was retrieved and 2 when not (its mean is 1 +
-the miss share); `rag_*`, a successful RAG request's stage times in ms."""
+the miss share); `rag_*`, a successful RAG request's stage times in ms; `ttfo`, the time to
+the first answer output, and `answer_tpot`, the answer's TPOT (ms); `reasoning_share`, each
+successful generation's reasoning tokens over its output tokens, plus 1 (so from 1 to 2: a
+sketch's relative accuracy needs values away from 0, and a rise is a model thinking longer);
+`job_*`, an asynchronous job's phases in ms."""
+REASONING_SHARE_OFFSET = 1.0
 QUALITY_PASSED, QUALITY_FAILED = 1.0, 2.0
 RETRIEVAL_HIT, RETRIEVAL_MISS = 1.0, 2.0
 RAG_STAGE_METRICS: dict[str, MetricName] = {
     "embed": "rag_embed", "retrieve": "rag_retrieve", "rerank": "rag_rerank",
     "generate_ttft": "rag_gen_ttft", "overhead": "rag_overhead"}
 """The sketched RAG stages (a run's `generate` is its E2E's tail; its TTFT is sketched)."""
+JOB_PHASE_METRICS: dict[str, MetricName] = {
+    "queue": "job_queue", "generation": "job_generation", "content": "job_content"}
+"""An asynchronous job's phases (sample.JOB_PHASES) and their sketches."""
+
+
+def reasoning_share(sketch_mean: float | None) -> float | None:
+    """The mean reasoning share (0 to 1) from the mean of `reasoning_share` sketches (which
+    hold each share plus REASONING_SHARE_OFFSET); None without values."""
+    return None if sketch_mean is None else \
+        min(max(sketch_mean - REASONING_SHARE_OFFSET, 0.0), 1.0)
 
 
 def metric_values(sample: Sample) -> Iterable[tuple[MetricName, float]]:
@@ -45,6 +61,12 @@ def metric_values(sample: Sample) -> Iterable[tuple[MetricName, float]]:
         yield "itl", gap
     if (tpot := sample.tpot_ms) is not None:
         yield "tpot", tpot
+    if (ttfo := sample.measurement.ttfo_ms) is not None:
+        yield "ttfo", ttfo
+    if (answer_tpot := sample.answer_tpot_ms) is not None:
+        yield "answer_tpot", answer_tpot
+    if (share := sample.measurement.reasoning_share) is not None:
+        yield "reasoning_share", share + REASONING_SHARE_OFFSET
     yield "e2e", sample.e2e_ms
     if (corrected := sample.corrected_e2e_ms) is not None:
         yield "corrected_e2e", corrected
@@ -59,6 +81,9 @@ def metric_values(sample: Sample) -> Iterable[tuple[MetricName, float]]:
         yield "rtf", rtf
     for stage, ms in sample.rag_stages_ms:
         if (metric := RAG_STAGE_METRICS.get(stage)) is not None:
+            yield metric, ms
+    for phase, ms in m.phases_ms or ():
+        if (metric := JOB_PHASE_METRICS.get(phase)) is not None:
             yield metric, ms
 
 

@@ -12,6 +12,8 @@ import numpy.typing as npt
 from sustain.probes.measure.reply import Reply
 
 NS_PER_MS = 1_000_000
+JOB_PHASES = ("queue", "generation", "content")
+"""An asynchronous job's phases, in order (Measurement.phases_ms)."""
 """Clients read the monotonic clock in ns (time.perf_counter_ns); Measurement fields are ms."""
 
 
@@ -30,6 +32,8 @@ class ErrorClass(enum.StrEnum):
     PROTOCOL = "protocol"
     TRUNCATED = "truncated"
     EMPTY = "empty"
+    JOB_FAILED = "job_failed"
+    """An asynchronous job (a video generation) that its server reported `failed`."""
     EGRESS_DENIED = "egress_denied"
     """The egress policy refused the connection (SUSTAIN_ALLOWED_TARGETS /
     SUSTAIN_DENIED_TARGETS, link-local and metadata addresses): nothing was sent."""
@@ -98,6 +102,39 @@ class Measurement:
     """Whether a request asked to stream (`stream: true`) was answered as a stream: False
     when the server answered one JSON body instead (its TTFT is its E2E;
     docs/metrics.md#not-streamed); None for a request not asked to stream."""
+    ttfo_ms: float | None = None
+    """Time to the first *answer* output (content, output text, a tool call's arguments),
+    from t_send: after a reasoning model's thinking, where `ttft_ms` is the first output of
+    any kind (docs/metrics.md#reasoning); equal to TTFT for a model that does not think, None
+    when no answer came or the request was not streamed."""
+    reasoning_tokens: int | None = None
+    """Output tokens spent thinking (reasoning deltas), part of `output_tokens`: as the
+    server's usage reported them (`completion_tokens_details.reasoning_tokens`,
+    `output_tokens_details.reasoning_tokens`) or counted from the reasoning deltas
+    (`reasoning_server_counted` False); None when the answer had no reasoning at all."""
+    reasoning_server_counted: bool = False
+    """True when reasoning_tokens came from the server's usage report, False when counted
+    from the deltas (one per delta, as output tokens are without usage)."""
+    input_chars: int | None = None
+    """Characters of text a speech request asked to be spoken; None for the other kinds."""
+    phases_ms: tuple[tuple[str, float], ...] | None = None
+    """An asynchronous job's phases and their times (ms; JOB_PHASES): `queue` (created to
+    running), `generation` (running to completed), `content` (fetching its result); None for
+    a request answered at once."""
+
+    @property
+    def answer_tokens(self) -> int:
+        """Output tokens of the answer: the output less its reasoning tokens."""
+        return max(self.output_tokens - (self.reasoning_tokens or 0), 0)
+
+    @property
+    def reasoning_share(self) -> float | None:
+        """Reasoning tokens over all output tokens, from 0 to 1, of a request that told its
+        first answer output (a streamed generation) or its reasoning tokens; None
+        otherwise."""
+        if self.output_tokens < 1 or (self.reasoning_tokens is None and self.ttfo_ms is None):
+            return None
+        return min((self.reasoning_tokens or 0) / self.output_tokens, 1.0)
 
     @property
     def rtf(self) -> float | None:
@@ -159,6 +196,17 @@ class Sample:
         if m.ttft_ms is None or m.output_tokens < 2:
             return None
         return (m.e2e_ms - m.ttft_ms) / (m.output_tokens - 1)
+
+    @property
+    def answer_tpot_ms(self) -> float | None:
+        """TPOT of the answer part: (E2E - TTFO) / (answer tokens - 1), defined for 2 or more
+        answer tokens of a request that told its first answer output; the pace a reader of
+        the answer sees, after the thinking (docs/metrics.md#reasoning)."""
+        m = self.measurement
+        answer = m.answer_tokens
+        if m.ttfo_ms is None or answer < 2:
+            return None
+        return (m.e2e_ms - m.ttfo_ms) / (answer - 1)
 
     @property
     def corrected_e2e_ms(self) -> float | None:

@@ -137,6 +137,24 @@ class RunSummary(BaseModel):
     not_streamed: int = 0
     """Requests asked to stream that the server answered whole, as one JSON body (their TTFT
     is their E2E; docs/metrics.md#not-streamed)."""
+    ttfo_ms: Distribution | None = None
+    """Time to the first answer output of the successful streamed generations (after a
+    reasoning model's thinking; docs/metrics.md#reasoning); None for other kinds."""
+    answer_tpot_ms: Distribution | None = None
+    """TPOT of the answer part: (E2E - TTFO) / (answer tokens - 1); None for other kinds."""
+    reasoning_tokens: int | None = None
+    """Output tokens the successful requests spent reasoning; None when none reasoned."""
+    reasoning_tokens_estimated: bool = False
+    """True when any of those counts was counted from the deltas, not the server's usage."""
+    answer_tokens: int | None = None
+    """Output tokens of the answers (output less reasoning), with reasoning_tokens."""
+    reasoning_share: float | None = None
+    """reasoning_tokens / output_tokens, from 0 to 1; None when no request could tell."""
+    input_chars: int | None = None
+    """Characters the successful speech requests asked to be spoken; None for other kinds."""
+    job_phases_ms: dict[str, Distribution] | None = None
+    """An asynchronous job kind's phases over its successful jobs (queue, generation,
+    content); None for other kinds."""
 
     @model_validator(mode="before")
     @classmethod
@@ -238,6 +256,8 @@ def summarise(samples: Sequence[Sample], duration_s: float, slo: SloThresholds |
     audio = [s.measurement.audio_s for s in ok if s.measurement.audio_s is not None]
     hits = [s.measurement.hit for s in samples if s.measurement.hit is not None]
     prompts = prompt_token_figures(ok)
+    reasoning = reasoning_figures(ok)
+    chars = [s.measurement.input_chars for s in ok if s.measurement.input_chars is not None]
     return RunSummary(
         attempts=len(samples),
         successes=len(ok),
@@ -282,7 +302,39 @@ def summarise(samples: Sequence[Sample], duration_s: float, slo: SloThresholds |
         prompt_tokens_served=prompts.served,
         prompt_tokens_ratio=prompts.ratio,
         not_streamed=sum(1 for s in samples if s.measurement.streamed is False),
+        ttfo_ms=distribution(ttfo) if (ttfo := [
+            v for s in ok if (v := s.measurement.ttfo_ms) is not None]) else None,
+        answer_tpot_ms=distribution(answer) if (answer := [
+            v for s in ok if (v := s.answer_tpot_ms) is not None]) else None,
+        **reasoning,
+        input_chars=sum(chars) if chars else None,
+        job_phases_ms=job_phases(ok),
     )
+
+
+def reasoning_figures(samples: Sequence[Sample]) -> dict[str, Any]:
+    """Reasoning and answer tokens over `samples` (successful ones), and the reasoning share
+    over those that could tell it (Measurement.reasoning_share)."""
+    told = [s.measurement for s in samples if s.measurement.reasoning_share is not None]
+    if not told:
+        return {}
+    reasoning = sum(m.reasoning_tokens or 0 for m in told)
+    output = sum(m.output_tokens for m in told)
+    return {"reasoning_tokens": reasoning if any(m.reasoning_tokens is not None for m in told)
+            else None,
+            "reasoning_tokens_estimated": any(m.reasoning_tokens is not None
+                                              and not m.reasoning_server_counted for m in told),
+            "answer_tokens": sum(m.answer_tokens for m in told),
+            "reasoning_share": ratio(reasoning, output)}
+
+
+def job_phases(samples: Sequence[Sample]) -> dict[str, Distribution] | None:
+    """Each phase of an asynchronous job kind over `samples`; None when none had phases."""
+    phases: dict[str, list[float]] = {}
+    for sample in samples:
+        for name, ms in sample.measurement.phases_ms or ():
+            phases.setdefault(name, []).append(ms)
+    return {name: distribution(values) for name, values in phases.items()} if phases else None
 
 
 def rag_stages(samples: Sequence[Sample]) -> dict[str, Distribution] | None:

@@ -8,10 +8,12 @@ In the client layer, beside the transports that call them (probes/client):
 - registry.py: ApiKind -> its object (PROTOCOLS), and what follows from a target's kind
   (its URL, its auth and fixed headers);
 - streaming.py: the shared base: JSON encoding, deadlines, the OpenAI-style stream state that
-  the other readers extend, the reply collector, the Measurement builders;
+  the other readers extend, the Measurement builders;
+- reply_collector.py: what a request that keeps its reply keeps of it (text, tool calls);
 - shapes.py: a chat-shaped conversation in the Responses and Anthropic shapes;
 - one module per kind: openai_chat.py, openai_completions.py, openai_responses.py,
-  anthropic_messages.py, openai_embeddings.py, rerank.py, openai_transcriptions.py, http.py.
+  anthropic_messages.py, openai_embeddings.py, rerank.py, openai_transcriptions.py,
+  openai_speech.py, openai_images.py, openai_videos.py, http.py.
 
 Adding a kind: its module (a subclass of ApiProtocol and its instance), its row in
 registry.py, its name in client/target.py's ApiKind, and its route in the simulator.

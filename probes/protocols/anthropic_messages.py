@@ -23,9 +23,9 @@ from sustain.probes.client.target import ApiKind
 from sustain.probes.measure.sample import ErrorClass, Measurement
 from sustain.probes.protocols.base import ApiProtocol, RagStage
 from sustain.probes.protocols.openai_chat import GENERATION_FIGURES
+from sustain.probes.protocols.reply_collector import ReplyCollector
 from sustain.probes.protocols.shapes import to_anthropic
 from sustain.probes.protocols.streaming import (
-    ReplyCollector,
     StreamState,
     failure,
     json_object,
@@ -117,7 +117,7 @@ class MessagesStream(StreamState):
         piece = delta.get(key) if key is not None else None
         if not isinstance(piece, str) or not piece:
             return
-        self.output_at(now_ns)
+        self.output_at(now_ns, answer=key != "thinking")
         if self.reply is None:
             return
         if key == "text":
@@ -125,6 +125,16 @@ class MessagesStream(StreamState):
         elif key == "partial_json":
             self.reply.add_tool_call({"index": max(len(self.reply.calls) - 1, 0),
                                       "function": {"arguments": piece}}, now_ns)
+
+
+def thinking_of(payload: dict[str, Any]) -> str:
+    """A whole message's thinking text (its `thinking` blocks). Anthropic's usage does not
+    count thinking apart from output, so its reasoning tokens are estimated from it."""
+    content = payload.get("content")
+    return " ".join(block["thinking"] for block in content if isinstance(block, dict)
+                    and block.get("type") == "thinking"
+                    and isinstance(block.get("thinking"), str)) \
+        if isinstance(content, list) else ""
 
 
 def content_of(payload: dict[str, Any]) -> tuple[str, int, ReplyCollector]:
@@ -159,7 +169,8 @@ def whole_response(raw: bytes, t_send_ns: int, end: int, status: int,
     completion = token_count(usage.get("output_tokens")) if isinstance(usage, dict) else None
     return whole_measurement(t_send_ns, end, status, text=text, calls=calls,
                              completion=completion, prompt=prompt, cached=cached,
-                             reply=collector.reply() if keep_reply else None)
+                             reply=collector.reply() if keep_reply else None,
+                             reasoning_text=thinking_of(payload))
 
 
 class AnthropicMessages(ApiProtocol):
@@ -170,7 +181,8 @@ class AnthropicMessages(ApiProtocol):
     conversation: ClassVar[bool] = True
     counts_prompt: ClassVar[bool] = True
     rag_stage: ClassVar[RagStage | None] = "generate"
-    workload_fields: ClassVar[frozenset[str]] = frozenset({"images"})
+    workload_fields: ClassVar[frozenset[str]] = frozenset({"images",
+                                                           "thinking_budget_tokens"})
     figures: ClassVar[tuple[str, ...]] = GENERATION_FIGURES
 
     def auth(self, secret: str) -> dict[str, str]:

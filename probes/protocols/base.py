@@ -12,7 +12,14 @@ the rest of the probes (the request builder, the senders, the transports) and th
   (`encode`, `encode_upload`);
 - how a stream event (`stream_type`, a StreamState) or a whole answer (`whole`) becomes the
   Measurement, and which per-kind figures it adds (`figures`);
-- the workload fields (and so the `sustain probe` flags) that apply to it (`workload_fields`);
+- the workload fields (and so the `sustain probe` flags) that apply to it (`workload_fields`),
+  and how they enter its body (`body_for`);
+- how its answers are read where they are not one JSON body or an SSE stream: a raw streamed
+  body (a RawStreamState, chosen by the answer's content type: audio bytes), a larger body or
+  event than a chat answer's (`whole_body_limit`, `event_bytes`), and the figures known from
+  the request or its stream (`request_figures`, `stream_figures`);
+- a sample that is a flow of several requests (an asynchronous job: create, poll, fetch), the
+  kind's own `exchange` over the sender's connections (`HttpCall`) in place of one request;
 - what it needs from the simulator (`simulator_path`: the route it must serve).
 """
 
@@ -20,14 +27,17 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol
 
 from sustain.probes.client.expected import ExpectedItems
-from sustain.probes.client.target import ApiKind
-from sustain.probes.measure.sample import Measurement
+from sustain.probes.client.sse import size_text
+from sustain.probes.client.target import ApiKind, Target
+from sustain.probes.measure.sample import ErrorClass, Measurement
+from sustain.probes.protocols.reply_collector import ReplyCollector
 from sustain.probes.protocols.streaming import (
+    WHOLE_BODY_LIMIT,
     EncodedRequest,
-    ReplyCollector,
     StreamState,
     encode_request,
 )
@@ -54,13 +64,120 @@ class ItemSizes(Protocol):
     def dimensions(self) -> int | None: ...
 
 
+class KindSettings(Protocol):
+    """The workload's settings of the kinds that generate media (workload/spec.py's
+    Workload): what `body_for` puts in their bodies."""
+
+    @property
+    def stream(self) -> bool: ...
+    @property
+    def voice(self) -> str: ...
+    @property
+    def audio_format(self) -> str: ...
+    @property
+    def stream_format(self) -> str: ...
+    @property
+    def output_images(self) -> int: ...
+    @property
+    def output_image_size(self) -> str: ...
+    @property
+    def partial_images(self) -> int: ...
+    @property
+    def poll_interval_s(self) -> float: ...
+
+
+@dataclass(slots=True)
+class RawStreamState(StreamState):
+    """A stream state that also reads a streamed body that is not SSE (raw audio bytes), for
+    the kinds whose answers are such bodies (their `stream_type`). The transports hand it the
+    body's chunks as they arrive (`on_bytes`, stamped as SSE events are) once its head's
+    content type is one it `accepts`, then `on_end` when the body ended whole.
+
+    It runs on the event loop that times every other request: a chunk costs work in
+    proportion to itself only, and is counted, never kept (a small header aside), so what one
+    answer holds is bounded whatever its length; past `max_bytes` of body the state fails as
+    `protocol` and the transport stops reading (the connection is given up)."""
+
+    max_bytes: ClassVar[int] = 64 * 1024 * 1024
+    """Most body bytes read of one answer."""
+    body_bytes: int = 0
+    """Bytes of body read so far."""
+
+    def accepts(self, content_type: str) -> bool:  # noqa: ARG002 - none here
+        """Whether a 2xx body of `content_type` is read raw by this state (none, here)."""
+        return False
+
+    def on_bytes(self, chunk: bytes, now_ns: int) -> None:
+        """A chunk of the body that arrived at `now_ns`: counted against `max_bytes`, then
+        handed to `on_chunk`."""
+        if self.failure is not None or self.done:
+            return
+        self.body_bytes += len(chunk)
+        if self.body_bytes > self.max_bytes:
+            self.fail(ErrorClass.PROTOCOL, f"streamed body over {size_text(self.max_bytes)}")
+            return
+        self.on_chunk(chunk, now_ns)
+
+    def on_chunk(self, chunk: bytes, now_ns: int) -> None:
+        """What the kind reads in a chunk (its output's first byte and gaps, its size)."""
+
+    def on_end(self, now_ns: int) -> None:  # noqa: ARG002 - a kind may time its end
+        """The body ended whole (its framing complete): the stream is done."""
+        if self.failure is None:
+            self.done = True
+
+
+def raw_reader(state: StreamState, content_type: str) -> RawStreamState | None:
+    """`state`, when it reads a body of `content_type` raw (RawStreamState.accepts); None
+    when the body is to be read as SSE or one JSON answer."""
+    if isinstance(state, RawStreamState) and state.accepts(content_type):
+        return state
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One plain HTTP answer read by a kind's `exchange`: its status, content type, the first
+    `keep` bytes of its body, how many it had in all, and when it ended (perf_counter_ns)."""
+
+    status: int
+    content_type: str
+    body: bytes
+    size: int
+    end_ns: int
+
+
+class CallFailed(Exception):
+    """A request of an exchange that got no complete answer: the transport's failure (its
+    error class and a secret-free detail), or a body over its `limit` (`protocol`)."""
+
+    def __init__(self, error: ErrorClass, detail: str) -> None:
+        super().__init__(f"{error}: {detail}")
+        self.error = error
+        self.detail = detail
+
+
+class HttpCall(Protocol):
+    """One plain request over the sender's connections (the lean pool or httpx, as its
+    single requests go): `method` to the target's base URL + `path`, the encoded `payload`
+    with `headers` as given (the encoded request's: the auth and the target's own headers
+    among them); its body read to the end but kept only up to `keep` bytes, and counted up
+    to `limit` bytes, past which the call fails (CallFailed, `protocol`) without reading the
+    rest. Raises CallFailed for every failure of the endpoint; cancelling it gives its
+    connection up."""
+
+    async def __call__(self, method: str, path: str, payload: bytes,
+                       headers: Mapping[str, str], *, keep: int, limit: int) -> Answer: ...
+
+
 def bearer(secret: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {secret}"}
 
 
 class ApiProtocol(ABC):
     """One API kind (an abstract base: each kind's module defines a subclass and its one
-    instance). The class attributes are plain data; the methods are pure, without I/O."""
+    instance). The class attributes are plain data; the methods are pure, without I/O, but
+    for an exchanged kind's `exchange`, which does its I/O through the call it is given."""
 
     kind: ClassVar[ApiKind]
     path: ClassVar[str]
@@ -86,6 +203,12 @@ class ApiProtocol(ABC):
     figures: ClassVar[tuple[str, ...]] = ()
     """The Measurement fields this kind fills besides latency, status and error: its
     per-kind figures (TTFT and ITL of a stream, items of a batch, audio seconds)."""
+    whole_body_limit: ClassVar[int] = WHOLE_BODY_LIMIT
+    """Bytes of a whole (JSON) answer read: past them the request ends as `protocol`
+    (streaming.WHOLE_BODY_LIMIT, unless the kind's answers are larger: images)."""
+    exchanged: ClassVar[bool] = False
+    """Whether one sample of this kind is a flow of several requests (`exchange`), not one
+    request measured by the transport."""
 
     @property
     def simulator_path(self) -> str:
@@ -99,6 +222,42 @@ class ApiProtocol(ABC):
     def stream_state(self, keep_reply: bool) -> StreamState:
         return self.stream_type(reply=ReplyCollector() if keep_reply else None)
 
+    def stream_state_for(self, payload: bytes, keep_reply: bool) -> StreamState:  # noqa: ARG002
+        """The state that reads the answer to the encoded request `payload` (the transports'
+        call): `stream_state`, unless the kind's reading depends on what it asked (the audio
+        format a speech request named, read from `payload` only when its answer comes)."""
+        return self.stream_state(keep_reply)
+
+    def streamed(self, stream: bool) -> bool:
+        """Whether a request is read as a stream, given the workload's `stream`: as asked,
+        unless the kind's answers always stream (speech's audio)."""
+        return stream
+
+    def event_bytes(self, target_cap: int) -> int:
+        """The cap on one SSE event of this kind's streams, given the target's
+        (`max_event_bytes`): the target's, unless the kind's events are larger (a partial
+        image)."""
+        return target_cap
+
+    def request_figures(self, body: Mapping[str, Any]) -> dict[str, Any]:  # noqa: ARG002
+        """Measurement fields known from the request's `body` alone (the characters a
+        speech request asks to be spoken), set on its measurement once it ended."""
+        return {}
+
+    def stream_figures(self, measurement: Measurement,
+                       state: StreamState) -> Measurement:  # noqa: ARG002 - none here
+        """`measurement`, with the figures its stream's `state` counted that the shared
+        builders (streaming.from_state) do not know of (audio seconds, images)."""
+        return measurement
+
+    async def exchange(self, call: HttpCall, target: Target, encoded: EncodedRequest,
+                       settings: KindSettings, t_send_ns: int) -> Measurement:
+        """One sample of an `exchanged` kind: its requests over `call`, the first being
+        `encoded`, sent at `t_send_ns`, under the target's deadlines, paced by the
+        workload's `settings` (a job's poll interval). Never raises for endpoint
+        misbehaviour. The one method of a kind that does I/O, and only through `call`."""
+        raise NotImplementedError(f"{self.kind} requests are single requests")
+
     @abstractmethod
     def whole(self, raw: bytes, t_send_ns: int, end: int, status: int,
               keep_reply: bool = False, expect: ExpectedItems | None = None) -> Measurement:
@@ -109,6 +268,13 @@ class ApiProtocol(ABC):
         """`body`, written as OpenAI chat writes it, in this kind's shape (changed in place
         and returned; shapes.py)."""
         return body
+
+    def body_for(self, body: dict[str, Any],
+                 settings: KindSettings) -> dict[str, Any]:  # noqa: ARG002 - none here
+        """`body`, written as OpenAI chat writes it (prompt, model, output cap, streaming),
+        in this kind's shape with the workload's `settings` that apply to it (changed in
+        place and returned): the shape alone, unless the kind takes settings of its own."""
+        return self.shape(body)
 
     def set_prompt(self, body: dict[str, Any], text: str) -> None:
         """Put a request's prompt text in `body`: one user message of a conversation kind,

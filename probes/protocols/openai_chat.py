@@ -13,32 +13,37 @@ from sustain.probes.client.expected import ExpectedItems
 from sustain.probes.client.target import ApiKind
 from sustain.probes.measure.sample import ErrorClass, Measurement
 from sustain.probes.protocols.base import ApiProtocol, RagStage
+from sustain.probes.protocols.reply_collector import ReplyCollector
 from sustain.probes.protocols.streaming import (
-    ReplyCollector,
+    REASONING_KEYS,
     cached_token_count,
     failure,
     json_object,
+    reasoning_token_count,
     token_count,
     whole_measurement,
 )
 
+ANSWER_TEXT_KEYS = ("content",)
 GENERATION_FIGURES = ("ttft_ms", "itl_ms", "output_tokens", "input_tokens", "cached_tokens",
-                      "tool_call_ms")
+                      "tool_call_ms", "ttfo_ms", "reasoning_tokens")
 """What a generation kind measures: first token and gaps of a stream, tokens counted."""
 
 
-def message_text(payload: dict[str, Any]) -> str:
-    """The generated text of a non-streamed chat or completions response."""
+def message_text(payload: dict[str, Any], keys: tuple[str, ...] = ANSWER_TEXT_KEYS) -> str:
+    """The generated text of a non-streamed chat or completions response under `keys` of
+    its messages: the answer's (content, and a completion's `text`) by default, the
+    reasoning's with REASONING_KEYS."""
     parts: list[str] = []
     for choice in payload.get("choices") or []:
         if not isinstance(choice, dict):
             continue
         message = choice.get("message")
         if isinstance(message, dict):
-            for key in ("content", "reasoning_content", "reasoning"):
+            for key in keys:
                 if isinstance(message.get(key), str):
                     parts.append(message[key])
-        if isinstance(choice.get("text"), str):
+        if keys is ANSWER_TEXT_KEYS and isinstance(choice.get("text"), str):
             parts.append(choice["text"])
     return "".join(parts)
 
@@ -73,7 +78,9 @@ def whole_response(raw: bytes, t_send_ns: int, end: int, status: int,
         t_send_ns, end, status, text=message_text(payload), calls=tool_call_count(payload),
         completion=token_count(usage.get("completion_tokens")) if usage else None,
         prompt=token_count(usage.get("prompt_tokens")) if usage else None,
-        cached=cached_token_count(usage) if usage else None, reply=reply)
+        cached=cached_token_count(usage) if usage else None, reply=reply,
+        reasoning=reasoning_token_count(usage, "completion_tokens_details"),
+        reasoning_text=message_text(payload, REASONING_KEYS))
 
 
 
@@ -84,12 +91,16 @@ class OpenAIChat(ApiProtocol):
     conversation: ClassVar[bool] = True
     counts_prompt: ClassVar[bool] = True
     rag_stage: ClassVar[RagStage | None] = "generate"
-    workload_fields: ClassVar[frozenset[str]] = frozenset({"images"})
+    workload_fields: ClassVar[frozenset[str]] = frozenset({"images", "reasoning_effort"})
     figures: ClassVar[tuple[str, ...]] = GENERATION_FIGURES
 
     def whole(self, raw: bytes, t_send_ns: int, end: int, status: int,
               keep_reply: bool = False, expect: ExpectedItems | None = None) -> Measurement:
         return whole_response(raw, t_send_ns, end, status, keep_reply, expect)
+
+    def shape(self, body: dict[str, Any]) -> dict[str, Any]:
+        body.pop("thinking", None)  # Anthropic's spelling: chat asks `reasoning_effort`
+        return body
 
 
 OPENAI_CHAT = OpenAIChat()

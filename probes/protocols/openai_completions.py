@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from sustain.probes.client.expected import ExpectedItems
 from sustain.probes.client.target import ApiKind
@@ -22,6 +22,11 @@ class OpenAICompletions(ApiProtocol):
     def whole(self, raw: bytes, t_send_ns: int, end: int, status: int,
               keep_reply: bool = False, expect: ExpectedItems | None = None) -> Measurement:
         return whole_response(raw, t_send_ns, end, status, keep_reply, expect)
+
+    def shape(self, body: dict[str, Any]) -> dict[str, Any]:
+        body.pop("thinking", None)  # a completion takes no reasoning settings
+        body.pop("reasoning_effort", None)
+        return body
 
 
 OPENAI_COMPLETIONS = OpenAICompletions()

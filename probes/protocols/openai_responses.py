@@ -20,12 +20,13 @@ from sustain.probes.client.target import ApiKind
 from sustain.probes.measure.sample import ErrorClass, Measurement
 from sustain.probes.protocols.base import ApiProtocol, RagStage
 from sustain.probes.protocols.openai_chat import GENERATION_FIGURES
+from sustain.probes.protocols.reply_collector import ReplyCollector
 from sustain.probes.protocols.shapes import to_responses
 from sustain.probes.protocols.streaming import (
-    ReplyCollector,
     StreamState,
     failure,
     json_object,
+    reasoning_token_count,
     token_count,
     whole_measurement,
 )
@@ -34,6 +35,10 @@ OUTPUT_DELTAS = frozenset({
     "response.output_text.delta", "response.refusal.delta", "response.reasoning_text.delta",
     "response.reasoning_summary_text.delta", "response.function_call_arguments.delta"})
 """Events whose `delta` is output the model generated."""
+REASONING_DELTAS = frozenset({
+    "response.reasoning_text.delta", "response.reasoning_summary_text.delta"})
+"""Output deltas that are the model's reasoning (or its summary), not its answer: TTFO is the
+first of the others."""
 TEXT_DELTAS = frozenset({"response.output_text.delta", "response.refusal.delta"})
 """Output deltas that are the reply's text (reasoning is not kept, as for chat)."""
 ENDS = frozenset({"response.completed", "response.incomplete"})
@@ -94,7 +99,7 @@ class ResponsesStream(StreamState):
         if kind in OUTPUT_DELTAS:
             delta = payload.get("delta")
             if isinstance(delta, str) and delta:
-                self.output_at(now_ns)
+                self.output_at(now_ns, answer=kind not in REASONING_DELTAS)
                 if self.reply is not None:
                     self._keep(kind, payload, delta, now_ns)
         elif kind == "response.output_item.added" and self.reply is not None:
@@ -105,8 +110,9 @@ class ResponsesStream(StreamState):
                                           "function": {"name": item.get("name")}}, None)
         elif kind in ENDS:
             response = payload.get("response")
-            self.counted(*usage_counts(response.get("usage") if isinstance(response, dict)
-                                       else None))
+            usage = response.get("usage") if isinstance(response, dict) else None
+            self.counted(*usage_counts(usage))
+            self.counted_reasoning(reasoning_token_count(usage, "output_tokens_details"))
             self.finished = self.done = True
         elif kind in FAILED:
             response = payload.get("response")
@@ -128,6 +134,21 @@ class ResponsesStream(StreamState):
             index = self.calls.get(key if isinstance(key, (int, str)) else None, 0)
             self.reply.add_tool_call({"index": index, "function": {"arguments": delta}},
                                      now_ns)
+
+
+def reasoning_of(payload: dict[str, Any]) -> str:
+    """A whole response's reasoning text: its reasoning items' content and summary texts."""
+    parts: list[str] = []
+    output = payload.get("output")
+    for item in output if isinstance(output, list) else []:
+        if not isinstance(item, dict) or item.get("type") != "reasoning":
+            continue
+        for key in ("content", "summary"):
+            pieces = item.get(key)
+            for part in pieces if isinstance(pieces, list) else []:
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    parts.append(part["text"])
+    return " ".join(parts)
 
 
 def output_of(payload: dict[str, Any]) -> tuple[str, int, ReplyCollector]:
@@ -164,9 +185,11 @@ def whole_response(raw: bytes, t_send_ns: int, end: int, status: int,
                        "response failed")
     text, calls, collector = output_of(payload)
     completion, prompt, cached = usage_counts(payload.get("usage"))
-    return whole_measurement(t_send_ns, end, status, text=text, calls=calls,
-                             completion=completion, prompt=prompt, cached=cached,
-                             reply=collector.reply() if keep_reply else None)
+    return whole_measurement(
+        t_send_ns, end, status, text=text, calls=calls, completion=completion, prompt=prompt,
+        cached=cached, reply=collector.reply() if keep_reply else None,
+        reasoning=reasoning_token_count(payload.get("usage"), "output_tokens_details"),
+        reasoning_text=reasoning_of(payload))
 
 
 class OpenAIResponses(ApiProtocol):
@@ -176,7 +199,7 @@ class OpenAIResponses(ApiProtocol):
     conversation: ClassVar[bool] = True
     counts_prompt: ClassVar[bool] = True
     rag_stage: ClassVar[RagStage | None] = "generate"
-    workload_fields: ClassVar[frozenset[str]] = frozenset({"images"})
+    workload_fields: ClassVar[frozenset[str]] = frozenset({"images", "reasoning_effort"})
     figures: ClassVar[tuple[str, ...]] = GENERATION_FIGURES
 
     def whole(self, raw: bytes, t_send_ns: int, end: int, status: int,

@@ -62,13 +62,10 @@ class TranscriptionStream(StreamState):
     """A streamed transcript, read event by event (see StreamState)."""
 
     def on_event(self, event: SSEEvent, now_ns: int) -> None:
-        payload = self.payload(event)
-        if payload is None:
+        found = self.typed(event, error_class_of)
+        if found is None:
             return
-        if payload.get("error") is not None or payload.get("type") == "error":
-            self.fail(error_class_of(payload.get("error", payload)), "error event in stream")
-            return
-        kind = payload.get("type")
+        kind, payload = found
         if kind == "transcript.text.delta":
             delta = payload.get("delta")
             if isinstance(delta, str) and delta:

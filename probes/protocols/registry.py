@@ -13,13 +13,16 @@ from sustain.probes.protocols.http import HTTP
 from sustain.probes.protocols.openai_chat import OPENAI_CHAT
 from sustain.probes.protocols.openai_completions import OPENAI_COMPLETIONS
 from sustain.probes.protocols.openai_embeddings import OPENAI_EMBEDDINGS
+from sustain.probes.protocols.openai_images import OPENAI_IMAGES
 from sustain.probes.protocols.openai_responses import OPENAI_RESPONSES
+from sustain.probes.protocols.openai_speech import OPENAI_SPEECH
 from sustain.probes.protocols.openai_transcriptions import OPENAI_TRANSCRIPTIONS
+from sustain.probes.protocols.openai_videos import OPENAI_VIDEOS
 from sustain.probes.protocols.rerank import RERANK
 
 PROTOCOLS: dict[ApiKind, ApiProtocol] = {protocol.kind: protocol for protocol in (
     OPENAI_CHAT, OPENAI_COMPLETIONS, OPENAI_RESPONSES, ANTHROPIC_MESSAGES, OPENAI_EMBEDDINGS,
-    RERANK, OPENAI_TRANSCRIPTIONS, HTTP)}
+    RERANK, OPENAI_TRANSCRIPTIONS, OPENAI_SPEECH, OPENAI_IMAGES, OPENAI_VIDEOS, HTTP)}
 """Every API kind, in the order the CLI's help and the API's schema list them."""
 KIND_NAMES: tuple[str, ...] = tuple(kind.value for kind in PROTOCOLS)
 """The kinds' names, as an endpoint's `api_kind` and `sustain probe --api` take them."""

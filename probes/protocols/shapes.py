@@ -33,6 +33,9 @@ def to_responses(body: dict[str, Any]) -> dict[str, Any]:
     if "max_tokens" in body:
         body["max_output_tokens"] = body.pop("max_tokens")
     body.pop("stream_options", None)  # usage always comes with response.completed
+    body.pop("thinking", None)  # Anthropic's spelling
+    if "reasoning_effort" in body:
+        body["reasoning"] = {"effort": body.pop("reasoning_effort")}
     _convert_tools(body, responses_tool, responses_tool_choice)
     return body
 
@@ -48,6 +51,7 @@ def to_anthropic(body: dict[str, Any]) -> dict[str, Any]:
     body["messages"] = anthropic_messages(
         [m for m in messages if m.get("role") not in ("system", "developer")])
     body.pop("stream_options", None)  # usage always comes with message_start/delta
+    body.pop("reasoning_effort", None)  # OpenAI's spelling: Anthropic asks `thinking`
     _convert_tools(body, anthropic_tool, anthropic_tool_choice)
     return body
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -24,14 +24,9 @@ import orjson
 from sustain.probes.client.sse import SSEEvent, size_text
 from sustain.probes.client.status import error_class_for_status
 from sustain.probes.client.target import Target
-from sustain.probes.measure.reply import (
-    MAX_ARGUMENT_CHARS,
-    MAX_REPLY_CHARS,
-    MAX_TOOL_CALLS,
-    Reply,
-    ToolCall,
-)
+from sustain.probes.measure.reply import Reply
 from sustain.probes.measure.sample import NS_PER_MS, ErrorClass, Measurement
+from sustain.probes.protocols.reply_collector import ReplyCollector
 
 # --- requests -------------------------------------------------------------------------------
 
@@ -105,7 +100,12 @@ class Deadlines:
 # --- responses ------------------------------------------------------------------------------
 
 MAX_TOKEN_COUNT = 2**31 - 1
-OUTPUT_KEYS = ("content", "reasoning_content", "reasoning", "tool_calls")
+ANSWER_KEYS = ("content", "tool_calls")
+"""A chat delta's keys that carry the answer (TTFO)."""
+REASONING_KEYS = ("reasoning_content", "reasoning")
+"""A chat delta's keys that carry reasoning, in both spellings servers use (vLLM, SGLang and
+DeepSeek `reasoning_content`; OpenRouter, Ollama and newer vLLM `reasoning`)."""
+OUTPUT_KEYS = (*ANSWER_KEYS, *REASONING_KEYS)
 EVENT_STREAM = "text/event-stream"
 NOT_EVENT_STREAM = "stream is not text/event-stream"
 INVALID_UTF8 = "invalid UTF-8 in stream"
@@ -143,109 +143,41 @@ def cached_token_count(usage: dict[str, Any]) -> int | None:
     return cached
 
 
-def choice_has_output(choice: Any) -> bool:
-    """Content, reasoning or tool-call deltas (chat), text (completions); role-only is not."""
+def reasoning_token_count(usage: Any, details_key: str) -> int | None:
+    """Reasoning tokens of a usage object (`completion_tokens_details.reasoning_tokens` for
+    chat, `output_tokens_details.reasoning_tokens` for Responses), or None when absent."""
+    details = usage.get(details_key) if isinstance(usage, dict) else None
+    return token_count(details.get("reasoning_tokens")) if isinstance(details, dict) else None
+
+
+def _carries(delta: dict[str, Any], keys: tuple[str, ...]) -> bool:
+    for key in keys:
+        value = delta.get(key)
+        if value and isinstance(value, (str, list)):
+            return True
+    return False
+
+
+def choice_output(choice: Any) -> tuple[bool, bool]:
+    """(output, answer) of a streamed choice: whether it carries output at all (content,
+    reasoning or tool-call deltas for chat, text for completions; role-only does not), and
+    whether that output is answer rather than reasoning."""
     if type(choice) is not dict:
-        return False
+        return False, False
     delta = choice.get("delta")
     if type(delta) is dict:
-        for key in OUTPUT_KEYS:
-            value = delta.get(key)
-            if value and isinstance(value, (str, list)):
-                return True
+        if _carries(delta, ANSWER_KEYS):
+            return True, True
+        if _carries(delta, REASONING_KEYS):
+            return True, False
     text = choice.get("text")
-    return bool(text) and isinstance(text, str)
+    output = bool(text) and isinstance(text, str)
+    return output, output
 
 
-@dataclass(slots=True)
-class ReplyCollector:
-    """Gathers a reply's text and tool calls from its choices, for the requests that keep
-    their reply (a session's turn, a quality canary), within the bounds of measure/reply.py.
-    Streamed tool calls arrive in pieces: the first names the call (`id`,
-    `function.name`), the rest append to its `arguments`; pieces belong to the call at their
-    `index` (or, without one, to the last call)."""
-
-    parts: list[str] = field(default_factory=list)
-    size: int = 0
-    calls: list[list[str]] = field(default_factory=list)
-    """[id, name, arguments] of each tool call, in index order."""
-    first_tool_call_ns: int | None = None
-    truncated: bool = False
-
-    def add_text(self, text: object) -> None:
-        if not isinstance(text, str) or not text:
-            return
-        room = MAX_REPLY_CHARS - self.size
-        if len(text) > room:
-            text, self.truncated = text[:room], True
-        if text:
-            self.parts.append(text)
-            self.size += len(text)
-
-    def add_tool_call(self, piece: object, now_ns: int | None) -> None:
-        if not isinstance(piece, dict):
-            return
-        if self.first_tool_call_ns is None and now_ns is not None:
-            self.first_tool_call_ns = now_ns
-        index = piece.get("index")
-        if not (isinstance(index, int) and not isinstance(index, bool) and index >= 0):
-            index = max(len(self.calls) - 1, 0) if "id" not in piece else len(self.calls)
-        if index >= MAX_TOOL_CALLS:
-            self.truncated = True
-            return
-        while len(self.calls) <= index:
-            self.calls.append(["", "", ""])
-        call = self.calls[index]
-        if isinstance(piece.get("id"), str) and not call[0]:
-            call[0] = piece["id"][:256]
-        function = piece.get("function")
-        if isinstance(function, dict):
-            if isinstance(function.get("name"), str) and not call[1]:
-                call[1] = function["name"][:256]
-            arguments = function.get("arguments")
-            if isinstance(arguments, dict):  # some servers send an object, not JSON text
-                arguments = orjson.dumps(arguments).decode()
-            if isinstance(arguments, str) and arguments:
-                room = MAX_ARGUMENT_CHARS - len(call[2])
-                if len(arguments) > room:
-                    arguments, self.truncated = arguments[:room], True
-                call[2] += arguments
-
-    def on_choice(self, choice: Any, now_ns: int) -> None:
-        """One streamed choice: chat `delta.content` and `delta.tool_calls`, or completion
-        `text`."""
-        if type(choice) is not dict:
-            return
-        delta = choice.get("delta")
-        if type(delta) is dict:
-            self.add_text(delta.get("content"))
-            pieces = delta.get("tool_calls")
-            if isinstance(pieces, list):
-                for piece in pieces:
-                    self.add_tool_call(piece, now_ns)
-        self.add_text(choice.get("text"))
-
-    def on_whole(self, payload: dict[str, Any]) -> None:
-        """A non-streamed response's first choice: its message (or text)."""
-        choices = payload.get("choices")
-        choice = choices[0] if isinstance(choices, list) and choices else None
-        if not isinstance(choice, dict):
-            return
-        message = choice.get("message")
-        if isinstance(message, dict):
-            self.add_text(message.get("content"))
-            calls = message.get("tool_calls")
-            if isinstance(calls, list):
-                for index, call in enumerate(calls):
-                    if isinstance(call, dict):
-                        self.add_tool_call({**call, "index": index}, None)
-        self.add_text(choice.get("text"))
-
-    def reply(self) -> Reply:
-        calls = tuple(ToolCall(id=call[0] or f"call_{index}", name=call[1],
-                               arguments=call[2])
-                      for index, call in enumerate(self.calls))
-        return Reply(text="".join(self.parts), tool_calls=calls, truncated=self.truncated)
+def choice_has_output(choice: Any) -> bool:
+    """Content, reasoning or tool-call deltas (chat), text (completions); role-only is not."""
+    return choice_output(choice)[0]
 
 
 @dataclass(slots=True)
@@ -253,6 +185,8 @@ class StreamState:
     """Accumulates a streamed response's events; timestamps in ns from the monotonic clock."""
 
     first_output_ns: int | None = None
+    first_answer_ns: int | None = None
+    """When the first answer output (not reasoning) arrived: TTFO."""
     last_output_ns: int | None = None
     itl_ns: list[int] = field(default_factory=list)
     output_events: int = 0
@@ -261,6 +195,10 @@ class StreamState:
     completion_tokens: int | None = None
     prompt_tokens: int | None = None
     cached_tokens: int | None = None
+    reasoning_events: int = 0
+    """Output events that carried reasoning only."""
+    reasoning_counted: int | None = None
+    """Reasoning tokens the server's usage reported, if it did."""
     failure: ErrorClass | None = None
     detail: str | None = None
     reply: ReplyCollector | None = None
@@ -286,6 +224,19 @@ class StreamState:
             return None
         return payload
 
+    def typed(self, event: SSEEvent, classify: Callable[[Any], ErrorClass]
+              ) -> tuple[Any, dict[str, Any]] | None:
+        """An OpenAI typed event's `type` and payload (the media and transcription streams),
+        or None when there is nothing to read in it (as `payload`) or it is an error (an
+        `error` object, or `type: error`), which fails the stream by `classify`."""
+        payload = self.payload(event)
+        if payload is None:
+            return None
+        if payload.get("error") is not None or payload.get("type") == "error":
+            self.fail(classify(payload.get("error", payload)), "error event in stream")
+            return None
+        return payload.get("type"), payload
+
     def on_event(self, event: SSEEvent, now_ns: int) -> None:
         payload = self.payload(event)
         if payload is None:
@@ -302,28 +253,35 @@ class StreamState:
         if type(choices) is not list:
             self.fail(ErrorClass.PROTOCOL, "choices is not a list")
             return
-        output = finished = False
+        output = answer = finished = False
         for choice in choices:
-            if not output and choice_has_output(choice):
-                output = True
+            if not answer:
+                carries, answers = choice_output(choice)
+                output, answer = output or carries, answers
             if type(choice) is dict and choice.get("finish_reason"):
                 finished = True
         if self.reply is not None:
             self.reply.on_choice(choices[0], now_ns)
         if output:
-            self.output_at(now_ns)
+            self.output_at(now_ns, answer=answer)
         if finished:
             self.finished = True
 
-    def output_at(self, now_ns: int) -> None:
+    def output_at(self, now_ns: int, *, answer: bool = True) -> None:
         """An output-bearing event arrived at `now_ns`: the first one is TTFT, each later one
-        adds the gap since the one before to ITL."""
+        adds the gap since the one before to ITL (reasoning and answer alike, as MLPerf
+        times them); the first answer one is TTFO, a reasoning one counts as a reasoning
+        token where the server reports none."""
         if self.last_output_ns is not None:
             self.itl_ns.append(now_ns - self.last_output_ns)
         else:
             self.first_output_ns = now_ns
         self.last_output_ns = now_ns
         self.output_events += 1
+        if not answer:
+            self.reasoning_events += 1
+        elif self.first_answer_ns is None:
+            self.first_answer_ns = now_ns
 
     def counted(self, completion: int | None, prompt: int | None, cached: int | None) -> None:
         """Usage the server reported (each figure kept when given, so a later report of part
@@ -335,10 +293,24 @@ class StreamState:
         if cached is not None:
             self.cached_tokens = cached
 
+    def counted_reasoning(self, reasoning: int | None) -> None:
+        """Reasoning tokens the server reported (kept when given, as `counted` does)."""
+        if reasoning is not None:
+            self.reasoning_counted = reasoning
+
+    @property
+    def reasoning_tokens(self) -> int | None:
+        """The server's count of reasoning tokens, else the reasoning events counted; None
+        when there was no reasoning to count."""
+        if self.reasoning_counted is not None:
+            return self.reasoning_counted
+        return self.reasoning_events or None
+
     def _on_usage(self, usage: Any) -> None:
         if isinstance(usage, dict):
             self.counted(token_count(usage.get("completion_tokens")),
                          token_count(usage.get("prompt_tokens")), cached_token_count(usage))
+            self.counted_reasoning(reasoning_token_count(usage, "completion_tokens_details"))
 
     def _on_error(self, error: Any) -> None:
         code = error.get("code") if isinstance(error, dict) else None
@@ -385,12 +357,16 @@ def json_object(raw: bytes) -> dict[str, Any] | str:
 
 def whole_measurement(t_send_ns: int, end: int, status: int, *, text: str, calls: int,
                       completion: int | None, prompt: int | None, cached: int | None,
-                      reply: Reply | None) -> Measurement:
-    """A whole (non-streamed) generation that ended at `end` (ns): its text and tool calls,
-    and the usage the server reported. Without a completion count, the output is estimated
-    as the text's words plus its tool calls; no output at all is `empty`."""
-    tokens = completion if completion is not None else len(text.split()) + calls
-    error = None if tokens >= 1 and (text or calls) else ErrorClass.EMPTY
+                      reply: Reply | None, reasoning: int | None = None,
+                      reasoning_text: str = "") -> Measurement:
+    """A whole (non-streamed) generation that ended at `end` (ns): its answer text and tool
+    calls, its reasoning text, and the usage the server reported. Without a completion
+    count, the output is estimated as the words of both texts plus the tool calls (and the
+    reasoning tokens as the reasoning text's words); no output at all is `empty`."""
+    estimated_reasoning = len(reasoning_text.split())
+    tokens = completion if completion is not None \
+        else len(text.split()) + calls + estimated_reasoning
+    error = None if tokens >= 1 and (text or calls or reasoning_text) else ErrorClass.EMPTY
     return Measurement(
         ttft_ms=None,
         itl_ms=(),
@@ -403,6 +379,8 @@ def whole_measurement(t_send_ns: int, end: int, status: int, *, text: str, calls
         error_detail=None if error is None else "no output tokens",
         cached_tokens=cached,
         reply=reply,
+        reasoning_tokens=reasoning if reasoning is not None else estimated_reasoning or None,
+        reasoning_server_counted=reasoning is not None,
     )
 
 
@@ -411,7 +389,7 @@ def answered_whole(measurement: Measurement) -> Measurement:
     first token came with its last byte, so a successful one's TTFT is its E2E (and it has
     no ITL); docs/metrics.md#not-streamed."""
     ttft = measurement.e2e_ms if measurement.error_class is None else None
-    return replace(measurement, ttft_ms=ttft, streamed=False)
+    return replace(measurement, ttft_ms=ttft, ttfo_ms=ttft, streamed=False)
 
 
 def asked_to_stream(measurement: Measurement) -> Measurement:
@@ -456,4 +434,7 @@ def from_state(
         cached_tokens=state.cached_tokens,
         reply=None if collected is None else collected.reply(),
         tool_call_ms=None if first_call is None else _ms(first_call - t_send_ns),
+        ttfo_ms=None if state.first_answer_ns is None else _ms(state.first_answer_ns - t_send_ns),
+        reasoning_tokens=state.reasoning_tokens,
+        reasoning_server_counted=state.reasoning_counted is not None,
     )

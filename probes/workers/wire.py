@@ -47,14 +47,16 @@ def sample_row(sample: Sample) -> Row:
             m.error_detail, m.cached_tokens, m.tool_call_ms, sample.conversation, sample.turn,
             sample.session_end, m.quality, m.items, m.audio_s, m.image_size,
             None if m.stages_ms is None else [list(stage) for stage in m.stages_ms], m.hit,
-            m.prompt_tokens_requested, m.streamed)
+            m.prompt_tokens_requested, m.streamed, m.ttfo_ms, m.reasoning_tokens,
+            m.reasoning_server_counted, m.input_chars,
+            None if m.phases_ms is None else [list(phase) for phase in m.phases_ms])
 
 
-ROW_FIELDS = 26
+ROW_FIELDS = 31
 """The values of a row sample_row makes. New fields go at the end, so a row of an earlier
 release (an agent's upload) is still read: OLD_ROW_FIELDS is the shortest row_sample takes."""
 OLD_ROW_FIELDS = 25
-"""The row of the release before `streamed` (each field after it reads as None)."""
+"""The row of two releases ago, before `streamed` (each field after it reads as None)."""
 
 
 def row_sample(row: list[Any], clock: RunClock) -> Sample:
@@ -66,7 +68,8 @@ def row_sample(row: list[Any], clock: RunClock) -> Sample:
     padded: list[Any] = [*row, *[None] * (ROW_FIELDS - len(row))]
     (seq, stage, t_sched, t_send, ttft, itl, e2e, tokens, counted, input_tokens, status,
      error, detail, cached, tool_call, conversation, turn, session_end, quality, items,
-     audio, image_size, stages, hit, requested, streamed) = padded
+     audio, image_size, stages, hit, requested, streamed, ttfo, reasoning,
+     reasoning_counted, input_chars, phases) = padded
     measurement = Measurement(
         ttft_ms=None if ttft is None else float(ttft), itl_ms=tuple(float(g) for g in itl),
         e2e_ms=float(e2e), output_tokens=int(tokens), tokens_server_counted=bool(counted),
@@ -84,7 +87,13 @@ def row_sample(row: list[Any], clock: RunClock) -> Sample:
                                                     for name, ms in stages),
         hit=None if hit is None else bool(hit),
         prompt_tokens_requested=None if requested is None else int(requested),
-        streamed=None if streamed is None else bool(streamed))
+        streamed=None if streamed is None else bool(streamed),
+        ttfo_ms=None if ttfo is None else float(ttfo),
+        reasoning_tokens=None if reasoning is None else int(reasoning),
+        reasoning_server_counted=bool(reasoning_counted),
+        input_chars=None if input_chars is None else int(input_chars),
+        phases_ms=None if phases is None else tuple((str(name), float(ms))
+                                                    for name, ms in phases))
     t_send_ms = float(t_send)
     return Sample(seq=int(seq), stage=int(stage),
                   t_sched_ms=None if t_sched is None else float(t_sched), t_send_ms=t_send_ms,

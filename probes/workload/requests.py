@@ -302,7 +302,8 @@ class RequestBuilder:
                images: list[str] | None = None) -> dict[str, Any]:
         """What every body carries: model, output cap, streaming (asking for usage, so
         tokens are server-counted) and sampling; then in the shape of the target's protocol
-        (its `shape`, probes/protocols/shapes.py)."""
+        (its `shape`, probes/protocols/shapes.py), with the workload's settings of its own
+        kind (its `body_for`: a speech request's voice, an image request's size)."""
         w = self.workload
         body.update(model=self.model, max_tokens=max_tokens, stream=w.stream)
         if w.stream:
@@ -311,11 +312,15 @@ class RequestBuilder:
             body["temperature"] = w.temperature
         if w.top_p is not None:
             body["top_p"] = w.top_p
+        if w.reasoning_effort is not None:
+            body["reasoning_effort"] = w.reasoning_effort
+        if w.thinking_budget_tokens is not None:
+            body["thinking"] = {"type": "enabled", "budget_tokens": w.thinking_budget_tokens}
         if images is None and self.images is not None:
             images = self.images.data_uris(self._image_rng(seq))
         if images:
             attach_images(body, images)
-        return self.protocol.shape(body)
+        return self.protocol.body_for(body, w)
 
     def _traced(self, seq: int, request: TraceRequest) -> str:
         """A trace request's prompt: the run's salt, then its prefix blocks by hash id (the

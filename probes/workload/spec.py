@@ -30,6 +30,20 @@ MAX_PATH_CHARS = 4096
 """Longest path of a file a workload names (PATH_MAX on Linux)."""
 MAX_BATCH_TOKENS = 1_000_000
 """Most tokens one embeddings or rerank request may carry in all (inputs x their length)."""
+MAX_VOICE_CHARS = 256
+"""Longest speech `voice` (a name, or a custom voice's id)."""
+MAX_OUTPUT_IMAGES = 10
+"""Most images one openai-images request asks for (OpenAI's own bound on `n`)."""
+MAX_PARTIAL_IMAGES = 3
+"""Most partial images a streamed image may send (OpenAI's bound)."""
+MIN_POLL_INTERVAL_S = 0.05
+MAX_POLL_INTERVAL_S = 60.0
+"""The bounds of a video job's poll interval: not faster than 20 polls a second per job, not
+slower than a minute (the phase times' accuracy)."""
+
+
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high"]
+"""How long a reasoning model should think, as OpenAI's `reasoning_effort` names it."""
 
 
 class Workload(InputModel):
@@ -113,6 +127,40 @@ class Workload(InputModel):
         "seconds (16 kHz mono 16-bit WAV, a few tones under noise, its samples new for every "
         "request unless the cache is allowed). Formerly `audio_seconds` (still accepted, "
         "deprecated).")
+    reasoning_effort: ReasoningEffort | None = Field(
+        default=None, description="openai-chat (`reasoning_effort`) and openai-responses "
+        "(`reasoning: {effort}`): how long a reasoning model should think; unset: the "
+        "server's default.")
+    thinking_budget_tokens: int | None = Field(
+        default=None, ge=1024, le=1_000_000, description="anthropic-messages: extended "
+        "thinking (`thinking: {type: enabled, budget_tokens}`) with this many tokens at most "
+        "(Anthropic's least is 1024); unset: no extended thinking asked.")
+    voice: str = Field(
+        default="alloy", min_length=1, max_length=MAX_VOICE_CHARS,
+        description="openai-speech: the voice to speak with.")
+    audio_format: Literal["pcm", "wav", "mp3", "opus", "aac", "flac"] = Field(
+        default="pcm",
+        description="openai-speech: the audio format asked for (`response_format`). pcm (24 "
+        "kHz 16-bit mono) and wav tell the seconds of audio, hence the real-time factor; the "
+        "compressed formats are counted in bytes only.")
+    stream_format: Literal["audio", "sse"] = Field(
+        default="audio",
+        description="openai-speech: audio, raw audio bytes streamed; sse, server-sent "
+        "speech.audio.delta events (base64 audio) and speech.audio.done.")
+    output_images: int = Field(
+        default=1, ge=1, le=MAX_OUTPUT_IMAGES,
+        description="openai-images: images generated per request (`n`).")
+    output_image_size: str = Field(
+        default="1024x1024", pattern=r"^(auto|[1-9][0-9]{1,4}x[1-9][0-9]{1,4})$",
+        description="openai-images: the size of each generated image, WIDTHxHEIGHT or auto.")
+    partial_images: int = Field(
+        default=0, ge=0, le=MAX_PARTIAL_IMAGES,
+        description="openai-images, streamed: partial images sent before each image is "
+        "complete (its TTFT is the first partial image's).")
+    poll_interval_s: float = Field(
+        default=1.0, ge=MIN_POLL_INTERVAL_S, le=MAX_POLL_INTERVAL_S,
+        description="openai-videos: seconds between polls of a job's status; a job's phase "
+        "times are exact to within one interval.")
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, gt=0, le=1)
     seed: int = Field(default=0, ge=0, le=2**31 - 1)

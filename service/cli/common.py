@@ -22,9 +22,10 @@ from rich.console import Console
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from sustain.service.config import Settings, deprecated_variables
+from sustain.service.config import Settings
 from sustain.service.db.embedded import DataDirInUseError, EmbeddedPostgres, running_url
 from sustain.service.db.engine import create_engine
+from sustain.service.server_settings import deprecated_variables
 
 console = Console(stderr=True, soft_wrap=True, emoji=False)
 """Messages go to stderr, so a command's stdout carries only its output (--json, keys)."""

@@ -93,6 +93,11 @@ def comparison_table(found: Comparison) -> Table:
         ("TPOT p50 / p99", [f"{ms(p.tpot_ms.p50)} / {ms(p.tpot_ms.p99)}"
                             for p in found.probes]),
         ("E2E p50 / p99", [f"{ms(p.e2e_ms.p50)} / {ms(p.e2e_ms.p99)}" for p in found.probes]),
+        ("TTFO p50 / p99 (first answer)", [
+            "-" if p.ttfo_ms is None else f"{ms(p.ttfo_ms.p50)} / {ms(p.ttfo_ms.p99)}"
+            for p in found.probes]),
+        ("reasoning share", ["-" if p.reasoning_share is None else f"{p.reasoning_share:.1%}"
+                             for p in found.probes]),
         ("output tok/s", [num(p.output_tokens_per_second) for p in found.probes]),
         ("goodput req/s", [num(p.goodput) for p in found.probes]),
         ("items/s", [num(p.items_per_second) for p in found.probes]),

@@ -26,7 +26,13 @@ from sustain.probes.runner import RunBudget
 from sustain.probes.workload.corpus import RagSpec
 from sustain.probes.workload.images import ImageSpec
 from sustain.probes.workload.spec import Workload
-from sustain.service.cli.probe_flags import FLAG_OF, FlagError, ProbeFlags, flag_error
+from sustain.service.cli.probe_flags import (
+    FLAG_OF,
+    FlagError,
+    ProbeFlags,
+    flag_error,
+    kind_workload,
+)
 from sustain.service.db import crud
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Endpoint, Probe
@@ -67,10 +73,12 @@ def build(flags: ProbeFlags, limits: LoadLimits | None = None) -> OneShot:
                             dimensions=flags.dimensions, documents=flags.documents,
                             query_tokens=flags.query_tokens,
                             audio_s=flags.audio_seconds, images=image_spec(flags),
-                            rag=rag_spec(flags))
+                            reasoning_effort=flags.reasoning_effort,
+                            thinking_budget_tokens=flags.thinking_budget_tokens,
+                            rag=rag_spec(flags), **kind_workload(flags))
         rag = rag_endpoints(flags, endpoint)
         slo = SloThresholds(ttft_ms=flags.slo_ttft_ms, tpot_ms=flags.slo_tpot_ms,
-                            e2e_ms=flags.slo_e2e_ms)
+                            ttfo_ms=flags.slo_ttfo_ms, e2e_ms=flags.slo_e2e_ms)
     except ValidationError as exc:
         raise flag_error(exc) from None
     for name, message in threshold_problems(endpoint.api_kind, slo):
@@ -194,6 +202,7 @@ def load_profile(flags: ProbeFlags, limits: LoadLimits | None = None) -> LoadPro
         raw.update(minimum=flags.min_concurrency, maximum=flags.max_concurrency,
                    duration_s=length, min_samples=flags.min_samples, slo={
                        "ttft_ms": flags.slo_ttft_ms, "tpot_ms": flags.slo_tpot_ms,
+                       "ttfo_ms": flags.slo_ttfo_ms,
                        "e2e_ms": flags.slo_e2e_ms, "percentile": flags.slo_percentile,
                        "min_success": flags.min_success})
     try:
@@ -226,7 +235,7 @@ async def save(session: AsyncSession, shot: OneShot, result: RunResult,
     columns = {"endpoint_id": endpoint.id, "workload": shot.workload.model_dump(mode="json"),
                "profile": shot.profile.model_dump(mode="json"),
                "slo_ttft_ms": shot.slo.ttft_ms, "slo_tpot_ms": shot.slo.tpot_ms,
-               "slo_e2e_ms": shot.slo.e2e_ms}
+               "slo_ttfo_ms": shot.slo.ttfo_ms, "slo_e2e_ms": shot.slo.e2e_ms}
     probe = await crud.get_by_name(session, Probe, probe_name)
     if probe is None:
         probe = await crud.create(session, Probe, {

@@ -27,6 +27,7 @@ from pydantic import (
 
 from sustain.probes.load.profiles import PROFILE_KINDS
 from sustain.probes.protocols.registry import KIND_NAMES, PROTOCOLS, is_check
+from sustain.probes.workload.spec import ReasoningEffort, Workload
 from sustain.service.cli.flags import Flag
 
 FLAG_OF = {
@@ -36,7 +37,8 @@ FLAG_OF = {
     "max_tokens": "--output-tokens", "base_url": "BASE_URL", "model": "--model",
     "api_kind": "--api", "headers": "--header", "auth_secret_ref": "--api-key-env",
     "kind": "--profile", "ttft_ms": "--slo-ttft-ms", "tpot_ms": "--slo-tpot-ms",
-    "e2e_ms": "--slo-e2e-ms", "method": "--method", "expected_status": "--expect-status",
+    "e2e_ms": "--slo-e2e-ms", "ttfo_ms": "--slo-ttfo-ms", "method": "--method",
+    "expected_status": "--expect-status",
     "body_contains": "--expect-body", "path": "BASE_URL", "workers": "--workers",
     "cache": "--allow-cache", "shared_prefix_tokens": "--shared-prefix-tokens",
     "format": "--trace-format", "speedup": "--speedup", "sessions": "--sessions",
@@ -53,6 +55,9 @@ FLAG_OF = {
     "audio_s": "--audio-seconds", "corpus": "--rag-corpus", "top_k": "--rag-top-k",
     "rerank_top_n": "--rag-top-n", "pgvector_dsn_ref": "--rag-pgvector-env",
     "count": "--images", "width": "--image-size", "height": "--image-size",
+    "voice": "--voice", "audio_format": "--audio-format", "stream_format": "--stream-format",
+    "output_images": "--output-images", "output_image_size": "--output-image-size",
+    "partial_images": "--partial-images", "poll_interval_s": "--poll-interval",
 }
 """The flag behind each field of EndpointCreate, Workload, SloThresholds and LoadProfile."""
 
@@ -110,6 +115,33 @@ def for_kinds(field: str, text: str) -> str:
     kinds = " | ".join(kind.value for kind, protocol in PROTOCOLS.items()
                        if field in protocol.workload_fields)
     return f"--api {kinds}: {text}"
+
+
+KIND_FLAGS = {"voice": "voice", "audio_format": "audio_format",
+              "stream_format": "stream_format", "output_images": "output_images",
+              "output_image_size": "output_image_size", "partial_images": "partial_images",
+              "poll_interval": "poll_interval_s"}
+"""The flags made from a kind's workload field (`kind_flag`): ProbeFlags field -> Workload
+field."""
+
+
+def kind_flag(field: str) -> Flag:
+    """The flag of a kind's Workload `field`, made from the workload model: the kinds that
+    take it (for_kinds) and the first sentence of the field's description, past its own lead
+    naming the kinds."""
+    description = Workload.model_fields[field].description or field
+    text = description.partition(": ")[2] or description
+    return Flag(for_kinds(field, text.split(". ")[0].rstrip(".") + "."))
+
+
+def kind_default(field: str) -> Any:
+    """The Workload `field`'s default, as its flag's."""
+    return Workload.model_fields[field].default
+
+
+def kind_workload(flags: ProbeFlags) -> dict[str, Any]:
+    """The Workload fields of the kind flags (KIND_FLAGS), as `flags` give them."""
+    return {field: getattr(flags, flag) for flag, field in KIND_FLAGS.items()}
 
 
 def parse_headers(pairs: object) -> object:
@@ -197,6 +229,22 @@ class ProbeFlags(BaseModel):
     query_tokens: Annotated[int, Flag(for_kinds("query_tokens", "query length (words)."))] = 16
     audio_seconds: Annotated[float, Flag(for_kinds(
         "audio_s", "seconds of synthetic audio per request."))] = 5.0
+    reasoning_effort: Annotated[ReasoningEffort | None, Flag(for_kinds(
+        "reasoning_effort", "how long a reasoning model thinks: none, minimal, low, medium "
+        "or high."))] = None
+    thinking_budget_tokens: Annotated[int | None, Flag(for_kinds(
+        "thinking_budget_tokens", "extended thinking with this many tokens at most "
+        "(1024 or more)."))] = None
+    voice: Annotated[str, kind_flag("voice")] = kind_default("voice")
+    audio_format: Annotated[str, kind_flag("audio_format")] = kind_default("audio_format")
+    stream_format: Annotated[str, kind_flag("stream_format")] = kind_default("stream_format")
+    output_images: Annotated[int, kind_flag("output_images")] = kind_default("output_images")
+    output_image_size: Annotated[str, kind_flag("output_image_size")] = kind_default(
+        "output_image_size")
+    partial_images: Annotated[int, kind_flag("partial_images")] = kind_default(
+        "partial_images")
+    poll_interval: Annotated[float, kind_flag("poll_interval_s")] = kind_default(
+        "poll_interval_s")
     rag_corpus: Annotated[str | None, Flag(
         'RAG: a JSONL corpus of {"id", "text"} passages; BASE_URL then generates.')] = None
     rag_embed_url: Annotated[str | None, Flag(
@@ -239,6 +287,8 @@ class ProbeFlags(BaseModel):
         "Send `Authorization: Bearer $NAME`; the key itself is never printed.")] = None
     slo_ttft_ms: Annotated[float | None, Flag("Goodput: TTFT threshold.")] = None
     slo_tpot_ms: Annotated[float | None, Flag("Goodput: TPOT threshold.")] = None
+    slo_ttfo_ms: Annotated[float | None, Flag(
+        "Goodput: threshold on the time to the first answer output (after thinking).")] = None
     slo_e2e_ms: Annotated[float | None, Flag("Goodput: E2E threshold.")] = None
     http2: Annotated[bool, Flag("Offer HTTP/2 (https).", ("--http2",))] = False
     metrics_url: Annotated[str | None, Flag(

@@ -10,6 +10,7 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from sustain.probes.measure.run_sketches import reasoning_share
 from sustain.service.db import drift as drift_queries
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Endpoint, Probe, Run
@@ -88,6 +89,8 @@ async def _figures(session: AsyncSession, name: str, probe_id: int, endpoint: st
         items_per_second=window.items_per_second,
         rtf_ratio=_pct(window.metrics["rtf"]) if window.metrics["rtf"].count else None,
         retrieval_hit_ratio=window.retrieval_hit_ratio,
+        ttfo_ms=_pct(window.metrics["ttfo"]) if window.metrics["ttfo"].count else None,
+        reasoning_share=reasoning_share(window.metrics["reasoning_share"].mean),
         capacity=await _capacity(session, probe_id, start, end, newest, location),
         efficiency=newest.get("efficiency") if newest else None,
         stability=window.stability, drift=drift,

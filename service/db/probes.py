@@ -63,7 +63,7 @@ def read(probe: Probe) -> ProbeRead:
         "enabled": probe.enabled,
         "locations": probe.locations,
         "slo": {"ttft_ms": probe.slo_ttft_ms, "tpot_ms": probe.slo_tpot_ms,
-                "e2e_ms": probe.slo_e2e_ms},
+                "ttfo_ms": probe.slo_ttfo_ms, "e2e_ms": probe.slo_e2e_ms},
         "labels": probe.labels,
         "managed_by": probe.managed_by,
         "created_at": probe.created_at,

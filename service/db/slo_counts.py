@@ -21,6 +21,7 @@ COVERS = """(p.name = ANY(s.probe_names)
              OR (s.probe_labels <> '{}'::jsonb AND p.labels @> s.probe_labels))"""
 
 LATENCY_VALUE = """CASE s.metric WHEN 'ttft' THEN x.ttft_ms WHEN 'tpot' THEN x.tpot_ms
+                                  WHEN 'ttfo' THEN x.ttfo_ms
                                   WHEN 'itl' THEN x.itl_max_ms ELSE x.e2e_ms END"""
 
 COUNT_EXACT = f"""

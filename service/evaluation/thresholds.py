@@ -11,11 +11,11 @@ from sustain.probes.protocols.registry import find_protocol
 
 
 def threshold_problems(api_kind: str, slo: SloThresholds) -> list[tuple[str, str]]:
-    """(threshold, message) for each of `slo`'s thresholds (`ttft_ms`, `tpot_ms`) an
-    endpoint of `api_kind` can never meet."""
+    """(threshold, message) for each of `slo`'s thresholds (`ttft_ms`, `tpot_ms`,
+    `ttfo_ms`) an endpoint of `api_kind` can never meet."""
     protocol = find_protocol(api_kind)
     if protocol is None or protocol.first_token:  # a kind whose answers have tokens to time
         return []
     return [(name, f"an endpoint of api_kind {api_kind} answers whole, with no first token "
              "or time per output token: judge its latency with e2e_ms")
-            for name in ("ttft_ms", "tpot_ms") if getattr(slo, name) is not None]
+            for name in ("ttft_ms", "tpot_ms", "ttfo_ms") if getattr(slo, name) is not None]

@@ -14,13 +14,14 @@ SAMPLE_COLUMNS: tuple[str, ...] = (
     "lag_ms", "ttft_ms", "itl_count", "itl_mean_ms", "itl_max_ms", "tpot_ms", "e2e_ms",
     "corrected_e2e_ms", "input_tokens", "output_tokens", "tokens_server_counted", "outcome",
     "error_class", "http_status", "cached_tokens", "conversation", "turn", "tool_call_ms",
-    "quality", "items", "audio_s", "streamed",
+    "quality", "items", "audio_s", "streamed", "ttfo_ms", "reasoning_tokens",
+    "reasoning_server_counted", "input_chars",
 )
 SAMPLE_TYPES: tuple[str, ...] = (
     "bigint", "integer", "bigint", "integer", "smallint", "timestamptz", "float8", "float8",
     "float8", "float8", "integer", "float8", "float8", "float8", "float8", "float8", "integer",
     "integer", "boolean", "text", "text", "smallint", "integer", "text", "integer", "float8",
-    "boolean", "integer", "float8", "boolean",
+    "boolean", "integer", "float8", "boolean", "float8", "integer", "boolean", "integer",
 )
 """Postgres types of SAMPLE_COLUMNS, for the array parameters of the batch insert."""
 
@@ -40,7 +41,8 @@ def sample_tuple(run_id: int, pos: int, probe_id: int, sample: Sample) -> Sample
         m.tokens_server_counted, str(sample.outcome),
         None if m.error_class is None else str(m.error_class), m.http_status,
         m.cached_tokens, sample.conversation, sample.turn, m.tool_call_ms, sample.quality,
-        m.items, m.audio_s, m.streamed,
+        m.items, m.audio_s, m.streamed, m.ttfo_ms, m.reasoning_tokens,
+        m.reasoning_server_counted if m.reasoning_tokens is not None else None, m.input_chars,
     )
 
 

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ValidationError
 
 from sustain.probes.load.clock import RunClock
 from sustain.probes.measure.run_sketches import METRICS
-from sustain.probes.measure.sample import Sample
+from sustain.probes.measure.sample import JOB_PHASES, Sample
 from sustain.probes.measure.sketch import MetricSketch
 from sustain.probes.run_result import RunReport
 from sustain.probes.workers.wire import OLD_ROW_FIELDS, row_sample, sample_row
@@ -152,15 +152,19 @@ def _check_whole(value: object, field: str, high: int = MAX_WHOLE) -> None:
         raise UploadError(field, f"a whole number from 0 to {high}")
 
 
-TIMINGS = {2: "t_sched_ms", 3: "t_send_ms", 4: "ttft_ms", 6: "e2e_ms", 14: "tool_call_ms"}
+TIMINGS = {2: "t_sched_ms", 3: "t_send_ms", 4: "ttft_ms", 6: "e2e_ms", 14: "tool_call_ms",
+           26: "ttfo_ms"}
 """Row index -> name of each single timing of a sample row (ms)."""
 REQUIRED_TIMINGS = frozenset({3, 6})
 COUNTS = {7: "output_tokens", 9: "input_tokens", 13: "cached_tokens", 19: "items",
-          24: "prompt_tokens_requested"}
+          24: "prompt_tokens_requested", 27: "reasoning_tokens", 29: "input_chars"}
 REQUIRED_COUNTS_OF_ROW = frozenset({7})
 TEXTS = {12: "error_detail", 15: "conversation", 21: "image_size"}
-STREAMED = 25
-"""Row index of `streamed` (absent from a row of the previous release)."""
+FLAGS = {25: "streamed", 28: "reasoning_server_counted"}
+"""Row index -> name of each true/false/null value (absent from a row of an earlier
+release)."""
+PHASES = 30
+"""Row index of a job's `phases_ms`."""
 
 
 def check_row(row: object, field: str, limits: UploadLimits) -> None:
@@ -172,11 +176,12 @@ def check_row(row: object, field: str, limits: UploadLimits) -> None:
     limit_ms = limits.run_ms
     _check_whole(row[0], f"{field}.seq")
     _check_whole(row[1], f"{field}.stage", MAX_STAGE)
+    size = len(row) - 1  # the wall time is last
     for index, name in TIMINGS.items():
-        if row[index] is not None or index in REQUIRED_TIMINGS:
+        if index < size and (row[index] is not None or index in REQUIRED_TIMINGS):
             _check_timing(row[index], f"{field}.{name}", limit_ms)
     for index, name in COUNTS.items():
-        if row[index] is not None or index in REQUIRED_COUNTS_OF_ROW:
+        if index < size and (row[index] is not None or index in REQUIRED_COUNTS_OF_ROW):
             _check_whole(row[index], f"{field}.{name}")
     itl = row[5]
     if not isinstance(itl, list) or len(itl) > limits.max_itl_values:
@@ -189,9 +194,18 @@ def check_row(row: object, field: str, limits: UploadLimits) -> None:
         _check_whole(row[10], f"{field}.http_status", MAX_HTTP_STATUS)
     if row[16] is not None:
         _check_whole(row[16], f"{field}.turn")
-    if len(row) == ROW_FIELDS and row[STREAMED] is not None \
-            and not isinstance(row[STREAMED], bool):
-        raise UploadError(f"{field}.streamed", "true, false or null")
+    for index, name in FLAGS.items():
+        if index < size and row[index] is not None and not isinstance(row[index], bool):
+            raise UploadError(f"{field}.{name}", "true, false or null")
+    phases = row[PHASES] if size > PHASES else None
+    if phases is not None:
+        if not isinstance(phases, list) or len(phases) > len(JOB_PHASES):
+            raise UploadError(f"{field}.phases_ms", f"at most {len(JOB_PHASES)} phases")
+        for phase in phases:
+            if not isinstance(phase, list) or len(phase) != 2 or phase[0] not in JOB_PHASES:
+                raise UploadError(f"{field}.phases_ms", "[phase, ms] pairs of a job's phases "
+                                  f"({', '.join(JOB_PHASES)})")
+            _check_timing(phase[1], f"{field}.phases_ms", limit_ms)
     if row[20] is not None and (not _number(row[20]) or not 0 <= row[20] <= MAX_AUDIO_S):
         raise UploadError(f"{field}.audio_s", f"seconds of audio from 0 to {MAX_AUDIO_S:g}")
     for index, name in TEXTS.items():
@@ -327,6 +341,10 @@ def check_summary_names(summary: Mapping[str, Any]) -> None:
             if key not in RAG_STAGES:
                 raise UploadError(f"{where}.rag_stages_ms.{str(key)[:64]}",
                                   f"one of {', '.join(sorted(RAG_STAGES))}")
+        for key in part.get("job_phases_ms") or {}:
+            if key not in JOB_PHASES:
+                raise UploadError(f"{where}.job_phases_ms.{str(key)[:64]}",
+                                  f"one of {', '.join(JOB_PHASES)}")
         for key in part.get("errors") or {}:
             if key not in ERROR_CLASSES:
                 raise UploadError(f"{where}.errors.{str(key)[:64]}", "an error class")

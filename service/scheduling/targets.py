@@ -63,6 +63,8 @@ class SloFields(Protocol):
     @property
     def slo_tpot_ms(self) -> float | None: ...
     @property
+    def slo_ttfo_ms(self) -> float | None: ...
+    @property
     def slo_e2e_ms(self) -> float | None: ...
 
 
@@ -108,4 +110,4 @@ def probe_target(endpoint: EndpointFields, embed: EndpointFields | None = None,
 def slo_of(probe: SloFields) -> SloThresholds:
     """A probe's per-request thresholds."""
     return SloThresholds(ttft_ms=probe.slo_ttft_ms, tpot_ms=probe.slo_tpot_ms,
-                         e2e_ms=probe.slo_e2e_ms)
+                         ttfo_ms=probe.slo_ttfo_ms, e2e_ms=probe.slo_e2e_ms)

@@ -56,6 +56,11 @@ class ProbeFigures(BaseModel):
     """Real-time factor of transcriptions (processing time / audio time)."""
     retrieval_hit_ratio: float | None = None
     """RAG questions whose expected passage was retrieved, over those that named one."""
+    ttfo_ms: Percentiles | None = None
+    """Time to the first answer output (after a reasoning model's thinking); null for kinds
+    without an answer stream."""
+    reasoning_share: float | None = None
+    """Mean share of output tokens spent reasoning (0 for a model that answers at once)."""
     capacity: CapacityFigures | None
     """For probes that search capacity; None otherwise."""
     efficiency: dict[str, Any] | None

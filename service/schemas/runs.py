@@ -87,6 +87,15 @@ class SampleRead(BaseModel):
     streamed: bool | None = None
     """Whether a request asked to stream was answered as a stream: false when the server
     answered one JSON body instead (its TTFT is its E2E); null when not asked to stream."""
+    ttfo_ms: float | None = None
+    """Time to the first answer output, after a reasoning model's thinking (TTFT is the first
+    output of any kind); null for kinds without an answer stream."""
+    reasoning_tokens: int | None = None
+    """Output tokens spent reasoning; null when the answer had none."""
+    reasoning_server_counted: bool | None = None
+    """Whether reasoning_tokens is the server's count (else counted from the deltas)."""
+    input_chars: int | None = None
+    """Characters a speech request asked to be spoken; null otherwise."""
 
 
 class SamplePage(BaseModel):

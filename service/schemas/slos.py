@@ -16,7 +16,7 @@ SliKind = Literal["availability", "latency", "goodput", "quality"]
 """availability: successful / attempted requests; latency: successful requests at or under
 a threshold / successful requests; goodput: requests that met every SLO threshold of their
 probe / attempted; quality: quality canaries whose reply met their `expect` / checked."""
-LatencyMetric = Literal["ttft", "tpot", "itl", "e2e"]
+LatencyMetric = Literal["ttft", "tpot", "itl", "e2e", "ttfo"]
 MAX_WINDOW_S = 90 * 86400
 
 

@@ -141,10 +141,12 @@ def describe_profile(profile: Mapping[str, Any]) -> str:
     return kind + for_s
 
 
-def thresholds_text(ttft_ms: float | None, tpot_ms: float | None, e2e_ms: float | None) -> str:
+def thresholds_text(ttft_ms: float | None, tpot_ms: float | None, e2e_ms: float | None,
+                    ttfo_ms: float | None = None) -> str:
     """A probe's goodput thresholds in words: `TTFT <= 200 ms, E2E <= 2000 ms` ("" for none)."""
     return ", ".join(f"{label} <= {value:g} ms" for label, value in (
-        ("TTFT", ttft_ms), ("TPOT", tpot_ms), ("E2E", e2e_ms)) if value is not None)
+        ("TTFT", ttft_ms), ("TPOT", tpot_ms), ("TTFO", ttfo_ms), ("E2E", e2e_ms))
+        if value is not None)
 
 
 def state_text(runs: Sequence[RunLine]) -> str:

@@ -19,7 +19,8 @@ from sustain.service.db.status import FirstFailure
 from sustain.service.runs.hints import failure_hint
 from sustain.service.web.charts import AxisChart, Verdict, histogram, xy_chart
 
-LATENCIES = (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("itl_ms", "ITL"), ("e2e_ms", "E2E"),
+LATENCIES = (("ttft_ms", "TTFT"), ("ttfo_ms", "TTFO (first answer)"), ("tpot_ms", "TPOT"),
+             ("answer_tpot_ms", "TPOT of the answer"), ("itl_ms", "ITL"), ("e2e_ms", "E2E"),
              ("corrected_e2e_ms", "E2E corrected"), ("lag_ms", "Lag"))
 EFFICIENCY_LABELS = {
     "output_tps_per_accelerator": "output tokens/s per accelerator",
@@ -104,6 +105,19 @@ def run_page(report: Mapping[str, Any], title: str, subtitle: str,
                         + ("" if served is not None else " (no usage reported)")))
     if report.get("cache_hit_ratio") is not None:
         figures.append(("cache hit ratio", _share(report["cache_hit_ratio"])))
+    if report.get("reasoning_share") is not None:
+        figures.append(("reasoning share of output", _share(report["reasoning_share"])))
+        figures.append(("reasoning / answer tokens",
+                        f"{_num(report.get('reasoning_tokens') or 0)} / "
+                        f"{_num(report.get('answer_tokens'))}"
+                        + (" (reasoning estimated)" if report.get("reasoning_tokens_estimated")
+                           else "")))
+    if report.get("input_chars") is not None:
+        figures.append(("characters spoken", _num(report["input_chars"])))
+    for phase, dist in (report.get("job_phases_ms") or {}).items():
+        if isinstance(dist, Mapping) and dist.get("count"):
+            figures.append((f"job {phase} p50 / p99", f"{_num(dist.get('p50'), ' ms', 1)} / "
+                                                      f"{_num(dist.get('p99'), ' ms', 1)}"))
     quality = report.get("quality")
     if isinstance(quality, Mapping):
         figures.append(("canaries passed", f"{quality.get('passed')}/{quality.get('checked')}"))

@@ -330,7 +330,7 @@ async def probe_page(probe_id: Annotated[int, FastPath(ge=1, le=MAX_DB_ID)], req
         "probe": probe, "endpoint": endpoint, "profile": probe_view.describe_profile(probe.profile),
         "schedule": f"cron {probe.cron}" if probe.cron else f"every {probe.interval_seconds} s",
         "thresholds": probe_view.thresholds_text(probe.slo_ttft_ms, probe.slo_tpot_ms,
-                                                 probe.slo_e2e_ms),
+                                                 probe.slo_e2e_ms, probe.slo_ttfo_ms),
         "drift": drift_words(verdicts), "window": window,
         "windows": list(probe_view.WINDOWS), "young": since > start, "since": since,
         "charts": charts, "slos": slos, "runs": runs, "state": probe_view.state_text(runs),

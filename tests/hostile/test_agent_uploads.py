@@ -120,7 +120,7 @@ async def test_a_new_upload_while_the_key_s_bytes_wait_is_409_and_the_first_comp
         small: tuple[FastAPI, httpx.AsyncClient], simulator: Any) -> None:
     app, api = small
     headers, probe = await setup(api, simulator.base_url)
-    first = spooled(probe, recent_tick(hours_ago=1), 2 * 3500)  # parts of about 500 KB
+    first = spooled(probe, recent_tick(hours_ago=1), 2 * 3300)  # parts of about 490 KB
     second = spooled(probe, recent_tick(hours_ago=2), 2 * 4000)  # about 580 KB
     assert (await send(api, headers, part_body(first, 0, 2))).status_code == 200
     refused = await send(api, headers, part_body(second, 0, 2))
@@ -129,7 +129,7 @@ async def test_a_new_upload_while_the_key_s_bytes_wait_is_409_and_the_first_comp
     assert (await send(api, headers, part_body(second, 0, 2))).status_code == 200, \
         "once the first is stored, its bytes no longer count"
     engine = runtime_of(app).engine
-    assert await fetch(engine, "SELECT count(*) FROM samples") == [(7000,)]
+    assert await fetch(engine, "SELECT count(*) FROM samples") == [(6600,)]
 
 
 def peak_rss() -> int:

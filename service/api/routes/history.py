@@ -49,7 +49,8 @@ UNITS = {"availability": "ratio", "request_throughput": "requests/s",
          "item_throughput": "items/s", "retrieval_hit_rate": "ratio"}
 METRIC_UNITS = {"output_tokens": "tokens", "quality": "score (1 passed, 2 failed)",
                 "items": "items", "rtf": "ratio (processing time / audio time)",
-                "retrieval": "score (1 hit, 2 missed)"}
+                "retrieval": "score (1 hit, 2 missed)",
+                "reasoning_share": "1 + reasoning share (1: no thinking, 2: all thinking)"}
 """Sketched metrics that are not latencies in ms."""
 
 

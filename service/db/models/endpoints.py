@@ -88,6 +88,7 @@ class Probe(NamedResource, Base):
     enabled: Mapped[bool] = mapped_column(Boolean, server_default=text("true"))
     slo_ttft_ms: Mapped[float | None] = mapped_column(Double)
     slo_tpot_ms: Mapped[float | None] = mapped_column(Double)
+    slo_ttfo_ms: Mapped[float | None] = mapped_column(Double)
     slo_e2e_ms: Mapped[float | None] = mapped_column(Double)
     labels: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
     locations: Mapped[list[str]] = mapped_column(ARRAY(Text), server_default="{default}")

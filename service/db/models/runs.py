@@ -158,6 +158,14 @@ class SampleRow(Base):
     """Whether a request asked to stream was answered as a stream: false when the server
     answered one JSON body (its TTFT is its E2E); null for a request not asked to stream
     (and for samples stored before migration 0021)."""
+    ttfo_ms: Mapped[float | None] = mapped_column(Double)
+    """Time to the first answer output (after a reasoning model's thinking), from t_send."""
+    reasoning_tokens: Mapped[int | None] = mapped_column(Integer)
+    """Output tokens spent reasoning; null when the answer had none (or said nothing)."""
+    reasoning_server_counted: Mapped[bool | None] = mapped_column(Boolean)
+    """Whether reasoning_tokens is the server's count (else counted from the deltas)."""
+    input_chars: Mapped[int | None] = mapped_column(Integer)
+    """Characters of text a speech request asked to be spoken; null otherwise."""
 
     __table_args__ = (
         Index("ix_samples_probe_id_sent_at", "probe_id", "sent_at"),

@@ -37,6 +37,8 @@ TTFT_MS = 40.0
 ITL_MS = 5.0
 TOKENS = 12
 """The simulator's answer: 12 tokens, whatever cap LiteLLM passes on."""
+REASONING = 5
+"""The thinking model's reasoning tokens before its answer."""
 KIND_IDS = ["openai-responses", "anthropic-messages", "openai-chat"]
 
 
@@ -52,13 +54,20 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
                            "environment of its own", env="SUSTAIN_TEST_LITELLM")
     here = tmp_path_factory.mktemp("litellm")
     config = SimulatorConfig(ttft_ms=TTFT_MS, itl_ms=ITL_MS, output_tokens=TOKENS)
-    with BackgroundSimulator(config) as sim:
+    thinking = SimulatorConfig(ttft_ms=TTFT_MS, itl_ms=ITL_MS, output_tokens=TOKENS,
+                               reasoning_tokens=REASONING)
+    with BackgroundSimulator(config) as sim, BackgroundSimulator(thinking) as thinker:
         (here / "config.yaml").write_text(
             "model_list:\n"
             "  - model_name: sim\n"
             "    litellm_params:\n"
             "      model: openai/sim-model\n"
             f"      api_base: {sim.base_url}\n"
+            "      api_key: unused\n"
+            "  - model_name: sim-thinking\n"
+            "    litellm_params:\n"
+            "      model: hosted_vllm/sim-model\n"
+            f"      api_base: {thinker.base_url}\n"
             "      api_key: unused\n"
             "  - model_name: sim-rerank\n"
             "    litellm_params:\n"
@@ -105,6 +114,22 @@ async def test_a_stream_through_litellm_is_timed_token_by_token(
     # the simulator's whole generation, at least (the proxy may hold events back and
     # deliver them together: the gaps are what reached the client)
     assert m.e2e_ms >= TTFT_MS + (TOKENS - 1) * ITL_MS
+
+
+@pytest.mark.parametrize("kind", [ApiKind(k) for k in KIND_IDS], ids=KIND_IDS)
+async def test_a_thinking_models_stream_through_litellm_tells_its_first_answer(
+        proxy: Proxy, kind: ApiKind) -> None:
+    """LiteLLM passes the backend's `reasoning_content` on as each protocol spells thinking
+    (Responses reasoning deltas, Anthropic `thinking_delta` blocks): TTFT is the first
+    thought, TTFO the first answer token, and the thinking is counted."""
+    m = await one(proxy, kind, stream=True, model="sim-thinking")
+    assert m.error_class is None, m.error_detail
+    assert m.ttft_ms is not None
+    assert m.ttfo_ms is not None
+    assert m.ttft_ms >= TTFT_MS
+    assert m.ttfo_ms >= TTFT_MS + REASONING * ITL_MS
+    assert m.reasoning_tokens == REASONING
+    assert m.answer_tokens == TOKENS
 
 
 @pytest.mark.parametrize("kind", [ApiKind(k) for k in KIND_IDS], ids=KIND_IDS)

@@ -57,7 +57,7 @@ async def test_probe_crud_keeps_the_scheduler_in_step(
                                profile={"kind": "constant", "rate": 2, "duration_s": 5},
                                slo={"ttft_ms": 200})
     assert probe["profile"]["rate"] == 2
-    assert probe["slo"] == {"ttft_ms": 200, "tpot_ms": None, "e2e_ms": None}
+    assert probe["slo"] == {"ttft_ms": 200, "tpot_ms": None, "ttfo_ms": None, "e2e_ms": None}
     assert probe["workload"]["stream"] is True
     assert not scheduler_has_job(app, probe["id"])
 

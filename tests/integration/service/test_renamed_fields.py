@@ -22,9 +22,10 @@ from sustain.probes.run_result import RunResult
 from sustain.probes.workload.dataset import DatasetError
 from sustain.probes.workload.sessions import parse_sessions
 from sustain.service.cli.common import warn_deprecated_variables
-from sustain.service.config import RENAMED_SETTINGS, Settings, deprecated_variables
+from sustain.service.config import Settings
 from sustain.service.config_file.load import parse
 from sustain.service.runs.upload import UploadError, decode_final
+from sustain.service.server_settings import RENAMED_SETTINGS, deprecated_variables
 from tests.integration.service.helpers import create_endpoint, create_probe
 from tests.integration.service.storage import (
     create_probe_rows,

@@ -33,7 +33,7 @@ def test_a_capacity_search_without_an_slo_names_the_slo_flags() -> None:
     code, output = run("probe", "http://127.0.0.1:1/v1", "--model", "m", "--profile",
                        "capacity", "--max-concurrency", "8")
     assert code == 2
-    assert "--slo-ttft-ms, --slo-tpot-ms and --slo-e2e-ms" in output
+    assert "--slo-ttft-ms, --slo-tpot-ms, --slo-ttfo-ms and --slo-e2e-ms" in output
     assert "ttft_ms" not in output
 
 

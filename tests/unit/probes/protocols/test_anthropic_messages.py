@@ -11,7 +11,7 @@ import pytest
 from sustain.probes.client.sse import SSEEvent
 from sustain.probes.measure.sample import ErrorClass
 from sustain.probes.protocols.anthropic_messages import MessagesStream, whole_response
-from sustain.probes.protocols.streaming import ReplyCollector
+from sustain.probes.protocols.reply_collector import ReplyCollector
 
 
 def event(kind: str, **fields: Any) -> SSEEvent:

@@ -25,7 +25,7 @@ from sustain.probes.protocols.registry import (
 )
 from sustain.probes.workload.spec import Workload
 from sustain.service.cli.probe_flags import FLAG_OF, ProbeFlags
-from sustain.simulator.app import GENERATE, ITEMS
+from sustain.simulator.app import GENERATE, ITEMS, MEDIA
 
 ROOT = Path(__file__).resolve().parents[4]
 KIND_SWITCH = re.compile(r"ApiKind\.|api_kind (?:==|!=|in|not in|is)\b(?!(?: not)? None)")
@@ -66,7 +66,7 @@ def test_the_simulator_serves_each_kinds_route(protocol: ApiProtocol) -> None:
     if is_check(protocol.kind):
         assert protocol.simulator_path == ""
     else:
-        assert protocol.simulator_path in {**GENERATE, **ITEMS}
+        assert protocol.simulator_path in {**GENERATE, **ITEMS, **MEDIA}
 
 
 def test_only_the_items_kinds_build_items_and_only_the_audio_kind_uploads() -> None:
@@ -88,10 +88,18 @@ def test_only_the_items_kinds_build_items_and_only_the_audio_kind_uploads() -> N
                 protocol.encode_upload({"model": "m"}, b"RIFF", {})
 
 
+@pytest.mark.parametrize("protocol", PROTOCOLS.values(), ids=KIND_NAMES)
+def test_a_kind_runs_its_own_exchange_exactly_when_it_says_it_is_exchanged(
+        protocol: ApiProtocol) -> None:
+    assert (type(protocol).exchange is not ApiProtocol.exchange) is protocol.exchanged
+
+
 def test_the_api_flag_lists_every_kind_and_a_kinds_flag_names_its_kinds() -> None:
     assert ProbeFlags.model_fields["api"].metadata[0].help == " | ".join(KIND_NAMES) + "."
     assert ProbeFlags.model_fields["documents"].metadata[0].help == \
         "--api rerank: documents per request."
+    assert ProbeFlags.model_fields["poll_interval"].metadata[0].help.startswith(
+        "--api openai-videos: seconds between polls")
 
 
 def test_no_module_outside_the_protocols_switches_on_a_kind() -> None:

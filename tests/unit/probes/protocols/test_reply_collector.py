@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sustain.probes.measure.reply import MAX_REPLY_CHARS, Reply, ToolCall
 from sustain.probes.protocols.openai_chat import whole_response
-from sustain.probes.protocols.streaming import ReplyCollector
+from sustain.probes.protocols.reply_collector import ReplyCollector
 
 
 def test_streamed_tool_call_pieces_join_by_index() -> None:
