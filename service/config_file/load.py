@@ -195,6 +195,23 @@ def _reach_problems(config: ConfigFile, reach: Reach, environ: Mapping[str, str]
     return found
 
 
+def _raw_reach_problems(data: Mapping[str, Any], reach: Reach, environ: Mapping[str, str]
+                        ) -> list[tuple[tuple[str | int, ...], str]]:
+    """What the operator's policies refuse among the endpoints' and notifiers' fields as
+    written (URLs, secret references, body checks), for a file that did not validate: so one
+    pass names every problem, not the policy's only once the rest is fixed."""
+    found: list[tuple[tuple[str | int, ...], str]] = []
+    for kind in ("endpoints", "notifiers"):
+        specs = data.get(kind)
+        for i, spec in enumerate(specs if isinstance(specs, list) else []):
+            if isinstance(spec, Mapping):
+                values = {str(name): value for name, value in spec.items()
+                          if isinstance(value, str | Mapping) or name == "http_check"}
+                found.extend(((kind, i, *name.split(".")), message)
+                             for name, message in target_problems(values, reach, environ))
+    return found
+
+
 def parse(text: str, file: str, environ: Mapping[str, str] | None = None,
           limits: LoadLimits | None = None, reach: Reach | None = None,
           expandable: ExpansionPolicy | None = None) -> tuple[ConfigFile, Located]:
@@ -217,7 +234,12 @@ def parse(text: str, file: str, environ: Mapping[str, str] | None = None,
         unresolved = [Problem(located.line_of(path), dotted(path), message)
                       for path, message in raw_references(located.data)
                       if dotted(path) not in seen]
-        raise ConfigError(file, _together(located.problems, invalid + unresolved)) from None
+        refused = [] if reach is None else [
+            Problem(located.line_of(path), dotted(path), message)
+            for path, message in _raw_reach_problems(located.data, reach, environ)
+            if dotted(path) not in seen]
+        raise ConfigError(file, _together(located.problems, invalid + unresolved + refused)
+                          ) from None
     for note in dict.fromkeys(notes):  # a deprecated name (docs/api.md), read as the new one
         if (file, note) not in _warned:
             _warned.add((file, note))

@@ -96,3 +96,13 @@ def test_the_example_names_secrets_the_operator_must_allow() -> None:
         read(EXAMPLE, {}, reach=Reach(), expandable=EXAMPLE_EXPANDABLE)
     refused = [line for line in caught.value.lines() if "not in SUSTAIN_SECRET_ENV" in line]
     assert len(refused) == 3
+
+
+def test_one_pass_names_the_refused_expansions_and_the_refused_secrets_together() -> None:
+    """A file whose `${NAME}`s may not expand does not validate, and the secrets the policy
+    refuses are named in the same pass, not only once the expansions are fixed."""
+    with pytest.raises(ConfigError) as caught:
+        read(EXAMPLE, {}, reach=Reach(), expandable=ExpansionPolicy())
+    lines = caught.value.lines()
+    assert len([line for line in lines if "may not be expanded" in line]) == 3
+    assert len([line for line in lines if "not in SUSTAIN_SECRET_ENV" in line]) == 3
