@@ -182,7 +182,7 @@ class Replica:
         logger.info("shutting down: waiting up to %ss for %d runs in flight", grace,
                     self.executor.in_flight)
         if not await self.executor.drain(grace):
-            logger.warning("shutdown grace of %ss over; runs still going will be abandoned",
+            logger.warning("shutdown grace of %ss over; runs still going will be interrupted",
                            grace)
 
     async def stop(self) -> None:

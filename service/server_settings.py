@@ -139,7 +139,7 @@ class ServerSettings(BaseSettings):
         validation_alias=renamed_from("shutdown_grace_s"),
         default=30.0, ge=0, le=3600,
         description="On SIGTERM, how long runs in flight may take to finish before they are "
-        "marked abandoned.",
+        "marked interrupted.",
     )
 
     def worker_processes(self) -> int:

@@ -181,6 +181,15 @@ class SimulatorApp(MediaRoutes):
             return header(scope, b"x-api-key") == self.config.api_key.encode()
         return header(scope, b"authorization") == f"Bearer {self.config.api_key}".encode()
 
+    def _unknown_model(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """vLLM's 404 body for a request naming another model than this one's, when the
+        simulator is strict about it (`strict_model`); None to serve the request."""
+        named = body.get("model")
+        if not self.config.strict_model or named is None or named == self.config.model:
+            return None
+        return {"object": "error", "message": f"The model `{named}` does not exist.",
+                "type": "NotFoundError", "param": None, "code": 404}
+
     def _fault(self, scope: Scope) -> Fault:
         self._generations += 1
         for name, value in scope["headers"]:
@@ -212,6 +221,9 @@ class SimulatorApp(MediaRoutes):
         body = json_body(raw) if form is None else read_form(form, raw)
         if isinstance(body, str):
             await send_error(send, 400, body)
+            return None
+        if (unknown := self._unknown_model(body)) is not None:
+            await send_json(send, 404, unknown)
             return None
         if fault is Fault.HTTP_429:
             await send_json(send, 429, {"error": {"message": "injected http_429", "code": 429}},

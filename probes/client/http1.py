@@ -13,8 +13,16 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import cast
 
+from sustain.probes.client.error_body import (
+    ErrorBody,
+    is_html,
+    media_type,
+    refusal_detail,
+    request_secrets,
+)
 from sustain.probes.client.expected import ExpectedItems
 from sustain.probes.client.http1_pool import ConnectionPool, Exchange, TransportError
 from sustain.probes.client.sse import EventTooLarge, SSEDecoder, size_text
@@ -83,7 +91,11 @@ class _Reader:
         self.decoder = SSEDecoder(protocol.event_bytes(max_event_bytes))
         self.raw = bytearray()
         """A 2xx non-streamed body, up to the kind's whole_body_limit (error bodies are only
-        counted)."""
+        counted, and their first KiB kept in error_body)."""
+        self.error_body = ErrorBody()
+        """The first KiB of a refusal's body (`refused`): the server's words."""
+        self.refusal: bool | None = None
+        """Whether the response is a refusal (`refused`); None until its head is read."""
         self.raw_state: RawStreamState | None = None
         """The stream state, when it reads this 2xx stream's body raw (by its content type,
         once the head is in: `raw_stream`)."""
@@ -106,6 +118,19 @@ class _Reader:
         self.state.failure, self.state.detail = error, detail
         if not self.failed.done():
             self.failed.set_result(None)
+
+    def refused(self) -> bool:
+        """Whether the response refused the request, by its head (once that is in): an error
+        status, or a 2xx HTML page (a login page, a proxy's) where an API answer was due. Its
+        body is only counted, its first KiB kept for the server's words."""
+        if self.refusal is None:
+            exchange = self.exchange
+            if exchange is None or not exchange.head.done() or exchange.head.cancelled():
+                return False
+            status, headers = exchange.head.result()
+            self.refusal = error_class_for_status(status) is not None or (
+                200 <= status < 300 and is_html(headers.get("content-type", "")))
+        return self.refusal
 
     def answered_whole(self) -> bool:
         """Whether the 2xx answer to a streamed request is one JSON body, not a stream (by
@@ -131,9 +156,12 @@ class _Reader:
         return self.raw_state
 
     def on_body(self, chunk: bytes, now: int) -> None:
+        if self.refused():
+            self._on_whole(chunk, error=True)
+            return
         status = self._status()
         if not (self.stream and 200 <= status < 300) or self.answered_whole():
-            self._on_whole(chunk, error=error_class_for_status(status) is not None)
+            self._on_whole(chunk, error=False)
             return
         state = self.state
         if state.done or state.failure is not None:
@@ -168,13 +196,15 @@ class _Reader:
     def _on_whole(self, chunk: bytes, *, error: bool) -> None:
         """A whole body. A response's (non-streamed, or not an event stream) is kept up to
         the kind's whole_body_limit (streaming.WHOLE_BODY_LIMIT unless it says otherwise),
-        past which the reader fails as `protocol` without reading the rest; an error
-        response's is only counted, and past ERROR_BODY_LIMIT no longer waited for."""
+        past which the reader fails as `protocol` without reading the rest; a refusal's is
+        only counted (its first KiB kept: error_body), and past ERROR_BODY_LIMIT no longer
+        waited for."""
         if self.failed.done():
             return
         self.body_bytes += len(chunk)
         limit = self.protocol.whole_body_limit
         if error:
+            self.error_body.add(chunk)
             if self.body_bytes > ERROR_BODY_LIMIT:
                 self.failed.set_result(None)
         elif self.body_bytes > limit:
@@ -247,14 +277,18 @@ async def _exchange(pool: ConnectionPool, target: Target, payload: bytes,
                 "POST", request_url(target), headers, payload, reader.on_body,
                 connect_timeout_s=target.timeout_connect_s)
             status, response_headers = await reader.exchange.head
-            failed = error_class_for_status(status)
-            if failed is not None:
-                result = failure(t_send_ns, status, failed, f"HTTP {status}")
+            content_type = response_headers.get("content-type", "")
+            if reader.refused():  # ends at its head; its words are read for up to DRAIN_S
+                result = failure(t_send_ns, status,
+                                 error_class_for_status(status) or ErrorClass.PROTOCOL,
+                                 f"HTTP {status}")
                 await asyncio.wait(reader.ends(), timeout=DRAIN_S,
                                    return_when=asyncio.FIRST_COMPLETED)
                 if not reader.exchange.done.done() or reader.body_bytes > ERROR_BODY_LIMIT:
                     pool.abandon(reader.exchange)
-                return result
+                return replace(result, error_detail=refusal_detail(
+                    status, content_type, bytes(reader.error_body.kept),
+                    request_secrets(headers)))
             if not stream or reader.answered_whole():
                 await asyncio.wait(reader.ends(), return_when=asyncio.FIRST_COMPLETED)
                 if reader.state.failure is not None:
@@ -266,10 +300,10 @@ async def _exchange(pool: ConnectionPool, target: Target, payload: bytes,
                                                   await reader.exchange.done, status,
                                                   reader.keep_reply, reader.expect)
                 return answered_whole(whole) if stream else whole
-            if not is_event_stream(response_headers.get("content-type", "")) and \
-                    reader.raw_stream() is None:
+            if not is_event_stream(content_type) and reader.raw_stream() is None:
                 pool.abandon(reader.exchange)
-                return failure(t_send_ns, status, ErrorClass.PROTOCOL, NOT_EVENT_STREAM)
+                return failure(t_send_ns, status, ErrorClass.PROTOCOL,
+                               f"{NOT_EVENT_STREAM}: {media_type(content_type)}")
             await asyncio.wait(reader.ends(), return_when=asyncio.FIRST_COMPLETED)
             if reader.state.failure is not None:
                 pool.abandon(reader.exchange)

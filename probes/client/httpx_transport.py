@@ -13,10 +13,18 @@ import socket
 import ssl
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 
 import httpx
 
 from sustain.probes.client.egress_connect import egress_denial
+from sustain.probes.client.error_body import (
+    ErrorBody,
+    is_html,
+    media_type,
+    refusal_detail,
+    request_secrets,
+)
 from sustain.probes.client.expected import ExpectedItems
 from sustain.probes.client.sse import EventTooLarge, SSEDecoder, size_text
 from sustain.probes.client.status import error_class_for_status
@@ -26,6 +34,7 @@ from sustain.probes.protocols.base import Answer, ApiProtocol, CallFailed, raw_r
 from sustain.probes.protocols.registry import protocol_for, request_url
 from sustain.probes.protocols.streaming import (
     DEADLINE_EXCEEDED,
+    DRAIN_S,
     ERROR_BODY_LIMIT,
     INVALID_UTF8,
     NOT_EVENT_STREAM,
@@ -81,9 +90,18 @@ def classify_transport_error(exc: httpx.HTTPError, *, response_started: bool) ->
 
 def failure_detail(exc: httpx.HTTPError) -> str:
     """A short, secret-free detail of an httpx failure: the egress refusal's reason (host or
-    address and rule), else the exception's type."""
+    address and rule), the resolver's or TLS library's reason (as the lean transport gives
+    them: `[Errno -2] Name or service not known`, `WRONG_VERSION_NUMBER`), else the
+    exception's type."""
     denied = egress_denial(exc)
-    return str(denied) if denied is not None else type(exc).__name__
+    if denied is not None:
+        return str(denied)
+    for cause in _causes(exc):
+        if isinstance(cause, socket.gaierror):
+            return str(cause)
+        if isinstance(cause, ssl.SSLError):
+            return cause.reason or type(cause).__name__
+    return type(exc).__name__
 
 
 class _Phase:
@@ -141,17 +159,23 @@ async def _send(client: httpx.AsyncClient, target: Target, encoded: EncodedReque
                 phase.response_started = True
                 status = response.status_code
                 failed = error_class_for_status(status)
-                if failed is not None:
-                    await _drain(response, ERROR_BODY_LIMIT)
-                    return failure(t_send_ns, status, failed, f"HTTP {status}")
                 content_type = response.headers.get("content-type", "")
+                if failed is not None or (200 <= status < 300 and is_html(content_type)):
+                    # a refusal (an HTML page where an API answer was due is one) ends at
+                    # its head; its words are read for up to DRAIN_S
+                    result = failure(t_send_ns, status, failed or ErrorClass.PROTOCOL,
+                                     f"HTTP {status}")
+                    kept = await _drain(response, ERROR_BODY_LIMIT, loop.time() + DRAIN_S)
+                    return replace(result, error_detail=refusal_detail(
+                        status, content_type, kept, request_secrets(request_headers)))
                 if not stream or is_whole_answer(content_type):
                     whole = await _read_whole(response, t_send_ns, status, keep_reply,
                                               protocol, expect)
                     return answered_whole(whole) if stream else whole
                 raw = raw_reader(state, content_type)
                 if raw is None and not is_event_stream(content_type):
-                    return failure(t_send_ns, status, ErrorClass.PROTOCOL, NOT_EVENT_STREAM)
+                    return failure(t_send_ns, status, ErrorClass.PROTOCOL,
+                                   f"{NOT_EVENT_STREAM}: {media_type(content_type)}")
                 decoder = SSEDecoder(protocol.event_bytes(target.max_event_bytes))
                 async for chunk in response.aiter_bytes():
                     now = time.perf_counter_ns()
@@ -197,13 +221,23 @@ async def _send(client: httpx.AsyncClient, target: Target, encoded: EncodedReque
                       detail)
 
 
-async def _drain(response: httpx.Response, limit: int) -> None:
-    """Read up to `limit` bytes of an error body, so a short one leaves the connection usable."""
+async def _drain(response: httpx.Response, limit: int, until: float) -> bytes:
+    """Read up to `limit` bytes of an error body until loop time `until` (s), so a short one
+    leaves the connection usable; its first KiB (the server's words) is returned. Past
+    either, the rest is left unread (leaving the `client.stream` block closes the
+    connection)."""
+    kept = ErrorBody()
     seen = 0
-    async for chunk in response.aiter_bytes():
-        seen += len(chunk)
-        if seen > limit:
-            return
+    try:
+        async with asyncio.timeout_at(until):
+            async for chunk in response.aiter_bytes():
+                kept.add(chunk)
+                seen += len(chunk)
+                if seen > limit:
+                    break
+    except TimeoutError:
+        pass
+    return bytes(kept.kept)
 
 
 async def _read_whole(response: httpx.Response, t_send_ns: int, status: int,

@@ -288,14 +288,14 @@ class Agent:
             samples = result.samples
             if result.stopped in (CANCELLED, STOPPED):
                 final = replace(final, status="cancelled" if result.stopped == CANCELLED
-                                else "abandoned", error=result.stopped)
+                                else "interrupted", error=result.stopped)
             self.metrics.observe_samples(assignment.endpoint.name, probe.name,
                                          assignment.endpoint.model, samples)
         except (SecretUnavailableError, BeyondLimitsError, DatasetError, TooManyWorkersError,
                 WorkerDiedError, WorkloadError) as exc:
             final = replace(base, error=str(exc))
         except asyncio.CancelledError:
-            final = replace(base, status="abandoned", error=STOPPED)
+            final = replace(base, status="interrupted", error=STOPPED)
         except Exception as exc:
             logger.exception("run of probe %s crashed", probe.name)
             final = replace(base, error=f"internal error: {type(exc).__name__}")

@@ -60,8 +60,10 @@ class LatestRun:
     """A RAG run's share of questions whose expected passage was retrieved."""
 
 
-_FINISHED = "finished_at IS NOT NULL AND status NOT IN ('missed', 'skipped', 'cancelled')"
-"""A run that says something of its endpoint: finished, and not missed, skipped or cancelled."""
+_FINISHED = ("finished_at IS NOT NULL "
+             "AND status NOT IN ('missed', 'skipped', 'cancelled', 'interrupted')")
+"""A run that says something of its endpoint: finished, and not missed, skipped, cancelled or
+interrupted (its service was stopped during it)."""
 
 _STATES = f"""
 WITH down AS (

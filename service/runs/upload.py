@@ -47,7 +47,7 @@ from sustain.service.runs.label_sets import (
     SAMPLE_STAGES,
 )
 
-UPLOAD_STATUSES = frozenset({"succeeded", "failed", "cancelled", "abandoned"})
+UPLOAD_STATUSES = frozenset({"succeeded", "failed", "cancelled", "abandoned", "interrupted"})
 """How a run an agent measured may end (it never uploads a run still going)."""
 MAX_PART_SAMPLES = 5_000
 """Samples in one part of an upload: about 0.6 MB of msgpack at most."""

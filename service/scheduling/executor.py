@@ -320,7 +320,7 @@ class RunExecutor:
             if result.stopped == CANCELLED:
                 final = replace(final, status="cancelled", error=CANCELLED)
         except asyncio.CancelledError:
-            self._end(sink, probe, replace(base, status="abandoned",
+            self._end(sink, probe, replace(base, status="interrupted",
                                            error="service stopped during the run"))
             raise
         except (SecretUnavailableError, BeyondLimitsError, DatasetError, TooManyWorkersError,

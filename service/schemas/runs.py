@@ -11,7 +11,7 @@ from sustain.probes.run_result import RunReport
 from sustain.service.schemas.common import DbId
 
 RunStatus = Literal["pending", "running", "succeeded", "failed", "abandoned", "invalid", "missed",
-                    "skipped", "cancelled"]
+                    "skipped", "cancelled", "interrupted"]
 
 
 class RunRead(BaseModel):

@@ -35,7 +35,7 @@ from sustain.service.db.models.base import (
 )
 
 RUN_STATUSES = ("pending", "running", "succeeded", "failed", "abandoned", "invalid", "missed",
-                "skipped", "cancelled")
+                "skipped", "cancelled", "interrupted")
 FINAL_RUN_STATUSES = frozenset(RUN_STATUSES) - {"pending", "running"}
 RUN_TRIGGERS = ("schedule", "manual", "partition")
 """`partition`: a tick measured during a database outage by a replica that was not the one
