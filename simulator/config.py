@@ -220,8 +220,8 @@ class SimulatorConfig:
         names=("--strict-model",))
     """Refuse a request whose `model` is not `model`: 404 with vLLM's body (`The model `X`
     does not exist.`), so the failure a wrong --model meets can be tried. Off by default: the
-    simulator stands in for whatever model a test or a user names; the demo's simulators
-    turn it on. A request naming no model is served either way, as vLLM serves it."""
+    simulator stands in for whatever model a test or a user names. A request naming no
+    model is served either way, as vLLM serves it."""
     fault: Fault = option(  # noqa: RUF009 - an immutable enum member, given to field()
         Fault.NONE, "Fault to inject into --fault-rate of requests.")
     """Fault injected into a fraction `fault_rate` of requests without a fault header."""

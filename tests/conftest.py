@@ -2,7 +2,8 @@
 
 The server is the one named by SUSTAIN_TEST_DATABASE_URL, or else an embedded PostgreSQL that
 this session starts and stops. Each test that asks for `database_url` gets its own database,
-cloned from a template migrated once to head, and dropped afterwards.
+cloned from a template migrated once to head, and dropped afterwards (both on a thread of the
+test process, beside the tests: see FreshDatabases).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import asyncio
 import os
 import uuid
 from collections.abc import Coroutine, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -85,22 +86,83 @@ def template_database(pg_server_url: str) -> Iterator[str]:
     run_sync(_admin(pg_server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
+class FreshDatabases:
+    """The databases of this test process's tests, cloned from `template` on one thread and
+    dropped on another: the next test's database is cloned while the current test runs, and a
+    used one is dropped while the next runs, so neither adds to a test's time (on a busy
+    machine a clone takes up to a second, and a drop as long again: it waits for a checkpoint
+    and for every backend of the server to close the database's files). A test still gets a
+    database nobody used before, at head."""
+
+    def __init__(self, server_url: str, template: str) -> None:
+        self.server_url = server_url
+        self.template = template
+        self._cloner = ThreadPoolExecutor(1, thread_name_prefix="test-database-clone")
+        self._dropper = ThreadPoolExecutor(1, thread_name_prefix="test-database-drop")
+        self._next: Future[str] | None = None
+        self._drops: list[Future[None]] = []
+
+    def _clone(self) -> str:
+        name = f"sustain_t_{uuid.uuid4().hex[:12]}"
+        asyncio.run(_admin(self.server_url,
+                           f'CREATE DATABASE "{name}" TEMPLATE "{self.template}"'))
+        return name
+
+    def _drop(self, name: str) -> None:
+        asyncio.run(_admin(self.server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+    def take(self) -> str:
+        """A fresh database's name (cloned ahead, or now); the next one is cloned meanwhile."""
+        ahead = self._next or self._cloner.submit(self._clone)
+        self._next = self._cloner.submit(self._clone)
+        return ahead.result()
+
+    def give_back(self, name: str) -> None:
+        """The database `name` (of this server, whatever its origin) is no longer used: it is
+        dropped beside the next tests. A drop that failed is raised here, in the teardown of
+        a later test."""
+        for done in [drop for drop in self._drops if drop.done()]:
+            self._drops.remove(done)
+            done.result()
+        self._drops.append(self._dropper.submit(self._drop, name))
+
+    def close(self) -> None:
+        """Drop the database cloned ahead, and wait for every drop."""
+        try:
+            if self._next is not None:
+                self._drops.append(self._dropper.submit(self._drop, self._next.result()))
+                self._next = None
+            for drop in self._drops:
+                drop.result()
+        finally:
+            self._cloner.shutdown()
+            self._dropper.shutdown()
+
+
+@pytest.fixture(scope="session")
+def fresh_databases(pg_server_url: str, template_database: str) -> Iterator[FreshDatabases]:
+    databases = FreshDatabases(pg_server_url, template_database)
+    try:
+        yield databases
+    finally:
+        databases.close()
+
+
 @pytest.fixture
-def database_url(pg_server_url: str, template_database: str) -> Iterator[str]:
+def database_url(pg_server_url: str, fresh_databases: FreshDatabases) -> Iterator[str]:
     """A fresh database at head, private to this test."""
-    name = f"sustain_t_{uuid.uuid4().hex[:12]}"
-    run_sync(_admin(pg_server_url, f'CREATE DATABASE "{name}" TEMPLATE "{template_database}"'))
+    name = fresh_databases.take()
     yield make_url(pg_server_url).set(database=name).render_as_string(hide_password=False)
-    run_sync(_admin(pg_server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    fresh_databases.give_back(name)
 
 
 @pytest.fixture
-def empty_database_url(pg_server_url: str) -> Iterator[str]:
+def empty_database_url(pg_server_url: str, fresh_databases: FreshDatabases) -> Iterator[str]:
     """A fresh database with no schema at all (migration tests)."""
     name = f"sustain_e_{uuid.uuid4().hex[:12]}"
     run_sync(_admin(pg_server_url, f'CREATE DATABASE "{name}"'))
     yield make_url(pg_server_url).set(database=name).render_as_string(hide_password=False)
-    run_sync(_admin(pg_server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    fresh_databases.give_back(name)
 
 
 @dataclass(frozen=True)

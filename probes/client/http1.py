@@ -165,6 +165,8 @@ class _Reader:
             return
         state = self.state
         if state.done or state.failure is not None:
+            if state.failure is not None and not self.failed.done():
+                self.failed.set_result(None)  # failed outside on_body: end it now
             return  # the body's last bytes: read so the connection is reused
         raw = self.raw_stream()
         if raw is not None:

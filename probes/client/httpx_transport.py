@@ -285,6 +285,8 @@ async def call_over_httpx(client: httpx.AsyncClient, target: Target, method: str
                     body.extend(memoryview(chunk)[:room])
             return Answer(response.status_code, response.headers.get("content-type", ""),
                           bytes(body), size, time.perf_counter_ns())
+    except httpx.InvalidURL as exc:  # not an HTTPError: a path an endpoint's answer made
+        raise CallFailed(ErrorClass.PROTOCOL, f"invalid URL ({exc})") from None
     except httpx.HTTPError as exc:
         raise CallFailed(classify_transport_error(exc, response_started=started),
                          failure_detail(exc)) from None

@@ -71,7 +71,7 @@ def input_counts(usage: Any) -> tuple[int | None, int | None]:
         return None, None
     read = token_count(usage.get("cache_read_input_tokens"))
     written = token_count(usage.get("cache_creation_input_tokens")) or 0
-    return uncached + (read or 0) + written, read
+    return token_count(uncached + (read or 0) + written), read
 
 
 @dataclass(slots=True)

@@ -15,18 +15,25 @@ ends before any completed image is `truncated`.
 
 Images are counted, never decoded: a partial image's event is counted by its name
 (`event: image_generation.partial_image`) without parsing its megabytes of base64, and only
-the completed events (one per image, for their usage) and unnamed events are parsed. An image
+the completed events (one per image, for their usage) and unnamed events are parsed, with
+their base64 cut out first (`without_base64`), as a whole answer's is. An image
 event may be far larger than a chat chunk, so the kind's events are capped at
 IMAGE_EVENT_BYTES (or the target's cap, if larger), and a whole answer at IMAGES_BODY_LIMIT.
+
+An answer is the endpoint's to shape, and read as hostile: a stream is bounded in its image
+events (MAX_IMAGES, each an ITL gap held) and in its events' data (IMAGE_STREAM_BYTES), a
+whole answer in its images (MAX_IMAGES) and, before it is parsed on the event loop, in its
+JSON values (MAX_JSON_VALUES); past any of them the answer is `protocol`.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from sustain.probes.client.expected import ExpectedItems
-from sustain.probes.client.sse import SSEEvent
+from sustain.probes.client.sse import SSEEvent, size_text
 from sustain.probes.client.target import ApiKind
 from sustain.probes.measure.sample import NS_PER_MS, ErrorClass, Measurement
 from sustain.probes.protocols.base import ApiProtocol, KindSettings
@@ -44,6 +51,26 @@ IMAGE_EVENT_BYTES = 16 * 1024 * 1024
 IMAGES_BODY_LIMIT = 64 * 1024 * 1024
 """Cap on a whole image answer, held until it ends: up to ten images' base64 (past it,
 `protocol`)."""
+IMAGE_STREAM_BYTES = 4 * IMAGES_BODY_LIMIT
+"""Most event data of one image stream: ten images' base64 (IMAGES_BODY_LIMIT) in their
+completed events and three partial images each; past it `protocol`, the rest unread."""
+MAX_IMAGES = 1024
+"""Most images (partial images included) of one answer: OpenAI's most is ten images (`n`)
+with three partial images each. Each streamed one is an ITL gap held until the stream ends,
+and a partial image costs no parse, so without the bound a stream of millions of tiny ones
+would hold memory for as long as the total timeout lets it run."""
+MAX_JSON_VALUES = 65_536
+"""Most values of a whole image answer, counted as its commas (one between any two values;
+base64 has none) before it is parsed on the event loop: its images and usage need dozens.
+A body of millions of tiny values (`{"url":"a"}` five million times in 64 MiB) would take the
+loop seconds and a gigabyte of objects to parse."""
+LARGE_EVENT_CHARS = 64 * 1024
+"""An unnamed event past this many characters is an image's (a chat-sized event is a few
+hundred): its base64 is cut (`without_base64`) before it is parsed for its type and usage."""
+B64_KEY = b'"b64_json"'
+B64_VALUE = re.compile(rb'[ \t\r\n]{0,16}:[ \t\r\n]{0,16}"')
+"""What follows a `b64_json` key up to its string's first character, in the spellings JSON
+writers use (a bounded run of whitespace, so matching it costs the loop little)."""
 PARTIAL_IMAGE = "image_generation.partial_image"
 COMPLETED_IMAGE = "image_generation.completed"
 
@@ -63,30 +90,57 @@ class ImageStream(StreamState):
     """Completed images."""
     partials: int = 0
     """Partial images."""
+    data_bytes: int = 0
+    """Characters of event data received, against IMAGE_STREAM_BYTES."""
+    uncounted: bool = False
+    """The images' usages summed past a plausible count: the server's count is dropped."""
 
     def on_event(self, event: SSEEvent, now_ns: int) -> None:
-        if event.event == PARTIAL_IMAGE:  # counted by its name: its base64 is not parsed
-            if self.failure is None and not self.done:
-                self._partial(now_ns)
+        if self.failure is not None or self.done:
             return
+        self.data_bytes += len(event.data)
+        if self.data_bytes > IMAGE_STREAM_BYTES:
+            self.fail(ErrorClass.PROTOCOL, f"image stream over {size_text(IMAGE_STREAM_BYTES)}")
+            return
+        if event.event == PARTIAL_IMAGE:  # counted by its name: its base64 is not parsed
+            self._image(now_ns, completed=False)
+            return
+        if len(event.data) > LARGE_EVENT_CHARS:  # an image's: parsed without its base64
+            event = SSEEvent(event.event, without_base64(event.data.encode()).decode())
         found = self.typed(event, error_class_of)
         if found is None:
             return
         kind, payload = found
         if kind == PARTIAL_IMAGE:
-            self._partial(now_ns)
-        elif kind == COMPLETED_IMAGE:
-            self.images += 1
-            self.output_at(now_ns)
-            output, prompt = usage_counts(payload.get("usage"))
-            if output is not None:  # each image's event counts that image's tokens
-                output += self.completion_tokens or 0
-            self.counted(output, prompt, None)
+            self._image(now_ns, completed=False)
+        elif kind == COMPLETED_IMAGE and self._image(now_ns, completed=True):
+            self._count(payload.get("usage"))
             self.finished = True
 
-    def _partial(self, now_ns: int) -> None:
-        self.partials += 1
+    def _count(self, usage: Any) -> None:
+        """A completed image's usage: each image's event counts that image's tokens, summed
+        over the images, while the sum is a plausible count (streaming.token_count); once it
+        is not, the server's count is dropped for good (an output past 2**31 - 1 tokens is
+        no count, and no sample's row could hold it)."""
+        output, prompt = usage_counts(usage)
+        if output is not None and not self.uncounted:
+            output = token_count(output + (self.completion_tokens or 0))
+            if output is None:
+                self.uncounted, self.completion_tokens = True, None
+        self.counted(None if self.uncounted else output, prompt, None)
+
+    def _image(self, now_ns: int, *, completed: bool) -> bool:
+        """An image event (a completed or a partial image) arrived at `now_ns`: counted, unless
+        it is past MAX_IMAGES, which fails the stream (False)."""
+        if self.images + self.partials >= MAX_IMAGES:
+            self.fail(ErrorClass.PROTOCOL, f"image stream over {MAX_IMAGES} images")
+            return False
+        if completed:
+            self.images += 1
+        else:
+            self.partials += 1
         self.output_at(now_ns)
+        return True
 
     def outcome(self) -> tuple[ErrorClass | None, str | None]:
         """Failed as the stream said; else truncated before any completed image."""
@@ -113,14 +167,54 @@ def images_problem(data: list[Any]) -> str | None:
     return None
 
 
+def without_base64(raw: bytes) -> bytes:
+    """A whole image answer with each image's base64 (a `b64_json` string, non-empty) cut to
+    one character: what is read of an image is that it is there, so its base64 is never
+    parsed. Finding each is a search through the body at memchr speed (a few ms for 60 MiB)
+    where parsing it is a copy into strings (hundreds of ms on the event loop for ten large
+    images). A string ends at the first quote after its own, as base64 holds no quote and no
+    escaped one (an answer where one does is cut there, and is malformed JSON); in valid JSON
+    `"b64_json"` followed by a colon is a key (its last quote ends a string, so a colon after
+    it makes that string a key). Where the JSON spells it otherwise (more whitespace than
+    B64_VALUE allows), the string is left, and parsed."""
+    parts: list[bytes] = []
+    kept = at = 0  # where the part of `raw` still to keep starts; where the search goes on
+    while (key := raw.find(B64_KEY, at)) >= 0:
+        at = key + len(B64_KEY)
+        opening = B64_VALUE.match(raw, at)
+        if opening is None:
+            continue
+        value = opening.end()
+        close = raw.find(b'"', value)
+        if close < 0:
+            break
+        if close > value:
+            parts += (raw[kept:value], b"x")
+            kept = close
+        at = close + 1
+    if not parts:
+        return raw
+    parts.append(raw[kept:])
+    return b"".join(parts)
+
+
 def whole_response(raw: bytes, t_send_ns: int, end: int, status: int) -> Measurement:
-    """Measure a whole image answer (`{"data": [...]}`) that ended at `end` (ns)."""
+    """Measure a whole image answer (`{"data": [...]}`) that ended at `end` (ns), its base64
+    unparsed (`without_base64`): refused unparsed past MAX_JSON_VALUES, and past MAX_IMAGES
+    images."""
+    raw = without_base64(raw)
+    if raw.count(b",") >= MAX_JSON_VALUES:
+        return failure(t_send_ns, status, ErrorClass.PROTOCOL,
+                       f"image answer of over {MAX_JSON_VALUES} JSON values")
     payload = json_object(raw)
     if isinstance(payload, str):
         return failure(t_send_ns, status, ErrorClass.PROTOCOL, payload)
     data = payload.get("data")
     if not isinstance(data, list):
         return failure(t_send_ns, status, ErrorClass.PROTOCOL, "data is not a list")
+    if len(data) > MAX_IMAGES:
+        return failure(t_send_ns, status, ErrorClass.PROTOCOL,
+                       f"image answer of over {MAX_IMAGES} images")
     problem = "no images" if not data else images_problem(data)
     error = None if problem is None else ErrorClass.EMPTY if not data else ErrorClass.PROTOCOL
     output, prompt = usage_counts(payload.get("usage"))

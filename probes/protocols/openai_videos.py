@@ -17,7 +17,14 @@ exact to within one poll interval. A job has no first token (ttft_ms is None).
 A job reported `failed` is `job_failed`; one that has not completed within the endpoint's
 total timeout is `timeout_total`, and is cancelled (`DELETE /v1/videos/{id}`, best effort,
 within DELETE_TIMEOUT_S, its outcome not measured), as is a job given up for any other
-reason than its own failure. A status or a job id that is not the protocol's is `protocol`.
+reason than its own failure. A status or a job id that is not the protocol's is `protocol`,
+as is an answer that is neither a 2xx nor an error status (a redirect, never followed).
+
+The endpoint's answers are read as hostile: a job's answers are read up to JOB_BODY_LIMIT,
+its content counted up to MAX_VIDEO_BYTES; polls go out at most once an interval and end at
+the total timeout; the job id the endpoint chose goes into the polls' paths only when it is
+one plain path segment (JOB_ID: no `/`, `?`, `#`, `%`, control character, no `.` or `..`,
+which a client would resolve to another path), else the job is `protocol` before any poll.
 
 This kind's sample is its `exchange`, over the sender's plain call (the lean pool or httpx):
 the one flow of several requests in the registry.
@@ -60,8 +67,10 @@ MAX_VIDEO_BYTES = 512 * 1024 * 1024
 is tens of MiB); past them the job is `protocol`, the rest unread."""
 DELETE_TIMEOUT_S = 5.0
 """How long a job given up is given to be cancelled (its DELETE is not measured)."""
-JOB_ID = re.compile(r"^[A-Za-z0-9._~-]{1,256}$")
-"""A job id that can go in a URL's path as it is."""
+JOB_ID = re.compile(r"^(?!\.{1,2}\Z)[A-Za-z0-9._~-]{1,256}\Z")
+"""A job id that can go in a URL's path as it is: unreserved characters only, to the very end
+(`$` would let a trailing newline through), and not a dot segment (`.`, `..`), which URL
+clients resolve away (`/v1/videos/../content` is `/v1/content`)."""
 RUNNING = frozenset({"in_progress", "completed"})
 STATUSES = frozenset({"queued", "in_progress", "completed", "failed"})
 MAX_DETAIL_CHARS = 120
@@ -97,27 +106,45 @@ def ended(job: Job, error: ErrorClass, detail: str, end_ns: int | None = None) -
                                job.status, error, detail))
 
 
-def job_status(answer: Answer, job: Job, what: str) -> dict[str, Any]:
-    """A job's JSON answer, checked: a 2xx status, an object with a known `status`."""
+def answered(answer: Answer, job: Job, what: str) -> None:
+    """An answer of the job's flow with a 2xx status; else the job ends, by the status's
+    class, or as `protocol` for a status that is neither a success nor an error (a redirect,
+    which is not followed: its body is no job and no video)."""
     job.status = answer.status
     failed = error_class_for_status(answer.status)
+    if failed is None and not 200 <= answer.status < 300:
+        failed = ErrorClass.PROTOCOL
     if failed is not None:
         raise ended(job, failed, f"HTTP {answer.status} {what}", answer.end_ns)
+
+
+def job_status(answer: Answer, job: Job, what: str) -> dict[str, Any]:
+    """A job's JSON answer, checked: a 2xx status, an object with a known `status` (a string:
+    one of another type, a list or an object, is no status)."""
+    answered(answer, job, what)
     payload = json_object(answer.body)
     if isinstance(payload, str):
         raise ended(job, ErrorClass.PROTOCOL, f"{payload} {what}", answer.end_ns)
     status = payload.get("status")
-    if status not in STATUSES:
+    if isinstance(status, list | dict):  # named by its type: str() of a list nested 1,000
+        raise ended(job, ErrorClass.PROTOCOL,  # deep raises RecursionError
+                    f"job status of type {type(status).__name__} {what}", answer.end_ns)
+    if not isinstance(status, str) or status not in STATUSES:
         raise ended(job, ErrorClass.PROTOCOL, f"job status {str(status)[:40]!r} {what}",
                     answer.end_ns)
     return payload
 
 
 def failure_detail(payload: Mapping[str, Any]) -> str:
-    """A failed job's reason, short: its error's code (or message), if it gave one."""
+    """A failed job's reason, short: its error's code (or message), if it gave one as text or
+    a number (anything else is not written out: str() of a list nested 1,000 deep raises
+    RecursionError)."""
     error = payload.get("error")
-    reason = error.get("code") or error.get("message") if isinstance(error, dict) else None
-    return "job failed" + (f": {str(reason)[:MAX_DETAIL_CHARS]}" if reason else "")
+    reasons = (error.get("code"), error.get("message")) if isinstance(error, dict) else ()
+    reason = next((str(value)[:MAX_DETAIL_CHARS] for value in reasons
+                   if value and isinstance(value, str | int) and not isinstance(value, bool)),
+                  None)
+    return "job failed" + (f": {reason}" if reason else "")
 
 
 class OpenAIVideos(ApiProtocol):
@@ -190,11 +217,7 @@ class OpenAIVideos(ApiProtocol):
         content_ns = time.perf_counter_ns()
         content = await call("GET", f"{self.path}/{job_id}/content", b"",
                              {**plain, "accept": "*/*"}, keep=0, limit=MAX_VIDEO_BYTES)
-        job.status = content.status
-        failed = error_class_for_status(content.status)
-        if failed is not None:
-            raise ended(job, failed, f"HTTP {content.status} fetching the content",
-                        content.end_ns)
+        answered(content, job, "fetching the content")
         if content.size == 0:
             raise ended(job, ErrorClass.EMPTY, "no video content", content.end_ns)
         job.id = None  # done: nothing to cancel

@@ -145,9 +145,29 @@ def cached_token_count(usage: dict[str, Any]) -> int | None:
 
 def reasoning_token_count(usage: Any, details_key: str) -> int | None:
     """Reasoning tokens of a usage object (`completion_tokens_details.reasoning_tokens` for
-    chat, `output_tokens_details.reasoning_tokens` for Responses), or None when absent."""
+    chat, `output_tokens_details.reasoning_tokens` for Responses), or None when absent or
+    implausible (`plausible_reasoning`: more than the output it details)."""
     details = usage.get(details_key) if isinstance(usage, dict) else None
-    return token_count(details.get("reasoning_tokens")) if isinstance(details, dict) else None
+    if not isinstance(details, dict):
+        return None
+    output = token_count(usage.get(details_key.removesuffix("_details")))
+    return plausible_reasoning(token_count(details.get("reasoning_tokens")), output)
+
+
+def plausible_reasoning(reasoning: int | None, output: int | None) -> int | None:
+    """A server's count of reasoning tokens, or None when there is none or it cannot be true:
+    reasoning tokens are part of the output, so never more than the output counted with
+    them (`output`, where known)."""
+    if reasoning is None or (output is not None and reasoning > output):
+        return None
+    return reasoning
+
+
+def estimated_reasoning(estimate: int, output: int) -> int | None:
+    """Reasoning tokens estimated (from reasoning deltas or words), at most the `output` they
+    are part of: the server's output count is taken as given, so an estimate past it is
+    not; None for no reasoning."""
+    return min(estimate, max(output, 0)) or None
 
 
 def _carries(delta: dict[str, Any], keys: tuple[str, ...]) -> bool:
@@ -299,12 +319,19 @@ class StreamState:
             self.reasoning_counted = reasoning
 
     @property
+    def server_reasoning(self) -> int | None:
+        """The server's count of reasoning tokens where it is plausible: no more than its
+        count of output tokens (the two may come in different events)."""
+        return plausible_reasoning(self.reasoning_counted, self.completion_tokens)
+
+    @property
     def reasoning_tokens(self) -> int | None:
-        """The server's count of reasoning tokens, else the reasoning events counted; None
-        when there was no reasoning to count."""
-        if self.reasoning_counted is not None:
-            return self.reasoning_counted
-        return self.reasoning_events or None
+        """The server's count of reasoning tokens (where plausible), else the reasoning
+        events counted, at most the output tokens; None when there was no reasoning."""
+        counted = self.server_reasoning
+        if counted is not None:
+            return counted
+        return estimated_reasoning(self.reasoning_events, self.output_tokens)
 
     def _on_usage(self, usage: Any) -> None:
         if isinstance(usage, dict):
@@ -355,6 +382,23 @@ def json_object(raw: bytes) -> dict[str, Any] | str:
     return payload if isinstance(payload, dict) else "response is not a JSON object"
 
 
+WORD_SLICE = 1 << 16
+"""Characters split at a time when counting words: a 16 MiB body's words are never all held
+as strings at once."""
+
+
+def word_count(text: str) -> int:
+    """Whitespace-separated words of `text`, as len(text.split()) counts them, without making
+    a string of each word at once (a 16 MiB answer of two-letter words would hold hundreds of
+    MiB on the event loop)."""
+    count = 0
+    for start in range(0, len(text), WORD_SLICE):
+        count += len(text[start:start + WORD_SLICE].split())
+        if start and not text[start - 1].isspace() and not text[start].isspace():
+            count -= 1  # a word cut by the slice was counted on both sides
+    return count
+
+
 def whole_measurement(t_send_ns: int, end: int, status: int, *, text: str, calls: int,
                       completion: int | None, prompt: int | None, cached: int | None,
                       reply: Reply | None, reasoning: int | None = None,
@@ -363,9 +407,10 @@ def whole_measurement(t_send_ns: int, end: int, status: int, *, text: str, calls
     calls, its reasoning text, and the usage the server reported. Without a completion
     count, the output is estimated as the words of both texts plus the tool calls (and the
     reasoning tokens as the reasoning text's words); no output at all is `empty`."""
-    estimated_reasoning = len(reasoning_text.split())
+    words = word_count(reasoning_text)
     tokens = completion if completion is not None \
-        else len(text.split()) + calls + estimated_reasoning
+        else word_count(text) + calls + words
+    reasoning = plausible_reasoning(reasoning, completion)
     error = None if tokens >= 1 and (text or calls or reasoning_text) else ErrorClass.EMPTY
     return Measurement(
         ttft_ms=None,
@@ -379,7 +424,8 @@ def whole_measurement(t_send_ns: int, end: int, status: int, *, text: str, calls
         error_detail=None if error is None else "no output tokens",
         cached_tokens=cached,
         reply=reply,
-        reasoning_tokens=reasoning if reasoning is not None else estimated_reasoning or None,
+        reasoning_tokens=reasoning if reasoning is not None
+        else estimated_reasoning(words, tokens),
         reasoning_server_counted=reasoning is not None,
     )
 
@@ -436,5 +482,5 @@ def from_state(
         tool_call_ms=None if first_call is None else _ms(first_call - t_send_ns),
         ttfo_ms=None if state.first_answer_ns is None else _ms(state.first_answer_ns - t_send_ns),
         reasoning_tokens=state.reasoning_tokens,
-        reasoning_server_counted=state.reasoning_counted is not None,
+        reasoning_server_counted=state.server_reasoning is not None,
     )

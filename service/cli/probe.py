@@ -86,24 +86,42 @@ def _report(flags: ProbeFlags, shot: OneShot, result: RunResult) -> None:
         print(strict_json.dumps(report))
     elif run_id is not None:
         say(f"saved as run {run_id}")
-    lines = failure_lines(result.samples, flags.base_url, flags.model)
-    for line in lines:  # the server's words and the URL, printed as they are
+    lines = failure_lines(result.samples, flags.base_url, flags.model, _request(flags))
+    for line in lines:  # the server's words (printable, secret-free) and the URL, as they are
         console.print(line, style="red", markup=False, highlight=False)
     if lines:
         raise typer.Exit(EXIT_NONE_SUCCEEDED)
 
 
+def _request(flags: ProbeFlags) -> str | None:
+    """Where the probe's requests went: `POST http://host:8000/v1/chat/completions`, or the
+    method and URL of an `--api http` check."""
+    from sustain.probes.protocols.registry import is_check
+    from sustain.service.runs.hints import request_target
+
+    return request_target(flags.base_url, flags.api,
+                          flags.method if is_check(flags.api) else None)
+
+
 def _write_report(flags: ProbeFlags, result: RunResult) -> None:
     from sustain.probes.measure.sample import Outcome
-    from sustain.service.web.report import render, run_page
+    from sustain.service.db.status import FirstFailure
+    from sustain.service.web.report import failure_lines, render, run_page
 
     assert flags.html is not None
     ok = [s for s in result.samples if s.outcome is Outcome.SUCCESS]
-    page = run_page(result.report().model_dump(mode="json"),
-                    f"sustain probe: {flags.base_url}",
+    failed = [s.measurement for s in result.samples if s.outcome is not Outcome.SUCCESS]
+    report = result.report().model_dump(mode="json")
+    first = None if not failed else FirstFailure(
+        str(failed[0].error_class or "unknown"), failed[0].http_status, len(failed))
+    page = run_page(report, f"sustain probe: {flags.base_url}",
                     f"model {flags.model or '-'} · profile {flags.profile} · "
                     f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC",
-                    [v for s in ok if (v := s.ttft_ms) is not None], [s.e2e_ms for s in ok])
+                    [v for s in ok if (v := s.ttft_ms) is not None], [s.e2e_ms for s in ok],
+                    failure_lines("completed", None, report, first, flags.base_url,
+                                  flags.api, flags.model,
+                                  detail=failed[0].error_detail if failed else None,
+                                  request=_request(flags)))
     try:
         flags.html.write_text(render(page), encoding="utf-8")
     except OSError as exc:

@@ -47,7 +47,48 @@ def serve(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None
     if settings.config is not None and not check_config(settings.config, settings):
         raise typer.Exit(2)
     with database(settings) as url:
+        say_when_no_key_gets_in(settings, url)
         serve_app(settings, url)
+
+
+NO_KEY_CHECK_TIMEOUT_S = 5.0
+"""How long `serve` waits at start to learn whether any key exists, in seconds (a database that
+cannot answer by then gets no word here: the service's own checks say why)."""
+UNDEFINED_TABLE = "42P01"
+"""PostgreSQL's SQLSTATE for a table that is not there: a new database migrated at start."""
+
+
+def say_when_no_key_gets_in(settings: Settings, url: str) -> None:
+    """Warn, in one line with both ways in, when nobody can get in: no SUSTAIN_ADMIN_KEY and
+    no stored key a person can use, so every call that needs a key answers 401 and the
+    sign-in at / accepts nothing (the sign-in page says the same)."""
+    from sustain.service.db.first_key import NO_KEY_REMEDIES
+
+    if settings.admin_key is not None or asyncio.run(_person_key_exists(url)) is not False:
+        return
+    logging.getLogger("sustain.service.cli").warning(
+        "nobody can get in yet: SUSTAIN_ADMIN_KEY is not set and no API key exists, so every "
+        "call that needs a key answers 401 and the sign-in at /login accepts nothing; %s",
+        NO_KEY_REMEDIES)
+
+
+async def _person_key_exists(url: str) -> bool | None:
+    """Whether a key a person can use is stored (False too when the keys table is not there
+    yet); None when the database cannot tell within NO_KEY_CHECK_TIMEOUT_S."""
+    from sqlalchemy.exc import DBAPIError
+
+    from sustain.service.db.first_key import person_key_exists
+
+    try:
+        async with (asyncio.timeout(NO_KEY_CHECK_TIMEOUT_S), one_connection_engine(url) as engine,
+                    session_factory(engine)() as session):
+            return await person_key_exists(session)
+    except DBAPIError as exc:
+        if getattr(exc.orig, "sqlstate", None) == UNDEFINED_TABLE:
+            return False
+        return None
+    except Exception:  # noqa: BLE001 - a word at start never keeps the service from starting
+        return None
 
 
 def _check_anonymous_read(settings: Settings) -> None:
@@ -76,11 +117,22 @@ def _check_anonymous_read(settings: Settings) -> None:
 
 
 async def _seed_demo(url: str, constant_url: str, capacity_url: str,
-                     moved: dict[str, str]) -> list[str]:
-    from sustain.service.demo.objects import ensure_demo_objects
+                     moved: dict[str, str]) -> tuple[list[str], int | None]:
+    """Seed the demo's objects; the user's endpoints that followed a moved simulator, and the
+    id of the demo's constant probe (None when a person deleted it)."""
+    from sustain.service.db import crud
+    from sustain.service.db.models import Probe
+    from sustain.service.demo.objects import DEMO_PROBE, ensure_demo_objects
 
     async with one_connection_engine(url) as engine, session_factory(engine).begin() as session:
-        return await ensure_demo_objects(session, constant_url, capacity_url, moved)
+        followed = await ensure_demo_objects(session, constant_url, capacity_url, moved)
+        probe = await crud.get_by_name(session, Probe, DEMO_PROBE)
+        return followed, None if probe is None else probe.id
+
+
+def _url_host(host: str) -> str:
+    """A bind address as a URL's host: an IPv6 literal in brackets."""
+    return f"[{host}]" if ":" in host else host
 
 
 def _loopback(host: str) -> bool:
@@ -101,7 +153,8 @@ def demo(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None,
          log_format: LogFormatOpt = None, simulator_port: SimulatorPortOpt = None) -> None:
     """Embedded PostgreSQL + two built-in simulators + demo probes, served on HOST:PORT."""
     from sustain.service.access.keys import generate_key
-    from sustain.service.demo.objects import DEMO_BATCH, demo_banner
+    from sustain.service.demo.first_run import FirstRun
+    from sustain.service.demo.objects import DEMO_BATCH, DEMO_PROBE, demo_banner
     from sustain.service.demo.simulators import DemoSimulators, SimulatorPortError
 
     settings = load_settings(host=host, port=port, database_url=database_url,
@@ -120,6 +173,7 @@ def demo(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None,
     if settings.log_level.upper() != "DEBUG":  # a newcomer's screen: no migration log
         logging.getLogger("alembic").setLevel(logging.WARNING)
     simulators = DemoSimulators(settings.data_dir, settings.port, simulator_port, DEMO_BATCH)
+    first_run: FirstRun | None = None
     with database(settings) as url:
         try:
             simulators.start()
@@ -128,12 +182,16 @@ def demo(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None,
             raise typer.Exit(2) from None
         try:
             upgrade_to_head(url)
-            followed = asyncio.run(_seed_demo(url, simulators.url("constant"),
-                                              simulators.url("capacity"), simulators.moved))
-            say(demo_banner(
-                f"http://{settings.host}:{settings.port}", simulators.url("constant"),
-                simulators.url("capacity"), None if settings.database_url else url,
-                admin_key if generated else None, followed))
+            followed, probe_id = asyncio.run(_seed_demo(
+                url, simulators.url("constant"), simulators.url("capacity"), simulators.moved))
+            base = f"http://{_url_host(settings.host)}:{settings.port}"
+            say(demo_banner(base, simulators.url("constant"), simulators.url("capacity"),
+                            None if settings.database_url else url,
+                            admin_key if generated else None, followed))
+            if probe_id is not None:  # a first result at once, not at the next tick
+                first_run = FirstRun(base, admin_key, probe_id, DEMO_PROBE).start()
             serve_app(settings, url)
         finally:
+            if first_run is not None:
+                first_run.stop()
             simulators.stop()

@@ -126,8 +126,9 @@ def demo_banner(base: str, constant_url: str, capacity_url: str, database_url: s
                   f"--input-tokens {DEMO_TOKENS} --output-tokens {DEMO_TOKENS}")
     lines = [
         f"sustain demo: probe '{DEMO_PROBE}' ({DEMO_CONSTANT_RATE:g} req/s for "
-        f"{DEMO_CONSTANT_DURATION_S:g} s, every 15 s, under the SLO '{DEMO_SLO}') against "
-        f"the simulator at {constant_url}, and '{DEMO_CAPACITY}' (the highest concurrency "
+        f"{DEMO_CONSTANT_DURATION_S:g} s, at once, then every 15 s, under the SLO "
+        f"'{DEMO_SLO}') against the simulator at {constant_url}, and '{DEMO_CAPACITY}' (the "
+        f"highest concurrency "
         f"with TTFT p99 <= 200 ms, every 2 min) against its own at {capacity_url} "
         f"({DEMO_BATCH} generations at once each)",
         f"  status page  {base}/",

@@ -42,8 +42,14 @@ class SimulatorPortError(RuntimeError):
 
 
 def port_free(port: int, host: str = "127.0.0.1") -> bool:
-    """Whether a TCP port can be bound on host now."""
+    """Whether the simulator's server could bind a TCP port on host now.
+
+    The check binds as that server will (uvicorn's asyncio server sets SO_REUSEADDR): the
+    connections of the previous start that the simulator closed first linger in TIME_WAIT on
+    its port for a minute, which a plain bind takes for "in use", and the simulator would move
+    on every quick restart. A port another socket listens on is still refused."""
     with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError:
@@ -133,6 +139,27 @@ class DemoSimulators:
     def start(self) -> DemoSimulators:
         """Both simulators up and answering, on the ports chosen; SimulatorPortError when the
         ports asked for cannot be used."""
+        chosen = self.choose()
+        try:
+            for role in ROLES:
+                self.running[role] = self._start(role, chosen[role])
+            for simulator in self.running.values():
+                self._wait_ready(simulator)
+        except BaseException:
+            self.stop()
+            raise
+        self.remember(chosen)
+        return self
+
+    def remember(self, chosen: dict[str, int]) -> None:
+        """Keep this start's ports in the data directory for the next start."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        (self.data_dir / PORTS_FILE).write_text(json.dumps(chosen), encoding="utf-8")
+
+    def choose(self) -> dict[str, int]:
+        """This start's port for each simulator (choose_ports on what is free now), any free
+        port for one that cannot keep its own, recorded in `moved`; SimulatorPortError when the
+        ports asked for cannot be used."""
         remembered = remembered_ports(self.data_dir)
         candidates = {*remembered.values(), self.service_port + 1, self.service_port + 2}
         if self.wanted is not None:
@@ -144,17 +171,7 @@ class DemoSimulators:
             if role in remembered:
                 self.moved[f"http://127.0.0.1:{remembered[role]}"] = \
                     f"http://127.0.0.1:{chosen[role]}"
-        try:
-            for role in ROLES:
-                self.running[role] = self._start(role, chosen[role])
-            for simulator in self.running.values():
-                self._wait_ready(simulator)
-        except BaseException:
-            self.stop()
-            raise
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        (self.data_dir / PORTS_FILE).write_text(json.dumps(chosen), encoding="utf-8")
-        return self
+        return chosen
 
     def _start(self, role: str, port: int) -> RunningSimulator:
         log = (self.data_dir / f"demo-simulator-{role}.log").open("ab")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import (
     AfterValidator,
@@ -12,6 +12,9 @@ from pydantic import (
     Field,
     StringConstraints,
     UrlConstraints,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
 )
 from pydantic_core import PydanticCustomError
 
@@ -47,7 +50,23 @@ Name = Annotated[
                       pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$"),
 ]
 """A resource name: also used as a metric label, so a restricted alphabet."""
-Url = Annotated[AnyHttpUrl, UrlConstraints(max_length=MAX_URL_CHARS)]
+URL_WITH_SCHEME = "must be a URL with a scheme, e.g. http://host:8000/v1"
+
+
+def _with_scheme(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """A URL typed without its scheme (`vllm:8000/v1`, `127.0.0.1:8000`) is refused saying
+    so, not in the URL parser's words (`relative URL without a base`, or a scheme `vllm`
+    that is not http)."""
+    try:
+        return handler(value)
+    except ValidationError:
+        if isinstance(value, str) and "://" not in value:
+            raise PydanticCustomError("url_scheme", URL_WITH_SCHEME) from None
+        raise
+
+
+Url = Annotated[AnyHttpUrl, UrlConstraints(max_length=MAX_URL_CHARS),
+                WrapValidator(_with_scheme)]
 """An http(s) URL of at most MAX_URL_CHARS characters."""
 
 

@@ -13,10 +13,14 @@ from typing import Any
 
 import jinja2
 
-from sustain.probes.protocols.registry import protocol_of
 from sustain.probes.renamed import stored_figure
 from sustain.service.db.status import FirstFailure
-from sustain.service.runs.hints import failure_hint
+from sustain.service.runs.hints import (
+    MAX_DETAIL_CHARS,
+    after_status,
+    failure_hint,
+    request_target,
+)
 from sustain.service.web.charts import AxisChart, Verdict, histogram, xy_chart
 
 LATENCIES = (("ttft_ms", "TTFT"), ("ttfo_ms", "TTFO (first answer)"), ("tpot_ms", "TPOT"),
@@ -249,10 +253,13 @@ def render(page: RunPage, nav: Mapping[str, Any] | None = None) -> str:
 
 def failure_lines(status: str, error: str | None, report: Mapping[str, Any],
                   first: FirstFailure | None, base_url: str | None, api_kind: str | None,
-                  model: str | None = None) -> list[str]:
+                  model: str | None = None, *, detail: str | None = None,
+                  request: str | None = None) -> list[str]:
     """What failed, where and why, in sentences: the run's own error (a run that could not
     measure), then its failed requests (how many of how many, by class), the first one's
-    class and HTTP status and the URL it went to, and a hint for the usual mistakes."""
+    class and HTTP status, the request it was (`request`, else the base URL and the API's
+    path: hints.request_target) and, where known, its error detail (`detail`: the server's
+    words, as `sustain probe --html` has them), and a hint for the usual mistakes."""
     lines = []
     if error:
         lines.append(f"The run {status}: {error}")
@@ -264,28 +271,19 @@ def failure_lines(status: str, error: str | None, report: Mapping[str, Any],
         failed = sum(v for v in (errors or {}).values() if isinstance(v, int)) or first.failed
         http = f"HTTP {first.http_status}" if first.http_status is not None \
             else "no HTTP answer"
-        target = request_target(base_url, api_kind)
+        target = request or request_target(base_url, api_kind)
+        words = after_status(detail, first.http_status)[:MAX_DETAIL_CHARS]
         lines.append(
             f"{failed} of {attempts if isinstance(attempts, int) else '?'} requests failed"
             + (f" ({classes})" if classes else "")
             + f"; the first: {first.error_class} ({http})"
-            + (f" from {target}" if target else "") + ".")
+            + (f" from {target}" if target else "") + (f": {words}" if words else "")
+            + ("" if words.endswith((".", "…", "!", "?")) else "."))
         hint = failure_hint(first.error_class, first.http_status, base_url or "", model,
-                            flags=False) if base_url else None
+                            flags=False, detail=detail) if base_url else None
         if hint:
             lines.append(f"Hint: {hint}.")
     return lines
-
-
-def request_target(base_url: str | None, api_kind: str | None) -> str | None:
-    """The URL a probe's requests go to: its endpoint's base URL and its API's path."""
-    if not base_url:
-        return None
-    try:
-        path = protocol_of(api_kind).path if api_kind else ""
-    except KeyError:
-        path = ""
-    return "POST " + base_url.rstrip("/") + path if path else base_url
 
 
 def with_probe_link(page: RunPage, probe_id: int, probe_name: str) -> RunPage:

@@ -4,10 +4,12 @@ statuses and active alerts, then renders service/web/templates/status.html.
 The page needs a viewer (unless SUSTAIN_PUBLIC_STATUS_PAGE): a person signs in at /login with a
 key through a form and gets an HttpOnly, SameSite=Strict session cookie (Secure over HTTPS); the
 key never appears in a URL. The form is refused when posted from another site, and a source's
-failed keys are throttled. Scripts, bearer keys work too."""
+failed keys are throttled; while no key can sign in at all (no SUSTAIN_ADMIN_KEY, no stored key
+a person can use), the form says how to get in. Scripts, bearer keys work too."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from pathlib import Path
@@ -18,6 +20,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi import Path as FastPath
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
+from markupsafe import Markup, escape
 
 from sustain.service.access.auth_failures import AuthFailure, LoginThrottle
 from sustain.service.access.keys import Role, allows, key_hash
@@ -43,10 +46,12 @@ from sustain.service.db import keys as key_queries
 from sustain.service.db import runs as run_queries
 from sustain.service.db import slos as slo_queries
 from sustain.service.db import status as status_queries
+from sustain.service.db.first_key import NO_KEY_REMEDIES, person_key_exists
 from sustain.service.db.models import Endpoint, Probe, Run
 from sustain.service.errors import FieldError
 from sustain.service.evaluation.drift_words import drift_words
 from sustain.service.history.windows import parse_duration
+from sustain.service.runtime import Replica
 from sustain.service.schemas.common import MAX_DB_ID
 from sustain.service.web import probe_view, report, view
 
@@ -92,9 +97,32 @@ def signed_in(viewer: Principal) -> str | None:
     return None if viewer is ANONYMOUS_VIEWER else viewer.name
 
 
-def _login_form(request: Request, error: str | None, status_code: int) -> HTMLResponse:
-    return templates().TemplateResponse(request, "login.html", {"error": error},
-                                        status_code=status_code)
+def _login_form(request: Request, error: str | None, status_code: int,
+                no_key_remedies: str | None = None) -> HTMLResponse:
+    return templates().TemplateResponse(
+        request, "login.html",
+        {"error": error,
+         "no_key_remedies": None if no_key_remedies is None else with_code(no_key_remedies)},
+        status_code=status_code)
+
+
+def with_code(text: str) -> Markup:
+    """Plain text, escaped, with its `backquoted` commands set as <code>."""
+    return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", str(escape(text))))
+
+
+async def _no_key_remedies(state: Replica) -> str | None:
+    """The ways in when nobody can sign in yet (no SUSTAIN_ADMIN_KEY, no key a person can
+    use), for the form to say so; None otherwise, and when the database cannot tell (the form
+    is still served)."""
+    if state.settings.admin_key is not None:
+        return None
+    try:
+        async with state.api_sessions() as session:
+            found = await person_key_exists(session)
+    except Exception:  # noqa: BLE001 - a note on the form never takes the form down
+        return None
+    return None if found else NO_KEY_REMEDIES
 
 
 FAVICON = (b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">'
@@ -111,8 +139,8 @@ async def favicon() -> Response:
 
 
 @router.get("/login", response_class=HTMLResponse)
-async def login_form(request: Request) -> HTMLResponse:
-    return _login_form(request, None, 200)
+async def login_form(request: Request, state: StateDep) -> HTMLResponse:
+    return _login_form(request, None, 200, await _no_key_remedies(state))
 
 
 def login_throttle(request: Request) -> LoginThrottle:
@@ -158,7 +186,8 @@ async def login(request: Request, state: StateDep) -> Response:
     if principal is None:
         throttle.failed(source)
         refuse(request, AuthFailure.login_failed)
-        return _login_form(request, "That key was not accepted.", 401)
+        return _login_form(request, "That key was not accepted.", 401,
+                           await _no_key_remedies(state))
     # a success clears no failures: they were guesses at other keys (LoginThrottle)
     request.scope[PRINCIPAL_SCOPE_KEY] = principal
     async with state.api_sessions() as session:

@@ -11,7 +11,7 @@ import re
 import signal
 import socket
 import time
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -215,10 +215,32 @@ def _simulator_port(output: str) -> int:
     return int(found.group(1))
 
 
+def far_daily_cron() -> str:
+    """A daily UTC schedule whose next tick is about two hours away: the scheduler neither
+    runs a tick of it nor catches one up at start (only while half the period remains)."""
+    at = datetime.now(UTC) + timedelta(hours=2)
+    return f"{at.minute} {at.hour} * * *"
+
+
+def run_at_start(api: httpx.Client, probe_id: int, since: datetime) -> dict[str, object]:
+    """The demo's run of the probe made at start (a run-now: trigger manual) after `since`."""
+    found: list[dict[str, object]] = []
+
+    def made() -> bool:
+        runs = api.get("/api/v1/runs", params={"probe_id": probe_id}).json()["items"]
+        found[:] = [r for r in runs if r["trigger"] == "manual"
+                    and _epoch(r["scheduled_for"]) >= since.timestamp()]
+        return bool(found)
+
+    wait_until(made, 30, step_s=0.2)  # only a hang guard: it starts once /readyz answers
+    return found[0]
+
+
 def test_an_endpoint_made_against_the_demo_simulator_survives_restarts(tmp_path: Path) -> None:
     """The simulator keeps its port from one start to the next, so an endpoint a user made
     against it keeps working; when the remembered port is taken, the simulator moves and the
-    endpoint follows it."""
+    endpoint follows it. Each start runs the demo probe at once, whatever its schedule (here
+    a daily one whose tick is hours away)."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     first = demo(tmp_path, port, "demo1.log")
@@ -230,13 +252,20 @@ def test_an_endpoint_made_against_the_demo_simulator_survives_restarts(tmp_path:
         mine = api.post("/api/v1/endpoints", json={
             "name": "mine", "base_url": f"http://127.0.0.1:{sim_port}/v1", "model": "sim-model"})
         assert mine.status_code == 201, mine.text
+        probes = {p["name"]: p for p in api.get("/api/v1/probes").json()["items"]}
+        constant = probes["demo-constant"]["id"]
+        daily = api.patch(f"/api/v1/probes/{constant}", json={"cron": far_daily_cron()})
+        assert daily.status_code == 200, daily.text
         assert first.stop(signal.SIGINT) == 0
 
+    restarted = datetime.now(UTC)
     again = demo(tmp_path, port, "demo2.log")
     again.env["SUSTAIN_ADMIN_KEY"] = TEST_ADMIN_KEY
     with again:
         again.wait_http(f"{base}/readyz")
         assert _simulator_port(again.output()) == sim_port, "the same port as before"
+        first_run = run_at_start(admin_client(base), constant, restarted)
+        assert first_run["status"] in ("pending", "running", "succeeded"), first_run
         keys = SustainProcess(["keys", "list", "--json"], tmp_path / "keys.log",
                               env={"SUSTAIN_DATA_DIR": str(tmp_path / "data")})
         keys.env.pop("SUSTAIN_DATABASE_URL", None)
@@ -250,7 +279,8 @@ def test_an_endpoint_made_against_the_demo_simulator_survives_restarts(tmp_path:
         assert port_open(sim_port)
         assert again.stop(signal.SIGINT) == 0
 
-    with socket.socket() as taken:
+    with socket.socket() as taken:  # another server on the port, bound as servers bind
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         taken.bind(("127.0.0.1", sim_port))
         taken.listen()
         moved = demo(tmp_path, port, "demo3.log")

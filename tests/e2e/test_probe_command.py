@@ -98,7 +98,7 @@ def test_a_base_url_without_v1_exits_1_with_the_status_url_and_a_hint(
     done = probe(root, "--model", "m")
     assert done.returncode == 1
     stderr = " ".join(done.stderr.split())
-    assert f"the first: http_4xx (HTTP 404) from {root}" in stderr
+    assert f"the first: http_4xx (HTTP 404) from POST {root}/chat/completions" in stderr
     assert f"hint: most servers serve their API under /v1: try {root}/v1" in stderr
 
 

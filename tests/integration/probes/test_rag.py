@@ -122,7 +122,7 @@ async def test_a_failing_stage_fails_the_request_naming_it(
                        {"corpus": str(corpus)})
     assert result.summary.errors == {"http_5xx": REQUESTS}
     for sample in result.samples:
-        assert sample.measurement.error_detail == "generate: HTTP 500"
+        assert sample.measurement.error_detail == "generate: HTTP 500: injected http_500"
         assert sample.measurement.stages_ms is not None
 
 

@@ -63,17 +63,18 @@ async def agent_key(api: httpx.AsyncClient, location: str = LOCATION) -> str:
     return str(r.json()["key"])
 
 
-def fast_app(database_url: str) -> FastAPI:
-    """Heartbeats every 0.5 s (an agent silent for 1.5 s is dead to the service) and a
-    reconcile every second, so missed ticks are recorded within seconds."""
-    return create_app(app_settings(database_url, auto_migrate=False, heartbeat_s=0.5,
+def fast_app(database_url: str, heartbeat_s: float = 0.5) -> FastAPI:
+    """Heartbeats every `heartbeat_s` (an agent silent for three is dead to the service) and
+    a reconcile every second, so missed ticks are recorded within seconds."""
+    return create_app(app_settings(database_url, auto_migrate=False, heartbeat_s=heartbeat_s,
                                    reconcile_s=1, misfire_grace_s=1))
 
 
-def new_agent(port: int, key: str, spool: Path, name: str = "a1") -> Agent:
+def new_agent(port: int, key: str, spool: Path, name: str = "a1",
+              heartbeat_s: float = 0.5) -> Agent:
     return Agent(ServiceClient(f"http://127.0.0.1:{port}", key, name, timeout_s=2.0),
                  InProcess(HttpClients(50)), Spool(spool, 64 * 1024 * 1024),
-                 location=LOCATION, heartbeat_s=0.5)
+                 location=LOCATION, heartbeat_s=heartbeat_s)
 
 
 async def test_an_agent_key_names_its_location_and_acts_only_for_it(
@@ -161,17 +162,25 @@ async def succeeded(api: httpx.AsyncClient, probe_id: int) -> list[dict[str, Any
     return [r for r in items if r["status"] == "succeeded"]
 
 
+OUTAGE_INTERVAL_S = 2
+"""The outage test's probe interval. A tick may start at most half an interval late (1 s
+here) before the service records it missed, and a run (~0.3 s) leaves most of the interval
+free: a busy machine's delays neither miss a tick nor make a run overlap the next."""
+
+
 async def test_runs_measured_through_an_outage_arrive_afterwards_each_once(
         database_url: str, simulator: SimulatorHandle, tmp_path: Path) -> None:
-    app = fast_app(database_url)
+    app = fast_app(database_url, heartbeat_s=1.0)
     async with serving(app) as api, listening(app) as port:
         key = await agent_key(api)
         endpoint = await create_endpoint(api, simulator.base_url)
-        probe = await create_probe(api, endpoint["id"], interval_s=1, locations=[LOCATION],
+        # Four requests of 4 tokens each (~90 ms from the simulator, not its 32 in ~370 ms).
+        probe = await create_probe(api, endpoint["id"], interval_s=OUTAGE_INTERVAL_S,
+                                   locations=[LOCATION], workload={"max_tokens": 4},
                                    profile={"kind": "constant", "rate": 20, "duration_s": 0.2})
         proxy = CuttableProxy(port)
         await proxy.start()
-        agent = new_agent(proxy.port, key, tmp_path / "spool")
+        agent = new_agent(proxy.port, key, tmp_path / "spool", heartbeat_s=1.0)
         await agent.start()
         try:
             async with asyncio.timeout(60):
@@ -181,14 +190,25 @@ async def test_runs_measured_through_an_outage_arrive_afterwards_each_once(
             async with asyncio.timeout(60):
                 while agent.spool.runs < 4:  # noqa: ASYNC110 - offline runs wait on disk
                     await asyncio.sleep(0.2)
-            await asyncio.sleep(8)  # long enough for the service to record them missed
-            missed = await fetch(runtime_of(app).engine,
-                                 "SELECT count(*) FROM runs WHERE status = 'missed'")
+            # Until the service has recorded a tick of the silent location missed (seconds
+            # after the agent's heartbeats stop, so usually already; the timeout only guards
+            # against a hang).
+            async with asyncio.timeout(60):
+                while not (missed := await fetch(  # noqa: ASYNC110
+                        runtime_of(app).engine,
+                        "SELECT count(*) FROM runs WHERE status = 'missed'"))[0][0]:
+                    await asyncio.sleep(0.2)
             proxy.set_cut(False)
+            reconnected = datetime.now(UTC)
             async with asyncio.timeout(60):
                 while agent.spool.runs:  # noqa: ASYNC110
                     await asyncio.sleep(0.2)
-            await asyncio.sleep(1.5)
+            # Two ticks after the link came back run online, so the outage lies between
+            # measured ticks.
+            async with asyncio.timeout(60):
+                while len([r for r in await succeeded(api, probe["id"])  # noqa: ASYNC110
+                           if datetime.fromisoformat(r["scheduled_for"]) > reconnected]) < 2:
+                    await asyncio.sleep(0.2)
         finally:
             await agent.stop()
             await proxy.close()
@@ -206,7 +226,7 @@ async def test_runs_measured_through_an_outage_arrive_afterwards_each_once(
         "every tick from the first to the last ran, the outage's too (taken over from missed)"
     assert len(between) >= 8
     assert [t.timestamp() for t, *_ in between] == [
-        first.timestamp() + k for k in range(len(between))], "no tick lost"
+        first.timestamp() + k * OUTAGE_INTERVAL_S for k in range(len(between))], "no tick lost"
 
 
 def recent_tick(hours_ago: int = 1) -> datetime:

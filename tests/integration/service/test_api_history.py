@@ -5,16 +5,21 @@ parameters named."""
 from __future__ import annotations
 
 import random
+import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest
 from fastapi import FastAPI
+from sqlalchemy import make_url
 
 from sustain.probes.measure.confidence import min_samples
 from sustain.probes.measure.percentiles import QUANTILES, quantile
 from sustain.service.app import runtime_of
+from sustain.service.db.engine import create_engine
+from tests.conftest import FreshDatabases, _admin, run_sync
 from tests.integration.service.storage import create_probe_rows, fetch, seed_run, synthetic_samples
 
 START = datetime(2026, 11, 20, 9, 17, tzinfo=UTC)
@@ -23,16 +28,57 @@ RUN_EVERY = timedelta(minutes=23)
 RUNS = 90
 
 
+async def seed(url: str) -> int:
+    """RUNS runs of 120 samples each, every RUN_EVERY from START; the probe's id."""
+    engine = create_engine(url)
+    try:
+        probe_id = await create_probe_rows(engine)
+        rng = random.Random(7)
+        for i in range(RUNS):
+            at = START + i * RUN_EVERY
+            await seed_run(engine, probe_id, at,
+                           synthetic_samples(120, at, rng, fail_every=25 if i % 3 else 0))
+        return probe_id
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def seeded_template(pg_server_url: str, fresh_databases: FreshDatabases
+                    ) -> Iterator[tuple[str, int]]:
+    """A database at head holding the seeded runs, seeded once for the module (seconds of
+    this process's CPU); each test that reads them gets a copy of it (a fraction of a second).
+    Its name, and the probe's id."""
+    name = fresh_databases.take()
+    try:
+        yield name, run_sync(seed(
+            make_url(pg_server_url).set(database=name).render_as_string(hide_password=False)))
+    finally:
+        fresh_databases.give_back(name)
+
+
 @pytest.fixture
-async def seeded(app: FastAPI, api: httpx.AsyncClient) -> int:  # noqa: ARG001 - api: the app runs
-    state = runtime_of(app)
-    probe_id = await create_probe_rows(state.engine)
-    rng = random.Random(7)
-    for i in range(RUNS):
-        at = START + i * RUN_EVERY
-        await seed_run(state.engine, probe_id, at,
-                       synthetic_samples(120, at, rng, fail_every=25 if i % 3 else 0))
-    return probe_id
+def database_url(request: pytest.FixtureRequest, pg_server_url: str,
+                 fresh_databases: FreshDatabases) -> Iterator[str]:
+    """The test's own database: a copy of the seeded one for the tests that read the seeded
+    runs (`seeded`), else a fresh one at head."""
+    if "seeded" not in request.fixturenames:
+        name = fresh_databases.take()
+        yield make_url(pg_server_url).set(database=name).render_as_string(hide_password=False)
+        fresh_databases.give_back(name)
+        return
+    template, _ = request.getfixturevalue("seeded_template")
+    name = f"sustain_t_{uuid.uuid4().hex[:12]}"
+    run_sync(_admin(pg_server_url, f'CREATE DATABASE "{name}" TEMPLATE "{template}"'))
+    yield make_url(pg_server_url).set(database=name).render_as_string(hide_password=False)
+    fresh_databases.give_back(name)
+
+
+@pytest.fixture
+def seeded(seeded_template: tuple[str, int], api: httpx.AsyncClient) -> int:  # noqa: ARG001 - api: the app runs
+    """The seeded probe's id, in the test's copy of the seeded database, with the app running
+    on it."""
+    return seeded_template[1]
 
 
 async def exact(app: FastAPI, probe_id: int, column: str, start: datetime, end: datetime
