@@ -189,7 +189,8 @@ def demo(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None,
                             None if settings.database_url else url,
                             admin_key if generated else None, followed))
             if probe_id is not None:  # a first result at once, not at the next tick
-                first_run = FirstRun(base, admin_key, probe_id, DEMO_PROBE).start()
+                first_run = FirstRun(settings.host, settings.port, admin_key, probe_id,
+                                     DEMO_PROBE).start()
             serve_app(settings, url)
         finally:
             if first_run is not None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import socket
 import threading
 import time
 
@@ -27,10 +28,10 @@ READY_TIMEOUT_S = 120.0
 """How long the first run waits for the service to answer /readyz, in seconds (an embedded
 PostgreSQL's first start, initdb included, takes a few seconds; a slow disk more)."""
 POLL_S = 0.05
-"""Seconds between two asks of /readyz: the first run starts at most this long after the
-service is ready."""
+"""Seconds between two tries to connect, then between two asks of /readyz: the first run
+starts at most about this long after the service is ready."""
 POLL_TIMEOUT_S = 1.0
-"""Seconds one ask of /readyz may take (a stop is noticed between two asks)."""
+"""Seconds one connect, or one ask of /readyz, may take (a stop is noticed between two)."""
 REQUEST_TIMEOUT_S = 10.0
 """Seconds each request to the service may take."""
 STOP_TIMEOUT_S = 5.0
@@ -90,13 +91,30 @@ async def wait_ready(client: httpx.AsyncClient, timeout_s: float, stop: threadin
     return False
 
 
-class FirstRun:
-    """On a thread of its own: wait for the service at `base_url` to be ready, then run the
-    probe once (run_at_start). `outcome` and `run_id` say what happened, once `done` is set."""
+def wait_listening(host: str, port: int, timeout_s: float, stop: threading.Event) -> bool:
+    """Whether host:port accepted a TCP connection within timeout_s (False as soon as `stop`
+    is set). A plain connect every POLL_S: while the service imports and starts up beside it,
+    this thread costs it next to nothing (no event loop, no HTTP client yet)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and not stop.is_set():
+        try:
+            socket.create_connection((host, port), timeout=POLL_TIMEOUT_S).close()
+        except OSError:
+            stop.wait(POLL_S)
+        else:
+            return True
+    return False
 
-    def __init__(self, base_url: str, admin_key: str, probe_id: int, probe_name: str,
+
+class FirstRun:
+    """On a thread of its own: wait for the service on host:port to listen and be ready, then
+    run the probe once (run_at_start). `outcome` and `run_id` say what happened, once `done`
+    is set."""
+
+    def __init__(self, host: str, port: int, admin_key: str, probe_id: int, probe_name: str,
                  timeout_s: float = READY_TIMEOUT_S) -> None:
-        self.base_url = base_url
+        self.host = host
+        self.port = port
         self.admin_key = admin_key
         self.probe_id = probe_id
         self.probe_name = probe_name
@@ -108,6 +126,11 @@ class FirstRun:
         self._thread = threading.Thread(target=self._run, name="sustain-demo-first-run",
                                         daemon=True)
 
+    @property
+    def base_url(self) -> str:
+        return f"http://[{self.host}]:{self.port}" if ":" in self.host else \
+            f"http://{self.host}:{self.port}"
+
     def start(self) -> FirstRun:
         self._thread.start()
         return self
@@ -118,8 +141,13 @@ class FirstRun:
             self._thread.join(STOP_TIMEOUT_S)
 
     def _run(self) -> None:
+        started = time.monotonic()
         try:
-            self.outcome, self.run_id = asyncio.run(self._first_run())
+            if not wait_listening(self.host, self.port, self.timeout_s, self._stop):
+                self.outcome = Outcome.not_ready
+            else:
+                left_s = max(0.0, self.timeout_s - (time.monotonic() - started))
+                self.outcome, self.run_id = asyncio.run(self._first_run(left_s))
         except Exception as exc:  # noqa: BLE001 - the schedule runs the probe all the same
             logger.warning("demo: could not start the first run of probe '%s' (%s); its "
                            "schedule runs it", self.probe_name, type(exc).__name__)
@@ -129,10 +157,10 @@ class FirstRun:
             logger.info("demo: probe '%s' runs now (run %s), then on its schedule",
                         self.probe_name, self.run_id)
 
-    async def _first_run(self) -> tuple[Outcome, int | None]:
+    async def _first_run(self, timeout_s: float) -> tuple[Outcome, int | None]:
         async with httpx.AsyncClient(
                 base_url=self.base_url, timeout=REQUEST_TIMEOUT_S, trust_env=False,
                 headers={"Authorization": f"Bearer {self.admin_key}"}) as client:
-            if not await wait_ready(client, self.timeout_s, self._stop):
+            if not await wait_ready(client, timeout_s, self._stop):
                 return Outcome.not_ready, None
             return await run_at_start(client, self.probe_id)

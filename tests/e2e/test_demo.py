@@ -91,7 +91,11 @@ def test_demo_runs_on_embedded_postgres_and_cleans_up(tmp_path: Path) -> None:
     assert not port_open(sim_port)
     assert not port_open(port)
 
-    with demo(tmp_path, port, "demo3.log") as again:
+    again = demo(tmp_path, port, "demo3.log")
+    # its SIGTERM need not wait for the run this start makes at once (nor for a capacity
+    # search the scheduler caught up): draining is tests/e2e/test_replicas.py's
+    again.env["SUSTAIN_SHUTDOWN_GRACE_S"] = "0"
+    with again:
         again.wait_http(f"{base}/readyz")
         ids = [r["id"] for r in httpx.get(f"{base}/api/v1/runs",
                                           params={"limit": 1000}).json()["items"]]

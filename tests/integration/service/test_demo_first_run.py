@@ -9,14 +9,16 @@ remains): any run of it here is the one run_at_start asked for."""
 
 from __future__ import annotations
 
+import socket
 import threading
 from datetime import UTC, datetime, timedelta
 
 import httpx
 
-from sustain.service.demo.first_run import Outcome, run_at_start, wait_ready
+from sustain.service.demo.first_run import Outcome, run_at_start, wait_listening, wait_ready
 from tests.conftest import SimulatorHandle
 from tests.integration.service.helpers import create_endpoint, create_probe, wait_for_run
+from tests.processes import free_port
 
 
 def far_daily_cron() -> str:
@@ -64,3 +66,13 @@ async def test_waiting_for_the_service_ends_when_the_demo_stops() -> None:
     stopped.set()
     async with httpx.AsyncClient(base_url="http://127.0.0.1:9") as nothing:
         assert not await wait_ready(nothing, 60, stopped)
+    assert not wait_listening("127.0.0.1", free_port(), 60, stopped)
+
+
+def test_the_first_run_starts_once_the_port_listens() -> None:
+    port = free_port()
+    assert not wait_listening("127.0.0.1", port, 0.3, threading.Event()), "nothing listens"
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", port))
+        server.listen()
+        assert wait_listening("127.0.0.1", port, 5, threading.Event())

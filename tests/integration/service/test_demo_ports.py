@@ -48,34 +48,35 @@ def leave_in_time_wait(port: int) -> None:
     wait_until(lambda: time_wait_on(port), 5)
 
 
-def test_a_simulator_port_in_time_wait_is_chosen_again(tmp_path: Path) -> None:
-    service_port = free_port()
-    first = DemoSimulators(tmp_path, service_port, None, DEMO_BATCH)
-    chosen = first.choose()
-    assert chosen == {"constant": service_port + 1, "capacity": service_port + 2}
-    first.remember(chosen)
+def remembered(data_dir: Path) -> dict[str, int]:
+    """Two ports free now, remembered in `data_dir` as a previous start of the demo leaves
+    them (the ports a first start takes are the service's + 1 and + 2: choose_ports' own
+    tests; here any two this test process was handed, which no other test uses)."""
+    chosen = {"constant": free_port(), "capacity": free_port()}
+    DemoSimulators(data_dir, free_port(), None, DEMO_BATCH).remember(chosen)
+    return chosen
 
-    leave_in_time_wait(chosen["constant"])
+
+def test_a_simulator_port_in_time_wait_is_chosen_again(tmp_path: Path) -> None:
+    before = remembered(tmp_path)
+    leave_in_time_wait(before["constant"])
     with socket.socket() as plain, pytest.raises(OSError, match="in use") as refused:
-        plain.bind((LOOPBACK, chosen["constant"]))  # what the check used to do
+        plain.bind((LOOPBACK, before["constant"]))  # what the check used to do
     assert refused.value.errno == errno.EADDRINUSE, "TIME_WAIT looks like a port in use"
 
-    again = DemoSimulators(tmp_path, service_port, None, DEMO_BATCH)
-    assert again.choose() == chosen, "the same ports as the previous start"
+    again = DemoSimulators(tmp_path, free_port(), None, DEMO_BATCH)
+    assert again.choose() == before, "the same ports as the previous start"
     assert again.moved == {}, "nothing moved, so no endpoint is rewritten"
-    with listening(chosen["constant"]):
+    with listening(before["constant"]):
         pass  # and the simulator's server can bind it indeed
 
 
 def test_a_simulator_port_another_socket_listens_on_is_moved(tmp_path: Path) -> None:
-    service_port = free_port()
-    first = DemoSimulators(tmp_path, service_port, None, DEMO_BATCH)
-    chosen = first.choose()
-    first.remember(chosen)
-    with listening(chosen["constant"]):
-        again = DemoSimulators(tmp_path, service_port, None, DEMO_BATCH)
+    before = remembered(tmp_path)
+    with listening(before["constant"]):
+        again = DemoSimulators(tmp_path, free_port(), None, DEMO_BATCH)
         moved = again.choose()
-    assert moved["constant"] != chosen["constant"]
-    assert moved["capacity"] == chosen["capacity"]
-    assert again.moved == {f"http://{LOOPBACK}:{chosen['constant']}":
+    assert moved["constant"] != before["constant"]
+    assert moved["capacity"] == before["capacity"]
+    assert again.moved == {f"http://{LOOPBACK}:{before['constant']}":
                            f"http://{LOOPBACK}:{moved['constant']}"}
