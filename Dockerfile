@@ -11,9 +11,10 @@ ENV PIP_NO_CACHE_DIR=1 \
 WORKDIR /src
 RUN python -m venv /opt/sustain
 # The dependencies first, from pyproject.toml alone: their layer is reused by every build whose
-# pyproject.toml is unchanged, so a change to the code rebuilds only the layers below it.
+# pyproject.toml is unchanged, so a change to the code rebuilds only the layers below it. The
+# `otel` extra too: the image exports OpenTelemetry wherever OTEL_EXPORTER_OTLP_ENDPOINT is set.
 COPY pyproject.toml ./
-RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
+RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; print('\n'.join(p['dependencies'] + p['optional-dependencies']['otel']))" > /tmp/requirements.txt \
     && /opt/sustain/bin/pip install --no-cache-dir -r /tmp/requirements.txt
 COPY README.md ./
 COPY src ./src

@@ -42,6 +42,8 @@ from sustain.service.history.windows import parse_duration
 from sustain.service.ingest.buffer import SampleBuffer
 from sustain.service.ingest.writer import SampleWriter
 from sustain.service.metrics import Metrics
+from sustain.service.otlp.run_target import TargetNoting
+from sustain.service.otlp.setup import otlp_configured, start_export
 from sustain.service.scheduling.executor import RunExecutor
 from sustain.service.scheduling.listener import ProbeListener
 from sustain.service.scheduling.liveness import Liveness, PeerLoads
@@ -105,6 +107,8 @@ class Replica:
             workers, max_connections=settings.http_max_connections, egress=self.reach.egress)
         """Where runs measure: worker processes (started on first use), never this process's
         loop unless SUSTAIN_MEASURE_WORKERS=0."""
+        if otlp_configured():  # OpenTelemetry export reads each run's target (service/otlp)
+            self.measurer = TargetNoting(self.measurer)
         self.metrics = Metrics(settings.location)
         self.buffer = SampleBuffer(settings.buffer_samples)
         self.writer = SampleWriter(self.engine, self.buffer,
@@ -147,6 +151,7 @@ class Replica:
         """Migrate (when configured), then start every loop; ready when this returns."""
         if self.settings.auto_migrate:
             await asyncio.to_thread(upgrade_to_head, self.database_url)
+        self.metrics.otlp = start_export(self.settings.location)
         self.writer.start()
         self.executor.start()
         await self.liveness.beat()
@@ -198,6 +203,8 @@ class Replica:
         await self.writer.close(FLUSH_TIMEOUT_S)
         await self.liveness.close()
         await self.measurer.aclose()
+        if self.metrics.otlp is not None:  # the last metrics and spans, bounded in time
+            await asyncio.to_thread(self.metrics.otlp.shutdown)
         await self.clients.aclose()
         await self.api_engine.dispose()
         await self.engine.dispose()
