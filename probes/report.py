@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from sustain.probes.measure.percentiles import Distribution
-from sustain.probes.measure.summary import RunSummary
+from sustain.probes.measure.summary import PHASE_FIELDS, RunSummary
 from sustain.probes.renamed import SUMMARY_RENAMED
 from sustain.probes.run_result import RunResult
 
@@ -80,6 +80,11 @@ def summary_report(summary: RunSummary) -> dict[str, Any]:
     if summary.job_phases_ms is not None:
         report["job_phases_ms"] = {name: latency_stats(dist) for name, dist
                                    in summary.job_phases_ms.items()}
+    for key in PHASE_FIELDS:
+        if (dist := getattr(summary, key)) is not None:
+            report[key] = latency_stats(dist)
+    if summary.connection_reused_ratio is not None:
+        report["connection_reused_ratio"] = summary.connection_reused_ratio
     if summary.efficiency is not None:
         report["efficiency"] = summary.efficiency.model_dump()
     if summary.quality is not None:

@@ -100,11 +100,26 @@ def summary_table(summary: RunSummary) -> Table:
     if summary.prompt_calibration is not None:
         table.add_row("prompt sizing", calibration(summary.prompt_calibration))
     table.add_row("goodput (req/s)", _rate(summary.goodput))
+    if (phases := http_phases(summary)) is not None:
+        table.add_row("HTTP phases p50 / p99 (ms)", phases)
     for what, value in measured_rows(summary):
         table.add_row(what, value)
     table.add_row("generator", "SATURATED: latency figures not trustworthy"
                   if summary.generator.saturated else "kept schedule")
     return table
+
+
+def http_phases(summary: RunSummary) -> str | None:
+    """The HTTP phases' p50 / p99 and the share of reused connections, on one line:
+    `dns - / -, connect 0.1 / 0.2, tls -, TTFB 50.3 / 52.0; 90.00% reused` (phases no request
+    had are left out); None when no request told any (docs/metrics.md#http-phases)."""
+    parts = [f"{name} {_ms(dist.p50)} / {_ms(dist.p99)}"
+             for name, dist in (("dns", summary.dns_ms), ("connect", summary.connect_ms),
+                                ("TLS", summary.tls_ms), ("TTFB", summary.ttfb_ms))
+             if dist is not None and dist.count]
+    if summary.connection_reused_ratio is not None:
+        parts.append(f"{_share(summary.connection_reused_ratio)} on reused connections")
+    return ", ".join(parts) if parts else None
 
 
 def measured_rows(summary: RunSummary) -> list[tuple[str, str]]:
@@ -171,10 +186,14 @@ def prompt_tokens(summary: RunSummary) -> str:
 
 
 def calibration(sizing: PromptCalibration) -> str:
-    """How the synthetic prompts were sized, and its note."""
+    """How the synthetic prompts were sized, and its note. A fit reads in words: the server
+    counts `tokens_per_word` prompt tokens for each synthetic word (the slope), plus
+    `overhead_tokens` that every request carries whatever its length (the intercept: the
+    chat template, the cache-defeating salt)."""
     if sizing.method == "server":
-        text = (f"fitted to the server: {_rate(sizing.tokens_per_word)} tokens/word + "
-                f"{_rate(sizing.overhead_tokens)}" + (" (reused)" if sizing.reused else ""))
+        text = (f"fitted to the server: {_rate(sizing.tokens_per_word)} tokens per word, plus "
+                f"{_rate(sizing.overhead_tokens)} per request"
+                + (" (reused)" if sizing.reused else ""))
     elif sizing.method == "tokenizer":
         text = "counted with the tokenizer file"
     else:

@@ -16,6 +16,7 @@ from sustain.probes.client.egress import EgressPolicy
 from sustain.probes.client.secret_policy import SecretPolicy
 from sustain.probes.client.secrets import resolve_secret
 from sustain.probes.client.target import Target
+from sustain.probes.client.trace_context import HEADER as TRACE_HEADER
 from sustain.probes.load.calibrate import SizedPrompts
 from sustain.probes.load.clock import RunClock
 from sustain.probes.load.drivers import (
@@ -36,7 +37,7 @@ from sustain.probes.load.profiles import (
 )
 from sustain.probes.load.quiet_gc import quiet_gc
 from sustain.probes.load.rag import PgVectorStore, RagPipeline
-from sustain.probes.load.senders import any_transport, sender_for
+from sustain.probes.load.senders import any_transport, fresh_connections, sender_for
 from sustain.probes.load.sessions import run_sessions
 from sustain.probes.load.stages import ClosedStage, OpenStage, SingleStage, Stage
 from sustain.probes.measure.capacity import (
@@ -126,8 +127,11 @@ async def unless_stopped(work: Coroutine[Any, Any, T], stop: RunStop) -> T | Non
 def request_headers(target: Target, secrets: SecretPolicy) -> dict[str, str]:
     """Extra headers, those the target's protocol always sends (Anthropic's version) and the
     key from the secret reference (resolved now, where `secrets` allows) as the protocol
-    carries it: a bearer token, or Anthropic's `x-api-key`."""
-    headers = {**protocol_headers(target), **target.headers}
+    carries it: a bearer token, or Anthropic's `x-api-key`. A traceparent among the target's
+    headers is left out: each request carries one of its own (client/trace_context.py)."""
+    headers = {name: value for name, value in {**protocol_headers(target),
+                                               **target.headers}.items()
+               if name.lower() != TRACE_HEADER}
     if target.auth_secret_ref is not None:
         headers.update(auth_headers(target, resolve_secret(target.auth_secret_ref, secrets)))
     return headers
@@ -147,8 +151,8 @@ def prepare_requests(clients: HttpClients, target: Target, workload: Workload,
         ref = None if workload.rag is None else workload.rag.pgvector_dsn_ref
         store = None if ref is None else PgVectorStore(resolve_secret(ref, secrets),
                                                        clients.egress)
-        return RagPipeline(any_transport(clients), target, workload,
-                           partial(request_headers, secrets=secrets), datasets, store)
+        return RagPipeline(any_transport(clients, fresh=fresh_connections(workload)), target,
+                           workload, partial(request_headers, secrets=secrets), datasets, store)
     return sender_for(target)(clients, target, workload, request_headers(target, secrets),
                               datasets, replay)
 

@@ -414,15 +414,18 @@ class SimulatorApp(MediaRoutes):
                         last_byte=marks.get("last_byte"))
 
     def _log_truth(self, scope: Scope, answer_id: str, **marks: float | None) -> None:
-        """One line of the truth log (when kept): the request's x-request-id and when this
-        server handed each part of its answer to the kernel (perf_counter s). A whole
-        (non-streamed) answer has no first token; its first and last byte are one write."""
+        """One line of the truth log (when kept): the request's x-request-id and W3C
+        traceparent, and when this server handed each part of its answer to the kernel
+        (perf_counter s). A whole (non-streamed) answer has no first token; its first and
+        last byte are one write."""
         if self._truth is None:
             return
         request_id = next((v.decode("latin-1") for n, v in scope["headers"]
                            if n == b"x-request-id"), None)
-        self._truth.write(json.dumps({"id": answer_id, "request_id": request_id, **marks})
-                          + "\n")
+        traceparent = next((v.decode("latin-1") for n, v in scope["headers"]
+                            if n == b"traceparent"), None)
+        self._truth.write(json.dumps({"id": answer_id, "request_id": request_id,
+                                      "traceparent": traceparent, **marks}) + "\n")
 
     async def _trickle(self, send: Send, data: bytes) -> None:
         step = max(1, self.config.trickle_bytes)

@@ -169,7 +169,8 @@ class SimulatorConfig:
     """When set, one JSON line per answered request, streamed or whole, of every protocol:
     arrival, start of generation, when the first byte, the first token (None for a whole
     answer) and the last byte were handed to the server (perf_counter seconds: the same
-    monotonic clock as clients on this machine), and the request's x-request-id header."""
+    monotonic clock as clients on this machine), and the request's x-request-id and
+    traceparent headers."""
     output_tokens: int = option(32, "Tokens per response (max).", at_least=0)
     """Tokens generated when the request's max_tokens allows that many."""
     reasoning_tokens: int = option(

@@ -12,7 +12,9 @@ from sustain.simulator.app import create_app
 from sustain.simulator.config import SimulatorConfig
 
 
-def _server(config: SimulatorConfig, sock_port: int, host: str) -> uvicorn.Server:
+def _server(config: SimulatorConfig, sock_port: int, host: str,
+            tls: tuple[str, str] | None = None) -> uvicorn.Server:
+    """uvicorn serving the simulator; over TLS with `tls` (certificate file, key file)."""
     return uvicorn.Server(
         uvicorn.Config(
             create_app(config),
@@ -22,6 +24,8 @@ def _server(config: SimulatorConfig, sock_port: int, host: str) -> uvicorn.Serve
             access_log=False,
             lifespan="off",
             timeout_graceful_shutdown=1,
+            ssl_certfile=None if tls is None else tls[0],
+            ssl_keyfile=None if tls is None else tls[1],
         )
     )
 
@@ -36,19 +40,22 @@ class BackgroundSimulator:
 
     Use as a context manager; `base_url` is the OpenAI API root (`.../v1`). uvicorn binds the
     port itself (port 0): a socket handed to it from outside misses TCP_NODELAY, and Nagle's
-    algorithm then delays small writes by the peer's delayed ACK (~40 ms).
+    algorithm then delays small writes by the peer's delayed ACK (~40 ms). With `tls`
+    (certificate file, key file: PEM), it serves https.
     """
 
-    def __init__(self, config: SimulatorConfig | None = None, host: str = "127.0.0.1") -> None:
+    def __init__(self, config: SimulatorConfig | None = None, host: str = "127.0.0.1",
+                 tls: tuple[str, str] | None = None) -> None:
         self.config = config or SimulatorConfig()
         self.host = host
         self.port = 0
-        self._server = _server(self.config, 0, host)
+        self.scheme = "http" if tls is None else "https"
+        self._server = _server(self.config, 0, host, tls)
         self._thread = threading.Thread(target=self._run, name="sustain-simulator", daemon=True)
 
     @property
     def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}/v1"
+        return f"{self.scheme}://{self.host}:{self.port}/v1"
 
     def _run(self) -> None:
         asyncio.run(self._server.serve())

@@ -12,6 +12,8 @@ Measurement), by protocol, then transport. Above measure/; below workload/ and l
 - httpx_transport.py: measured API requests over httpx (HTTP/2 endpoints) and httpx failures
   as error classes;
 - http_check.py: plain `http` checks over httpx;
+- phases.py: a request's HTTP phases (DNS, connect, TLS, TTFB) as both transports time them;
+  trace_context.py: the W3C traceparent every request carries;
 - clients.py: the connections a process shares (HttpClients).
 
 Which sender measures a target (by its protocol's request form) is load/senders.py.

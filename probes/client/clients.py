@@ -18,7 +18,7 @@ class HttpClients:
         self._limits = httpx.Limits(max_connections=max_connections,
                                     max_keepalive_connections=max_connections)
         self._pools: dict[bool, ConnectionPool] = {}
-        self._httpx: dict[tuple[bool, bool], httpx.AsyncClient] = {}
+        self._httpx: dict[tuple[bool, bool, bool], httpx.AsyncClient] = {}
 
     def pool(self, *, tls_verify: bool = True) -> ConnectionPool:
         pool = self._pools.get(tls_verify)
@@ -27,12 +27,18 @@ class HttpClients:
                                                             egress=self.egress)
         return pool
 
-    def httpx(self, *, tls_verify: bool = True, http2: bool = False) -> httpx.AsyncClient:
-        key = (tls_verify, http2)
+    def httpx(self, *, tls_verify: bool = True, http2: bool = False,
+              fresh: bool = False) -> httpx.AsyncClient:
+        """The httpx client for these settings; with `fresh` (`connection: new`), one that
+        keeps no idle connection, so each request opens its own (but over HTTP/2, where
+        requests in flight at once share the connection they find open)."""
+        key = (tls_verify, http2, fresh)
         client = self._httpx.get(key)
         if client is None:
+            limits = self._limits if not fresh else httpx.Limits(
+                max_connections=self._limits.max_connections, max_keepalive_connections=0)
             client = egress_client(self.egress, verify=tls_verify, http2=http2,
-                                   limits=self._limits)
+                                   limits=limits)
             self._httpx[key] = client
         return client
 

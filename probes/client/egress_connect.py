@@ -6,9 +6,10 @@ addresses, so what was judged is what is reached: no second lookup that DNS coul
 differently (a rebinding name that says 10.0.0.1 first and 169.254.169.254 next). Both
 transports connect this way: the lean HTTP/1.1 pool (http1_pool.py) calls `permitted_addresses`
 itself; httpx clients (OpenAI over HTTP/2, `http` checks, notifier deliveries) get a network
-backend that does (`egress_client`). A refusal is EgressDeniedError, which the transports turn
-into the `egress_denied` error class of a sample (or a failed delivery), never an exception
-escaping a run.
+backend that does (`egress_client`), and times the name resolution into the phases of the
+request it connects for (phases.RESOLVING). A refusal is EgressDeniedError, which the
+transports turn into the `egress_denied` error class of a sample (or a failed delivery),
+never an exception escaping a run.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
+import time
 import typing
 
 import httpcore
 import httpx
 
 from sustain.probes.client.egress import EgressPolicy
+from sustain.probes.client.phases import RESOLVING
 
 
 class EgressDeniedError(Exception):
@@ -44,15 +47,25 @@ def egress_denial(exc: BaseException) -> EgressDeniedError | None:
     return None
 
 
+def address_literal(host: str) -> str | None:
+    """`host` as an address, when it is an address literal in its standard form (then there
+    is no name to resolve); None for a name (or another spelling, which the resolver reads)."""
+    try:
+        return str(ipaddress.ip_address(host.strip("[]")))
+    except ValueError:
+        return None
+
+
 async def permitted_addresses(policy: EgressPolicy, host: str, port: int) -> list[str]:
     """The addresses `host` resolves to (resolver order, without repeats) when the policy lets
     every one of them be reached; EgressDeniedError otherwise. socket.gaierror when the name
     does not resolve. An address literal in its standard form is checked as it is, without a
     trip through the resolver's thread pool on every new connection; other spellings
     (`2852039166`, `0xa9fea9fe`) go through the resolver, which says what they mean."""
-    try:
-        addresses = [str(ipaddress.ip_address(host.strip("[]")))]
-    except ValueError:
+    literal = address_literal(host)
+    if literal is not None:
+        addresses = [literal]
+    else:
         infos = await asyncio.get_running_loop().getaddrinfo(host, port,
                                                              type=socket.SOCK_STREAM)
         addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
@@ -77,9 +90,13 @@ class EgressBackend(httpcore.AsyncNetworkBackend):
                           local_address: str | None = None,
                           socket_options: typing.Iterable[httpcore.SOCKET_OPTION] | None = None
                           ) -> httpcore.AsyncNetworkStream:
+        phases = RESOLVING.get()
         try:
             async with asyncio.timeout(timeout):
+                started = time.perf_counter_ns()
                 addresses = await permitted_addresses(self.policy, host, port)
+                if phases is not None and address_literal(host) is None:
+                    phases.dns_ns = time.perf_counter_ns() - started
         except TimeoutError:
             raise httpcore.ConnectTimeout("name resolution timed out") from None
         except (socket.gaierror, EgressDeniedError) as exc:

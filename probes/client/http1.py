@@ -14,7 +14,7 @@ import asyncio
 import time
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import cast
+from typing import Any, cast
 
 from sustain.probes.client.error_body import (
     ErrorBody,
@@ -28,6 +28,7 @@ from sustain.probes.client.http1_pool import ConnectionPool, Exchange, Transport
 from sustain.probes.client.sse import EventTooLarge, SSEDecoder, size_text
 from sustain.probes.client.status import error_class_for_status
 from sustain.probes.client.target import Target
+from sustain.probes.client.trace_context import trace_id_of, tracing
 from sustain.probes.measure.sample import ErrorClass, Measurement
 from sustain.probes.protocols.base import (
     Answer,
@@ -46,7 +47,6 @@ from sustain.probes.protocols.streaming import (
     Deadlines,
     EncodedRequest,
     answered_whole,
-    asked_to_stream,
     failure,
     from_state,
     is_event_stream,
@@ -244,12 +244,15 @@ class _Reader:
 
 async def send_over_http1(pool: ConnectionPool, target: Target, encoded: EncodedRequest,
                           stream: bool, t_send_ns: int, *, keep_reply: bool = False,
-                          expect: ExpectedItems | None = None) -> Measurement:
+                          expect: ExpectedItems | None = None,
+                          fresh: bool = False) -> Measurement:
     """Send one encoded request of any API kind (its protocol's `encode`) and measure it by
     the target's protocol (probes/protocols); with `keep_reply`, keep what it answered
-    (Measurement.reply); with `expect`, check the items of a whole answer (expected.py).
-    Never raises for endpoint misbehaviour; no retries. Deadlines: connect, first token and
-    total, from t_send (see protocols.streaming.Deadlines)."""
+    (Measurement.reply); with `expect`, check the items of a whole answer (expected.py);
+    with `fresh`, on a connection of its own (`connection: new`). Its HTTP phases and trace
+    id are part of the measurement (phases.py, trace_context.py). Never raises for endpoint
+    misbehaviour; no retries. Deadlines: connect, first token and total, from t_send (see
+    protocols.streaming.Deadlines)."""
     payload, headers = encoded
     loop = asyncio.get_running_loop()
     deadlines = Deadlines.from_t_send(target, t_send_ns, loop)
@@ -258,8 +261,8 @@ async def send_over_http1(pool: ConnectionPool, target: Target, encoded: Encoded
     try:
         measurement = reader.protocol.stream_figures(
             await _exchange(pool, target, payload, headers, stream, t_send_ns, reader,
-                            deadlines, loop), reader.state)
-        return asked_to_stream(measurement) if stream else measurement
+                            deadlines, loop, fresh), reader.state)
+        return _finished(measurement, stream, reader.exchange, headers)
     except BaseException:  # cancelled: the connection must not be reused
         if reader.exchange is not None:
             pool.abandon(reader.exchange)
@@ -268,16 +271,34 @@ async def send_over_http1(pool: ConnectionPool, target: Target, encoded: Encoded
         reader.exchange = None  # break the reader <-> exchange cycle for refcounting
 
 
+def _finished(measurement: Measurement, stream: bool, exchange: Exchange | None,
+              headers: Mapping[str, str]) -> Measurement:
+    """`measurement` marked streamed when it was asked to stream and not answered whole
+    (`streamed` still None), with its phases and trace id: one copy for all of them, after
+    the response."""
+    updates: dict[str, Any] = {}
+    if stream and measurement.streamed is None:
+        updates["streamed"] = True
+    if tracing():
+        trace_id = trace_id_of(headers)
+        if exchange is not None:
+            updates.update(exchange.phases(trace_id))
+        elif trace_id is not None:
+            updates["trace_id"] = trace_id
+    return replace(measurement, **updates) if updates else measurement
+
+
 async def _exchange(pool: ConnectionPool, target: Target, payload: bytes,
                     headers: dict[str, str], stream: bool, t_send_ns: int, reader: _Reader,
-                    deadlines: Deadlines, loop: asyncio.AbstractEventLoop) -> Measurement:
+                    deadlines: Deadlines, loop: asyncio.AbstractEventLoop,
+                    fresh: bool) -> Measurement:
     status: int | None = None
     try:
         async with asyncio.timeout_at(deadlines.initial(stream)) as deadline:
             reader.deadline = deadline
             reader.exchange = await pool.start(
                 "POST", request_url(target), headers, payload, reader.on_body,
-                connect_timeout_s=target.timeout_connect_s)
+                connect_timeout_s=target.timeout_connect_s, fresh=fresh)
             status, response_headers = await reader.exchange.head
             content_type = response_headers.get("content-type", "")
             if reader.refused():  # ends at its head; its words are read for up to DRAIN_S
@@ -335,12 +356,12 @@ async def _exchange(pool: ConnectionPool, target: Target, payload: bytes,
 
 async def call_over_http1(pool: ConnectionPool, target: Target, method: str, path: str,
                           payload: bytes, headers: Mapping[str, str], *, keep: int,
-                          limit: int) -> Answer:
+                          limit: int, fresh: bool = False) -> Answer:
     """One plain request of an exchanged kind's flow over the lean pool (base.HttpCall):
     `method` to the target's base URL + `path`; its body counted as it arrives, its first
     `keep` bytes kept, and past `limit` bytes given up (the connection with it) as
-    `protocol`. CallFailed for a transport failure; a cancelled call gives its connection
-    up, as a cancelled request does."""
+    `protocol`; with `fresh`, on a connection of its own. CallFailed for a transport
+    failure; a cancelled call gives its connection up, as a cancelled request does."""
     body = bytearray()
     size = 0
     over: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -359,7 +380,8 @@ async def call_over_http1(pool: ConnectionPool, target: Target, method: str, pat
     exchange: Exchange | None = None
     try:
         exchange = await pool.start(method, target.base_url.rstrip("/") + path, headers,
-                                    payload, on_body, connect_timeout_s=target.timeout_connect_s)
+                                    payload, on_body, connect_timeout_s=target.timeout_connect_s,
+                                    fresh=fresh)
         status, response_headers = await exchange.head
         await asyncio.wait({cast("asyncio.Future[object]", exchange.done),
                             cast("asyncio.Future[object]", over)},

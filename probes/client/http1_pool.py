@@ -12,18 +12,24 @@ benchmarks/RESULTS.md). httpx stays for HTTP/2 endpoints and plain `http` checks
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import ssl
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import httptools
 
 from sustain.probes.client.egress import EgressPolicy
-from sustain.probes.client.egress_connect import EgressDeniedError, permitted_addresses
+from sustain.probes.client.egress_connect import (
+    EgressDeniedError,
+    address_literal,
+    permitted_addresses,
+)
+from sustain.probes.client.phases import phase_fields
 
 RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
 """Set by the transport itself; the same names among a caller's headers are dropped."""
@@ -80,6 +86,24 @@ class Exchange:
     """Resolves to the arrival time (ns) of the end of the response."""
     headers: dict[str, str] = field(default_factory=dict)
     connection: _Connection | None = None
+    reused: bool = False
+    """Whether it went on a connection an earlier exchange opened (else it opened one: its
+    connection's dns_ns, connect_ns and tls_ns are this exchange's phases)."""
+    sent_ns: int = 0
+    """When the request was handed to the socket (perf_counter_ns), its connection ready."""
+    head_ns: int | None = None
+    """When the data that completed the response head arrived; None until it did."""
+
+    def phases(self, trace_id: str | None) -> dict[str, Any]:
+        """The Measurement fields of this exchange's phases (phases.phase_fields): its
+        connection's opening when it opened it, and its TTFB."""
+        opened = None if self.reused else self.connection
+        return phase_fields(
+            dns_ns=None if opened is None else opened.dns_ns,
+            connect_ns=None if opened is None else opened.connect_ns,
+            tls_ns=None if opened is None else opened.tls_ns,
+            sent_ns=self.sent_ns or None, head_ns=self.head_ns, reused=self.reused,
+            trace_id=trace_id)
 
     def fail(self, error: BaseException) -> None:
         for future in (self.head, self.done):
@@ -103,6 +127,13 @@ class _Connection(asyncio.Protocol):
         self.framing_run = 0
         """Bytes read in a row, for the current exchange, that carried no body."""
         self.body_in_read = False
+        self.single_use = False
+        """Opened for one request (`connection: new`): closed once its response ended."""
+        self.dns_ns: int | None = None
+        """How long opening it took: name resolution (None for an address literal), the TCP
+        handshake and the TLS one (None over plain http), in ns (phases.py)."""
+        self.connect_ns: int | None = None
+        self.tls_ns: int | None = None
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -157,6 +188,7 @@ class _Connection(asyncio.Protocol):
                 exchange.headers.clear()
             return
         if not exchange.head.done():
+            exchange.head_ns = self.arrival_ns
             exchange.head.set_result((status, exchange.headers))
 
     def on_body(self, body: bytes) -> None:
@@ -169,7 +201,7 @@ class _Connection(asyncio.Protocol):
             self.interim = False
             return
         exchange, self.exchange = self.exchange, None
-        self.reusable = self.parser.should_keep_alive()
+        self.reusable = self.parser.should_keep_alive() and not self.single_use
         if exchange is not None and not exchange.done.done():
             exchange.done.set_result(self.arrival_ns)
         if self.reusable:
@@ -208,11 +240,14 @@ class ConnectionPool:
         return sum(len(conns) for conns in self._idle.values())
 
     async def _connect(self, origin: Origin, timeout_s: float) -> _Connection:
+        """A new connection to `origin`, timed by phase (its dns_ns, connect_ns, tls_ns)."""
         loop = asyncio.get_running_loop()
         tls = self._ssl if origin.scheme == "https" else None
         try:
             async with asyncio.timeout(timeout_s):
+                started = time.perf_counter_ns()
                 addresses = await permitted_addresses(self._egress, origin.host, origin.port)
+                resolved = time.perf_counter_ns()
                 protocol = await self._open_first(loop, origin, addresses, tls)
         except TimeoutError:
             raise TransportError("timeout_connect", "connect timed out") from None
@@ -223,24 +258,46 @@ class ConnectionPool:
         except ssl.SSLError as exc:
             raise TransportError("tls", exc.reason or type(exc).__name__) from None
         except OSError as exc:
-            raise TransportError("connect", exc.strerror or type(exc).__name__) from None
+            # sock_connect's own words ("Connect call failed (...)") name no cause: the
+            # errno's do ("Connection refused")
+            raise TransportError("connect", os.strerror(exc.errno) if exc.errno
+                                 else str(exc) or type(exc).__name__) from None
+        if address_literal(origin.host) is None:
+            protocol.dns_ns = resolved - started
         self._open.add(protocol)
         return protocol
 
     async def _open_first(self, loop: asyncio.AbstractEventLoop, origin: Origin,
                           addresses: list[str], tls: ssl.SSLContext | None) -> _Connection:
-        """A connection to the first of `addresses` that accepts one (TLS names the host)."""
+        """A connection to the first of `addresses` that accepts one (TLS names the host).
+        The TCP handshake (sock_connect) and the TLS one (create_connection over the
+        connected socket) are awaited apart, so each is timed on its own."""
         failure: OSError = OSError(f"{origin.host} resolved to no address")
         for address in addresses:
+            sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET,
+                                 socket.SOCK_STREAM)
             try:
+                sock.setblocking(False)
+                begun = time.perf_counter_ns()
+                await loop.sock_connect(sock, (address, origin.port))
+                connected = time.perf_counter_ns()
                 _, protocol = await loop.create_connection(
-                    lambda: _Connection(self, origin), address, origin.port, ssl=tls,
+                    lambda: _Connection(self, origin), sock=sock, ssl=tls,
                     server_hostname=origin.host if tls else None)
-                return protocol
             except ssl.SSLError:
+                sock.close()
                 raise
             except OSError as exc:
+                sock.close()
                 failure = exc
+                continue
+            except BaseException:  # cancelled, timed out: the socket is not left open
+                sock.close()
+                raise
+            protocol.connect_ns = connected - begun
+            if tls is not None:
+                protocol.tls_ns = time.perf_counter_ns() - connected
+            return protocol
         raise failure
 
     def release(self, connection: _Connection) -> None:
@@ -255,34 +312,42 @@ class ConnectionPool:
             idle.remove(connection)
 
     async def start(self, method: str, url: str, headers: Mapping[str, str], body: bytes,
-                    on_body: BodyCallback, *, connect_timeout_s: float) -> Exchange:
-        """Send a request; the returned exchange's futures give the head and the end."""
+                    on_body: BodyCallback, *, connect_timeout_s: float,
+                    fresh: bool = False) -> Exchange:
+        """Send a request; the returned exchange's futures give the head and the end. With
+        `fresh`, on a connection of its own (`connection: new`, what a new user pays),
+        closed once its response ended."""
         origin, path = Origin.of(url)
         host = f"[{origin.host}]" if ":" in origin.host else origin.host
         if origin.port not in (80, 443):
             host = f"{host}:{origin.port}"
         lines = [f"{method} {path} HTTP/1.1", f"host: {host}", f"content-length: {len(body)}"]
+        if fresh:
+            lines.append("connection: close")
         lines.extend(f"{name}: {value}" for name, value in headers.items()
                      if name.lower() not in RESERVED_HEADERS)
         try:
             head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         except UnicodeEncodeError:
             raise TransportError("protocol", "a request header is not latin-1 text") from None
-        idle = self._idle.get(origin)
+        idle = None if fresh else self._idle.get(origin)
         connection = None
         while idle:
             candidate = idle.pop()
             if not candidate.closed:
                 connection = candidate
                 break
+        reused = connection is not None
         if connection is None:
             connection = await self._connect(origin, connect_timeout_s)
+            connection.single_use = fresh
         loop = asyncio.get_running_loop()
         exchange = Exchange(on_body=on_body, head=loop.create_future(),
-                            done=loop.create_future(), connection=connection)
+                            done=loop.create_future(), connection=connection, reused=reused)
         connection.exchange = exchange
         connection.framing_run = 0
         assert connection.transport is not None
+        exchange.sent_ns = time.perf_counter_ns()
         connection.transport.write(head + body)
         return exchange
 

@@ -7,13 +7,20 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 
 import httpx
 
 from sustain.probes.client.egress import EgressPolicy
-from sustain.probes.client.httpx_transport import classify_transport_error, failure_detail
+from sustain.probes.client.httpx_transport import (
+    classify_transport_error,
+    failure_detail,
+    traced_request,
+)
+from sustain.probes.client.phases import RESOLVING, HttpxPhases
 from sustain.probes.client.status import error_class_for_status
 from sustain.probes.client.target import HttpCheck, Target
+from sustain.probes.client.trace_context import trace_id_of, tracing
 from sustain.probes.measure.sample import NS_PER_MS, ErrorClass, Measurement
 
 MAX_BODY = 10_000_000
@@ -27,10 +34,22 @@ def check_url(target: Target, check: HttpCheck) -> str:
 async def send_http(client: httpx.AsyncClient, target: Target, check: HttpCheck,
                     headers: Mapping[str, str], t_send_ns: int, *,
                     egress: EgressPolicy | None = None) -> Measurement:
-    """Send the check's request once and measure it; never raises for endpoint misbehaviour.
-    A `body_contains` that `egress` refuses (EgressPolicy.body_check_refusal: the service's
-    settings may have changed since the endpoint was saved) sends nothing: the request is an
-    `egress_denied` failure saying why."""
+    """Send the check's request once and measure it, with its HTTP phases and the trace id of
+    its traceparent (among `headers`: the sender's, made before t_send); never raises for
+    endpoint misbehaviour. A `body_contains` that `egress` refuses
+    (EgressPolicy.body_check_refusal: the service's settings may have changed since the
+    endpoint was saved) sends nothing: the request is an `egress_denied` failure saying
+    why."""
+    phases = HttpxPhases() if tracing() else None
+    measured = await _check(client, target, check, headers, t_send_ns, egress, phases)
+    if phases is None:
+        return measured
+    return replace(measured, **phases.fields(trace_id_of(headers)))
+
+
+async def _check(client: httpx.AsyncClient, target: Target, check: HttpCheck,
+                 headers: Mapping[str, str], t_send_ns: int, egress: EgressPolicy | None,
+                 phases: HttpxPhases | None) -> Measurement:
     if check.body_contains is not None and egress is not None and \
             (refusal := egress.body_check_refusal()) is not None:
         return _result(t_send_ns, None, ErrorClass.EGRESS_DENIED, refusal)
@@ -40,12 +59,14 @@ async def send_http(client: httpx.AsyncClient, target: Target, check: HttpCheck,
     started = False
     body = bytearray()  # kept only for a body check, appended in place (linear, not quadratic)
     seen = 0
+    resolving = RESOLVING.set(phases)
     try:
         async with asyncio.timeout(target.timeout_total_s - (time.perf_counter_ns() - t_send_ns)
                                    / 1e9):
             async with client.stream(check.method, check_url(target, check),
                                      content=check.body, headers=dict(headers),
-                                     timeout=timeout) as response:
+                                     timeout=timeout,
+                                     extensions=traced_request(phases)) as response:
                 started = True
                 status = response.status_code
                 async for chunk in response.aiter_bytes():
@@ -60,6 +81,8 @@ async def send_http(client: httpx.AsyncClient, target: Target, check: HttpCheck,
     except httpx.HTTPError as exc:
         error = classify_transport_error(exc, response_started=started)
         return _result(t_send_ns, status, error, failure_detail(exc))
+    finally:
+        RESOLVING.reset(resolving)
     if status != check.expected_status:
         error = error_class_for_status(status) or ErrorClass.PROTOCOL
         return _result(t_send_ns, status, error, f"HTTP {status}, expected "

@@ -14,6 +14,7 @@ import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 import httpx
 
@@ -26,9 +27,11 @@ from sustain.probes.client.error_body import (
     request_secrets,
 )
 from sustain.probes.client.expected import ExpectedItems
+from sustain.probes.client.phases import RESOLVING, HttpxPhases
 from sustain.probes.client.sse import EventTooLarge, SSEDecoder, size_text
 from sustain.probes.client.status import error_class_for_status
 from sustain.probes.client.target import Target
+from sustain.probes.client.trace_context import trace_id_of, tracing
 from sustain.probes.measure.sample import ErrorClass, Measurement
 from sustain.probes.protocols.base import Answer, ApiProtocol, CallFailed, raw_reader
 from sustain.probes.protocols.registry import protocol_for, request_url
@@ -42,7 +45,6 @@ from sustain.probes.protocols.streaming import (
     EncodedRequest,
     StreamState,
     answered_whole,
-    asked_to_stream,
     failure,
     from_state,
     is_event_stream,
@@ -128,19 +130,34 @@ async def send_over_httpx(
     Never raises for endpoint misbehaviour; no retries.
 
     Deadlines: connect (httpx), first token and total (asyncio, from t_send; see
-    protocols.streaming.Deadlines).
+    protocols.streaming.Deadlines). Its HTTP phases, as httpx's `trace` extension tells them,
+    and its trace id are part of the measurement (phases.py, trace_context.py); a fresh
+    connection per request is the client's (HttpClients.httpx `fresh`).
     """
     protocol = protocol_for(target)
     state = protocol.stream_state_for(encoded[0], keep_reply)
+    phases = HttpxPhases() if tracing() else None
     measurement = protocol.stream_figures(
         await _send(client, target, encoded, stream, t_send_ns, state, protocol,
-                    keep_reply=keep_reply, expect=expect), state)
-    return asked_to_stream(measurement) if stream else measurement
+                    keep_reply=keep_reply, expect=expect, phases=phases), state)
+    updates: dict[str, Any] = {}
+    if stream and measurement.streamed is None:  # streamed, unless answered whole
+        updates["streamed"] = True
+    if phases is not None:
+        updates.update(phases.fields(trace_id_of(encoded[1])))
+    return replace(measurement, **updates) if updates else measurement
+
+
+def traced_request(phases: HttpxPhases | None) -> dict[str, Any] | None:
+    """The request extensions that time `phases` (httpx's `trace`), or None without; the
+    caller sets phases.RESOLVING for the name resolution while the request is sent."""
+    return None if phases is None else {"trace": phases}
 
 
 async def _send(client: httpx.AsyncClient, target: Target, encoded: EncodedRequest,
                 stream: bool, t_send_ns: int, state: StreamState, protocol: ApiProtocol, *,
-                keep_reply: bool, expect: ExpectedItems | None) -> Measurement:
+                keep_reply: bool, expect: ExpectedItems | None,
+                phases: HttpxPhases | None = None) -> Measurement:
     payload, request_headers = encoded
     loop = asyncio.get_running_loop()
     deadlines = Deadlines.from_t_send(target, t_send_ns, loop)
@@ -150,11 +167,12 @@ async def _send(client: httpx.AsyncClient, target: Target, encoded: EncodedReque
     )
     status: int | None = None
     end_ns: int | None = None
+    resolving = RESOLVING.set(phases)
     try:
         async with asyncio.timeout_at(deadlines.initial(stream)) as deadline:
             async with client.stream(
                 "POST", request_url(target), content=payload, headers=request_headers,
-                timeout=timeout,
+                timeout=timeout, extensions=traced_request(phases),
             ) as response:
                 phase.response_started = True
                 status = response.status_code
@@ -216,6 +234,8 @@ async def _send(client: httpx.AsyncClient, target: Target, encoded: EncodedReque
             error = classify_transport_error(exc, response_started=phase.response_started)
             return partial_result(state, t_send_ns, status, error, failure_detail(exc))
         end_ns = end_ns or time.perf_counter_ns()
+    finally:
+        RESOLVING.reset(resolving)
     error_class, detail = state.outcome()
     return from_state(state, t_send_ns, end_ns or time.perf_counter_ns(), status, error_class,
                       detail)

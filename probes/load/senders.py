@@ -29,6 +29,7 @@ from sustain.probes.client.http1 import call_over_http1, send_over_http1
 from sustain.probes.client.http_check import send_http
 from sustain.probes.client.httpx_transport import call_over_httpx, send_over_httpx
 from sustain.probes.client.target import HttpCheck, Target
+from sustain.probes.client.trace_context import trace_id_of, traced
 from sustain.probes.load.calibrate import SizedPrompts
 from sustain.probes.load.drivers import Prepare
 from sustain.probes.measure.expect import Expect
@@ -60,20 +61,30 @@ carry the auth; `datasets` says where the workload's dataset may be read from; `
 trace profile's loaded trace (each request's lengths), else None."""
 
 
+def fresh_connections(workload: Workload) -> bool:
+    """Whether each request opens a connection of its own (the workload's `connection:
+    new`)."""
+    return workload.connection == "new"
+
+
 def api_over_http1(clients: HttpClients, target: Target, workload: Workload,
                    headers: Mapping[str, str], datasets: DatasetPolicy,
                    replay: Replay | None = None) -> PrepareFn:
-    """Every API kind over the lean HTTP/1.1 pool (client/http1.py)."""
+    """Every API kind over the lean HTTP/1.1 pool (client/http1.py), on kept-alive
+    connections or a new one per request (the workload's `connection`)."""
     pool = clients.pool(tls_verify=target.tls_verify)
-    return api_prepare(partial(send_over_http1, pool, target), target, workload, headers,
-                       datasets, replay, call=partial(call_over_http1, pool, target))
+    fresh = fresh_connections(workload)
+    return api_prepare(partial(send_over_http1, pool, target, fresh=fresh), target, workload,
+                       headers, datasets, replay,
+                       call=partial(call_over_http1, pool, target, fresh=fresh))
 
 
 def api_over_httpx(clients: HttpClients, target: Target, workload: Workload,
                    headers: Mapping[str, str], datasets: DatasetPolicy,
                    replay: Replay | None = None) -> PrepareFn:
     """Every API kind over httpx, offering HTTP/2 (client/httpx_transport.py)."""
-    client = clients.httpx(tls_verify=target.tls_verify, http2=True)
+    client = clients.httpx(tls_verify=target.tls_verify, http2=True,
+                           fresh=fresh_connections(workload))
     return api_prepare(partial(send_over_httpx, client, target), target, workload,
                        headers, datasets, replay, call=partial(call_over_httpx, client, target))
 
@@ -132,11 +143,20 @@ def exchange_prepare(call: HttpCall, target: Target, builder: RequestBuilder,
                      headers: Mapping[str, str]) -> PrepareFn:
     """`prepare` for an exchanged kind (an asynchronous job): request `seq`'s first request
     encoded before t_send, then the kind's `exchange` (its requests over `call`) is the
-    sample."""
+    sample. Its requests all carry the first one's traceparent (one trace per sample), whose
+    trace id the measurement keeps; the flow has no phases of its own."""
     def prepare(seq: int, _dialogue: Dialogue | None = None) -> SendFn:
         body = builder.body(seq)
-        return partial(builder.protocol.exchange, call, target,
-                       builder.protocol.encode(body, headers), builder.workload)
+        encoded = builder.protocol.encode(body, headers)
+        exchange: SendFn = partial(builder.protocol.exchange, call, target, encoded,
+                                   builder.workload)
+        trace_id = trace_id_of(encoded[1])
+        if trace_id is None:
+            return exchange
+
+        async def request(t_send_ns: int) -> Measurement:
+            return replace(await exchange(t_send_ns), trace_id=trace_id)
+        return request
     return prepare
 
 
@@ -188,32 +208,35 @@ def turn_request(builder: RequestBuilder, seq: int, dialogue: Dialogue,
     return builder.protocol.encode(body, headers)
 
 
-def http_check_over_httpx(clients: HttpClients, target: Target, _workload: Workload,
+def http_check_over_httpx(clients: HttpClients, target: Target, workload: Workload,
                           headers: Mapping[str, str], _datasets: DatasetPolicy,
                           _replay: Replay | None = None) -> PrepareFn:
-    """Every request is the same check; the workload does not apply."""
-    client = clients.httpx(tls_verify=target.tls_verify, http2=target.http2)
+    """Every request is the same check, with a traceparent of its own; of the workload, only
+    `connection` applies."""
+    client = clients.httpx(tls_verify=target.tls_verify, http2=target.http2,
+                           fresh=fresh_connections(workload))
     check = target.http_check or HttpCheck()
-    request: SendFn = partial(send_http, client, target, check, headers,
-                              egress=clients.egress)
 
     def prepare(_seq: int, _dialogue: Dialogue | None = None) -> SendFn:
-        return request
+        return partial(send_http, client, target, check, traced(dict(headers)),
+                       egress=clients.egress)
     return prepare
 
 
-def any_transport(clients: HttpClients) -> Callable[..., Awaitable[Measurement]]:
+def any_transport(clients: HttpClients, *, fresh: bool = False
+                  ) -> Callable[..., Awaitable[Measurement]]:
     """One transport for requests to several targets (a RAG pipeline's stages): each over
-    the lean pool, or httpx where its target offers HTTP/2, called as
+    the lean pool, or httpx where its target offers HTTP/2 (with `fresh`, each on a
+    connection of its own), called as
     transport(target, encoded, stream, t_send_ns, keep_reply=..., expect=...)."""
     async def send(target: Target, encoded: EncodedRequest, stream: bool, t_send_ns: int,
                    **options: Any) -> Measurement:
         if target.http2:
             return await send_over_httpx(
-                clients.httpx(tls_verify=target.tls_verify, http2=True), target, encoded,
-                stream, t_send_ns, **options)
+                clients.httpx(tls_verify=target.tls_verify, http2=True, fresh=fresh), target,
+                encoded, stream, t_send_ns, **options)
         return await send_over_http1(clients.pool(tls_verify=target.tls_verify), target,
-                                     encoded, stream, t_send_ns, **options)
+                                     encoded, stream, t_send_ns, fresh=fresh, **options)
     return send
 
 

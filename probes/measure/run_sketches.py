@@ -13,7 +13,8 @@ from sustain.probes.measure.sketch import MetricSketch
 MetricName = Literal["ttft", "itl", "tpot", "e2e", "corrected_e2e", "lag", "output_tokens",
                      "quality", "items", "rtf", "retrieval", "rag_embed", "rag_retrieve",
                      "rag_rerank", "rag_gen_ttft", "rag_overhead", "ttfo", "answer_tpot",
-                     "reasoning_share", "job_queue", "job_generation", "job_content"]
+                     "reasoning_share", "job_queue", "job_generation", "job_content", "dns",
+                     "connect", "tls", "ttfb"]
 METRICS: tuple[MetricName, ...] = get_args(MetricName)
 """Metrics that are sketched: latencies in ms; `output_tokens`, each successful request's
 output length (its mean drifts when a model is swapped or quantised); `quality`, each checked
@@ -26,7 +27,9 @@ the miss share); `rag_*`, a successful RAG request's stage times in ms; `ttfo`, 
 the first answer output, and `answer_tpot`, the answer's TPOT (ms); `reasoning_share`, each
 successful generation's reasoning tokens over its output tokens, plus 1 (so from 1 to 2: a
 sketch's relative accuracy needs values away from 0, and a rise is a model thinking longer);
-`job_*`, an asynchronous job's phases in ms."""
+`job_*`, an asynchronous job's phases in ms; `dns`, `connect`, `tls` and `ttfb`, the HTTP phases
+in ms (docs/metrics.md#http-phases: the first three of requests that opened a connection
+only)."""
 REASONING_SHARE_OFFSET = 1.0
 QUALITY_PASSED, QUALITY_FAILED = 1.0, 2.0
 RETRIEVAL_HIT, RETRIEVAL_MISS = 1.0, 2.0
@@ -85,6 +88,14 @@ def metric_values(sample: Sample) -> Iterable[tuple[MetricName, float]]:
     for phase, ms in m.phases_ms or ():
         if (metric := JOB_PHASE_METRICS.get(phase)) is not None:
             yield metric, ms
+    if m.dns_ms is not None:
+        yield "dns", m.dns_ms
+    if m.connect_ms is not None:
+        yield "connect", m.connect_ms
+    if m.tls_ms is not None:
+        yield "tls", m.tls_ms
+    if m.ttfb_ms is not None:
+        yield "ttfb", m.ttfb_ms
 
 
 def stage_sketches(samples: Sequence[Sample]) -> dict[tuple[int, MetricName], MetricSketch]:

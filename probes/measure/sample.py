@@ -121,6 +121,26 @@ class Measurement:
     """An asynchronous job's phases and their times (ms; JOB_PHASES): `queue` (created to
     running), `generation` (running to completed), `content` (fetching its result); None for
     a request answered at once."""
+    dns_ms: float | None = None
+    """Name resolution of the host, for a request that opened its own connection
+    (docs/metrics.md#http-phases); None on a reused connection, for an address literal (no
+    lookup) and where no connection was opened."""
+    connect_ms: float | None = None
+    """The TCP handshake (about one network round trip) of a request that opened its own
+    connection; None on a reused connection."""
+    tls_ms: float | None = None
+    """The TLS handshake of a request that opened its own https connection; None on a reused
+    connection and over plain http."""
+    ttfb_ms: float | None = None
+    """From the request handed to the socket (its connection ready) to its response head
+    received: one network round trip plus the server's time to answer; None when no head
+    came."""
+    connection_reused: bool | None = None
+    """True when the request went on a connection an earlier request opened (then dns, connect
+    and TLS are None), False when it opened its own; None when no connection was had."""
+    trace_id: str | None = None
+    """The W3C trace id (32 lower-case hex digits) of the `traceparent` header the request
+    carried, to find the server's trace of it; None for a request sent without one."""
 
     @property
     def answer_tokens(self) -> int:

@@ -155,6 +155,18 @@ class RunSummary(BaseModel):
     job_phases_ms: dict[str, Distribution] | None = None
     """An asynchronous job kind's phases over its successful jobs (queue, generation,
     content); None for other kinds."""
+    dns_ms: Distribution | None = None
+    """HTTP phases of the successful requests (docs/metrics.md#http-phases): name resolution,
+    TCP connect and TLS handshake of those that opened a connection (none on a reused one;
+    no name resolution for an address literal), and TTFB (request sent to response head) of
+    every one; each None when no request had it."""
+    connect_ms: Distribution | None = None
+    tls_ms: Distribution | None = None
+    ttfb_ms: Distribution | None = None
+    connection_reused_ratio: float | None = None
+    """The share of requests (of those that had a connection) sent on a connection an earlier
+    one opened, from 0 (`connection: new`) to near 1 (kept-alive connections); None when
+    no request told."""
 
     @model_validator(mode="before")
     @classmethod
@@ -309,6 +321,7 @@ def summarise(samples: Sequence[Sample], duration_s: float, slo: SloThresholds |
         **reasoning,
         input_chars=sum(chars) if chars else None,
         job_phases_ms=job_phases(ok),
+        **http_phases(samples, ok),
     )
 
 
@@ -326,6 +339,28 @@ def reasoning_figures(samples: Sequence[Sample]) -> dict[str, Any]:
                                               and not m.reasoning_server_counted for m in told),
             "answer_tokens": sum(m.answer_tokens for m in told),
             "reasoning_share": ratio(reasoning, output)}
+
+
+PHASE_FIELDS = ("dns_ms", "connect_ms", "tls_ms", "ttfb_ms")
+"""The HTTP phases of a Measurement, in the order a request goes through them."""
+
+
+def http_phases(samples: Sequence[Sample], ok: Sequence[Sample]) -> dict[str, Any]:
+    """Each HTTP phase over the successful requests `ok` (those that had it), and the share
+    of `samples` that went on a reused connection (of those that had a connection)."""
+    values: dict[str, list[float]] = {name: [] for name in PHASE_FIELDS}
+    for sample in ok:
+        m = sample.measurement
+        for name, value in (("dns_ms", m.dns_ms), ("connect_ms", m.connect_ms),
+                            ("tls_ms", m.tls_ms), ("ttfb_ms", m.ttfb_ms)):
+            if value is not None:
+                values[name].append(value)
+    figures: dict[str, Any] = {name: distribution(told) for name, told in values.items()
+                               if told}
+    told_reuse = [r for s in samples if (r := s.measurement.connection_reused) is not None]
+    if told_reuse:
+        figures["connection_reused_ratio"] = ratio(sum(told_reuse), len(told_reuse))
+    return figures
 
 
 def job_phases(samples: Sequence[Sample]) -> dict[str, Distribution] | None:

@@ -176,6 +176,8 @@ def whole_response(raw: bytes, t_send_ns: int, end: int, status: int,
 class AnthropicMessages(ApiProtocol):
     kind: ClassVar[ApiKind] = ApiKind.ANTHROPIC_MESSAGES
     path: ClassVar[str] = "/messages"
+    otel_operation: ClassVar[str | None] = "chat"
+    otel_provider: ClassVar[str | None] = "anthropic"
     stream_type: ClassVar[type[StreamState]] = MessagesStream
     headers: ClassVar[tuple[tuple[str, str], ...]] = ((VERSION_HEADER, API_VERSION),)
     conversation: ClassVar[bool] = True

@@ -209,6 +209,15 @@ class ApiProtocol(ABC):
     exchanged: ClassVar[bool] = False
     """Whether one sample of this kind is a flow of several requests (`exchange`), not one
     request measured by the transport."""
+    otel_operation: ClassVar[str | None] = None
+    """Its requests' `gen_ai.operation.name` in OpenTelemetry's GenAI semantic conventions
+    (docs/opentelemetry.md): a well-known value where one applies (`chat`,
+    `text_completion`, `embeddings`, `generate_content`), else the kind's own; None for a
+    kind whose requests are no GenAI operation (a plain HTTP check), which exports none."""
+    otel_provider: ClassVar[str | None] = None
+    """Its requests' `gen_ai.provider.name`: the provider whose API (and telemetry flavour)
+    the kind speaks (`openai`, `anthropic`, `cohere`), whoever serves it; None with
+    `otel_operation`."""
 
     @property
     def simulator_path(self) -> str:

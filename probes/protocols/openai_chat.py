@@ -88,6 +88,8 @@ def whole_response(raw: bytes, t_send_ns: int, end: int, status: int,
 class OpenAIChat(ApiProtocol):
     kind: ClassVar[ApiKind] = ApiKind.OPENAI_CHAT
     path: ClassVar[str] = "/chat/completions"
+    otel_operation: ClassVar[str | None] = "chat"
+    otel_provider: ClassVar[str | None] = "openai"
     conversation: ClassVar[bool] = True
     counts_prompt: ClassVar[bool] = True
     rag_stage: ClassVar[RagStage | None] = "generate"

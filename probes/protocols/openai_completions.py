@@ -16,6 +16,8 @@ from sustain.probes.protocols.openai_chat import GENERATION_FIGURES, whole_respo
 class OpenAICompletions(ApiProtocol):
     kind: ClassVar[ApiKind] = ApiKind.OPENAI_COMPLETIONS
     path: ClassVar[str] = "/completions"
+    otel_operation: ClassVar[str | None] = "text_completion"
+    otel_provider: ClassVar[str | None] = "openai"
     counts_prompt: ClassVar[bool] = True
     figures: ClassVar[tuple[str, ...]] = GENERATION_FIGURES
 

@@ -138,6 +138,8 @@ def whole_response(raw: bytes, t_send_ns: int, end: int, status: int,
 class OpenAIEmbeddings(ApiProtocol):
     kind: ClassVar[ApiKind] = ApiKind.OPENAI_EMBEDDINGS
     path: ClassVar[str] = "/embeddings"
+    otel_operation: ClassVar[str | None] = "embeddings"
+    otel_provider: ClassVar[str | None] = "openai"
     form: ClassVar[RequestForm] = "items"
     first_token: ClassVar[bool] = False
     rag_stage: ClassVar[RagStage | None] = "embed"

@@ -228,6 +228,8 @@ def whole_response(raw: bytes, t_send_ns: int, end: int, status: int) -> Measure
 class OpenAIImages(ApiProtocol):
     kind: ClassVar[ApiKind] = ApiKind.OPENAI_IMAGES
     path: ClassVar[str] = "/images/generations"
+    otel_operation: ClassVar[str | None] = "generate_content"
+    otel_provider: ClassVar[str | None] = "openai"
     stream_type: ClassVar[type[StreamState]] = ImageStream
     workload_fields: ClassVar[frozenset[str]] = frozenset(
         {"output_images", "output_image_size", "partial_images"})

@@ -195,6 +195,8 @@ def whole_response(raw: bytes, t_send_ns: int, end: int, status: int,
 class OpenAIResponses(ApiProtocol):
     kind: ClassVar[ApiKind] = ApiKind.OPENAI_RESPONSES
     path: ClassVar[str] = "/responses"
+    otel_operation: ClassVar[str | None] = "chat"
+    otel_provider: ClassVar[str | None] = "openai"
     stream_type: ClassVar[type[StreamState]] = ResponsesStream
     conversation: ClassVar[bool] = True
     counts_prompt: ClassVar[bool] = True

@@ -330,6 +330,8 @@ class SpeechStream(RawStreamState):
 class OpenAISpeech(ApiProtocol):
     kind: ClassVar[ApiKind] = ApiKind.OPENAI_SPEECH
     path: ClassVar[str] = "/audio/speech"
+    otel_operation: ClassVar[str | None] = "generate_content"
+    otel_provider: ClassVar[str | None] = "openai"
     stream_type: ClassVar[type[StreamState]] = SpeechStream
     workload_fields: ClassVar[frozenset[str]] = frozenset(
         {"voice", "audio_format", "stream_format"})

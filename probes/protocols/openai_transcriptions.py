@@ -23,6 +23,7 @@ from urllib3 import encode_multipart_formdata
 from sustain.probes.client.expected import ExpectedItems
 from sustain.probes.client.sse import SSEEvent
 from sustain.probes.client.target import ApiKind
+from sustain.probes.client.trace_context import traced
 from sustain.probes.measure.sample import NS_PER_MS, ErrorClass, Measurement
 from sustain.probes.protocols.base import ApiProtocol, RequestForm
 from sustain.probes.protocols.openai_responses import error_class_of
@@ -38,12 +39,13 @@ from sustain.probes.protocols.streaming import (
 def encode_transcription(fields: dict[str, str], audio: bytes, headers: dict[str, str]
                          ) -> EncodedRequest:
     """The multipart body (the form fields, then the audio as `file`, a WAV) and its
-    headers, encoded before t_send as every request body is."""
+    headers (a fresh traceparent among them), encoded before t_send as every request body
+    is."""
     body, content_type = encode_multipart_formdata(
         [*fields.items(), ("file", ("audio.wav", audio, "audio/wav"))])
     stream = fields.get("stream") == "true"
-    return body, {**headers, "content-type": content_type,
-                  "accept": "text/event-stream" if stream else "application/json"}
+    return body, traced({**headers, "content-type": content_type,
+                         "accept": "text/event-stream" if stream else "application/json"})
 
 
 def usage_counts(usage: Any) -> tuple[int | None, int | None]:
@@ -125,6 +127,8 @@ def whole_response(raw: bytes, t_send_ns: int, end: int, status: int,
 class OpenAITranscriptions(ApiProtocol):
     kind: ClassVar[ApiKind] = ApiKind.OPENAI_TRANSCRIPTIONS
     path: ClassVar[str] = "/audio/transcriptions"
+    otel_operation: ClassVar[str | None] = "generate_content"
+    otel_provider: ClassVar[str | None] = "openai"
     form: ClassVar[RequestForm] = "audio"
     stream_type: ClassVar[type[StreamState]] = TranscriptionStream
     workload_fields: ClassVar[frozenset[str]] = frozenset({"audio_s"})

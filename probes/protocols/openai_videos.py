@@ -150,6 +150,8 @@ def failure_detail(payload: Mapping[str, Any]) -> str:
 class OpenAIVideos(ApiProtocol):
     kind: ClassVar[ApiKind] = ApiKind.OPENAI_VIDEOS
     path: ClassVar[str] = "/videos"
+    otel_operation: ClassVar[str | None] = "generate_content"
+    otel_provider: ClassVar[str | None] = "openai"
     first_token: ClassVar[bool] = False
     exchanged: ClassVar[bool] = True
     workload_fields: ClassVar[frozenset[str]] = frozenset({"poll_interval_s"})

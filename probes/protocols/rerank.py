@@ -91,6 +91,8 @@ def whole_response(raw: bytes, t_send_ns: int, end: int, status: int,
 class Rerank(ApiProtocol):
     kind: ClassVar[ApiKind] = ApiKind.RERANK
     path: ClassVar[str] = "/rerank"
+    otel_operation: ClassVar[str | None] = "rerank"
+    otel_provider: ClassVar[str | None] = "cohere"
     form: ClassVar[RequestForm] = "items"
     first_token: ClassVar[bool] = False
     rag_stage: ClassVar[RagStage | None] = "rerank"

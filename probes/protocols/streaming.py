@@ -24,6 +24,7 @@ import orjson
 from sustain.probes.client.sse import SSEEvent, size_text
 from sustain.probes.client.status import error_class_for_status
 from sustain.probes.client.target import Target
+from sustain.probes.client.trace_context import traced
 from sustain.probes.measure.reply import Reply
 from sustain.probes.measure.sample import NS_PER_MS, ErrorClass, Measurement
 from sustain.probes.protocols.reply_collector import ReplyCollector
@@ -38,14 +39,16 @@ def encode_request(body: Mapping[str, Any], headers: Mapping[str, str]) -> Encod
     """Serialise before t_send, so JSON encoding is not counted as endpoint latency. orjson,
     several times faster than the standard library on large bodies (an image's megabyte of
     base64 takes it a fraction of a millisecond on the loop that times other requests); an
-    integer past 64 bits, which orjson refuses, falls back to the standard library."""
+    integer past 64 bits, which orjson refuses, falls back to the standard library. The
+    headers carry a fresh W3C traceparent (client/trace_context.py), made here for the same
+    reason."""
     try:
         payload = orjson.dumps(body)
     except TypeError:
         payload = json.dumps(body, separators=(",", ":")).encode()
-    return payload, {
+    return payload, traced({
         **headers, "content-type": "application/json", "accept": "text/event-stream"
-        if body.get("stream") else "application/json"}
+        if body.get("stream") else "application/json"})
 
 
 # --- deadlines ------------------------------------------------------------------------------
@@ -436,12 +439,6 @@ def answered_whole(measurement: Measurement) -> Measurement:
     no ITL); docs/metrics.md#not-streamed."""
     ttft = measurement.e2e_ms if measurement.error_class is None else None
     return replace(measurement, ttft_ms=ttft, ttfo_ms=ttft, streamed=False)
-
-
-def asked_to_stream(measurement: Measurement) -> Measurement:
-    """A streamed request's measurement, marked streamed unless it was answered whole."""
-    return measurement if measurement.streamed is not None \
-        else replace(measurement, streamed=True)
 
 
 def failure(t_send_ns: int, status: int | None, error: ErrorClass, detail: str) -> Measurement:

@@ -46,7 +46,7 @@ from sustain.probes.workers import wire
 from sustain.probes.workers.shards import Shard
 from sustain.probes.workload.dataset import DatasetError
 from sustain.probes.workload.sessions import Dialogue, Sessions
-from sustain.probes.workload.spec import WorkloadError
+from sustain.probes.workload.spec import Workload, WorkloadError
 
 logger = logging.getLogger("sustain.worker")
 
@@ -134,9 +134,10 @@ class Worker:
         assert self.clients is not None
         try:
             target: Target = pickle.loads(message["target"])
-            warm_clients(self.clients, target)
+            workload: Workload = pickle.loads(message["workload"])
+            warm_clients(self.clients, target, fresh=workload.connection == "new")
             prepare = await asyncio.to_thread(
-                prepare_requests, self.clients, target, pickle.loads(message["workload"]),
+                prepare_requests, self.clients, target, workload,
                 pickle.loads(message["secrets"]), pickle.loads(message["datasets"]),
                 pickle.loads(message["replay"]))
             # a RAG probe's corpus, embedded in every worker; synthetic prompts sized by the
@@ -232,13 +233,14 @@ class Worker:
         self.queued = self.queued_bytes = 0
 
 
-def warm_clients(clients: HttpClients, target: Target) -> None:
-    """Create, on the event loop, the connection pool or httpx client the run will use, so
-    the thread that prepares the run only looks it up."""
+def warm_clients(clients: HttpClients, target: Target, *, fresh: bool = False) -> None:
+    """Create, on the event loop, the connection pool or httpx client the run will use (one
+    opening a connection per request, with `fresh`), so the thread that prepares the run
+    only looks it up."""
     if is_check(target.api_kind):
-        clients.httpx(tls_verify=target.tls_verify, http2=target.http2)
+        clients.httpx(tls_verify=target.tls_verify, http2=target.http2, fresh=fresh)
     elif target.http2:
-        clients.httpx(tls_verify=target.tls_verify, http2=True)
+        clients.httpx(tls_verify=target.tls_verify, http2=True, fresh=fresh)
     else:
         clients.pool(tls_verify=target.tls_verify)
 

@@ -49,10 +49,11 @@ def sample_row(sample: Sample) -> Row:
             None if m.stages_ms is None else [list(stage) for stage in m.stages_ms], m.hit,
             m.prompt_tokens_requested, m.streamed, m.ttfo_ms, m.reasoning_tokens,
             m.reasoning_server_counted, m.input_chars,
-            None if m.phases_ms is None else [list(phase) for phase in m.phases_ms])
+            None if m.phases_ms is None else [list(phase) for phase in m.phases_ms],
+            m.dns_ms, m.connect_ms, m.tls_ms, m.ttfb_ms, m.connection_reused, m.trace_id)
 
 
-ROW_FIELDS = 31
+ROW_FIELDS = 37
 """The values of a row sample_row makes. New fields go at the end, so a row of an earlier
 release (an agent's upload) is still read: OLD_ROW_FIELDS is the shortest row_sample takes."""
 OLD_ROW_FIELDS = 25
@@ -69,7 +70,8 @@ def row_sample(row: list[Any], clock: RunClock) -> Sample:
     (seq, stage, t_sched, t_send, ttft, itl, e2e, tokens, counted, input_tokens, status,
      error, detail, cached, tool_call, conversation, turn, session_end, quality, items,
      audio, image_size, stages, hit, requested, streamed, ttfo, reasoning,
-     reasoning_counted, input_chars, phases) = padded
+     reasoning_counted, input_chars, phases, dns, connect, tls, ttfb, reused,
+     trace_id) = padded
     measurement = Measurement(
         ttft_ms=None if ttft is None else float(ttft), itl_ms=tuple(float(g) for g in itl),
         e2e_ms=float(e2e), output_tokens=int(tokens), tokens_server_counted=bool(counted),
@@ -93,7 +95,13 @@ def row_sample(row: list[Any], clock: RunClock) -> Sample:
         reasoning_server_counted=bool(reasoning_counted),
         input_chars=None if input_chars is None else int(input_chars),
         phases_ms=None if phases is None else tuple((str(name), float(ms))
-                                                    for name, ms in phases))
+                                                    for name, ms in phases),
+        dns_ms=None if dns is None else float(dns),
+        connect_ms=None if connect is None else float(connect),
+        tls_ms=None if tls is None else float(tls),
+        ttfb_ms=None if ttfb is None else float(ttfb),
+        connection_reused=None if reused is None else bool(reused),
+        trace_id=None if trace_id is None else str(trace_id))
     t_send_ms = float(t_send)
     return Sample(seq=int(seq), stage=int(stage),
                   t_sched_ms=None if t_sched is None else float(t_sched), t_send_ms=t_send_ms,

@@ -161,6 +161,12 @@ class Workload(InputModel):
         default=1.0, ge=MIN_POLL_INTERVAL_S, le=MAX_POLL_INTERVAL_S,
         description="openai-videos: seconds between polls of a job's status; a job's phase "
         "times are exact to within one interval.")
+    connection: Literal["reuse", "new"] = Field(
+        default="reuse",
+        description="reuse: requests go on kept-alive connections, as a busy client's do "
+        "(only the first ones pay to connect); new: every request opens a connection of its "
+        "own and closes it after its response, so each pays name resolution, TCP and TLS as a "
+        "new user does (docs/metrics.md#http-phases).")
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, gt=0, le=1)
     seed: int = Field(default=0, ge=0, le=2**31 - 1)

@@ -26,6 +26,8 @@ from sustain.service.schemas.compare import (
 from sustain.service.schemas.history import MetricSummary
 
 MAX_PROBES = 8
+HTTP_PHASES = ("dns", "connect", "tls", "ttfb")
+"""The sketched HTTP phases a comparison row gives (ProbeFigures.dns_ms, ...)."""
 
 
 async def compare(session: AsyncSession, names: list[str], start: datetime,
@@ -91,6 +93,8 @@ async def _figures(session: AsyncSession, name: str, probe_id: int, endpoint: st
         retrieval_hit_ratio=window.retrieval_hit_ratio,
         ttfo_ms=_pct(window.metrics["ttfo"]) if window.metrics["ttfo"].count else None,
         reasoning_share=reasoning_share(window.metrics["reasoning_share"].mean),
+        **{f"{phase}_ms": _pct(window.metrics[phase]) for phase in HTTP_PHASES
+           if window.metrics[phase].count},
         capacity=await _capacity(session, probe_id, start, end, newest, location),
         efficiency=newest.get("efficiency") if newest else None,
         stability=window.stability, drift=drift,

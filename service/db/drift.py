@@ -146,3 +146,18 @@ async def ratios(session: AsyncSession) -> list[tuple[str, str, str, float]]:
 
 async def last_evaluated(session: AsyncSession) -> datetime | None:
     return (await session.execute(select(func.max(DriftFinding.evaluated_at)))).scalar()
+
+
+async def window_runs(session: AsyncSession, probe_id: int, start: datetime, end: datetime
+                      ) -> tuple[int, int]:
+    """The probe's finished runs scheduled in [start, end), and those of them with an E2E
+    sketch (a successful request: a latency value a drift test can compare), for saying
+    why a finding has no verdict."""
+    measured = select(RunSketch.run_id).where(RunSketch.run_id == Run.id,
+                                              RunSketch.metric == "e2e").exists()
+    row = (await session.execute(
+        select(func.count(), func.count().filter(measured))
+        .select_from(Run)
+        .where(Run.probe_id == probe_id, Run.attempts.is_not(None),
+               Run.scheduled_for >= start, Run.scheduled_for < end))).one()
+    return int(row[0]), int(row[1])

@@ -11,11 +11,16 @@ from sqlalchemy import Select, literal, select, text, tuple_
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from sustain.service.db.models import Run, SampleRow
-from sustain.service.runs.rows import SAMPLE_COLUMNS, SAMPLE_TYPES, SampleTuple
+from sustain.service.runs.rows import (
+    SAMPLE_COLUMNS,
+    STORED_COLUMNS,
+    STORED_TYPES,
+    SampleTuple,
+)
 
 INSERT_SAMPLES = (
-    f"INSERT INTO samples ({', '.join(SAMPLE_COLUMNS)}) SELECT * FROM unnest("
-    + ", ".join(f"${i}::{kind}[]" for i, kind in enumerate(SAMPLE_TYPES, 1))
+    f"INSERT INTO samples ({', '.join(STORED_COLUMNS)}) SELECT * FROM unnest("
+    + ", ".join(f"${i}::{kind}[]" for i, kind in enumerate(STORED_TYPES, 1))
     + ") ON CONFLICT DO NOTHING"
 )
 """One statement per batch, each column an array parameter; rows already written (a retry

@@ -72,9 +72,10 @@ def columns(body: SloCreate | SloUpdate, *, partial: bool = False) -> dict[str, 
         out["probe_names"] = out.pop("probes")
     if "window" in out:
         out["window_s"] = out.pop("window")
-    if "locations" in out:
-        places = out.pop("locations")
-        out |= {"locations_mode": places["mode"], "min_locations": places["min_locations"]}
+    if "locations" in out and body.locations is not None:
+        out.pop("locations")  # replaced whole: a field it leaves out takes its default
+        out |= {"locations_mode": body.locations.mode,
+                "min_locations": body.locations.min_locations}
     if "sli" in out:
         sli = out.pop("sli")
         out |= {"kind": sli["kind"], "metric": sli.get("metric"),

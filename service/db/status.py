@@ -254,6 +254,9 @@ class FirstFailure:
     http_status: int | None
     failed: int
     """Failed requests in the run (of those stored)."""
+    detail: str | None = None
+    """Its error detail as stored: the server's words, credentials redacted (None for a
+    sample stored before migration 0024, or a failure without words)."""
 
 
 async def first_failure(session: AsyncSession, run_id: int, started_at: datetime | None
@@ -261,14 +264,14 @@ async def first_failure(session: AsyncSession, run_id: int, started_at: datetime
     """The first failed request of a run (in send order), and how many failed."""
     since = None if started_at is None else started_at - timedelta(minutes=10)
     row = (await session.execute(text(
-        "SELECT error_class, http_status, count(*) OVER () FROM samples "
+        "SELECT error_class, http_status, count(*) OVER (), error_detail FROM samples "
         "WHERE run_id = :r AND outcome <> 'success' "
         "AND (CAST(:since AS timestamptz) IS NULL OR sent_at >= CAST(:since AS timestamptz)) "
         "ORDER BY pos LIMIT 1"), {"r": run_id, "since": since})).first()
     if row is None:
         return None
     return FirstFailure(str(row[0] or "unknown"), None if row[1] is None else int(row[1]),
-                        int(row[2]))
+                        int(row[2]), None if row[3] is None else str(row[3]))
 
 
 async def probe_names(session: AsyncSession, limit: int) -> list[str]:

@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from sustain.service.runs.finals import RunFinal
-from sustain.service.runs.rows import POS, RUN_ID, SAMPLE_COLUMNS, SampleTuple
+from sustain.service.runs.rows import POS, RUN_ID, STORED_COLUMNS, SampleTuple
 from sustain.service.strict_json import NonFiniteNumberError
 
 REFUSAL_CLASSES = ("22", "23")
@@ -147,7 +147,7 @@ def refused_sample(row: SampleTuple, probe_id: int, exc: BaseException) -> Refus
 def sample_refusal(row: SampleTuple, probe_id: int, reason: str, error: str) -> Refused:
     """A sample row refused for `reason` (one of REASONS), in `error`'s words."""
     return Refused("sample", int(row[RUN_ID]), probe_id, reason, error,
-                   record_text(dict(zip(SAMPLE_COLUMNS, row, strict=True))), int(row[POS]))
+                   record_text(dict(zip(STORED_COLUMNS, row, strict=True))), int(row[POS]))
 
 
 def refused_final(final: RunFinal, exc: BaseException) -> Refused:

@@ -1,4 +1,4 @@
-"""A sample as a `samples` row: a flat tuple in SAMPLE_COLUMNS order, small enough to buffer
+"""A sample as a `samples` row: a flat tuple in STORED_COLUMNS order, small enough to buffer
 a million of (ITL gaps are reduced to count, mean and max)."""
 
 from __future__ import annotations
@@ -15,15 +15,24 @@ SAMPLE_COLUMNS: tuple[str, ...] = (
     "corrected_e2e_ms", "input_tokens", "output_tokens", "tokens_server_counted", "outcome",
     "error_class", "http_status", "cached_tokens", "conversation", "turn", "tool_call_ms",
     "quality", "items", "audio_s", "streamed", "ttfo_ms", "reasoning_tokens",
-    "reasoning_server_counted", "input_chars",
+    "reasoning_server_counted", "input_chars", "dns_ms", "connect_ms", "tls_ms", "ttfb_ms",
+    "connection_reused", "trace_id",
 )
 SAMPLE_TYPES: tuple[str, ...] = (
     "bigint", "integer", "bigint", "integer", "smallint", "timestamptz", "float8", "float8",
     "float8", "float8", "integer", "float8", "float8", "float8", "float8", "float8", "integer",
     "integer", "boolean", "text", "text", "smallint", "integer", "text", "integer", "float8",
     "boolean", "integer", "float8", "boolean", "float8", "integer", "boolean", "integer",
+    "float8", "float8", "float8", "float8", "boolean", "text",
 )
 """Postgres types of SAMPLE_COLUMNS, for the array parameters of the batch insert."""
+STORED_COLUMNS: tuple[str, ...] = (*SAMPLE_COLUMNS, "error_detail")
+"""What a sample row stores: SAMPLE_COLUMNS (what the samples API and the exports give), then
+a failed request's error detail, which only the run's page reads (its first failure)."""
+STORED_TYPES: tuple[str, ...] = (*SAMPLE_TYPES, "text")
+MAX_STORED_DETAIL_CHARS = 1024
+"""Characters of an error detail stored: the client keeps a few hundred
+(error_body.WORDS_CHARS); an agent's upload may carry more."""
 
 RUN_ID, POS, PROBE_ID, SENT_AT = 0, 1, 2, 5
 
@@ -43,6 +52,9 @@ def sample_tuple(run_id: int, pos: int, probe_id: int, sample: Sample) -> Sample
         m.cached_tokens, sample.conversation, sample.turn, m.tool_call_ms, sample.quality,
         m.items, m.audio_s, m.streamed, m.ttfo_ms, m.reasoning_tokens,
         m.reasoning_server_counted if m.reasoning_tokens is not None else None, m.input_chars,
+        m.dns_ms, m.connect_ms, m.tls_ms, m.ttfb_ms, m.connection_reused, m.trace_id,
+        None if m.error_detail is None or m.error_class is None
+        else m.error_detail[:MAX_STORED_DETAIL_CHARS],
     )
 
 
@@ -56,7 +68,7 @@ def row_problem(row: SampleTuple) -> tuple[str, str] | None:
     hold (NUL, lone surrogates), a NaN or infinity where a figure belongs, a value of the
     wrong type. Checked in Python, so the writer can set such rows aside without asking the
     database about each."""
-    for name, kind, value in zip(SAMPLE_COLUMNS, SAMPLE_TYPES, row, strict=True):
+    for name, kind, value in zip(STORED_COLUMNS, STORED_TYPES, row, strict=True):
         if value is None:
             continue
         if kind in _INTEGER_RANGES:

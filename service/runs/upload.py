@@ -6,10 +6,11 @@ replica runs (summary, counts, sketches). Nothing here trusts the sender: a valu
 wrong type or beyond its bound is an UploadError naming the field, never a stored row.
 
 What bounds an upload here (the service's settings come in as UploadLimits):
-- every timing of a sample (t_sched, t_send, TTFT, each ITL gap, E2E, tool call, RAG stage)
-  is finite, at least 0 and at most the run's longest length (SUSTAIN_MAX_RUN_S plus
-  the budget's grace), in ms; every count (tokens, items) is a whole number from 0 to what
-  its column holds; a sample carries at most SUSTAIN_AGENT_UPLOAD_MAX_ITL_VALUES ITL gaps;
+- every timing of a sample (t_sched, t_send, TTFT, each ITL gap, E2E, tool call, RAG stage,
+  HTTP phase) is finite, at least 0 and at most the run's longest length (SUSTAIN_MAX_RUN_S
+  plus the budget's grace), in ms; every count (tokens, items) is a whole number from 0 to
+  what its column holds; a trace id is 32 lower-case hex digits; a sample carries at most
+  SUSTAIN_AGENT_UPLOAD_MAX_ITL_VALUES ITL gaps;
 - every sample was sent inside the run's window (from shortly before it started to its
   longest length after), and the run started within CLAIM_LATE_S of its tick, so one upload
   touches a day or two of `samples` partitions, never one per day from 2020 to 2200;
@@ -30,6 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from sustain.probes.client.trace_context import is_trace_id
 from sustain.probes.load.clock import RunClock
 from sustain.probes.measure.run_sketches import METRICS
 from sustain.probes.measure.sample import JOB_PHASES, Sample
@@ -153,18 +155,20 @@ def _check_whole(value: object, field: str, high: int = MAX_WHOLE) -> None:
 
 
 TIMINGS = {2: "t_sched_ms", 3: "t_send_ms", 4: "ttft_ms", 6: "e2e_ms", 14: "tool_call_ms",
-           26: "ttfo_ms"}
+           26: "ttfo_ms", 31: "dns_ms", 32: "connect_ms", 33: "tls_ms", 34: "ttfb_ms"}
 """Row index -> name of each single timing of a sample row (ms)."""
 REQUIRED_TIMINGS = frozenset({3, 6})
 COUNTS = {7: "output_tokens", 9: "input_tokens", 13: "cached_tokens", 19: "items",
           24: "prompt_tokens_requested", 27: "reasoning_tokens", 29: "input_chars"}
 REQUIRED_COUNTS_OF_ROW = frozenset({7})
 TEXTS = {12: "error_detail", 15: "conversation", 21: "image_size"}
-FLAGS = {25: "streamed", 28: "reasoning_server_counted"}
+FLAGS = {25: "streamed", 28: "reasoning_server_counted", 35: "connection_reused"}
 """Row index -> name of each true/false/null value (absent from a row of an earlier
 release)."""
 PHASES = 30
 """Row index of a job's `phases_ms`."""
+TRACE_ID = 36
+"""Row index of the request's W3C `trace_id` (32 lower-case hex digits, or null)."""
 
 
 def check_row(row: object, field: str, limits: UploadLimits) -> None:
@@ -211,6 +215,8 @@ def check_row(row: object, field: str, limits: UploadLimits) -> None:
     for index, name in TEXTS.items():
         if row[index] is not None and not isinstance(row[index], str):
             raise UploadError(f"{field}.{name}", "text")
+    if size > TRACE_ID and row[TRACE_ID] is not None and not is_trace_id(row[TRACE_ID]):
+        raise UploadError(f"{field}.trace_id", "32 lower-case hex digits, not all zero")
     stages = row[22]
     if stages is not None:
         if not isinstance(stages, list) or len(stages) > MAX_SAMPLE_STAGES:

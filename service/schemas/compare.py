@@ -61,6 +61,14 @@ class ProbeFigures(BaseModel):
     without an answer stream."""
     reasoning_share: float | None = None
     """Mean share of output tokens spent reasoning (0 for a model that answers at once)."""
+    dns_ms: Percentiles | None = None
+    """HTTP phases (docs/metrics.md#http-phases): name resolution, TCP connect and TLS
+    handshake of the requests that opened a connection, and TTFB; each null when no request
+    had it. Side by side by location, connect is the network's round trip from each, and
+    TTFB less connect the server's time to its answer's head."""
+    connect_ms: Percentiles | None = None
+    tls_ms: Percentiles | None = None
+    ttfb_ms: Percentiles | None = None
     capacity: CapacityFigures | None
     """For probes that search capacity; None otherwise."""
     efficiency: dict[str, Any] | None

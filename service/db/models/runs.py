@@ -166,6 +166,22 @@ class SampleRow(Base):
     """Whether reasoning_tokens is the server's count (else counted from the deltas)."""
     input_chars: Mapped[int | None] = mapped_column(Integer)
     """Characters of text a speech request asked to be spoken; null otherwise."""
+    dns_ms: Mapped[float | None] = mapped_column(Double)
+    """HTTP phases (docs/metrics.md#http-phases): name resolution, TCP connect and TLS
+    handshake of a request that opened its own connection (null on a reused one, dns_ms also
+    for an address literal), and TTFB, from the request sent to its response head."""
+    connect_ms: Mapped[float | None] = mapped_column(Double)
+    tls_ms: Mapped[float | None] = mapped_column(Double)
+    ttfb_ms: Mapped[float | None] = mapped_column(Double)
+    connection_reused: Mapped[bool | None] = mapped_column(Boolean)
+    """Whether the request went on a connection an earlier one opened; null when it had
+    none (and for samples stored before migration 0025)."""
+    trace_id: Mapped[str | None] = mapped_column(String(32))
+    """The W3C trace id of the traceparent the request carried (32 hex digits)."""
+    error_detail: Mapped[str | None] = mapped_column(Text)
+    """A failed request's error detail: the server's words (its error body's message,
+    credentials redacted) or what the client saw; null for a success. Stored, not exported
+    (service.runs.rows.STORED_COLUMNS)."""
 
     __table_args__ = (
         Index("ix_samples_probe_id_sent_at", "probe_id", "sent_at"),

@@ -84,7 +84,7 @@ def test_results_show_prompt_tokens_requested_against_served_and_how_they_were_s
     shown = text(results(result))
     assert "prompt tokens requested / served" in shown
     assert "330.00 / 331.00 (x1.003)" in shown
-    assert "fitted to the server: 1.78 tokens/word + 26.00" in shown
+    assert "fitted to the server: 1.78 tokens per word, plus 26.00 per request" in shown
     report = json_report(result)
     assert (report["prompt_tokens_requested"], report["prompt_tokens_served"]) == (330, 331)
     assert report["prompt_tokens_ratio"] == 331 / 330

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import pytest
 
@@ -42,8 +43,13 @@ async def test_a_bound_sender_builds_one_request_per_seq() -> None:
     async with HttpClients() as clients:
         prepare = sender_for(openai)(clients, openai, Workload(), {}, DatasetPolicy(), None)
         assert prepare(0) is not prepare(1)
-        same = sender_for(check)(clients, check, Workload(), {}, DatasetPolicy(), None)
-        assert same(0) is same(1)
+        checks = sender_for(check)(clients, check, Workload(), {}, DatasetPolicy(), None)
+        first, second = checks(0), checks(1)
+        assert isinstance(first, partial)
+        assert isinstance(second, partial)
+        # the same check, each with a traceparent of its own
+        assert first.args[:3] == second.args[:3]
+        assert first.args[3]["traceparent"] != second.args[3]["traceparent"]
 
 
 def test_a_turn_carries_its_history_tools_and_the_session_header() -> None:
