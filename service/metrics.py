@@ -26,6 +26,8 @@ from sustain.service.db.slos import SloSnapshot
 from sustain.service.evaluation.slo_status import window_label
 from sustain.service.ingest.buffer import SampleBuffer
 from sustain.service.ingest.writer import SampleWriter
+from sustain.service.otlp.run_target import run_target
+from sustain.service.otlp.setup import OtlpExport
 from sustain.service.probe_metrics import SERIES_LABELS, ProbeMetrics
 from sustain.service.runs.label_sets import (
     EFFICIENCY_FIGURES,
@@ -438,9 +440,15 @@ class Metrics:
     def watch_writes(self, buffer: SampleBuffer, writer: SampleWriter) -> None:
         self.registry.register(WriteBufferCollector(buffer, writer))
 
+    otlp: OtlpExport | None = None
+    """OpenTelemetry export of the runs this replica measures (service/otlp), set when the
+    replica starts with an OTLP endpoint configured; None without one."""
+
     def observe_samples(self, endpoint: str, probe: str, model: str,
                         samples: Sequence[Sample]) -> None:
         self.probes.observe_samples(endpoint, probe, model, samples)
+        if self.otlp is not None and (target := run_target()) is not None:
+            self.otlp.observe_samples(target, probe, samples)
 
     def observe_notification(self, notifier: str, result: str) -> None:
         self.notifications.labels(notifier, result).inc()
