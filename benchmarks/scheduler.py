@@ -3,7 +3,8 @@ its tick plus the tick's jitter, with 200 probes on one `sustain serve`.
 
 For every run: delay = (sent_at of its first sample) - scheduled_for - jitter_of(probe, tick),
 where jitter_of is the same per-tick jitter the replicas compute. The delay covers APScheduler
-waking up, the claim in Postgres, loading the probe and the first send. Probes are `single`
+waking up and the run's start up to its first send (the tick's claim and its probe's reading
+happen ahead of the tick, in batches, except a probe's first tick). Probes are `single`
 requests against the simulator, every --interval seconds; two phases: jitter 0 (all 200 ticks
 at the same instant, the worst burst) and --jitter seconds (the usual setting). Runs of each
 probe's first tick (the catch-up run at creation) are left out.

@@ -1,14 +1,14 @@
-"""Executing runs: claim, measure with `probes`, hand samples and the final record to the
-write buffer, record metrics."""
+"""Executing runs: claim (ahead of the tick, in batches, or at the tick), measure with
+`probes`, hand samples and the final record to the write buffer, record metrics."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
 import logging
-from collections.abc import Iterable
-from dataclasses import replace
-from datetime import UTC, datetime
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.exc import TimeoutError as SATimeoutError
@@ -17,6 +17,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sustain.probes.client.secrets import SecretUnavailableError
 from sustain.probes.load.profiles import parse_profile
 from sustain.probes.runner import Measurer, RunStop, TooManyWorkersError
+from sustain.probes.workers.conductor import START_LEAD_NS
+from sustain.probes.workers.pool import WorkerPool
 from sustain.probes.workers.process import WorkerDiedError
 from sustain.probes.workload.dataset import DatasetError
 from sustain.probes.workload.spec import Workload, WorkloadError
@@ -29,7 +31,9 @@ from sustain.service.metrics import Metrics
 from sustain.service.policy.limits import BeyondLimitsError, LoadLimits, check_limits
 from sustain.service.policy.reach import Reach
 from sustain.service.runs.finals import RunFinal, completed
-from sustain.service.scheduling.claims import claim_delay, tick_owner
+from sustain.service.scheduling import ahead
+from sustain.service.scheduling.ahead import Upcoming
+from sustain.service.scheduling.claims import tick_owner
 from sustain.service.scheduling.liveness import PeerLoads
 from sustain.service.scheduling.offline import OfflineRuns, OfflineSink
 from sustain.service.scheduling.targets import probe_target, slo_of
@@ -47,6 +51,29 @@ CLAIM_TIMEOUT_S = 3.0
 """A claim that cannot get a database connection by then is taken as an outage: the tick is
 run offline by its owner (see offline.py). Only the connection is timed: a claim cut short
 after its insert was sent could be committed without this replica knowing."""
+
+
+@dataclass(slots=True)
+class ClaimedAhead:
+    """A tick this replica claimed ahead: its run starts when the tick fires."""
+
+    run_id: int
+    probe: Probe
+    endpoint: Endpoint
+    fire_at: datetime
+    expires_at: datetime
+    """Not started by then (the loop stalled past its grace): recorded `missed`."""
+    timer: asyncio.TimerHandle | None = None
+    """What starts its run at its firing (less the measurer's dispatch lead)."""
+
+
+def dispatch_lead_s(measurer: Measurer) -> float:
+    """How long before a tick's firing its run is handed to the measurer, in seconds. Worker
+    processes start a stage START_LEAD_NS after it is dispatched to them (so every worker
+    holds its shard before the first send): a run dispatched that much earlier sends its
+    first request at the firing plus the time it takes to open the run, never before it.
+    Measuring in-process starts at once: no lead."""
+    return START_LEAD_NS / 1e9 if isinstance(measurer, WorkerPool) else 0.0
 
 
 class RunExecutor:
@@ -88,6 +115,29 @@ class RunExecutor:
         self._known: dict[int, tuple[Probe, Endpoint]] = {}
         """The enabled probes and their endpoints as last read: what an offline tick runs."""
         self._offline_keys = itertools.count(-1, -1)
+        self._ahead: dict[tuple[int, datetime], ClaimedAhead] = {}
+        """Ticks claimed ahead by this replica, by (probe id, tick), until they fire."""
+        self._elsewhere: dict[tuple[int, datetime], datetime] = {}
+        """Ticks another replica of the location claimed ahead (nothing to do when they
+        fire), with when to forget them."""
+        self._claiming: dict[tuple[int, datetime], asyncio.Future[None]] = {}
+        """Ticks in a batch being claimed: a firing waits for its batch's answer."""
+        self._fired: dict[tuple[int, datetime], datetime] = {}
+        """Ticks whose job has fired here, with when to forget them: never claimed ahead
+        after that (no firing would start them)."""
+        self._started: dict[tuple[int, datetime], datetime] = {}
+        """Ticks claimed ahead whose run has started, with when to forget them: their job's
+        firing has nothing left to do."""
+        self.lead_s = dispatch_lead_s(measurer)
+        """How long before its firing a tick claimed ahead is handed to the measurer."""
+        self._dropped: set[int] = set()
+        """Probes given up while a batch was being claimed: what it claimed of them goes."""
+        self._release: list[int] = []
+        """Runs claimed ahead whose probe no longer runs here: to delete."""
+        self._expired: list[int] = []
+        """Runs claimed ahead that were not started in time: to record `missed`."""
+        self.batches = 0
+        """Batches of ticks claimed ahead (each one transaction)."""
 
     @property
     def in_flight(self) -> int:
@@ -148,16 +198,166 @@ class RunExecutor:
                 self.cancel(run_id)
 
     def stop_claiming(self) -> None:
-        """Shutdown has begun: ticks from now on are left to other replicas."""
+        """Shutdown has begun: ticks from now on are left to other replicas (those already
+        claimed ahead still start when they fire)."""
         self.claiming = False
+
+    @property
+    def claimed_ahead(self) -> int:
+        """Ticks claimed ahead here that have not fired yet."""
+        return len(self._ahead)
+
+    async def claim_ahead(self, batch: Sequence[Upcoming]) -> bool:
+        """Claim the batch's ticks in one transaction, to be started when they fire without
+        a database round trip. Ticks left out (their probe busy, or this replica unable to
+        take new runs) are claimed when they fire; ticks another replica took are left to
+        it. False when the database could not take the batch (its ticks are then claimed
+        when they fire, where an outage is handled)."""
+        if not self.claiming or not self.buffer.accepting:
+            return True
+        wanted = [u for u in batch if u.probe_id not in self._running
+                  and u.key not in self._ahead and u.key not in self._elsewhere
+                  and u.key not in self._claiming and u.key not in self._fired
+                  and u.key not in self._started]
+        if not wanted:
+            return True
+        self._dropped.difference_update(u.probe_id for u in wanted)
+        answered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        for upcoming in wanted:
+            self._claiming[upcoming.key] = answered
+        try:
+            async with self.sessions.begin() as session:
+                async with asyncio.timeout(CLAIM_TIMEOUT_S):  # nothing is written yet
+                    await session.connection()
+                outcomes = await ahead.claim_batch(
+                    session, wanted, self.replica_id, self.location,
+                    self.buffer.unwritten_finals)
+                loaded = await ahead.probes_with_endpoints(
+                    session, [o.upcoming.probe_id for o in outcomes if o.run_id is not None])
+            self.batches += 1
+            self._keep(outcomes, loaded)
+        except IntegrityError:
+            logger.info("a probe was deleted while its tick was claimed ahead; the batch's "
+                        "ticks are claimed when they fire")
+        except (OSError, DBAPIError, TimeoutError, SATimeoutError) as exc:
+            logger.info("cannot claim %d ticks ahead (%s); they are claimed when they fire",
+                        len(wanted), type(exc).__name__)
+            return False
+        finally:
+            for upcoming in wanted:
+                self._claiming.pop(upcoming.key, None)
+            answered.set_result(None)
+        return True
+
+    def _keep(self, outcomes: Sequence[ahead.Outcome],
+              loaded: dict[int, tuple[Probe, Endpoint]]) -> None:
+        """Remember what a committed batch came to, and set each claimed tick's run to
+        start at its firing (a loop timer: no database, no scheduler in between)."""
+        loop = asyncio.get_running_loop()
+        now = datetime.now(UTC)
+        for outcome in outcomes:
+            upcoming = outcome.upcoming
+            forget_at = upcoming.fire_at + timedelta(
+                seconds=upcoming.grace_s + ahead.EXPIRY_MARGIN_S)
+            if outcome.run_id is None:
+                if not outcome.busy:
+                    self._elsewhere[upcoming.key] = forget_at
+                continue
+            self._starting.add(outcome.run_id)
+            found = loaded.get(upcoming.probe_id)
+            if found is None or upcoming.probe_id in self._dropped:
+                self._release.append(outcome.run_id)
+                continue
+            self._known[upcoming.probe_id] = found
+            claimed = ClaimedAhead(outcome.run_id, *found, upcoming.fire_at, forget_at)
+            self._ahead[upcoming.key] = claimed
+            claimed.timer = loop.call_later(
+                max(0.0, (upcoming.fire_at - now).total_seconds() - self.lead_s),
+                self._start_ahead, upcoming.key)
+
+    def _start_ahead(self, key: tuple[int, datetime]) -> None:
+        """A tick claimed ahead fires: start its run (its job's firing then finds it
+        started)."""
+        claimed = self._ahead.pop(key, None)
+        if claimed is None:
+            return
+        self._started[key] = claimed.expires_at
+        probe = claimed.probe
+        if probe.id in self._running:  # a run measured offline is still going here
+            logger.warning("tick %s of probe %s skipped: its previous run is still going",
+                           key[1], probe.name)
+            self.metrics.ticks_skipped.labels(probe.name, "overlap").inc()
+            self._release.append(claimed.run_id)
+            return
+        self._track(asyncio.create_task(
+            self._execute(claimed.run_id, key[1], probe, claimed.endpoint),
+            name=f"run-{claimed.run_id}"))
+
+    def _drop(self, key: tuple[int, datetime]) -> ClaimedAhead:
+        claimed = self._ahead.pop(key)
+        if claimed.timer is not None:
+            claimed.timer.cancel()
+        return claimed
+
+    def release_probe(self, probe_id: int) -> None:
+        """The probe no longer runs here: its ticks claimed ahead are given up (deleted by
+        the next `settle`)."""
+        self._dropped.add(probe_id)
+        for key in [k for k in self._ahead if k[0] == probe_id]:
+            self._release.append(self._drop(key).run_id)
+
+    async def settle(self, now: datetime) -> None:
+        """Delete the claims given up, record those not started in time `missed`, and
+        forget what other replicas claimed long ago: at most two statements. A database
+        that cannot answer is asked again next time."""
+        for key, claimed in list(self._ahead.items()):
+            if claimed.expires_at < now:
+                self._expired.append(self._drop(key).run_id)
+                logger.warning("run %s (tick %s of probe %s) was claimed ahead but not started "
+                               "in time: recorded missed", claimed.run_id, key[1], key[0])
+        for seen in (self._elsewhere, self._fired, self._started):
+            for key in [k for k, at in seen.items() if at < now]:
+                del seen[key]
+        if not self._release and not self._expired:
+            return
+        released, expired = list(self._release), list(self._expired)
+        try:
+            async with self.sessions.begin() as session:
+                await ahead.release(session, released, self.replica_id)
+                await ahead.expire(session, expired, self.replica_id)
+        except (OSError, DBAPIError, TimeoutError, SATimeoutError) as exc:
+            logger.debug("cannot settle claims made ahead (%s)", type(exc).__name__)
+            return
+        self._release = [r for r in self._release if r not in released]
+        self._expired = [r for r in self._expired if r not in expired]
+        self._starting.difference_update(released + expired)
 
     async def run_tick(self, probe_id: int, probe_name: str, schedule: Schedule,
                        jitter_s: float, grace_s: float) -> None:
-        """APScheduler job: claim the tick this firing is for and start its run in a task of
-        its own, so the job ends at once and the next firing of a still-running probe reaches
-        the claim (and is recorded as skipped) instead of being dropped by APScheduler."""
+        """APScheduler job: start the run of the tick this firing is for, in a task of its
+        own, so the job ends at once and the next firing of a still-running probe reaches
+        the claim (and is recorded as skipped) instead of being dropped by APScheduler. A
+        tick claimed ahead has started already (or starts now, if its timer is late); one
+        claimed ahead elsewhere is left alone; any other is claimed now."""
         tick = tick_for_firing(schedule, probe_id, jitter_s, grace_s, datetime.now(UTC))
         if tick is None:
+            return
+        key = (probe_id, tick)
+        if key in self._started:
+            return
+        self._fired[key] = datetime.now(UTC) + timedelta(
+            seconds=grace_s + ahead.EXPIRY_MARGIN_S)
+        batch = self._claiming.get(key)
+        if batch is not None:  # its batch is being claimed: wait for the answer
+            await batch
+        claimed = self._ahead.get(key)
+        if claimed is not None:  # its timer has not run yet (a busy loop): start it here
+            if claimed.timer is not None:
+                claimed.timer.cancel()
+            self._start_ahead(key)
+            return
+        if self._elsewhere.pop(key, None) is not None:
+            logger.debug("tick %s of probe %s taken by another replica", tick, probe_name)
             return
         started = await self.claim(probe_id, probe_name, tick)
         if started is None:
@@ -179,12 +379,6 @@ class RunExecutor:
                            "other replicas", self.buffer.samples, probe_name)
             self.metrics.ticks_skipped.labels(probe_name, "buffer_full").inc()
             return None
-        delay = claim_delay(probe_id, tick, self.replica_id, self.in_flight,
-                            self.peers.others)
-        if delay:
-            await asyncio.sleep(delay)
-            if not self.claiming:
-                return None
         if probe_id in self._running:  # a run measured offline is still going here
             logger.warning("tick %s of probe %s skipped: its previous run is still going",
                            tick, probe_name)
@@ -251,11 +445,18 @@ class RunExecutor:
         return set(self._starting) | self.buffer.unwritten_finals
 
     async def drain(self, timeout_s: float) -> bool:
-        """Wait up to `timeout_s` for the runs in flight to finish; True if they all did."""
+        """Wait up to `timeout_s` for the ticks claimed ahead to fire (within the lead, a
+        few seconds) and then for the runs in flight to finish; True if they all did."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        if self._ahead:
+            last = max(c.fire_at for c in self._ahead.values())
+            wait_s = (last - datetime.now(UTC)).total_seconds() + ahead.EXPIRY_MARGIN_S
+            await asyncio.sleep(max(0.0, min(wait_s, timeout_s)))
         tasks = list(self._tasks)
         if not tasks:
             return True
-        _, pending = await asyncio.wait(tasks, timeout=timeout_s)
+        _, pending = await asyncio.wait(tasks, timeout=max(0.0, deadline - loop.time()))
         return not pending
 
     def submit(self, run_id: int) -> None:
@@ -349,8 +550,9 @@ class RunExecutor:
                            final.error)
 
     async def close(self) -> None:
-        """Cancel runs in flight; each marks itself abandoned. Ticks measured during an
-        outage get one last try at being stored (before the writer's final flush)."""
+        """Cancel runs in flight; each marks itself abandoned. Ticks claimed ahead that did
+        not start are settled, and ticks measured during an outage get one last try at being
+        stored (before the writer's final flush)."""
         if self._watcher is not None:
             self._watcher.cancel()
             await asyncio.gather(self._watcher, return_exceptions=True)
@@ -358,6 +560,17 @@ class RunExecutor:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        # ticks claimed ahead that will not run here now: those still to fire are given
+        # back (deleted), those whose firing passed unstarted are recorded missed
+        now = datetime.now(UTC)
+        for key in list(self._ahead):
+            claimed = self._drop(key)
+            (self._release if claimed.fire_at > now else self._expired).append(claimed.run_id)
+        try:
+            async with asyncio.timeout(OFFLINE_STORE_AT_CLOSE_S):
+                await self.settle(now)
+        except TimeoutError:
+            pass
         if self.offline.pending:
             try:
                 async with asyncio.timeout(OFFLINE_STORE_AT_CLOSE_S):

@@ -26,14 +26,19 @@ class TickTrigger(BaseTrigger):  # type: ignore[misc]
     def fire_time(self, tick: datetime) -> datetime:
         return tick + timedelta(seconds=jitter_of(self.probe_id, tick, self.jitter_s))
 
+    def upcoming_tick(self, now: datetime) -> datetime:
+        """The tick whose (jittered) firing is the first after `now`: the current tick while
+        its jitter has not yet passed, else the next one."""
+        current = self.schedule.latest_at_or_before(now, timedelta(seconds=self.jitter_s + 1))
+        if current is not None and self.fire_time(current) > now:
+            return current
+        return self.schedule.next_after(now)
+
     def get_next_fire_time(self, previous_fire_time: datetime | None,
                            now: datetime) -> datetime:
-        horizon = timedelta(seconds=self.jitter_s + 1)
         if previous_fire_time is None:
-            current = self.schedule.latest_at_or_before(now, horizon)
-            if current is not None and self.fire_time(current) > now:
-                return self.fire_time(current)
-            return self.fire_time(self.schedule.next_after(now))
+            return self.fire_time(self.upcoming_tick(now))
+        horizon = timedelta(seconds=self.jitter_s + 1)
         previous = self.schedule.latest_at_or_before(previous_fire_time, horizon)
         after = previous if previous is not None else previous_fire_time
         return self.fire_time(self.schedule.next_after(after))
