@@ -1,0 +1,490 @@
+"""Storage: the bytes sustain's PostgreSQL keeps per run and per raw sample, by table, on a
+fresh database migrated to head.
+
+Runs are measured for real against the simulator (in its own process on core 1, TTFT 40 ms
+and ITL 8 ms, each with lognormal jitter of sigma 0.3, 64 tokens a reply) by the probes'
+runner, as the service's executor measures a tick (probe, endpoint, workload, profile and
+SLO read back from the database; `completed()` builds the final record, sketches included,
+in a thread), and stored through the service's own `OfflineRuns` (scheduling/offline.py): the
+unique claim of the tick (`runs.claim_measured`), then `ingest.store.store_run`, the path
+every whole finished run takes: its sample rows, then its final record (status, summary,
+counts, sketches, hourly and daily rollups: `db.results.apply_all`; SLO counts). A live tick
+writes the same rows (claimed ahead, samples through the write buffer, the same final step).
+
+1. Per run: --runs (1,440: one full UTC day) single-request streamed chat runs of one probe,
+   one per minute of scheduled time, so the probe's 24 hourly rollup buckets and its daily one
+   fill as they do in a day of a one-minute probe; one availability SLO covers the probe. The
+   growth of each table is then measured twice: after a plain `VACUUM (ANALYZE)` (what the
+   disk holds while autovacuum keeps up: dead row versions of the runs' status updates and of
+   the rollups' merges are free space to reuse, not returned) and after `VACUUM (FULL,
+   ANALYZE)` (every table and index rewritten compactly: the long-run rate of growth, the
+   headline). Bytes per run = growth / runs, by table.
+2. Per sample: one run of a --rate (200) req/s constant streamed chat probe for --seconds
+   (40): about 8,000 samples; bytes per sample = the growth of `samples` (every daily
+   partition summed, its two indexes included) after `VACUUM (FULL, ANALYZE)`, over the
+   samples stored.
+
+Sizes are `pg_total_relation_size` (heap, TOAST and indexes; the free-space and visibility
+maps too after a plain VACUUM), grouped as runs, run_sketches, rollups, rollup_sketches,
+samples (partitions summed) and others (every other table, e.g. slo_run_counts). The figures
+feed docs/sizing.md; `--sizing` prints its table of fleets from them.
+
+Targets: <= 2 KiB per single-request run, <= 50 B per sample.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import SERVER_URL, record
+
+DATABASE = "sustain_bench_storage"
+TARGET_RUN_BYTES = 2048
+"""Target: bytes kept per single-request run, every table included."""
+TARGET_SAMPLE_BYTES = 50
+"""Target: bytes kept per raw sample (its `samples` row and index entries)."""
+GROUPS = ("runs", "run_sketches", "rollups", "rollup_sketches", "samples")
+"""The tables reported on their own; every other table counts as OTHERS."""
+OTHERS = "others"
+SECONDS_PER_DAY = 86_400
+DEFAULT_SAMPLE_RETENTION_DAYS = 14
+"""SUSTAIN_SAMPLE_RETENTION_DAYS's default (service/server_settings.py)."""
+SIMULATOR_ARGS = ["--ttft-ms", "40", "--ttft-sigma", "0.3", "--itl-ms", "8",
+                  "--itl-sigma", "0.3", "--output-tokens", "64"]
+
+
+# --- pure: tables to groups, and the sizing arithmetic of docs/sizing.md ---------------------
+
+def group_of(table: str, parent: str | None = None) -> str:
+    """The group a table's bytes count in: a partition counts as its parent (samples'
+    daily partitions as `samples`), any table outside GROUPS as OTHERS."""
+    name = parent or table
+    return name if name in GROUPS else OTHERS
+
+
+def by_table(relations: Iterable[tuple[str, str | None, int]]) -> dict[str, int]:
+    """Bytes per table from (table, partitioned parent or None, bytes): partitions summed
+    under their parent."""
+    sizes: dict[str, int] = {}
+    for table, parent, size in relations:
+        name = parent or table
+        sizes[name] = sizes.get(name, 0) + size
+    return sizes
+
+
+def by_group(tables: Mapping[str, int]) -> dict[str, int]:
+    """Bytes per group (GROUPS, then OTHERS), from bytes per table."""
+    groups = dict.fromkeys((*GROUPS, OTHERS), 0)
+    for table, size in tables.items():
+        groups[group_of(table)] += size
+    return groups
+
+
+def growth(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:
+    """Bytes each table (or group) grew by from `before` to `after`; one missing counts 0."""
+    return {name: after.get(name, 0) - before.get(name, 0)
+            for name in dict.fromkeys([*before, *after])}
+
+
+@dataclass(frozen=True, slots=True)
+class Footprint:
+    """What one probe's runs keep on disk, in bytes (heap, TOAST and indexes), as measured."""
+
+    run_bytes: float
+    """Per run: its `runs` row (summary included), its sketches, its SLO counts and any other
+    per-run row; not its samples, not the rollups."""
+    sample_bytes: float
+    """Per raw sample (request)."""
+    bucket_bytes: float
+    """Per rollup bucket (one probe, one location, one hour or one day): its `rollups` row
+    and its `rollup_sketches` rows."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fleet:
+    """What is probed: `probes` probes, each from `locations` locations every `interval_s`
+    seconds, each run `samples_per_run` requests (1 for a single-request probe)."""
+
+    probes: int
+    locations: int
+    interval_s: float
+    samples_per_run: float = 1.0
+
+    @property
+    def series(self) -> int:
+        """Probe-location pairs: each has its own runs and rollup buckets."""
+        return self.probes * self.locations
+
+    @property
+    def runs_per_day(self) -> float:
+        return self.series * SECONDS_PER_DAY / self.interval_s
+
+
+def buckets_per_day(interval_s: float) -> float:
+    """Rollup buckets one probe-location pair fills per day: an hourly one per hour with a
+    run in it (24 at intervals up to an hour), and the daily one."""
+    runs = SECONDS_PER_DAY / interval_s
+    return min(24.0, runs) + min(1.0, runs)
+
+
+def written_per_day(footprint: Footprint, fleet: Fleet) -> float:
+    """Bytes the fleet adds to the database per day, before any retention deletes."""
+    return (fleet.runs_per_day * (footprint.run_bytes
+                                  + fleet.samples_per_run * footprint.sample_bytes)
+            + fleet.series * buckets_per_day(fleet.interval_s) * footprint.bucket_bytes)
+
+
+def held(footprint: Footprint, fleet: Fleet, run_retention_days: float,
+         sample_retention_days: float = DEFAULT_SAMPLE_RETENTION_DAYS) -> float:
+    """Bytes the database holds once retention is in force: runs, their sketches and the
+    rollups for `run_retention_days` (SUSTAIN_RUN_RETENTION_DAYS), raw samples for
+    `sample_retention_days` (SUSTAIN_SAMPLE_RETENTION_DAYS; never longer than their runs,
+    which take their samples with them). Daily sample partitions are dropped whole, so up to
+    a day more is held in practice."""
+    sample_days = min(sample_retention_days, run_retention_days)
+    per_day_runs = fleet.runs_per_day * footprint.run_bytes + fleet.series * buckets_per_day(
+        fleet.interval_s) * footprint.bucket_bytes
+    per_day_samples = fleet.runs_per_day * fleet.samples_per_run * footprint.sample_bytes
+    return per_day_runs * run_retention_days + per_day_samples * sample_days
+
+
+def human(size: float) -> str:
+    """Bytes as a short figure in binary units: `512 B`, `1.5 KiB`, `12 GiB`, `3.4 TiB`."""
+    units = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+    value = float(size)
+    for unit in units:
+        if abs(value) < 1024 or unit == units[-1]:
+            if unit == "B":
+                return f"{value:.0f} B"
+            return f"{value:.1f} {unit}" if abs(value) < 10 else f"{value:,.0f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def interval_words(interval_s: float) -> str:
+    """An interval as the sizing table names it: `15 s`, `1 min`, `5 min`."""
+    return f"{interval_s / 60:g} min" if interval_s >= 60 else f"{interval_s:g} s"
+
+
+SIZING_FLEETS = tuple(Fleet(p, loc, i) for p in (10, 100, 1000) for loc in (1, 3)
+                      for i in (15, 60, 300))
+SIZING_RETENTIONS = (30, 90, 365)
+
+
+def sizing_table(footprint: Footprint, fleets: Sequence[Fleet] = SIZING_FLEETS,
+                 retentions: Sequence[int] = SIZING_RETENTIONS,
+                 sample_retention_days: float = DEFAULT_SAMPLE_RETENTION_DAYS) -> str:
+    """docs/sizing.md's table: per fleet, runs per day, bytes written per day and per year,
+    and bytes held at each run retention (samples kept `sample_retention_days`)."""
+    head = ["probes", "locations", "interval", "runs/day", "written/day", "written/year",
+            *(f"held, runs kept {days} d" for days in retentions)]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for fleet in fleets:
+        per_day = written_per_day(footprint, fleet)
+        cells = [f"{fleet.probes:,}", str(fleet.locations), interval_words(fleet.interval_s),
+                 f"{fleet.runs_per_day:,.0f}", human(per_day), human(per_day * 365),
+                 *(human(held(footprint, fleet, days, sample_retention_days))
+                   for days in retentions)]
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+# --- the measurement ------------------------------------------------------------------------
+
+SIZES = """
+    SELECT c.relname AS name, p.relname AS parent, pg_total_relation_size(c.oid) AS bytes
+    FROM pg_class c
+    JOIN pg_namespace n ON n.oid = c.relnamespace
+    LEFT JOIN pg_inherits i ON i.inhrelid = c.oid
+    LEFT JOIN pg_class p ON p.oid = i.inhparent
+    WHERE n.nspname = 'public' AND c.relkind = 'r'
+"""
+COUNTED = ("runs", "run_sketches", "rollups", "rollup_sketches", "samples", "slo_run_counts")
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Bytes per table and rows per COUNTED table at one moment."""
+
+    tables: dict[str, int]
+    rows: dict[str, int]
+
+
+async def snapshot(url: str, vacuum: str) -> Snapshot:
+    """`VACUUM (<vacuum>)` the whole database, then read each table's size and row count."""
+    import asyncpg
+
+    from tests.conftest import asyncpg_dsn
+
+    connection = await asyncpg.connect(asyncpg_dsn(url))
+    try:
+        await connection.execute(f"VACUUM ({vacuum})")
+        tables = by_table((r["name"], r["parent"], int(r["bytes"]))
+                          for r in await connection.fetch(SIZES))
+        rows = {name: int(await connection.fetchval(f"SELECT count(*) FROM {name}"))
+                for name in COUNTED}
+        for width, count in await connection.fetch(
+                "SELECT width_s, count(*) FROM rollups GROUP BY width_s"):
+            rows[f"rollups/{width}"] = int(count)
+    finally:
+        await connection.close()
+    return Snapshot(tables, rows)
+
+
+async def create_probes(url: str, simulator_url: str, rate: float, seconds: float
+                        ) -> tuple[int, int]:
+    """The endpoint, the single-request probe with its SLO and the load probe, created as the
+    API creates them; (single probe id, load probe id)."""
+    from sustain.service.db import crud
+    from sustain.service.db import endpoints as endpoint_queries
+    from sustain.service.db import probes as probe_queries
+    from sustain.service.db import slos as slo_queries
+    from sustain.service.db.engine import create_engine, session_factory
+    from sustain.service.db.models import Endpoint, Probe, Slo
+    from sustain.service.schemas.endpoints import EndpointCreate
+    from sustain.service.schemas.probes import ProbeCreate
+    from sustain.service.schemas.slos import SloCreate
+
+    engine = create_engine(url)
+    try:
+        async with session_factory(engine).begin() as session:
+            endpoint = await crud.create(session, Endpoint, endpoint_queries.columns(
+                EndpointCreate.model_validate({"name": "sim", "base_url": simulator_url,
+                                               "model": "sim-model"})), "endpoint")
+            single = await crud.create(session, Probe, probe_queries.columns(
+                ProbeCreate.model_validate({
+                    "name": "heartbeat", "endpoint_id": endpoint.id, "interval_s": 60,
+                    "profile": {"kind": "single"}, "workload": {"max_tokens": 64}})), "probe")
+            load = await crud.create(session, Probe, probe_queries.columns(
+                ProbeCreate.model_validate({
+                    "name": "load", "endpoint_id": endpoint.id, "interval_s": 3600,
+                    "profile": {"kind": "constant", "rate": rate, "duration_s": seconds},
+                    "workload": {"max_tokens": 64}})), "probe")
+            await crud.create(session, Slo, slo_queries.columns(SloCreate.model_validate({
+                "name": "heartbeat-availability", "probes": ["heartbeat"],
+                "sli": {"kind": "availability"}, "objective": 0.995})), "slo")
+            return int(single.id), int(load.id)
+    finally:
+        await engine.dispose()
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """What one phase measured and stored."""
+
+    runs: int
+    samples: int
+    measure_s: float
+    store_s: float
+    """Wall time of storing every run (claim, samples, final record), one transaction each."""
+    succeeded: int
+
+
+async def measure_and_store(url: str, probe_id: int, ticks: Sequence[datetime],
+                            concurrency: int) -> Stored:
+    """Measure one run of the probe per tick (up to `concurrency` at once) as the executor
+    does, hold them in OfflineRuns, then store them all through its store()."""
+    from sqlalchemy import text
+
+    from sustain.probes.client.clients import HttpClients
+    from sustain.probes.load.profiles import parse_profile
+    from sustain.probes.runner import InProcess
+    from sustain.probes.workload.spec import Workload
+    from sustain.service.db import probes as probe_queries
+    from sustain.service.db.engine import create_engine, session_factory
+    from sustain.service.runs.finals import RunFinal, completed
+    from sustain.service.scheduling.offline import OfflineRuns
+    from sustain.service.scheduling.targets import probe_target, slo_of
+
+    engine = create_engine(url)
+    sessions = session_factory(engine)
+    try:
+        async with sessions() as session:
+            probe, endpoint = await probe_queries.get_with_endpoint(session, probe_id)
+        offline = OfflineRuns(capacity=1_000_000, replica_id="bench-storage")
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(measurer: InProcess, tick: datetime) -> None:
+            async with gate:
+                sink = offline.open(probe.id, tick, datetime.now(UTC))
+                base = RunFinal(run_id=0, probe_id=probe.id, scheduled_for=tick,
+                                status="failed")
+                result = await measurer.measure(
+                    probe_target(endpoint), Workload.model_validate(probe.workload),
+                    parse_profile(probe.profile), slo_of(probe), on_sample=sink.put)
+                sink.finish(await asyncio.to_thread(completed, base, result))
+
+        t0 = time.perf_counter()
+        async with HttpClients() as clients:
+            measurer = InProcess(clients)
+            await asyncio.gather(*(one(measurer, tick) for tick in ticks))
+        measured_s = time.perf_counter() - t0
+        samples = offline.samples
+        t0 = time.perf_counter()
+        stored = await offline.store(sessions)
+        store_s = time.perf_counter() - t0
+        if stored != len(ticks) or offline.duplicates:
+            raise RuntimeError(f"stored {stored} of {len(ticks)} runs, "
+                               f"{offline.duplicates} as duplicates")
+        async with engine.connect() as connection:
+            succeeded = int((await connection.execute(text(
+                "SELECT count(*) FROM runs WHERE probe_id = :p AND status = 'succeeded'"),
+                {"p": probe_id})).scalar_one())
+        return Stored(len(ticks), samples, measured_s, store_s, succeeded)
+    finally:
+        await engine.dispose()
+
+
+def per(grown: Mapping[str, int], count: float) -> dict[str, float]:
+    """Bytes of growth per run (or sample), by table or group."""
+    return {name: size / count for name, size in grown.items()}
+
+
+def ratio(figure: float, target: float) -> str:
+    """A figure over its target, as `7.72x` (above 1: over the target)."""
+    return f"{figure / target:.2f}x"
+
+
+def table_rows(per_full: Mapping[str, float], per_plain: Mapping[str, float],
+               rows_full: Mapping[str, int], runs: int) -> list[str]:
+    lines = []
+    for name in (*GROUPS, OTHERS):
+        counted = rows_full.get(name)
+        rows = "" if counted is None else f"{counted:,} ({counted / runs:.2f} per run)"
+        lines.append(f"| {name} | {rows} | **{per_full[name]:,.0f}** | {per_plain[name]:,.0f} |")
+    lines.append(f"| **all** | | **{sum(per_full.values()):,.0f}** | "
+                 f"{sum(per_plain.values()):,.0f} |")
+    return lines
+
+
+async def run(args: argparse.Namespace) -> tuple[str, str, Footprint]:
+    """Both phases on a fresh database; (body, headline, footprint)."""
+    from benchmarks.common import Simulator, drop_database, fresh_database, pin_to
+
+    started = time.perf_counter()
+    pin_to(0)
+    url = await asyncio.to_thread(fresh_database, args.server_url, DATABASE)
+    try:
+        with Simulator(SIMULATOR_ARGS) as simulator:
+            single, load = await create_probes(url, simulator.base_url, args.rate,
+                                               args.seconds)
+            base = await snapshot(url, "FULL, ANALYZE")
+            day = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) \
+                - timedelta(days=1)
+            ticks = [day + timedelta(minutes=i) for i in range(args.runs)]
+            runs = await measure_and_store(url, single, ticks, args.concurrency)
+            plain = await snapshot(url, "ANALYZE")
+            full = await snapshot(url, "FULL, ANALYZE")
+            loaded = await measure_and_store(url, load, [day + timedelta(hours=12)], 1)
+            after = await snapshot(url, "FULL, ANALYZE")
+    finally:
+        if not args.keep:
+            await asyncio.to_thread(drop_database, args.server_url, DATABASE)
+    elapsed = time.perf_counter() - started
+
+    grown_full = growth(by_group(base.tables), by_group(full.tables))
+    grown_plain = growth(by_group(base.tables), by_group(plain.tables))
+    per_full, per_plain = per(grown_full, runs.runs), per(grown_plain, runs.runs)
+    run_total = sum(per_full.values())
+    others = {name: size for name, size in growth(base.tables, full.tables).items()
+              if group_of(name) == OTHERS and size}
+    rows_full = {name: full.rows[name] - base.rows[name] for name in COUNTED}
+    buckets = rows_full["rollups"]
+    hourly = full.rows.get("rollups/3600", 0) - base.rows.get("rollups/3600", 0)
+    daily = full.rows.get("rollups/86400", 0) - base.rows.get("rollups/86400", 0)
+    bucket_bytes = (grown_full["rollups"] + grown_full["rollup_sketches"]) / max(buckets, 1)
+
+    load_grown = growth(full.tables, after.tables)
+    load_samples = after.rows["samples"] - full.rows["samples"]
+    sample_bytes = load_grown["samples"] / load_samples
+    load_run = {name: size for name, size in load_grown.items()
+                if name != "samples" and size}
+
+    footprint = Footprint(
+        run_bytes=per_full["runs"] + per_full["run_sketches"] + per_full[OTHERS],
+        sample_bytes=sample_bytes, bucket_bytes=bucket_bytes)
+    headline = (f"{run_total:,.0f} B per single-request run "
+                f"({ratio(run_total, TARGET_RUN_BYTES)} its target), "
+                f"{sample_bytes:,.1f} B per sample ({ratio(sample_bytes, TARGET_SAMPLE_BYTES)})")
+    body = "\n".join([
+        f"PostgreSQL 15 on this machine, a fresh database migrated to head. Runs measured "
+        f"for real against the simulator (`sustain simulate {' '.join(SIMULATOR_ARGS)}`) by "
+        f"the probes' runner as the executor measures a tick, and stored through the "
+        f"service's `OfflineRuns` (tick claim, then `ingest.store.store_run`: samples, then "
+        f"the final record through `db.results.apply_all` and the SLO counts). Whole "
+        f"benchmark: {elapsed:.0f} s.",
+        "",
+        f"### Per run: {runs.runs:,} single-request streamed chat runs, one per minute of "
+        f"scheduled time ({ticks[0]:%Y-%m-%d %H:%M} to {ticks[-1]:%H:%M} UTC)",
+        "",
+        f"{runs.succeeded:,} of {runs.runs:,} succeeded; one availability SLO covers the "
+        f"probe. Measured in {runs.measure_s:.0f} s ({args.concurrency} at once), stored in "
+        f"{runs.store_s:.1f} s ({runs.store_s / runs.runs * 1000:.1f} ms per run, one "
+        f"transaction each). Growth per run by table, bytes (heap, TOAST, indexes):",
+        "",
+        "| table | rows added | per run, `VACUUM (FULL, ANALYZE)` | per run, plain "
+        "`VACUUM (ANALYZE)` |",
+        "|---|---|---|---|",
+        *table_rows(per_full, per_plain, rows_full, runs.runs),
+        "",
+        "Others: " + (", ".join(f"{name} {size / runs.runs:,.0f} B per run"
+                                for name, size in sorted(others.items())) or "none") + ". "
+        f"Rollups: {buckets} buckets ({hourly} hourly, {daily} daily), "
+        f"{bucket_bytes:,.0f} B per bucket (its `rollups` row and `rollup_sketches` rows).",
+        "",
+        f"### Per sample: one run at {args.rate:g} req/s for {args.seconds:g} s",
+        "",
+        f"{load_samples:,} samples stored (measured in {loaded.measure_s:.0f} s, stored in "
+        f"{loaded.store_s:.1f} s with the run's final record); the "
+        f"`samples` table (daily partitions summed, with their indexes) grew by "
+        f"{human(load_grown['samples'])} after `VACUUM (FULL, ANALYZE)`: "
+        f"**{sample_bytes:,.1f} B per sample**. The run's own records besides: "
+        + ", ".join(f"{name} {human(size)}" for name, size in sorted(load_run.items())) + ".",
+        "",
+        f"Targets: <= {TARGET_RUN_BYTES:,} B per single-request run: "
+        f"{run_total:,.0f} B, ratio to target {ratio(run_total, TARGET_RUN_BYTES)}; "
+        f"<= {TARGET_SAMPLE_BYTES} B per sample: {sample_bytes:,.1f} B, ratio to target "
+        f"{ratio(sample_bytes, TARGET_SAMPLE_BYTES)}.",
+    ])
+    return body, headline, footprint
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--server-url", default=SERVER_URL)
+    parser.add_argument("--runs", type=int, default=1440,
+                        help="single-request runs, one per minute of scheduled time")
+    parser.add_argument("--concurrency", type=int, default=32,
+                        help="single-request runs measured at once")
+    parser.add_argument("--rate", type=float, default=200.0, help="load run, requests/s")
+    parser.add_argument("--seconds", type=float, default=40.0, help="load run, seconds")
+    parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
+    parser.add_argument("--sizing", action="store_true",
+                        help="also print docs/sizing.md's table from the figures")
+    parser.add_argument("--no-record", action="store_true")
+    args = parser.parse_args()
+
+    import uvloop
+
+    body, headline, footprint = uvloop.run(run(args))
+    if args.no_record:
+        print(body)
+    else:
+        record("storage: bytes kept per run and per sample, by table",
+               "python " + " ".join(sys.argv), body, headline=headline)
+    if args.sizing:
+        print(f"\n{footprint}\n")
+        print(sizing_table(footprint))
+
+
+if __name__ == "__main__":
+    main()
