@@ -19,6 +19,7 @@ from sustain.service.api.auth import Access
 from sustain.service.api.body_limit import BodyLimit
 from sustain.service.api.deprecation import DeprecationWarnings
 from sustain.service.api.errors import install_error_handlers
+from sustain.service.api.openapi import install as install_openapi
 from sustain.service.api.routes import (
     agent,
     alerts,
@@ -83,6 +84,7 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
         redoc_url=None,
     )
     install_error_handlers(app)
+    web_routes.install_not_found_page(app)  # a browser's unknown page: the site's 404 page
     # the last added is outermost: security headers on every answer, then the Host check
     # (a refused Host reaches nothing else), redirects made path-only, the audit log (which
     # sees 413s too), then the body cap
@@ -111,4 +113,5 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
     app.include_router(metrics.router, dependencies=readers if settings.metrics_auth else [])
     app.include_router(web_routes.router)
     install_docs(app)
+    install_openapi(app, settings)
     return app

@@ -30,6 +30,7 @@ from sustain.probes.workload.dataset import DatasetError
 from sustain.probes.workload.spec import WorkloadError
 from sustain.service.agent.client import Refused, ServiceClient, Unreachable, new_upload_id
 from sustain.service.agent.spool import Spool, SpooledRun, SpoolFullError
+from sustain.service.otlp.setup import OtlpExport, start_export
 from sustain.service.policy.limits import BeyondLimitsError, LoadLimits, check_limits
 from sustain.service.policy.reach import Reach
 from sustain.service.probe_metrics import ProbeMetrics
@@ -91,6 +92,9 @@ class Agent:
         self.reach = reach or Reach()
         self.limits = limits
         self.metrics = metrics or ProbeMetrics(CollectorRegistry(), location)
+        self.otlp: OtlpExport | None = None
+        """OpenTelemetry export of the runs measured here (service/otlp), from `start` where
+        an OTLP endpoint is configured."""
         self.clock = clock
         self.state = AgentState()
         self.assignments: dict[int, Assignment] = {}
@@ -109,6 +113,7 @@ class Agent:
     async def start(self) -> None:
         """Start the scheduler and the heartbeat and upload loops; the first heartbeat and
         assignments are tried at once (an unreachable service is retried by the loops)."""
+        self.otlp = start_export(self.location)
         self._scheduler.start()
         await self.beat()
         self._loops = [asyncio.create_task(self._beat_loop(), name="agent-heartbeat"),
@@ -141,6 +146,8 @@ class Agent:
             logger.warning("%d finished runs stay in the spool (%s) until the agent runs "
                            "again", self.spool.runs, self.spool.directory)
         await self.measurer.aclose()
+        if self.otlp is not None:  # the last metrics and spans, bounded in time
+            await asyncio.to_thread(self.otlp.shutdown)
         await self.client.aclose()
 
     @property
@@ -279,9 +286,10 @@ class Agent:
         try:
             if self.limits is not None:
                 check_limits(probe.profile, self.limits)
+            target = probe_target(assignment.endpoint, assignment.rag_embed,
+                                  assignment.rag_rerank)
             result = await self.measurer.measure(
-                probe_target(assignment.endpoint, assignment.rag_embed, assignment.rag_rerank),
-                probe.workload, probe.profile, probe.slo, stop=stop,
+                target, probe.workload, probe.profile, probe.slo, stop=stop,
                 budget=None if self.limits is None else self.limits.budget(),
                 secrets=self.reach.secrets, datasets=self.reach.datasets)
             final = await asyncio.to_thread(completed, base, result)
@@ -291,6 +299,8 @@ class Agent:
                                 else "interrupted", error=result.stopped)
             self.metrics.observe_samples(assignment.endpoint.name, probe.name,
                                          assignment.endpoint.model, samples)
+            if self.otlp is not None:
+                self.otlp.observe_samples(target, probe.name, samples)
         except (SecretUnavailableError, BeyondLimitsError, DatasetError, TooManyWorkersError,
                 WorkerDiedError, WorkloadError) as exc:
             final = replace(base, error=str(exc))

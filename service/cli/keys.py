@@ -116,6 +116,15 @@ def keys_create(
     print(created.key)
 
 
+def no_keys_yet() -> str:
+    """What `keys list` prints when the database holds no key, revoked ones included (with
+    --json: `[]`): the command that makes the first one."""
+    from sustain.service.access.keys import Role
+
+    return ("no API keys yet; create one with `sustain keys create --name admin --role "
+            f"admin` (roles: {', '.join(r.value for r in Role)}; it prints the key once)")
+
+
 @keys_app.command("list")
 def keys_list(database_url: DbOpt = None, data_dir: DataDirOpt = None,
               json_output: Annotated[bool, typer.Option("--json")] = False,
@@ -124,6 +133,9 @@ def keys_list(database_url: DbOpt = None, data_dir: DataDirOpt = None,
     found = _keys("list", database_url, data_dir, verbose)
     if json_output:
         print(strict_json.dumps([k.model_dump(mode="json") for k in found]))
+        return
+    if not found:  # an empty table tells a newcomer nothing; the next step does
+        print(no_keys_yet())
         return
     table = Table("id", "name", "role", "prefix", "created", "last used", "revoked")
     for k in found:

@@ -75,7 +75,8 @@ def build(flags: ProbeFlags, limits: LoadLimits | None = None) -> OneShot:
                             audio_s=flags.audio_seconds, images=image_spec(flags),
                             reasoning_effort=flags.reasoning_effort,
                             thinking_budget_tokens=flags.thinking_budget_tokens,
-                            rag=rag_spec(flags), **kind_workload(flags))
+                            rag=rag_spec(flags), connection=flags.connection,
+                            **kind_workload(flags))
         rag = rag_endpoints(flags, endpoint)
         slo = SloThresholds(ttft_ms=flags.slo_ttft_ms, tpot_ms=flags.slo_tpot_ms,
                             ttfo_ms=flags.slo_ttfo_ms, e2e_ms=flags.slo_e2e_ms)

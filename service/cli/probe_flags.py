@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     AfterValidator,
@@ -58,6 +58,7 @@ FLAG_OF = {
     "voice": "--voice", "audio_format": "--audio-format", "stream_format": "--stream-format",
     "output_images": "--output-images", "output_image_size": "--output-image-size",
     "partial_images": "--partial-images", "poll_interval_s": "--poll-interval",
+    "connection": "--connection",
 }
 """The flag behind each field of EndpointCreate, Workload, SloThresholds and LoadProfile."""
 
@@ -291,6 +292,9 @@ class ProbeFlags(BaseModel):
         "Goodput: threshold on the time to the first answer output (after thinking).")] = None
     slo_e2e_ms: Annotated[float | None, Flag("Goodput: E2E threshold.")] = None
     http2: Annotated[bool, Flag("Offer HTTP/2 (https).", ("--http2",))] = False
+    connection: Annotated[Literal["reuse", "new"], Flag(
+        "reuse: kept-alive connections; new: a connection of its own per request, so each "
+        "pays DNS, TCP and TLS as a new user does.")] = "reuse"
     metrics_url: Annotated[str | None, Flag(
         "The server's Prometheus metrics (e.g. http://vllm:8000/metrics), read during the "
         "run: queue, KV-cache use, prefix-cache hits, preemptions.")] = None

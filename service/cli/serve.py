@@ -154,7 +154,7 @@ def demo(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None,
     """Embedded PostgreSQL + two built-in simulators + demo probes, served on HOST:PORT."""
     from sustain.service.access.keys import generate_key
     from sustain.service.demo.first_run import FirstRun
-    from sustain.service.demo.objects import DEMO_BATCH, DEMO_PROBE, demo_banner
+    from sustain.service.demo.objects import DEMO_PROBE, DEMO_SIMULATOR, demo_banner
     from sustain.service.demo.simulators import DemoSimulators, SimulatorPortError
 
     settings = load_settings(host=host, port=port, database_url=database_url,
@@ -172,7 +172,8 @@ def demo(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None,
     warn_deprecated_variables()
     if settings.log_level.upper() != "DEBUG":  # a newcomer's screen: no migration log
         logging.getLogger("alembic").setLevel(logging.WARNING)
-    simulators = DemoSimulators(settings.data_dir, settings.port, simulator_port, DEMO_BATCH)
+    simulators = DemoSimulators(settings.data_dir, settings.port, simulator_port,
+                                DEMO_SIMULATOR)
     first_run: FirstRun | None = None
     with database(settings) as url:
         try:
@@ -187,7 +188,8 @@ def demo(host: HostOpt = None, port: PortOpt = None, database_url: DbOpt = None,
             base = f"http://{_url_host(settings.host)}:{settings.port}"
             say(demo_banner(base, simulators.url("constant"), simulators.url("capacity"),
                             None if settings.database_url else url,
-                            admin_key if generated else None, followed))
+                            admin_key if generated else None, followed,
+                            simulator=simulators.config))
             if probe_id is not None:  # a first result at once, not at the next tick
                 first_run = FirstRun(settings.host, settings.port, admin_key, probe_id,
                                      DEMO_PROBE).start()

@@ -17,6 +17,7 @@ from sustain.service.db import crud
 from sustain.service.db import slos as slo_queries
 from sustain.service.db.models import Endpoint, Probe, Slo
 from sustain.service.schemas.slos import SloCreate
+from sustain.simulator.config import SimulatorConfig
 
 DEMO_ENDPOINT = "demo-simulator"
 DEMO_CAPACITY_ENDPOINT = "demo-capacity-simulator"
@@ -25,6 +26,14 @@ DEMO_CAPACITY = "demo-capacity"
 DEMO_SLO = "demo-availability"
 DEMO_BATCH = 8
 """Generations the demo's simulator serves at once: the capacity probe's answer."""
+DEMO_MODEL = "sim-model"
+"""The model the demo's simulators serve and its endpoints name."""
+DEMO_SIMULATOR = SimulatorConfig(model=DEMO_MODEL, max_batch=DEMO_BATCH, strict_model=True)
+"""How each of the demo's simulators behaves: `sustain simulate`'s default latency (TTFT and
+ITL, which the banner states so that a user can hold sustain's figures against them),
+DEMO_BATCH generations at once, and strict about its model, as vLLM is: a request naming
+another model gets vLLM's 404 (`The model `gpt-4o` does not exist.`), so the failure a wrong
+--model meets can be seen against the demo."""
 DEMO_DEPLOYMENT = Deployment(accelerator="simulated GPU", accelerators=1, price_per_hour=2.0,
                              power_kw=0.7)
 
@@ -40,7 +49,7 @@ async def _endpoint(session: AsyncSession, name: str, base_url: str) -> Endpoint
     if endpoint is None:
         return await crud.create(session, Endpoint, {
             "name": name, "base_url": base_url, "api_kind": "openai-chat",
-            "model": "sim-model", "headers": {}, "auth_secret_ref": None,
+            "model": DEMO_MODEL, "headers": {}, "auth_secret_ref": None,
             "timeout_connect_s": 5.0, "timeout_first_token_s": 30.0, "timeout_total_s": 60.0,
             "tls_verify": True, "labels": {"demo": "true"},
             "deployment": DEMO_DEPLOYMENT.model_dump(mode="json"),
@@ -116,27 +125,50 @@ async def ensure_demo_objects(session: AsyncSession, constant_url: str, capacity
     return followed
 
 
+def probe_line(constant_url: str) -> str:
+    """The `sustain probe` command the banner gives: the demo probe's own load against its
+    simulator, to paste in another terminal."""
+    return (f"sustain probe {constant_url} --model {DEMO_MODEL} --profile constant "
+            f"--rate {DEMO_CONSTANT_RATE:g} --duration {DEMO_CONSTANT_DURATION_S:g} "
+            f"--input-tokens {DEMO_TOKENS} --output-tokens {DEMO_TOKENS}")
+
+
+def simulator_truth(config: SimulatorConfig) -> str:
+    """The latency a simulator is set to, in the words of what sustain measures: `TTFT 50 ms,
+    ITL 10 ms` (medians when jittered; TTFT plus its prefill cost per prompt token when it
+    has one)."""
+    ttft = f"TTFT {config.ttft_ms:g} ms"
+    if config.prefill_ms_per_token:
+        ttft += f" + {config.prefill_ms_per_token:g} ms per uncached prompt token"
+    if config.ttft_sigma:
+        ttft += " (median)"
+    itl = f"ITL {config.itl_ms:g} ms" + (" (median)" if config.itl_sigma else "")
+    return f"{ttft}, {itl}"
+
+
 def demo_banner(base: str, constant_url: str, capacity_url: str, database_url: str | None,
-                new_admin_key: str | None, followed: list[str]) -> str:
-    """What `sustain demo` prints once it is up: where to look, a `sustain probe` line to
+                new_admin_key: str | None, followed: list[str], *,
+                simulator: SimulatorConfig) -> str:
+    """What `sustain demo` prints once it is up: where to look, what its simulators are set
+    to (`simulator`, the config they were started with) beside a `sustain probe` line to
     paste, the database URL the other commands can use while the demo holds the data
     directory, and the admin key when it made one (plain text, printed literally)."""
-    probe_line = (f"sustain probe {constant_url} --model sim-model --profile constant "
-                  f"--rate {DEMO_CONSTANT_RATE:g} --duration {DEMO_CONSTANT_DURATION_S:g} "
-                  f"--input-tokens {DEMO_TOKENS} --output-tokens {DEMO_TOKENS}")
     lines = [
         f"sustain demo: probe '{DEMO_PROBE}' ({DEMO_CONSTANT_RATE:g} req/s for "
         f"{DEMO_CONSTANT_DURATION_S:g} s, at once, then every 15 s, under the SLO "
         f"'{DEMO_SLO}') against the simulator at {constant_url}, and '{DEMO_CAPACITY}' (the "
         f"highest concurrency "
         f"with TTFT p99 <= 200 ms, every 2 min) against its own at {capacity_url} "
-        f"({DEMO_BATCH} generations at once each)",
+        f"({simulator.max_batch} generations at once each)",
         f"  status page  {base}/",
         f"  latest run   {base}/runs/latest",
         f"  API docs     {base}/docs",
         f"  metrics      {base}/metrics",
-        "Measure the simulator yourself (in another terminal):",
-        f"  {probe_line}",
+        f"The simulators serve model '{simulator.model}', set to {simulator_truth(simulator)}: "
+        "compare what sustain measures with that. Measure one yourself (in another terminal"
+        + ("; another --model gets the 404 vLLM answers):" if simulator.strict_model else
+           "):"),
+        f"  {probe_line(constant_url)}",
     ]
     if database_url is not None:
         lines += ["While the demo runs, `sustain compare`, `keys` and `export` (with the same "

@@ -27,6 +27,8 @@ from types import TracebackType
 
 import httpx
 
+from sustain.simulator.config import SimulatorConfig
+
 logger = logging.getLogger(__name__)
 
 PORTS_FILE = "demo-simulators.json"
@@ -108,6 +110,19 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
+def simulate_args(config: SimulatorConfig) -> list[str]:
+    """`sustain simulate`'s flags for what the demo sets of `config`: its latency, its model,
+    how many generations at once, and whether it refuses another model (as vLLM does). The
+    banner states the same config, so what it says is what runs."""
+    args = ["--ttft-ms", repr(config.ttft_ms), "--itl-ms", repr(config.itl_ms),
+            "--ttft-sigma", repr(config.ttft_sigma), "--itl-sigma", repr(config.itl_sigma),
+            "--prefill-ms-per-token", repr(config.prefill_ms_per_token),
+            "--model", config.model]
+    if config.max_batch is not None:
+        args += ["--max-batch", str(config.max_batch)]
+    return [*args, "--strict-model"] if config.strict_model else args
+
+
 @dataclass
 class RunningSimulator:
     role: str
@@ -123,11 +138,13 @@ class DemoSimulators:
     """Start both simulators (`with`), stop them by PID on the way out."""
 
     def __init__(self, data_dir: Path, service_port: int, wanted: int | None,
-                 max_batch: int) -> None:
+                 config: SimulatorConfig) -> None:
+        """`config`: how each simulator behaves (objects.DEMO_SIMULATOR), given to its
+        `sustain simulate` as flags (simulate_args)."""
         self.data_dir = data_dir
         self.service_port = service_port
         self.wanted = wanted
-        self.max_batch = max_batch
+        self.config = config
         self.running: dict[str, RunningSimulator] = {}
         self.moved: dict[str, str] = {}
         """Old origin -> new origin (`http://127.0.0.1:PORT`), for each simulator that could
@@ -178,7 +195,7 @@ class DemoSimulators:
         with log:
             process = subprocess.Popen(
                 [sys.executable, "-m", "sustain", "simulate", "--port", str(port),
-                 "--max-batch", str(self.max_batch)],
+                 *simulate_args(self.config)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 preexec_fn=_die_with_parent)
         return RunningSimulator(role, port, process)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from copy import deepcopy
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -10,15 +13,18 @@ from pydantic import (
     AnyHttpUrl,
     BaseModel,
     Field,
+    GetJsonSchemaHandler,
     StringConstraints,
     UrlConstraints,
     ValidationError,
     ValidatorFunctionWrapHandler,
     WrapValidator,
 )
-from pydantic_core import PydanticCustomError
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, PydanticCustomError
 
 from sustain.service.ticks.locations import MAX_LOCATIONS, location_problem
+from sustain.service.ticks.locations import PATTERN as LOCATION_PATTERN
 
 MAX_DB_ID = 2**63 - 1
 
@@ -44,10 +50,35 @@ MAX_MODEL_CHARS = 512
 MAX_DESCRIPTION_CHARS = 2000
 """Free text: an SLO's description, a silence's comment."""
 
+
+@dataclass(frozen=True, slots=True, eq=False)  # hashed by identity: types in unions are hashed
+class Documented:
+    """Keywords added to a type's JSON schema (and so to the OpenAPI document) for what a
+    validator of the type checks: the validator stays the judge (its 422 names the field),
+    the schema says the same rule, so a client built from the document sends what passes.
+    A keyword given as None is removed."""
+
+    keywords: Mapping[str, Any]
+
+    def __get_pydantic_json_schema__(self, core_schema: CoreSchema,
+                                     handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        for key, value in self.keywords.items():
+            if value is None:
+                schema.pop(key, None)
+            else:
+                schema[key] = deepcopy(value)
+        return schema
+
+
+NO_NUL: Mapping[str, Any] = {"not": {"pattern": "[\\x00]"}}
+"""What every string of a request body holds: no NUL (PostgreSQL cannot store it, so an input
+model refuses it: probes/inputs.py). Said as a character a string must not contain, which a
+generator reads as an alphabet to draw from rather than a pattern to match."""
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$"
 Name = Annotated[
     str,
-    StringConstraints(min_length=1, max_length=MAX_NAME_CHARS,
-                      pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$"),
+    StringConstraints(min_length=1, max_length=MAX_NAME_CHARS, pattern=NAME_PATTERN),
 ]
 """A resource name: also used as a metric label, so a restricted alphabet."""
 URL_WITH_SCHEME = "must be a URL with a scheme, e.g. http://host:8000/v1"
@@ -76,11 +107,19 @@ def _no_nul(value: str) -> str:
     return value
 
 
-Text = Annotated[str, AfterValidator(_no_nul)]
+Text = Annotated[str, AfterValidator(_no_nul), Documented(NO_NUL)]
+"""Free text: anything but NUL."""
+LABEL_KEY_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 LabelKey = Annotated[str, StringConstraints(min_length=1, max_length=MAX_LABEL_KEY_CHARS,
-                                            pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+                                            pattern=LABEL_KEY_PATTERN)]
 LabelValue = Annotated[Text, StringConstraints(max_length=MAX_LABEL_VALUE_CHARS)]
-Labels = Annotated[dict[LabelKey, LabelValue], Field(max_length=MAX_LABELS)]
+Labels = Annotated[dict[LabelKey, LabelValue], Field(max_length=MAX_LABELS), Documented({
+    "patternProperties": None,
+    "propertyNames": {"minLength": 1, "maxLength": MAX_LABEL_KEY_CHARS,
+                      "pattern": LABEL_KEY_PATTERN},
+    "additionalProperties": {"type": "string", "maxLength": MAX_LABEL_VALUE_CHARS, **NO_NUL}})]
+"""Label names (keys) are Prometheus label names; pydantic's own schema says so only as
+patternProperties, which leave other keys free (said instead as propertyNames)."""
 DbId = Annotated[int, Field(ge=1, le=MAX_DB_ID)]
 
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
@@ -103,7 +142,11 @@ def supported_time(value: datetime) -> datetime:
     return moment
 
 
-ApiTime = Annotated[datetime, AfterValidator(supported_time)]
+SUPPORTED_YEARS_PATTERN = r"^(19[7-9][0-9]|2[0-9]{3})-"
+"""The years of [EARLIEST, LATEST] as an RFC 3339 time starts (a time within an offset of
+either end may still fall outside)."""
+ApiTime = Annotated[datetime, AfterValidator(supported_time),
+                    Documented({"pattern": SUPPORTED_YEARS_PATTERN})]
 """A time a caller gives: UTC, within the supported range (else 422 naming the field)."""
 
 
@@ -112,6 +155,39 @@ def reject_nulls(model: BaseModel, nullable: frozenset[str] = frozenset()) -> No
     for name in model.model_fields_set - nullable:
         if getattr(model, name) is None:
             raise PydanticCustomError("null_not_allowed", "may not be null", {"field": name})
+
+
+def not_null(property_schema: dict[str, Any]) -> dict[str, Any] | bool:
+    """A property's schema without its `null` branch (and its null default): what a PATCH
+    body may give, when reject_nulls refuses null. `False` (never given) when null was all
+    the property could be."""
+    schema = {k: v for k, v in property_schema.items() if k != "default"}
+    branches = schema.pop("anyOf", None)
+    if branches is None:
+        return False if schema.get("type") == "null" else schema
+    kept = [b for b in branches if b != {"type": "null"}]
+    if not kept:
+        return False
+    if len(kept) == 1:
+        return {**schema, **kept[0]}
+    return {**schema, "anyOf": kept}
+
+
+def patch_schema(nullable: frozenset[str] = frozenset(),
+                 rules: Mapping[str, Any] | None = None
+                 ) -> Callable[[dict[str, Any], type[BaseModel]], None]:
+    """json_schema_extra of a PATCH body: every property but `nullable` loses its null
+    branch (see reject_nulls), and `rules` (JSON Schema keywords over the whole body) are
+    added."""
+
+    def extra(schema: dict[str, Any], model: type[BaseModel]) -> None:  # noqa: ARG001
+        properties = schema.get("properties", {})
+        for name, prop in list(properties.items()):
+            if name not in nullable:
+                properties[name] = not_null(prop)
+        schema.update(rules or {})
+
+    return extra
 
 
 def _location(value: str) -> str:
@@ -127,7 +203,8 @@ def _locations(value: list[str]) -> list[str]:
 
 
 Location = Annotated[str, Field(max_length=63, examples=["eu-west-1"]),
-                     AfterValidator(_location)]
+                     AfterValidator(_location),
+                     Documented({"pattern": f"^(?:{LOCATION_PATTERN.pattern})$"})]
 """Where a replica or an agent measures from: a DNS label (service/ticks/locations.py)."""
 Locations = Annotated[list[Location], Field(min_length=1, max_length=MAX_LOCATIONS),
-                      AfterValidator(_locations)]
+                      AfterValidator(_locations), Documented({"uniqueItems": True})]

@@ -17,10 +17,11 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.config import JsonDict
 from pydantic_core import PydanticCustomError
 
 from sustain.probes.client.secrets import SECRET_REF_PATTERN
-from sustain.probes.client.target import HttpCheck, client_headers
+from sustain.probes.client.target import CLIENT_HEADERS, HttpCheck, client_headers
 from sustain.probes.inputs import InputModel
 from sustain.probes.measure.deployment import Deployment
 from sustain.probes.protocols.registry import KIND_NAMES, is_check
@@ -32,12 +33,15 @@ from sustain.service.schemas.common import (
     MAX_HEADERS,
     MAX_MODEL_CHARS,
     DbId,
+    Documented,
     Labels,
     Name,
     Text,
     Url,
+    patch_schema,
     reject_nulls,
 )
+from sustain.service.schemas.patterns import none_of
 
 if TYPE_CHECKING:
     ApiKindName = str
@@ -56,7 +60,6 @@ def _printable_ascii(value: str) -> str:
 
 HeaderValue = Annotated[str, StringConstraints(max_length=MAX_HEADER_VALUE_CHARS),
                         AfterValidator(_printable_ascii)]
-Headers = Annotated[dict[HeaderName, HeaderValue], Field(max_length=MAX_HEADERS)]
 Model = Annotated[Text, StringConstraints(min_length=1, max_length=MAX_MODEL_CHARS)]
 Timeout = Annotated[float, Field(gt=0, le=3600)]
 MetricsInterval = Annotated[float, Field(ge=0.2, le=60)]
@@ -71,6 +74,21 @@ CREDENTIAL_NAMES = frozenset({"cookie", "code", "sig", "jwt"})
 an Azure shared access signature, a bare JWT."""
 CREDENTIAL_SCHEMES = ("bearer ", "basic ", "digest ", "negotiate ", "token ")
 """A header value starting with an auth scheme is a credential, whatever the header's name."""
+
+
+HEADER_NAME_PATTERN = (
+    "^" + none_of(CLIENT_HEADERS | CREDENTIAL_NAMES, "is") + none_of(CREDENTIAL_WORDS, "contains")
+    + r"[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
+"""A header an endpoint may give: a token, neither one the HTTP client sets itself nor one
+that carries credentials (see _check_headers)."""
+HEADER_VALUE_PATTERN = "^" + none_of(CREDENTIAL_SCHEMES, "starts") + r"[\t -~]*$"
+"""Printable ASCII, not starting with an auth scheme."""
+Headers = Annotated[dict[HeaderName, HeaderValue], Field(max_length=MAX_HEADERS), Documented({
+    "patternProperties": None,
+    "propertyNames": {"minLength": 1, "maxLength": MAX_HEADER_NAME_CHARS,
+                      "pattern": HEADER_NAME_PATTERN},
+    "additionalProperties": {"type": "string", "maxLength": MAX_HEADER_VALUE_CHARS,
+                             "pattern": HEADER_VALUE_PATTERN}})]
 
 
 def looks_like_credential(name: str) -> bool:
@@ -145,7 +163,16 @@ class _EndpointFields(InputModel):
         return value
 
 
+CHECK_ONLY_FOR_HTTP: JsonDict = {"anyOf": [
+    {"required": ["api_kind"], "properties": {"api_kind": {"enum": [
+        k for k in KIND_NAMES if is_check(k)]}}},
+    {"properties": {"http_check": {"type": "null"}}}]}
+"""http_check only with an api_kind that is a check (http)."""
+
+
 class EndpointCreate(_EndpointFields):
+    model_config = ConfigDict(json_schema_extra=CHECK_ONLY_FOR_HTTP)
+
     name: Name
     base_url: Url = Field(description="API root, e.g. http://vllm:8000/v1")
     api_kind: ApiKindName = "openai-chat"
@@ -191,6 +218,9 @@ class EndpointCreate(_EndpointFields):
 
 class EndpointUpdate(_EndpointFields):
     """PATCH body: only the fields given change."""
+
+    model_config = ConfigDict(json_schema_extra=patch_schema(
+        frozenset({"auth_secret_ref", "metrics_url", "deployment"})))
 
     name: Name | None = None
     base_url: Url | None = None

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic.config import JsonDict
 from pydantic_core import PydanticCustomError
 
 from sustain.service.access.keys import Role
@@ -21,8 +22,16 @@ process in an agent's id (`agent:{key name}:{agent name}`), so no key's agents a
 another's."""
 
 
+AGENT_LOCATION: JsonDict = {"anyOf": [
+    {"required": ["role", "location"],
+     "properties": {"role": {"const": Role.agent.value}, "location": {"type": "string"}}},
+    {"properties": {"role": {"enum": [r.value for r in Role if r is not Role.agent]},
+                    "location": {"type": "null"}}}]}
+"""An agent key names its location; a key of another role has none (null or absent)."""
+
+
 class KeyCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=AGENT_LOCATION)
 
     name: KeyName = Field(description="What the key is for (unique among active keys; "
                           "letters, digits, `_`, `.` and `-`).")

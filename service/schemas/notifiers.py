@@ -4,13 +4,14 @@ the delivery log."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import AnyHttpUrl, BaseModel, Field, model_validator
+from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, model_validator
+from pydantic.config import JsonDict
 from pydantic_core import PydanticCustomError
 
 from sustain.probes.inputs import InputModel
-from sustain.service.schemas.common import Labels, Name, Url, reject_nulls
+from sustain.service.schemas.common import Labels, Name, Url, patch_schema, reject_nulls
 from sustain.service.schemas.endpoints import SecretRef, check_url_has_no_credentials
 
 DeliveryState = Literal["pending", "delivered", "failed", "silenced", "skipped"]
@@ -25,10 +26,31 @@ def _check_url(url: AnyHttpUrl | None) -> AnyHttpUrl | None:
             {"field": "url"}) from None
 
 
+ONE_URL: JsonDict = {"oneOf": [
+    {"required": ["url"], "properties": {"url": {"type": "string"}}},
+    {"required": ["url_secret_ref"], "properties": {"url_secret_ref": {"type": "string"}}}]}
+"""Exactly one of url and url_secret_ref (a null one is not given)."""
+
+
+def _spec_schema(schema: dict[str, Any], model: type[BaseModel]) -> None:
+    """What a kind's body must hold beyond its fields: ONE_URL, and no `url` for a kind whose
+    URL is a secret (`URL_ONLY_AS_SECRET`)."""
+    schema.update(ONE_URL)
+    if getattr(model, "URL_ONLY_AS_SECRET", False):
+        schema.setdefault("properties", {})["url"] = {
+            "type": "null", "description": "Not for this kind: its URL is a credential, given "
+            "as url_secret_ref."}
+
+
 class NotifierSpec(InputModel):
     """What every kind of notifier is configured with; each kind's own model (one per module
     of sustain.service.alerting.notifiers) narrows `kind` to its name and adds its own fields
     and rules. The kinds are not listed here: they come from that package's registry."""
+
+    model_config = ConfigDict(json_schema_extra=_spec_schema)
+    URL_ONLY_AS_SECRET: ClassVar[bool] = False
+    """A kind whose URL is itself a credential (Slack's) sets this, and refuses `url` in its
+    own validator; the OpenAPI document says so."""
 
     name: Name
     kind: str
@@ -55,7 +77,12 @@ class NotifierSpec(InputModel):
 
 class NotifierUpdate(InputModel):
     """PATCH body: only the fields given change; kind cannot change. What the change leaves
-    is checked against the notifier's kind by the registry (check_merged)."""
+    is checked against the notifier's kind by the registry (check_merged): exactly one of
+    url and url_secret_ref, no url for a Slack notifier, signing_secret_ref for webhooks
+    only."""
+
+    model_config = ConfigDict(json_schema_extra=patch_schema(
+        frozenset({"url", "url_secret_ref", "signing_secret_ref"})))
 
     name: Name | None = None
     kind: None = None

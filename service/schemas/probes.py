@@ -5,14 +5,24 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, Field, computed_field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, computed_field, model_validator
+from pydantic.config import JsonDict
 from pydantic_core import PydanticCustomError
 
 from sustain.probes.inputs import InputModel
 from sustain.probes.load.profiles import LoadProfile, SingleProfile
 from sustain.probes.measure.slo import SloThresholds
 from sustain.probes.workload.spec import Workload
-from sustain.service.schemas.common import DbId, Labels, Locations, Name, reject_nulls
+from sustain.service.schemas.common import (
+    DbId,
+    Documented,
+    Labels,
+    Locations,
+    Name,
+    patch_schema,
+    reject_nulls,
+)
+from sustain.service.schemas.patterns import CRON_PATTERN
 from sustain.service.schemas.rag_endpoints import pairing_problem
 from sustain.service.schemas.renamed import accept_renamed
 from sustain.service.ticks.locations import DEFAULT_LOCATION
@@ -38,7 +48,24 @@ def check_rag_pairing(workload: Workload, rag_endpoints: RagEndpointIds | None) 
         raise PydanticCustomError("rag_endpoints", problem, {"field": "rag_endpoints"})
 
 
+ONE_SCHEDULE: JsonDict = {"oneOf": [
+    {"required": ["interval_s"], "properties": {"interval_s": {"type": "integer"}}},
+    {"required": ["cron"], "properties": {"cron": {"type": "string"}}}]}
+"""A probe's body gives exactly one of interval_s and cron (a null one is not given)."""
+RAG_PAIRING: JsonDict = {"anyOf": [
+    {"properties": {"rag_endpoints": {"type": "null"},
+                    "workload": {"properties": {"rag": {"type": "null"}}}}},
+    {"required": ["rag_endpoints", "workload"],
+     "properties": {"rag_endpoints": {"type": "object"},
+                    "workload": {"required": ["rag"], "properties": {"rag": {"type": "object"}}}}}]}
+"""workload.rag and rag_endpoints come together or not at all (check_rag_pairing)."""
+JITTER_RULE = "; below the period between ticks (the interval, or a cron expression's " \
+    "shortest gap)"
+
+
 class ProbeCreate(InputModel):
+    model_config = ConfigDict(json_schema_extra={"allOf": [ONE_SCHEDULE, RAG_PAIRING]})
+
     name: Name
     endpoint_id: DbId
     workload: Workload = Field(default_factory=Workload)
@@ -55,8 +82,9 @@ class ProbeCreate(InputModel):
         "give this or `interval_s`.")
     jitter_s: float = Field(default=0.0, ge=0, le=3600,
                             description="Delay added to each tick, below the period "
-                            "(pseudo-random per tick, the same on every replica). Formerly "
-                            "`jitter_seconds` (still accepted, deprecated).")
+                            "(pseudo-random per tick, the same on every replica)"
+                            f"{JITTER_RULE}. Formerly `jitter_seconds` (still accepted, "
+                            "deprecated).")
     enabled: bool = True
     locations: Locations = Field(
         default_factory=lambda: [DEFAULT_LOCATION],
@@ -88,7 +116,10 @@ def _cron(value: str) -> str:
     return " ".join(value.split())
 
 
-Cron = Annotated[str, Field(max_length=200), AfterValidator(_cron)]
+Cron = Annotated[str, Field(max_length=200), AfterValidator(_cron),
+                 Documented({"pattern": CRON_PATTERN})]
+"""Its pattern: five fields of `*`, `*/step`, values and ascending ranges (an expression that
+never fires, such as the 31st of February, is refused too)."""
 
 
 def period_of(interval_s: int | None, cron: str | None) -> int:
@@ -110,6 +141,9 @@ def check_jitter(jitter_s: float, interval_s: int | None, cron: str | None) -> N
 class ProbeUpdate(InputModel):
     """PATCH body: only the fields given change (workload, profile and slo are replaced whole)."""
 
+    model_config = ConfigDict(json_schema_extra=patch_schema(
+        frozenset({"rag_endpoints"}), {"not": {"required": ["interval_s", "cron"]}}))
+
     name: Name | None = None
     endpoint_id: DbId | None = None
     workload: Workload | None = None
@@ -120,7 +154,8 @@ class ProbeUpdate(InputModel):
     interval_s: int | None = Field(default=None, gt=0, le=MAX_INTERVAL_S,
                                    description="Switches a cron probe to an interval.")
     cron: Cron | None = None
-    jitter_s: float | None = Field(default=None, ge=0, le=3600)
+    jitter_s: float | None = Field(default=None, ge=0, le=3600,
+                                   description=f"Delay added to each tick{JITTER_RULE}.")
     enabled: bool | None = None
     locations: Locations | None = Field(default=None, description="Replaced whole.")
     slo: SloThresholds | None = None

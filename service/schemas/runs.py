@@ -96,6 +96,19 @@ class SampleRead(BaseModel):
     """Whether reasoning_tokens is the server's count (else counted from the deltas)."""
     input_chars: int | None = None
     """Characters a speech request asked to be spoken; null otherwise."""
+    dns_ms: float | None = None
+    """Name resolution of a request that opened its own connection; null on a reused
+    connection and for an address literal (docs/metrics.md#http-phases)."""
+    connect_ms: float | None = None
+    """TCP connect of a request that opened its own connection; null on a reused one."""
+    tls_ms: float | None = None
+    """TLS handshake of a request that opened its own https connection; null otherwise."""
+    ttfb_ms: float | None = None
+    """From the request sent (its connection ready) to its response head received."""
+    connection_reused: bool | None = None
+    """Whether the request went on a connection an earlier request opened."""
+    trace_id: str | None = None
+    """The W3C trace id of the `traceparent` the request carried: the server's trace of it."""
 
 
 class SamplePage(BaseModel):

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.config import JsonDict
 from pydantic_core import PydanticCustomError
 
 from sustain.probes.inputs import InputModel
 from sustain.service.evaluation.patterns import PatternError, anchored
 from sustain.service.schemas.common import (
+    EARLIEST,
+    LATEST,
     MAX_DESCRIPTION_CHARS,
     MAX_LABELS,
     LabelKey,
@@ -17,9 +20,29 @@ from sustain.service.schemas.common import (
     Text,
     supported_time,
 )
+from sustain.service.schemas.patterns import zoned_time
+
+VALID_REGEX: JsonDict = {"anyOf": [
+    {"properties": {"is_regex": {"const": False}}},
+    {"required": ["is_regex"],
+     "properties": {"is_regex": {"const": True}, "value": {"format": "regex"}}}]}
+"""A regex matcher's value is a regular expression (RE2, anchored at both ends)."""
+SELECTS_POSITIVELY: JsonDict = {"contains": {
+    "properties": {"is_equal": {"const": True}},
+    "anyOf": [{"required": ["is_regex"], "properties": {"is_regex": {"const": True}}},
+              {"properties": {"value": {"minLength": 1}}}]}}
+"""At least one matcher is an equality (is_equal, the default) that is a regex or has a
+value: a silence that selects nothing positively would match every alert."""
+ZONED_TIME = zoned_time(EARLIEST.year, LATEST.year)
+"""An RFC 3339 time with its offset, in the supported years."""
+FUTURE = "x-sustain-future"
+"""Marks a time that must be in the future: the served document narrows its years to those
+from the one it was built in (service/api/openapi.py)."""
 
 
 class MatcherBody(InputModel):
+    model_config = ConfigDict(json_schema_extra=VALID_REGEX)
+
     name: LabelKey
     value: LabelValue
     is_regex: bool = False
@@ -37,9 +60,15 @@ class MatcherBody(InputModel):
 
 
 class SilenceCreate(InputModel):
-    matchers: list[MatcherBody] = Field(min_length=1, max_length=MAX_LABELS)
-    starts_at: datetime | None = Field(default=None, strict=False, description="Default: now.")
-    ends_at: datetime = Field(strict=False, description="RFC 3339 with a time zone.")
+    matchers: list[MatcherBody] = Field(
+        min_length=1, max_length=MAX_LABELS, json_schema_extra=SELECTS_POSITIVELY,
+        description="At least one is an equality (is_equal) that is a regex or has a value.")
+    starts_at: datetime | None = Field(
+        default=None, strict=False, json_schema_extra={"pattern": ZONED_TIME},
+        description="RFC 3339 with a time zone, before ends_at. Default: now.")
+    ends_at: datetime = Field(
+        strict=False, json_schema_extra={"pattern": ZONED_TIME, FUTURE: True},
+        description="RFC 3339 with a time zone, after starts_at and in the future.")
     comment: Text = Field(min_length=1, max_length=MAX_DESCRIPTION_CHARS)
     created_by: Text | None = Field(
         default=None, min_length=1, max_length=200,

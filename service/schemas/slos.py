@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, BeforeValidator, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
+from pydantic.config import JsonDict
 
 from sustain.probes.inputs import InputModel
 from sustain.service.evaluation.tiers import DEFAULT_TIERS, BurnTier
 from sustain.service.history.windows import parse_duration
-from sustain.service.schemas.common import MAX_DESCRIPTION_CHARS, Labels, Name, Text, reject_nulls
+from sustain.service.schemas.common import (
+    MAX_DESCRIPTION_CHARS,
+    Labels,
+    Name,
+    Text,
+    patch_schema,
+    reject_nulls,
+)
+from sustain.service.schemas.patterns import duration_pattern
 
 SliKind = Literal["availability", "latency", "goodput", "quality"]
 """availability: successful / attempted requests; latency: successful requests at or under
@@ -29,10 +38,31 @@ def _window(value: object) -> object:
     return value
 
 
-Window = Annotated[int, BeforeValidator(_window), Field(gt=0, le=MAX_WINDOW_S)]
+Window = Annotated[int, Field(gt=0, le=MAX_WINDOW_S), BeforeValidator(_window),
+                   WithJsonSchema({"anyOf": [
+                       {"type": "integer", "exclusiveMinimum": 0, "maximum": MAX_WINDOW_S},
+                       {"type": "string", "pattern": duration_pattern(MAX_WINDOW_S)}]})]
+"""Seconds, or a duration such as 28d (at most 90 days)."""
+
+
+LATENCY_FIELDS: JsonDict = {"anyOf": [
+    {"required": ["kind", "metric", "threshold_ms"],
+     "properties": {"kind": {"const": "latency"}, "metric": {"type": "string"},
+                    "threshold_ms": {"type": "number"}}},
+    {"properties": {"kind": {"enum": [k for k in get_args(SliKind) if k != "latency"]},
+                    "metric": {"type": "null"}, "threshold_ms": {"type": "null"}}}]}
+"""A latency SLI names its metric and threshold; the others name neither."""
+SELECTS_PROBES: JsonDict = {"anyOf": [
+    {"required": ["probes"], "properties": {"probes": {"minItems": 1}}},
+    {"required": ["probe_labels"], "properties": {"probe_labels": {"minProperties": 1}}}]}
+"""An SLO selects probes by name or by labels."""
+SHORTER_RULE = "Each tier's short_window_s is below its long_window_s."
+TIERS_RULE = f"Tier names are unique. {SHORTER_RULE}"
 
 
 class Sli(InputModel):
+    model_config = ConfigDict(json_schema_extra=LATENCY_FIELDS)
+
     kind: SliKind
     metric: LatencyMetric | None = Field(
         default=None, description="latency: which latency (itl: a request's worst gap).")
@@ -65,6 +95,8 @@ class SloLocations(InputModel):
 
 
 class SloCreate(InputModel):
+    model_config = ConfigDict(json_schema_extra=SELECTS_PROBES)
+
     name: Name
     description: Text | None = Field(default=None, max_length=MAX_DESCRIPTION_CHARS)
     probes: list[Name] = Field(default_factory=list, max_length=1000,
@@ -74,7 +106,8 @@ class SloCreate(InputModel):
     sli: Sli
     objective: float = Field(gt=0, lt=1, description="e.g. 0.995")
     window: Window = Field(default=28 * 86400, description="Compliance window, e.g. 28d.")
-    tiers: list[BurnTier] = Field(default_factory=lambda: list(DEFAULT_TIERS), max_length=16)
+    tiers: list[BurnTier] = Field(default_factory=lambda: list(DEFAULT_TIERS), max_length=16,
+                                  description=TIERS_RULE)
     locations: SloLocations = Field(default_factory=SloLocations)
 
     @model_validator(mode="after")
@@ -89,6 +122,8 @@ class SloCreate(InputModel):
 class SloUpdate(InputModel):
     """PATCH body: only the fields given change (sli and tiers are replaced whole)."""
 
+    model_config = ConfigDict(json_schema_extra=patch_schema())
+
     name: Name | None = None
     description: Text | None = Field(default=None, max_length=MAX_DESCRIPTION_CHARS)
     probes: list[Name] | None = Field(default=None, max_length=1000)
@@ -96,7 +131,7 @@ class SloUpdate(InputModel):
     sli: Sli | None = None
     objective: float | None = Field(default=None, gt=0, lt=1)
     window: Window | None = None
-    tiers: list[BurnTier] | None = Field(default=None, max_length=16)
+    tiers: list[BurnTier] | None = Field(default=None, max_length=16, description=SHORTER_RULE)
     locations: SloLocations | None = None
 
     @model_validator(mode="after")

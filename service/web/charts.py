@@ -175,7 +175,7 @@ def xy_chart(series: Sequence[tuple[str, Sequence[Verdict]]], x_label: str, y_la
 
 
 def histogram(values: Sequence[float], x_label: str, empty: str, bins: int = 24,
-              width: int = 400, height: int = 200) -> AxisChart:
+              width: int = 560, height: int = 240) -> AxisChart:
     """Equal-width bins from the lowest to the highest value (the top 0.1 % of values cut,
     so one straggler does not squeeze the rest into a bar): bar heights scale with counts,
     on a value axis (x_label names it and its unit) and a count axis."""

@@ -28,6 +28,18 @@ REDOC_LOGO = b"https://cdn.redoc.ly/redoc/logo-mini.svg"
 
 router = APIRouter(include_in_schema=False)
 
+BACK_LINK = ('<nav aria-label="Site" style="font: 14px system-ui, sans-serif; '
+             'max-width: 1460px; margin: 0 auto; padding: 10px 20px 0">'
+             '<a href="{root}/" style="color: #0969da; text-decoration: none">'
+             '&larr; sustain status page</a></nav>')
+"""What the API docs page shows above Swagger UI: the way back to the status page (the
+site's own pages link to the docs in their navigation bar)."""
+
+
+def with_back_link(html: str, root: str) -> str:
+    """The docs page `html` with BACK_LINK first in its body."""
+    return html.replace("<body>", "<body>\n" + BACK_LINK.format(root=root), 1)
+
 
 @cache
 def redoc_script() -> bytes:
@@ -54,8 +66,9 @@ async def swagger_ui(request: Request) -> HTMLResponse:
         swagger_favicon_url=f"{root}{ASSETS_PATH}/favicon.png",
         # the online validator would send the spec to another site (and be blocked anyway)
         swagger_ui_parameters={"validatorUrl": None})
-    page.headers["Content-Security-Policy"] = docs_csp(bytes(page.body).decode())
-    return page
+    html = with_back_link(bytes(page.body).decode(), root)
+    linked = HTMLResponse(html, headers={"Content-Security-Policy": docs_csp(html)})
+    return linked
 
 
 @router.get(REDOC_PATH, response_class=HTMLResponse)

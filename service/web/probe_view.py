@@ -23,6 +23,13 @@ CHART_POINTS = 48
 """Windows of a probe page's charts at most: fine enough to see a change, few enough to read
 cheaply from hourly and daily rollups."""
 RUNS_SHOWN = 50
+CHART_METRICS = ("ttft", "tpot", "itl", "e2e")
+"""The latency sketches a probe page charts (ms): first token, time per output token, the
+gaps between tokens, the whole request."""
+LOW_COUNT_MARK = "*"
+"""What follows a percentile computed from too few samples for a 99 % confidence bound, as
+`sustain probe`'s tables mark it (probes/report_tables.py), explained by its
+LOW_COUNT_CAPTION."""
 
 
 def chart_spans(start: datetime, now: datetime, interval_s: int) -> list[tuple[float, float]]:
@@ -49,6 +56,8 @@ class RunLine:
     e2e_p99: str
     note: str
     """The run's error, or what it found (its capacity), in a few words."""
+    low_count: bool = False
+    """Whether a p99 shown is marked: computed from too few samples to bound it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +70,16 @@ class SloLine:
 
 def _ms(value: Any) -> str:
     return f"{value:,.0f} ms" if isinstance(value, int | float) else "-"
+
+
+def _p99(distribution: Any) -> tuple[str, bool]:
+    """A stored distribution's p99 in ms and whether it is marked (LOW_COUNT_MARK): the run's
+    summary lists the percentiles it had too few samples to bound in `low_count`."""
+    if not isinstance(distribution, Mapping):
+        return "-", False
+    text = _ms(distribution.get("p99"))
+    low = text != "-" and "p99" in (distribution.get("low_count") or ())
+    return text + (LOW_COUNT_MARK if low else ""), low
 
 
 def run_line(run_id: int, status: str, location: str, scheduled_for: datetime,
@@ -77,19 +96,33 @@ def run_line(run_id: int, status: str, location: str, scheduled_for: datetime,
     errors = summary.get("errors")
     if not note and isinstance(errors, Mapping) and errors:
         note = ", ".join(f"{k} {v}" for k, v in sorted(errors.items(), key=lambda kv: -kv[1]))
+    ttft, ttft_low = _p99(summary.get("ttft_ms"))
+    e2e, e2e_low = _p99(summary.get("e2e_ms"))
     return RunLine(run_id, status, location, scheduled_for,
                    f"{availability:.2%}" if isinstance(availability, int | float) else "-",
-                   _ms((summary.get("ttft_ms") or {}).get("p99")),
-                   _ms((summary.get("e2e_ms") or {}).get("p99")), note[:200])
+                   ttft, e2e, note[:200], ttft_low or e2e_low)
 
 
 @dataclass(frozen=True, slots=True)
 class ProbeCharts:
     latency: AxisChart
+    """TTFT."""
+    tpot: AxisChart
+    itl: AxisChart
     e2e: AxisChart
     availability: AxisChart
     capacity: AxisChart | None
     """Capacity probes only."""
+
+
+LATENCY_CHARTS = {
+    "ttft": ("TTFT (ms)", "No request in this window succeeded."),
+    "tpot": ("TPOT (ms)", "No successful request in this window had two output tokens or "
+                          "more."),
+    "itl": ("ITL (ms)", "No successful request in this window streamed two tokens or more."),
+    "e2e": ("end-to-end latency (ms)", "No request in this window succeeded."),
+}
+"""Each latency chart's y axis, and why it is empty when the window has finished runs."""
 
 
 def probe_charts(spans: Sequence[tuple[float, float]], windows: Sequence[Aggregate],
@@ -99,21 +132,21 @@ def probe_charts(spans: Sequence[tuple[float, float]], windows: Sequence[Aggrega
     averaged) and a capacity probe's runs (scheduled time, capacity found; None: no level
     met the SLO, drawn as 0)."""
     mids = [(a + b) / 2 for a, b in spans]
-    series: dict[str, list[tuple[float, float | None]]] = {
-        "ttft p50": [], "ttft p99": [], "e2e p50": [], "e2e p99": [], "availability": []}
+    series: dict[str, list[tuple[float, float | None]]] = {"availability": []}
     for mid, agg in zip(mids, windows, strict=False):
-        for metric in ("ttft", "e2e"):
+        for metric in CHART_METRICS:
             sketch: MetricSketch = agg.sketch(metric)
             for stat in ("p50", "p99"):
-                series[f"{metric} {stat}"].append(
+                series.setdefault(f"{metric} {stat}", []).append(
                     (mid, latency_stat(sketch, stat).value if agg.runs else None))
         series["availability"].append(
             (mid, 100.0 * agg.successes / agg.attempts if agg.attempts else None))
     nothing = "No finished run in this window yet."
-    latency = time_chart([("p50", series["ttft p50"]), ("p99", series["ttft p99"])], start,
-                         end, "TTFT (ms)", nothing + " TTFT needs a successful request.")
-    e2e = time_chart([("p50", series["e2e p50"]), ("p99", series["e2e p99"])], start, end,
-                     "end-to-end latency (ms)", nothing)
+    ran = any(agg.runs for agg in windows)
+    latency = {metric: time_chart([("p50", series.get(f"{metric} p50", [])),
+                                   ("p99", series.get(f"{metric} p99", []))], start, end,
+                                  label, why if ran else nothing)
+               for metric, (label, why) in LATENCY_CHARTS.items()}
     availability = time_chart([("availability", series["availability"])], start, end,
                               "availability (%)", nothing)
     found = None
@@ -121,7 +154,8 @@ def probe_charts(spans: Sequence[tuple[float, float]], windows: Sequence[Aggrega
         found = time_chart([("capacity", [(t.timestamp(), float(c or 0)) for t, c in capacity])],
                            start, end, f"capacity under SLO ({capacity_unit})",
                            "No capacity run in this window yet.")
-    return ProbeCharts(latency, e2e, availability, found)
+    return ProbeCharts(latency["ttft"], latency["tpot"], latency["itl"], latency["e2e"],
+                       availability, found)
 
 
 def describe_profile(profile: Mapping[str, Any]) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 import jinja2
 
 from sustain.probes.renamed import stored_figure
+from sustain.probes.report_tables import LOW_COUNT_CAPTION
 from sustain.service.db.status import FirstFailure
 from sustain.service.runs.hints import (
     MAX_DETAIL_CHARS,
@@ -37,6 +38,11 @@ EFFICIENCY_LABELS = {
 }
 """How the efficiency figures of a run's summary read on its page."""
 STATS = ("p50", "p90", "p95", "p99", "p999", "max", "mean", "count")
+LOW_COUNT_MARK = "*"
+"""What follows a percentile computed from too few samples for a 99 % confidence bound (the
+distribution's `low_count`), as `sustain probe`'s latency table marks it."""
+ENDED_EARLY = frozenset({"interrupted", "cancelled", "abandoned"})
+"""Run statuses that say why a run ended, not how its endpoint did."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +65,15 @@ class RunPage:
     """The server's own series over the run: name, min, mean, max, last, increase."""
     probe_link: tuple[str, str] | None = None
     """(href, name) of the run's probe page, on the site."""
+    failure_title: str = "What failed"
+    """The heading of `failure`: what failed, or why a run ended early (one its service was
+    stopped during, or one cancelled, says nothing of its endpoint)."""
+    stored: bool = True
+    """Whether the run stored results (a summary): one interrupted or lost before it
+    finished has none, and its page says so instead of a table of dashes."""
+    low_count: bool = False
+    """Whether a percentile of `latencies` is marked (LOW_COUNT_MARK)."""
+    low_count_caption: str = LOW_COUNT_CAPTION
 
 
 def _num(value: Any, unit: str = "", digits: int = 2) -> str:
@@ -71,12 +86,26 @@ def _share(value: Any) -> str:
     return "-" if not isinstance(value, int | float) else f"{value:.2%}"
 
 
+def latency_cells(dist: Mapping[str, Any]) -> list[str]:
+    """A latency row's cells (STATS order): each percentile with too few samples for a 99 %
+    confidence bound marked with LOW_COUNT_MARK, as the CLI's table marks it."""
+    low = set(dist.get("low_count") or ())
+    cells = []
+    for stat in STATS:
+        if stat == "count":
+            cells.append(str(dist.get(stat)))
+            continue
+        text = _num(dist.get(stat), digits=1)
+        cells.append(text + (LOW_COUNT_MARK if stat in low and text != "-" else ""))
+    return cells
+
+
 def run_page(report: Mapping[str, Any], title: str, subtitle: str,
              ttfts: Sequence[float], e2es: Sequence[float],
-             failure: Sequence[str] = ()) -> RunPage:
-    """The page of a run from its report (RunReport as JSON), its successful requests'
-    TTFT and E2E values (ms) for the histograms, and what failed (lines, see
-    failure_lines)."""
+             failure: Sequence[str] = (), *, status: str | None = None) -> RunPage:
+    """The page of a run from its report (RunReport as JSON; empty for a run that stored
+    none), its successful requests' TTFT and E2E values (ms) for the histograms, what failed
+    (lines, see failure_lines) and the run's `status` where known."""
     figures = [
         ("requests", str(report.get("attempts", "-"))),
         ("availability", _share(report.get("availability"))),
@@ -139,8 +168,7 @@ def run_page(report: Mapping[str, Any], title: str, subtitle: str,
     for key, label in LATENCIES:
         dist = report.get(key) or {}
         if dist.get("count"):
-            latencies.append((label, [_num(dist.get(s), digits=1) if s != "count"
-                                      else str(dist.get(s)) for s in STATS]))
+            latencies.append((label, latency_cells(dist)))
     stages = [[str(stage.get("label")), str(stage["summary"].get("attempts")),
                _share(stage["summary"].get("availability")),
                _num(stored_figure(stage["summary"], "output_tokens_per_second")),
@@ -152,10 +180,15 @@ def run_page(report: Mapping[str, Any], title: str, subtitle: str,
     errors = sorted((report.get("errors") or {}).items(), key=lambda kv: -kv[1])
     page = RunPage(title=title, subtitle=subtitle, figures=figures, latencies=latencies,
                    stages=stages if len(stages) > 1 else [], errors=errors,
-                   histograms=[histogram(values, f"{label} (ms)", _no_latency(report))
+                   histograms=[histogram(values, f"{label} (ms)", _no_latency(report, status))
                                for label, values in (("TTFT", ttfts), ("E2E", e2es))],
                    curve=None, curve_title=None, failure=list(failure),
-                   server=server_rows(report.get("server_metrics")))
+                   server=server_rows(report.get("server_metrics")),
+                   failure_title="Why it ended early" if status in ENDED_EARLY
+                   else "What failed",
+                   stored=bool(report),
+                   low_count=any(cell.endswith(LOW_COUNT_MARK)
+                                 for _, cells in latencies for cell in cells))
     return _with_curve(page, report)
 
 
@@ -213,8 +246,10 @@ def server_rows(series: Any) -> list[list[str]]:
             for name, metric in sorted(series.items()) if isinstance(metric, Mapping)]
 
 
-def _no_latency(report: Mapping[str, Any]) -> str:
+def _no_latency(report: Mapping[str, Any], status: str | None = None) -> str:
     """Why a run's latency histogram is empty."""
+    if not report and status in ENDED_EARLY:
+        return f"The run was {status} before it stored results."
     if not report:
         return "The run has no results yet (it has not finished)."
     if not report.get("attempts"):
@@ -262,7 +297,7 @@ def failure_lines(status: str, error: str | None, report: Mapping[str, Any],
     words, as `sustain probe --html` has them), and a hint for the usual mistakes."""
     lines = []
     if error:
-        lines.append(f"The run {status}: {error}")
+        lines.append(f"The run {status if status == 'failed' else 'was ' + status}: {error}")
     if first is not None:
         errors = report.get("errors") if isinstance(report.get("errors"), Mapping) else {}
         classes = ", ".join(f"{k} {v}" for k, v in sorted(

@@ -9,6 +9,7 @@ a person can use), the form says how to get in. Scripts, bearer keys work too.""
 
 from __future__ import annotations
 
+import inspect
 import re
 from datetime import UTC, datetime, timedelta
 from functools import cache
@@ -16,17 +17,21 @@ from pathlib import Path
 from typing import Annotated
 from urllib.parse import parse_qs
 
-from fastapi import APIRouter, Query, Request
-from fastapi import Path as FastPath
+from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup, escape
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from sustain.probes.report_tables import LOW_COUNT_CAPTION
 from sustain.service.access.auth_failures import AuthFailure, LoginThrottle
-from sustain.service.access.keys import Role, allows, key_hash
+from sustain.service.access.keys import SHOWN_PREFIX_CHARS, Role, allows, key_hash
 from sustain.service.access.origin import is_cross_site
 from sustain.service.api.auth import (
     ANONYMOUS_VIEWER,
+    BOOTSTRAP_ACTOR,
     PRINCIPAL_SCOPE_KEY,
     SESSION_COOKIE,
     Principal,
@@ -40,7 +45,6 @@ from sustain.service.api.auth import (
 from sustain.service.api.deps import SessionDep, StateDep
 from sustain.service.config import Settings
 from sustain.service.db import compare as compare_queries
-from sustain.service.db import drift as drift_queries
 from sustain.service.db import history
 from sustain.service.db import keys as key_queries
 from sustain.service.db import runs as run_queries
@@ -49,11 +53,11 @@ from sustain.service.db import status as status_queries
 from sustain.service.db.first_key import NO_KEY_REMEDIES, person_key_exists
 from sustain.service.db.models import Endpoint, Probe, Run
 from sustain.service.errors import FieldError
-from sustain.service.evaluation.drift_words import drift_words
 from sustain.service.history.windows import parse_duration
 from sustain.service.runtime import Replica
 from sustain.service.schemas.common import MAX_DB_ID
 from sustain.service.web import probe_view, report, view
+from sustain.service.web.drift_view import drift_text
 
 router = APIRouter(include_in_schema=False)
 REFRESH_S = 30
@@ -92,9 +96,21 @@ async def page_viewer(request: Request) -> Principal | None:
     return found
 
 
-def signed_in(viewer: Principal) -> str | None:
-    """The name the navigation bar shows, None for an anonymous visitor."""
-    return None if viewer is ANONYMOUS_VIEWER else viewer.name
+def signed_in(viewer: Principal, settings: Settings | None = None) -> str | None:
+    """The key the navigation bar names, None for an anonymous visitor: a stored key by its
+    name; the bootstrap key (SUSTAIN_ADMIN_KEY, which has no name) as the admin key with the
+    first characters that tell keys apart, as key lists show them."""
+    if viewer is ANONYMOUS_VIEWER:
+        return None
+    if viewer.key_id is None and viewer.name == BOOTSTRAP_ACTOR:
+        key = None if settings is None or settings.admin_key is None \
+            else settings.admin_key.get_secret_value()
+        return "the admin key" + (f" {key[:SHOWN_PREFIX_CHARS]}…" if key else "")
+    return viewer.name
+
+
+def _who(request: Request, viewer: Principal) -> str | None:
+    return signed_in(viewer, request.app.state.sustain.settings)
 
 
 def _login_form(request: Request, error: str | None, status_code: int,
@@ -243,13 +259,15 @@ async def status_page(request: Request, session: SessionDep,
     latest = await status_queries.latest_runs(session, ids)
     by_location = await status_queries.latest_by_location(session, ids)
     firsts = await status_queries.first_runs_since(session, start, ids)
+    searches = await capacity_probes(session, ids)
     cards = []
     for probe in rows:
         spans = view.chart_windows(max(start, firsts.get(probe.id, start)), now,
                                    probe.interval_s)
         hourly = await history.aggregates(session, probe.id, spans, ["ttft", "e2e"])
         cards.append(view.probe_card(probe, latest.get(probe.id), view.day_figures(hourly),
-                                     by_location.get(probe.id), spans, now.timestamp()))
+                                     by_location.get(probe.id), spans, now.timestamp(),
+                                     capacity=probe.id in searches))
     all_bars = [view.slo_bar(s.name, s.objective, s.status.compliance,
                              s.status.budget_remaining)
                 for s in await slo_queries.snapshots(session, now)]
@@ -261,17 +279,80 @@ async def status_page(request: Request, session: SessionDep,
         "slo_total": len(all_bars), "alerts": lines, "alert_total": alert_total,
         "probe_total": sum(counts.values()), "states": view.state_counts(counts),
         "paging": view.paging(page, total, state, shown=len(cards)), "refresh_s": REFRESH_S,
-        "signed_in": signed_in(viewer), "nav_active": "status"})
+        "low_count": any(c.ttft_p99_low or c.e2e_p99_low for c in cards),
+        "low_count_caption": LOW_COUNT_CAPTION,
+        "signed_in": _who(request, viewer), "nav_active": "status"})
 
 
-def not_found(sentence: str, refresh_s: int | None = None) -> HTMLResponse:
-    """A 404 page that says what is missing and links back to the status page (`refresh_s`:
-    it looks again that often)."""
-    refresh = "" if refresh_s is None else \
-        f"<meta http-equiv=refresh content={refresh_s}>"
-    return HTMLResponse(f"<!doctype html><html lang=en><meta charset=utf-8>{refresh}<title>"
-                        f"not found</title><p>{sentence} <a href=\"/\">Status page</a>.</p>"
-                        "</html>", status_code=404)
+def page_id(text: str) -> int | None:
+    """A page path's database id, None for one that cannot name a row (not a number, or out
+    of range): its page is a 404 like any id that names nothing."""
+    if not text.isascii() or not text.isdigit() or len(text) > 19:
+        return None
+    value = int(text)
+    return value if 1 <= value <= MAX_DB_ID else None
+
+
+async def capacity_probes(session: AsyncSession, ids: list[int]) -> set[int]:
+    """Which of the probes search for their capacity (a `capacity` load profile)."""
+    if not ids:
+        return set()
+    found = await session.scalars(select(Probe.id).where(
+        Probe.id.in_(ids), Probe.profile["kind"].astext == "capacity"))
+    return set(found)
+
+
+def not_found(request: Request, sentence: str, who: str | None = None,
+              refresh_s: int | None = None, path: str | None = None) -> HTMLResponse:
+    """A 404 page with the site's navigation that says what is missing and links back to the
+    status page (`refresh_s`: it looks again that often; `path`: the page asked for)."""
+    return templates().TemplateResponse(request, "not_found.html", {
+        "sentence": sentence, "refresh_s": refresh_s, "path": path, "signed_in": who,
+        "nav_active": None}, status_code=404)
+
+
+PAGE_ACCEPT = "text/html"
+
+
+def wants_page(request: Request) -> bool:
+    """Whether a request that matched nothing came from a browser after a page (GET or HEAD,
+    asking for HTML, outside the API): it gets the 404 page; the API and scripts keep
+    problem+json."""
+    path = request.url.path
+    return request.method in ("GET", "HEAD") and \
+        PAGE_ACCEPT in request.headers.get("accept", "") and \
+        path != "/api" and not path.startswith(("/api/", "/docs/assets/"))
+
+
+async def quiet_viewer(request: Request) -> str | None:
+    """Who the navigation bar of a 404 page names: the signed-in key, when the session cookie
+    is good; nothing else is tried, and nothing counts as a failed sign-in."""
+    cookie = request.cookies.get(SESSION_COOKIE)
+    if cookie is None:
+        return None
+    try:
+        found = await authenticate_cookie(request.app.state.sustain, cookie)
+    except Exception:  # noqa: BLE001 - a 404 page never fails over its navigation bar
+        return None
+    return None if isinstance(found, AuthFailure) else _who(request, found)
+
+
+def install_not_found_page(app: FastAPI) -> None:
+    """Serve the 404 page for a browser's unknown page path (wants_page); every other HTTP
+    error keeps the handler installed before (problem+json). Call after the API's error
+    handlers are installed."""
+    problem_handler = app.exception_handlers[StarletteHTTPException]
+
+    async def handler(request: Request, exc: Exception) -> Response:
+        if isinstance(exc, StarletteHTTPException) and exc.status_code == 404 and \
+                wants_page(request):
+            return not_found(request, "There is no page here.", await quiet_viewer(request),
+                             path=request.url.path[:200])
+        answer = problem_handler(request, exc)
+        response: Response = await answer if inspect.isawaitable(answer) else answer
+        return response
+
+    app.add_exception_handler(StarletteHTTPException, handler)
 
 
 @router.get("/runs/latest", response_class=HTMLResponse)
@@ -279,28 +360,32 @@ async def latest_run(request: Request, session: SessionDep,
                      probe: Annotated[str | None, Query(max_length=128)] = None) -> Response:
     """The newest finished run's page (of one probe with `?probe=NAME`): a run in flight has
     no results to show yet."""
-    if await page_viewer(request) is None:
+    viewer = await page_viewer(request)
+    if viewer is None:
         return RedirectResponse("/login", status_code=303)
     run_id = await status_queries.newest_finished_run(session, probe)
     if run_id is None:
-        return not_found("No run has finished yet" + (" for that probe" if probe else "")
-                         + "; this page looks again every 5 s.", refresh_s=5)
+        return not_found(request, "No run has finished yet"
+                         + (" for that probe" if probe else "")
+                         + "; this page looks again every 5 s.", _who(request, viewer),
+                         refresh_s=5)
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
-async def run_report(run_id: Annotated[int, FastPath(ge=1, le=MAX_DB_ID)], request: Request,
-                     session: SessionDep) -> Response:
+async def run_report(run_id: str, request: Request, session: SessionDep) -> Response:
     """One run as a page (the report `sustain probe --html` writes): results, the capacity or
     Pareto chart, latency percentiles and histograms, stages, errors, and for failures what
-    failed, where and why."""
+    failed, where and why (the first failed request's class, status, request and the
+    server's words as its sample stored them)."""
     viewer = await page_viewer(request)
     if viewer is None:
         return RedirectResponse("/login", status_code=303)
-    run = await session.get(Run, run_id)
+    number = page_id(run_id)
+    run = None if number is None else await session.get(Run, number)
     probe = None if run is None else await session.get(Probe, run.probe_id)
     if run is None or probe is None:
-        return not_found("No such run.")
+        return not_found(request, f"There is no run {run_id[:40]}.", _who(request, viewer))
     endpoint = await session.get(Endpoint, probe.endpoint_id)
     ttfts, e2es = await status_queries.run_latencies(session, run.id, run.started_at)
     first = await status_queries.first_failure(session, run.id, run.started_at)
@@ -311,24 +396,28 @@ async def run_report(run_id: Annotated[int, FastPath(ge=1, le=MAX_DB_ID)], reque
         f"scheduled {scheduled:%Y-%m-%d %H:%M:%S} UTC", ttfts, e2es,
         report.failure_lines(run.status, run.error, run.summary or {}, first,
                              endpoint.base_url if endpoint else None,
-                             endpoint.api_kind if endpoint else None))
+                             endpoint.api_kind if endpoint else None,
+                             endpoint.model if endpoint else None,
+                             detail=first.detail if first else None),
+        status=run.status)
     page = report.with_probe_link(page, probe.id, probe.name)
-    return HTMLResponse(report.render(page, nav={"signed_in": signed_in(viewer)}))
+    return HTMLResponse(report.render(page, nav={"signed_in": _who(request, viewer)}))
 
 
 @router.get("/probes/{probe_id}", response_class=HTMLResponse)
-async def probe_page(probe_id: Annotated[int, FastPath(ge=1, le=MAX_DB_ID)], request: Request,
-                     session: SessionDep,
+async def probe_page(probe_id: str, request: Request, session: SessionDep,
                      window: Annotated[str, Query(max_length=8)] = probe_view.DEFAULT_WINDOW
                      ) -> Response:
-    """A probe as a page: what it measures, its latency, availability and capacity over a
-    window (`?window=1h|24h|7d|30d`), the SLOs that cover it, its drift, its newest runs."""
+    """A probe as a page: what it measures, its latency (TTFT, TPOT, ITL, E2E), availability
+    and capacity over a window (`?window=1h|24h|7d|30d`), the SLOs that cover it, its drift,
+    its newest runs."""
     viewer = await page_viewer(request)
     if viewer is None:
         return RedirectResponse("/login", status_code=303)
-    probe = await session.get(Probe, probe_id)
+    number = page_id(probe_id)
+    probe = None if number is None else await session.get(Probe, number)
     if probe is None:
-        return not_found("No such probe.")
+        return not_found(request, f"There is no probe {probe_id[:40]}.", _who(request, viewer))
     if window not in probe_view.WINDOWS:
         window = probe_view.DEFAULT_WINDOW
     endpoint = await session.get(Endpoint, probe.endpoint_id)
@@ -337,7 +426,7 @@ async def probe_page(probe_id: Annotated[int, FastPath(ge=1, le=MAX_DB_ID)], req
     firsts = await status_queries.first_runs_since(session, start, [probe.id])
     since = max(start, firsts.get(probe.id, start))
     spans = probe_view.chart_spans(since, now, probe.interval_seconds)
-    windows = await history.aggregates(session, probe.id, spans, ["ttft", "e2e"])
+    windows = await history.aggregates(session, probe.id, spans, probe_view.CHART_METRICS)
     is_capacity = probe.profile.get("kind") == "capacity"
     capacity = None
     if is_capacity:
@@ -354,35 +443,47 @@ async def probe_page(probe_id: Annotated[int, FastPath(ge=1, le=MAX_DB_ID)], req
     slos = [probe_view.SloLine(slo.name, slo.objective, found.compliance,
                                found.budget_remaining)
             for slo, found in await slo_queries.covering(session, probe.name, probe.labels, now)]
-    verdicts = [finding for _, finding in await drift_queries.findings(session, probe.id)]
+    settings = request.app.state.sustain.settings
     return templates().TemplateResponse(request, "probe.html", {
         "probe": probe, "endpoint": endpoint, "profile": probe_view.describe_profile(probe.profile),
         "schedule": f"cron {probe.cron}" if probe.cron else f"every {probe.interval_seconds} s",
         "thresholds": probe_view.thresholds_text(probe.slo_ttft_ms, probe.slo_tpot_ms,
                                                  probe.slo_e2e_ms, probe.slo_ttfo_ms),
-        "drift": drift_words(verdicts), "window": window,
-        "windows": list(probe_view.WINDOWS), "young": since > start, "since": since,
-        "charts": charts, "slos": slos, "runs": runs, "state": probe_view.state_text(runs),
-        "refresh_s": REFRESH_S,
-        "signed_in": signed_in(viewer), "nav_active": "probe"})
+        "drift": await drift_text(session, probe.id, probe.enabled, settings),
+        "window": window, "windows": list(probe_view.WINDOWS), "young": since > start,
+        "since": since, "charts": charts, "slos": slos, "runs": runs,
+        "low_count": any(r.low_count for r in runs), "low_count_caption": LOW_COUNT_CAPTION,
+        "state": probe_view.state_text(runs),
+        "refresh_s": REFRESH_S, "signed_in": _who(request, viewer), "nav_active": "probe"})
+
+
+COMPARE_WINDOWS = ("1h", "24h", "7d", "30d")
+"""The windows the compare form offers (a URL may name any up to 400d)."""
 
 
 @router.get("/compare", response_class=HTMLResponse)
 async def compare_page(request: Request, session: SessionDep) -> Response:
     """Probes side by side (`?probe=A&probe=B&window=7d`): the figures of /api/v1/compare and
-    each probe's newest Pareto curve, on shared axes; without probes, a form to pick them."""
+    each probe's newest Pareto curve, on shared axes, with the form to pick others; without
+    two probes, the form and what it needs."""
     viewer = await page_viewer(request)
     if viewer is None:
         return RedirectResponse("/login", status_code=303)
     names = request.query_params.getlist("probe")
-    window = request.query_params.get("window", "7d")
+    window = request.query_params.get("window", "7d")[:16]
     context: dict[str, object] = {
-        "problem": None, "found": None, "chart": None, "window": window, "choices": [],
-        "picked": names, "probe_ids": {}, "drift_words": drift_words,
-        "signed_in": signed_in(viewer), "nav_active": "compare"}
+        "problem": None, "found": None, "chart": None, "window": window,
+        "windows": list(COMPARE_WINDOWS) + ([] if window in COMPARE_WINDOWS else [window]),
+        "choices": await status_queries.probe_names(session, COMPARE_CHOICES),
+        "picked": names, "probe_ids": {}, "drift": {},
+        "signed_in": _who(request, viewer), "nav_active": "compare"}
+    template = report.environment().get_template("compare.html")
     if not names:
-        context["choices"] = await status_queries.probe_names(session, COMPARE_CHOICES)
-        return HTMLResponse(report.environment().get_template("compare.html").render(context))
+        return HTMLResponse(template.render(context))
+    if len(names) < 2:
+        context["problem"] = ("Pick at least two probes: compare sets probes side by side "
+                              "(one probe's figures are on its own page).")
+        return HTMLResponse(template.render(context), status_code=422)
     try:
         seconds = parse_duration(window)
         if not 0 < seconds <= 400 * 86400:
@@ -393,10 +494,15 @@ async def compare_page(request: Request, session: SessionDep) -> Response:
     except (ValueError, FieldError) as exc:
         context["problem"] = "; ".join(text for _, text in exc.problems) \
             if isinstance(exc, FieldError) else "window: a duration such as 24h or 7d, at most 400d"
-        context["choices"] = await status_queries.probe_names(session, COMPARE_CHOICES)
-        return HTMLResponse(report.environment().get_template("compare.html").render(context),
-                            status_code=422)
+        return HTMLResponse(template.render(context), status_code=422)
+    settings = request.app.state.sustain.settings
+    drift = {}
+    for figures in found.probes:
+        probe = await session.get(Probe, figures.probe_id)
+        drift[figures.probe] = "-" if probe is None else \
+            await drift_text(session, probe.id, probe.enabled, settings)
     context.update(found=found, probe_ids={p.probe: p.probe_id for p in found.probes},
+                   drift=drift,
                    chart=report.pareto_chart([(p.probe, p.pareto) for p in found.probes
                                               if p.pareto]))
-    return HTMLResponse(report.environment().get_template("compare.html").render(context))
+    return HTMLResponse(template.render(context))

@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 
 from sustain.probes.measure.sketch import MetricSketch
 from sustain.service.db.status import STATE_ORDER, LatestRun, LocationRun, ProbeRow, ProbeState
-from sustain.service.history.aggregate import Aggregate, latency_stat
+from sustain.service.history.aggregate import Aggregate, StatValue, latency_stat
 from sustain.service.history.windows import aligned_windows
 from sustain.service.web.charts import AxisChart, budget_width, time_chart
 
@@ -47,6 +47,12 @@ class ProbeCard:
     server's queue (each where the run has it)."""
     locations: list[LocationRun] = field(default_factory=list)
     """A probe of several locations: its newest run in each, side by side."""
+    ttft_p99_low: bool = False
+    """Whether ttft_p99_ms is marked: too few samples for a 99 % confidence bound."""
+    e2e_p99_low: bool = False
+    all_levels: bool = False
+    """A capacity probe: its figures include every level its searches loaded, those past
+    capacity that failed the SLO too, and are labelled so."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +85,9 @@ class DayFigures:
     e2e_p99_ms: float | None
     ttft_hourly: list[float | None]
     e2e_hourly: list[float | None]
+    ttft_p99_low: bool = False
+    """Whether the span's TTFT p99 had too few samples for a 99 % confidence bound."""
+    e2e_p99_low: bool = False
 
 
 CHART_POINTS = 24
@@ -111,7 +120,7 @@ def day_figures(hourly: Sequence[Aggregate]) -> DayFigures:
     attempts = sum(a.attempts for a in hourly)
     successes = sum(a.successes for a in hourly)
     per_hour: dict[str, list[float | None]] = {}
-    day: dict[str, float | None] = {}
+    day: dict[str, StatValue] = {}
     for metric in ("ttft", "e2e"):
         merged = MetricSketch()
         per_hour[metric] = []
@@ -119,9 +128,11 @@ def day_figures(hourly: Sequence[Aggregate]) -> DayFigures:
             sketch = agg.sketch(metric)
             merged.merge(sketch)
             per_hour[metric].append(latency_stat(sketch, "p99").value if agg.runs else None)
-        day[metric] = latency_stat(merged, "p99").value
-    return DayFigures(successes / attempts if attempts else None, day["ttft"], day["e2e"],
-                      per_hour["ttft"], per_hour["e2e"])
+        day[metric] = latency_stat(merged, "p99")
+    return DayFigures(successes / attempts if attempts else None, day["ttft"].value,
+                      day["e2e"].value, per_hour["ttft"], per_hour["e2e"],
+                      day["ttft"].value is not None and day["ttft"].low_count,
+                      day["e2e"].value is not None and day["e2e"].low_count)
 
 
 def small_chart(spans: Sequence[tuple[float, float]], values: Sequence[float | None],
@@ -138,13 +149,17 @@ def small_chart(spans: Sequence[tuple[float, float]], values: Sequence[float | N
 
 def probe_card(probe: ProbeRow, last: LatestRun | None, day: DayFigures,
                locations: list[LocationRun] | None = None,
-               spans: Sequence[tuple[float, float]] = (), now: float = 0.0) -> ProbeCard:
+               spans: Sequence[tuple[float, float]] = (), now: float = 0.0,
+               capacity: bool = False) -> ProbeCard:
+    """A probe's row; `capacity`: it searches for its capacity, so its day's figures take in
+    the saturated levels too (the card says so)."""
     schedule = f"cron {probe.cron}" if probe.cron else f"every {probe.interval_s} s"
     return ProbeCard(probe.id, probe.name, probe.endpoint, probe.model, schedule, probe.state,
                      last, day.availability, day.ttft_p99_ms, day.e2e_p99_ms,
                      small_chart(spans, day.ttft_hourly, "TTFT", now),
                      small_chart(spans, day.e2e_hourly, "E2E", now),
-                     [] if last is None else run_notes(last), locations or [])
+                     [] if last is None else run_notes(last), locations or [],
+                     day.ttft_p99_low, day.e2e_p99_low, capacity)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import psutil
 
+from sustain.service.demo.objects import DEMO_SIMULATOR, simulator_truth
 from tests.processes import (
     TEST_ADMIN_KEY,
     SustainProcess,
@@ -85,6 +86,14 @@ def test_demo_runs_on_embedded_postgres_and_cleans_up(tmp_path: Path) -> None:
         sim_port = int(re.search(r"simulator at http://127\.0\.0\.1:(\d+)/v1",
                                  first.output().replace("\n", " ")).group(1))  # type: ignore[union-attr]
         assert port_open(sim_port)
+        # its simulator serves the demo's model (the run above succeeded) and no other, as
+        # vLLM does; the banner says what latency it is set to
+        wrong = httpx.post(f"http://127.0.0.1:{sim_port}/v1/chat/completions", timeout=10,
+                           json={"model": "gpt-4o",
+                                 "messages": [{"role": "user", "content": "hi"}]})
+        assert wrong.status_code == 404, wrong.text
+        assert wrong.json()["message"] == "The model `gpt-4o` does not exist."
+        assert f"set to {simulator_truth(DEMO_SIMULATOR)}: " in " ".join(first.output().split())
         assert first.stop(signal.SIGINT) == 0
     assert not psutil.pid_exists(first.pid) or psutil.Process(first.pid).status() == "zombie"
     assert postgres_of(tmp_path / "data") == []

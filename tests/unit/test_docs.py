@@ -1,7 +1,7 @@
-"""The README is a door, not the manual: at most 300 lines, the two set-up commands first, and
-a map of docs/. Every relative link in the README and in docs/*.md leads to a file that exists
-and, where it names an anchor, to a heading of that file (GitHub's anchors), so moving a
-section cannot leave a link dangling."""
+"""The README is a door, not the manual: at most 300 lines, the two set-up commands first, a
+map of docs/ and a table of every API kind. Every relative link in the README and in docs/*.md
+leads to a file that exists and, where it names an anchor, to a heading of that file (GitHub's
+anchors), so moving a section cannot leave a link dangling."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from sustain.probes.protocols.registry import KIND_NAMES
 from sustain.service.config_file.load import parse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,11 +81,25 @@ def test_the_readme_is_at_most_300_lines() -> None:
     assert len(README.read_text().splitlines()) <= 300
 
 
+FIRST_SCREEN_LINES = 24
+"""The README's lines a terminal or a repository page shows before any scrolling."""
+
+
 def test_the_readme_opens_with_the_two_setup_commands_each_in_its_own_block() -> None:
-    first, second = fenced_blocks(README.read_text())[:2]
+    first, second, *rest = fenced_blocks(README.read_text())
     assert first[1] == "pip install . && sustain demo"
     assert second[1] == "pip install '.[test]' && pytest"
-    assert second[0] <= 24, "both commands belong on the first screen"
+    assert second[0] <= FIRST_SCREEN_LINES, "both commands belong on the first screen"
+    assert [line for line, _ in rest if line <= FIRST_SCREEN_LINES] == [], \
+        "and no other command does"
+
+
+def test_the_readme_names_every_api_kind() -> None:
+    """Every kind of the protocol registry, as an endpoint's `api_kind` takes it, in the
+    README's table of kinds (a kind added to the registry is added there too)."""
+    text = README.read_text()
+    named = set(re.findall(r"^\| `([a-z-]+)`", text, re.MULTILINE))
+    assert set(KIND_NAMES) <= named, sorted(set(KIND_NAMES) - named)
 
 
 def test_the_readme_maps_every_page_of_docs() -> None:

@@ -17,6 +17,7 @@ from sustain.service.strict_json import dumps
 
 
 class SlackNotifier(NotifierSpec):
+    URL_ONLY_AS_SECRET = True
     kind: Literal["slack"]
 
     @model_validator(mode="after")

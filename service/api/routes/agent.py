@@ -28,6 +28,7 @@ from sustain.service.scheduling.liveness import STALE_BEATS
 from sustain.service.scheduling.scheduler import schedule_of
 from sustain.service.schemas.agent import (
     AGENT_NAME_PATTERN,
+    UPLOAD_PART,
     AgentBeat,
     AgentClaim,
     AgentClaimed,
@@ -149,7 +150,7 @@ async def claim(body: AgentClaim, session: SessionDep, caller: Caller) -> AgentC
 
 
 @router.post("/uploads", openapi_extra={"requestBody": {"content": {UPLOAD_MEDIA: {
-    "schema": {"type": "string", "format": "binary"}}}, "required": True}})
+    "schema": UPLOAD_PART}}, "required": True}})
 async def upload(request: Request, session: SessionDep, state: StateDep, caller: Caller,
                  agent: Annotated[str, Query(pattern=AGENT_NAME_PATTERN)]) -> UploadStored:
     """One part of a finished run (msgpack: upload_id, part, parts, probe_id, tick,

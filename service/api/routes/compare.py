@@ -13,23 +13,32 @@ from sustain.service.api.times import utc_or_now
 from sustain.service.db import compare as compare_queries
 from sustain.service.errors import FieldError
 from sustain.service.history.windows import parse_duration
-from sustain.service.schemas.common import ApiTime
+from sustain.service.schemas.common import MAX_NAME_CHARS, NAME_PATTERN, ApiTime
 from sustain.service.schemas.compare import Comparison
+from sustain.service.schemas.patterns import duration_pattern
 
 router = APIRouter(prefix="/compare", tags=["compare"])
 
 MAX_WINDOW_S = 400 * 86400
+MAX_PROBES = compare_queries.MAX_PROBES
 
 
 @router.get("", response_model_by_alias=True)
 async def compare(
     session: SessionDep,
-    probe: Annotated[list[str], Query(max_length=8)],
-    window: Annotated[str, Query(max_length=16)] = "7d",
+    probe: Annotated[list[str], Query(
+        max_length=MAX_PROBES, description=f"1 to {MAX_PROBES} probe names, each once.",
+        json_schema_extra={"minItems": 1, "uniqueItems": True, "items": {
+            "type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS,
+            "pattern": NAME_PATTERN}})],
+    window: Annotated[str, Query(
+        max_length=16, description="A duration of at most 400d, e.g. 7d or 12h.",
+        json_schema_extra={"pattern": duration_pattern(MAX_WINDOW_S)})] = "7d",
     to: ApiTime | None = None,
     location: LocationQuery = None,
     by: Annotated[Literal["probe", "location"], Query(
-        description="`location`: one row per probe and location.")] = "probe",
+        description="`location`: one row per probe and location (not with "
+        "`location`).")] = "probe",
 ) -> Comparison:
     """The named probes (`probe=A&probe=B`, up to 8) side by side over [to - window, to):
     availability, TTFT/TPOT/E2E p50 and p99, throughputs and goodput, capacity under SLO

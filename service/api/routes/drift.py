@@ -22,11 +22,17 @@ from sustain.service.history.aggregate import LATENCY_STATS
 from sustain.service.history.windows import parse_duration
 from sustain.service.schemas.common import MAX_DB_ID, ApiTime
 from sustain.service.schemas.drift import ChangePoint, DriftRead, WindowStat
+from sustain.service.schemas.patterns import duration_pattern
 
 router = APIRouter(prefix="/probes", tags=["drift"])
 
 ProbeId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
 MAX_SPAN_S = 90 * 86400
+
+
+MAX_DURATION_S = 90 * 86400
+DURATION = {"pattern": duration_pattern(MAX_DURATION_S),
+            "description": "A duration of at most 90d, e.g. 24h or 7d."}
 
 
 def _duration(field: str, text: str) -> int:
@@ -44,9 +50,9 @@ async def drift(
     probe_id: ProbeId,
     session: SessionDep,
     metric: MetricName = "ttft",
-    stat: str = "p99",
-    window: Annotated[str, Query(max_length=16)] = "24h",
-    baseline: Annotated[str, Query(max_length=16)] = "7d",
+    stat: Annotated[str, Query(json_schema_extra={"enum": sorted(LATENCY_STATS)})] = "p99",
+    window: Annotated[str, Query(max_length=16, json_schema_extra=DURATION)] = "24h",
+    baseline: Annotated[str, Query(max_length=16, json_schema_extra=DURATION)] = "7d",
     baseline_run: Annotated[int | None, Query(ge=1, le=MAX_DB_ID)] = None,
     to: ApiTime | None = None,
     location: LocationQuery = None,

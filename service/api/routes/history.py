@@ -38,11 +38,17 @@ from sustain.service.schemas.history import (
     SeriesPoint,
     WindowSummary,
 )
+from sustain.service.schemas.patterns import DURATION_MAX_NUMBER, DURATION_UNITS_S, duration_pattern
 
 router = APIRouter(prefix="/probes", tags=["history"])
 
 ProbeId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
 MAX_WINDOW_S = 400 * 86400
+WINDOW = {"pattern": duration_pattern(MAX_WINDOW_S),
+          "description": "A duration of at most 400d, e.g. 24h or 7d."}
+STEP = {"pattern": duration_pattern(DURATION_MAX_NUMBER * DURATION_UNITS_S["w"]),
+        "description": f"A duration, e.g. 1h or 1d; at most {MAX_POINTS:,} steps from `from` "
+        "to `to`."}
 
 UNITS = {"availability": "ratio", "request_throughput": "requests/s",
          "output_token_throughput": "tokens/s", "goodput": "requests/s",
@@ -74,7 +80,7 @@ async def series(
     stat: Stat = "p99",
     from_: Annotated[ApiTime | None, Query(alias="from")] = None,
     to: ApiTime | None = None,
-    step: Annotated[str, Query(max_length=16)] = "1h",
+    step: Annotated[str, Query(max_length=16, json_schema_extra=STEP)] = "1h",
     location: LocationQuery = None,
 ) -> Series:
     """One point per step (windows aligned on multiples of the step since the Unix epoch, UTC)
@@ -111,7 +117,7 @@ async def series(
 async def summary(
     probe_id: ProbeId,
     session: SessionDep,
-    window: Annotated[str, Query(max_length=16)] = "24h",
+    window: Annotated[str, Query(max_length=16, json_schema_extra=WINDOW)] = "24h",
     to: ApiTime | None = None,
     location: LocationQuery = None,
 ) -> WindowSummary:

@@ -85,7 +85,8 @@ async def test_the_compare_page_shows_probes_side_by_side(api: httpx.AsyncClient
     assert 'data-probe="sglang-b"' in page.text
     assert "<script" not in page.text
     drift_row = page.text[page.text.index("<th>drift</th>"):].split("</tr>", 1)[0]
-    assert drift_row.count("not enough runs yet") == 2, "no drift finding yet is not a no"
+    assert drift_row.count("not checked: the probe is disabled") == 2, \
+        "no drift finding yet is not a no: the page says why there is none"
     assert "no change" not in drift_row
     bad = await api.get("/compare", params={"probe": ["vllm-a", "nope"]})
     assert bad.status_code == 422

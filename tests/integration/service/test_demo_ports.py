@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from sustain.service.demo.objects import DEMO_BATCH
+from sustain.service.demo.objects import DEMO_SIMULATOR
 from sustain.service.demo.simulators import DemoSimulators
 from tests.processes import free_port, wait_until
 
@@ -53,7 +53,7 @@ def remembered(data_dir: Path) -> dict[str, int]:
     them (the ports a first start takes are the service's + 1 and + 2: choose_ports' own
     tests; here any two this test process was handed, which no other test uses)."""
     chosen = {"constant": free_port(), "capacity": free_port()}
-    DemoSimulators(data_dir, free_port(), None, DEMO_BATCH).remember(chosen)
+    DemoSimulators(data_dir, free_port(), None, DEMO_SIMULATOR).remember(chosen)
     return chosen
 
 
@@ -64,7 +64,7 @@ def test_a_simulator_port_in_time_wait_is_chosen_again(tmp_path: Path) -> None:
         plain.bind((LOOPBACK, before["constant"]))  # what the check used to do
     assert refused.value.errno == errno.EADDRINUSE, "TIME_WAIT looks like a port in use"
 
-    again = DemoSimulators(tmp_path, free_port(), None, DEMO_BATCH)
+    again = DemoSimulators(tmp_path, free_port(), None, DEMO_SIMULATOR)
     assert again.choose() == before, "the same ports as the previous start"
     assert again.moved == {}, "nothing moved, so no endpoint is rewritten"
     with listening(before["constant"]):
@@ -74,7 +74,7 @@ def test_a_simulator_port_in_time_wait_is_chosen_again(tmp_path: Path) -> None:
 def test_a_simulator_port_another_socket_listens_on_is_moved(tmp_path: Path) -> None:
     before = remembered(tmp_path)
     with listening(before["constant"]):
-        again = DemoSimulators(tmp_path, free_port(), None, DEMO_BATCH)
+        again = DemoSimulators(tmp_path, free_port(), None, DEMO_SIMULATOR)
         moved = again.choose()
     assert moved["constant"] != before["constant"]
     assert moved["capacity"] == before["capacity"]

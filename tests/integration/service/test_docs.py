@@ -16,9 +16,10 @@ async def test_docs_load_their_assets_from_this_app_only(api: httpx.AsyncClient)
     page = await api.get("/docs")
     assert page.status_code == 200
     assert page.headers["content-type"].startswith("text/html")
-    urls = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+    urls = re.findall(r'<(?:link|script)[^>]* (?:src|href)="([^"]+)"', page.text)
     assert len(urls) == 3, urls
     assert all(url.startswith("/docs/assets/") for url in urls), urls
+    assert re.findall(r'<a href="([^"]+)"', page.text) == ["/"], "back to the status page"
     assert "http" not in page.text.replace("/openapi.json", "")
     for url in urls:
         asset = await api.get(url)

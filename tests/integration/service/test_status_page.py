@@ -220,15 +220,19 @@ async def test_a_probe_page_shows_its_runs_charts_and_the_slos_that_cover_it(
     assert re.findall(r'data-slo="([^"]+)"', html) == ["by-name", "by-label"], \
         "the SLOs that cover it, by name or by label, and no other"
     assert html.count('class="run-row"') == 3
-    assert html.count('<figure class="axis-chart">') >= 3, "TTFT, E2E and availability"
-    assert "TTFT (ms)" in html
-    assert "not enough runs yet" in html
+    assert html.count('<figure class="axis-chart">') >= 5, \
+        "TTFT, TPOT, ITL, E2E and availability"
+    for axis in ("TTFT (ms)", "TPOT (ms)", "ITL (ms)", "end-to-end latency (ms)"):
+        assert axis in html
+    assert '<dd class="drift">not checked: the probe is disabled</dd>' in html, \
+        "drift names why it has no verdict"
     assert 'aria-current="true">1h<' in html
     fallback = await api.get(f"/probes/{probe_id}", params={"window": "forever"})
     assert 'aria-current="true">24h<' in fallback.text, "an unknown window reads as 24h"
     missing = await api.get("/probes/999999")
     assert missing.status_code == 404
-    assert "No such probe" in missing.text
+    assert "There is no probe 999999." in missing.text
+    assert 'aria-label="Site"' in missing.text, "a 404 page keeps the navigation"
     quiet = await api.get(f"/probes/{other_id}")
     assert "No runs yet" in quiet.text
     assert "No finished run in this window yet." in quiet.text, "empty charts say why"

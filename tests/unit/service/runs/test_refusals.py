@@ -24,7 +24,7 @@ from sustain.service.runs.refusals import (
     refused_final,
     run_error,
 )
-from sustain.service.runs.rows import SAMPLE_COLUMNS, row_problem
+from sustain.service.runs.rows import STORED_COLUMNS, row_problem
 from sustain.service.strict_json import NonFiniteNumberError
 
 
@@ -115,12 +115,12 @@ def test_a_runs_error_says_what_was_refused_why_and_where_it_is_kept() -> None:
 
 def sample_row(**values: Any) -> tuple[Any, ...]:
     """A valid sample row, with `values` in place of its columns."""
-    row = dict.fromkeys(SAMPLE_COLUMNS)
+    row = dict.fromkeys(STORED_COLUMNS)
     row.update(run_id=1, pos=0, probe_id=1, seq=0, stage=0,
                sent_at=datetime(2026, 1, 1, tzinfo=UTC), e2e_ms=10.0, itl_count=0,
                output_tokens=3, tokens_server_counted=True, outcome="success")
     row.update(values)
-    return tuple(row[name] for name in SAMPLE_COLUMNS)
+    return tuple(row[name] for name in STORED_COLUMNS)
 
 
 @pytest.mark.parametrize(("values", "reason", "column"), [
@@ -129,6 +129,7 @@ def sample_row(**values: Any) -> tuple[Any, ...]:
     ({"cached_tokens": -(2**31) - 1}, "out_of_range", "cached_tokens"),
     ({"conversation": "a\x00b"}, "invalid_text", "conversation"),
     ({"conversation": "\ud800"}, "invalid_text", "conversation"),
+    ({"error_detail": "HTTP 500: a\x00b"}, "invalid_text", "error_detail"),
     ({"ttft_ms": math.nan}, "non_finite", "ttft_ms"),
     ({"e2e_ms": math.inf}, "non_finite", "e2e_ms"),
     ({"output_tokens": 3.5}, "invalid_value", "output_tokens"),

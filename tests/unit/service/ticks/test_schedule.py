@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sustain.service.scheduling.claims import MAX_LOAD_DELAY_S, RANK_STEP_S, claim_delay
+from sustain.service.scheduling.claims import LOAD_MARGIN, preferred
 from sustain.service.scheduling.scheduler import catch_up_now
 from sustain.service.scheduling.trigger import TickTrigger
 from sustain.service.ticks.schedule import (
@@ -100,8 +100,8 @@ def test_catch_up_runs_the_current_tick_only_early_in_its_period() -> None:
     assert not catch_up_now(Every(15), T0 + timedelta(seconds=8))
 
 
-def test_a_replica_alone_never_waits() -> None:
-    assert claim_delay(1, T0, "a", 50, {}) == 0.0
+def test_a_replica_alone_claims_every_tick_first() -> None:
+    assert all(preferred(probe, T0, "a", {}, in_flight=50) for probe in range(20))
 
 
 def test_ticks_are_spread_evenly_over_equally_loaded_replicas() -> None:
@@ -110,18 +110,18 @@ def test_ticks_are_spread_evenly_over_equally_loaded_replicas() -> None:
     for probe in range(20):
         for k in range(30):
             tick = T0 + timedelta(seconds=2 * k)
-            delays = {r: claim_delay(probe, tick, r, 0, {o: 0 for o in replicas if o != r})
-                      for r in replicas}
-            assert sorted(delays.values()) == [0.0, RANK_STEP_S, 2 * RANK_STEP_S]
-            first[min(delays, key=delays.__getitem__)] += 1
+            chosen = [r for r in replicas
+                      if preferred(probe, tick, r, {o: 0 for o in replicas if o != r})]
+            assert len(chosen) == 1, "exactly one replica claims each tick first"
+            first[chosen[0]] += 1
     assert all(150 <= n <= 250 for n in first.values()), first
 
 
-def test_a_busier_replica_waits_longer_but_boundedly() -> None:
-    quiet = claim_delay(1, T0, "a", 0, {"b": 0})
-    busy = claim_delay(1, T0, "a", 4, {"b": 0})
-    assert busy == quiet + 4 * 0.005
-    assert claim_delay(1, T0, "a", 500, {"b": 0}) <= RANK_STEP_S + MAX_LOAD_DELAY_S
+def test_a_busier_replica_leaves_its_preferred_ticks_to_the_others() -> None:
+    mine = [p for p in range(40) if preferred(p, T0, "a", {"b": 0})]
+    assert mine, "some ticks prefer a"
+    assert [p for p in range(40) if preferred(p, T0, "a", {"b": 2}, LOAD_MARGIN + 2)] == mine
+    assert not any(preferred(p, T0, "a", {"b": 0}, LOAD_MARGIN + 1) for p in range(40))
 def test_a_firing_claims_the_tick_whose_jittered_time_has_come() -> None:
     every = Every(10)
     tick = T0

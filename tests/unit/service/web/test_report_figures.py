@@ -78,3 +78,53 @@ def test_a_failed_run_says_what_failed_where_and_why() -> None:
     assert "nothing answered at 127.0.0.1:9" in refused[1]
     crashed = failure_lines("failed", "worker exited with status -9", {}, None, None, None)
     assert crashed == ["The run failed: worker exited with status -9"]
+
+
+def test_a_percentile_from_too_few_samples_is_marked_and_explained() -> None:
+    from sustain.probes.report_tables import LOW_COUNT_CAPTION
+    from sustain.service.web.report import LOW_COUNT_MARK, render
+
+    page = run_page({"attempts": 40, "ttft_ms": {
+        "count": 40, "p50": 50.0, "p90": 55.0, "p95": 57.0, "p99": 60.0, "p999": 61.0,
+        "max": 61.0, "mean": 51.0, "low_count": ["p99", "p999"]}}, "t", "s", [], [])
+    (label, cells), = page.latencies
+    assert label == "TTFT"
+    assert cells[:5] == ["50.0", "55.0", "57.0", "60.0" + LOW_COUNT_MARK,
+                         "61.0" + LOW_COUNT_MARK]
+    assert cells[5:] == ["61.0", "51.0", "40"], "max, mean and count are never marked"
+    assert page.low_count
+    assert LOW_COUNT_CAPTION in render(page)
+    bounded = run_page({"attempts": 900, "ttft_ms": {"count": 900, "p99": 60.0,
+                                                     "low_count": []}}, "t", "s", [], [])
+    assert not bounded.low_count
+    assert LOW_COUNT_CAPTION not in render(bounded)
+
+
+def test_a_failed_run_says_what_the_server_said_and_the_request_it_was() -> None:
+    from sustain.service.db.status import FirstFailure
+    from sustain.service.web.report import failure_lines
+
+    words = "HTTP 404: The model `gpt-4o` does not exist."
+    lines = failure_lines("failed", None, {"attempts": 4, "errors": {"http_4xx": 4}},
+                          FirstFailure("http_4xx", 404, 4, words), "http://127.0.0.1:8001/v1",
+                          "openai-chat", "gpt-4o", detail=words)
+    assert lines[0] == ("4 of 4 requests failed (http_4xx 4); the first: http_4xx (HTTP 404) "
+                        "from POST http://127.0.0.1:8001/v1/chat/completions: The model "
+                        "`gpt-4o` does not exist.")
+    assert "does not serve model 'gpt-4o'" in lines[1]
+
+
+def test_an_interrupted_run_says_why_it_ended_not_what_failed() -> None:
+    from sustain.service.web.report import failure_lines, render
+
+    lines = failure_lines("interrupted", "service stopped during the run", {}, None, None,
+                          None)
+    assert lines == ["The run was interrupted: service stopped during the run"]
+    page = run_page({}, "t", "s", [], [], lines, status="interrupted")
+    assert page.failure_title == "Why it ended early"
+    assert not page.stored
+    html = render(page)
+    assert "What failed" not in html
+    assert "No request failed" not in html, "it stored no error counts to say so"
+    assert "<table" not in html, "no table of dashes for results it never stored"
+    assert page.histograms[0].empty == "The run was interrupted before it stored results."

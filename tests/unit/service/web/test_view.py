@@ -175,3 +175,29 @@ def test_run_notes_give_each_kinds_own_figure() -> None:
     assert run_notes(replace(RUN, item_throughput=1234.5)) == ["1,234.5 items/s"]
     assert run_notes(replace(RUN, rtf_p50=0.0812)) == ["real-time factor 0.0812 (median)"]
     assert run_notes(replace(RUN, retrieval_hit_rate=0.825)) == ["retrieval hit rate 82%"]
+
+
+def _day_of(values: list[float]) -> Aggregate:
+    agg = Aggregate()
+    agg.add_counts(Counts(runs=1, attempts=len(values), successes=len(values),
+                          good=len(values), good_measured_s=1, output_tokens=0, measured_s=1))
+    agg.add_sketch("ttft", MetricSketch.of(values).to_bytes())
+    return agg
+
+
+def test_a_day_p99_from_too_few_samples_is_marked_as_the_cli_marks_it() -> None:
+    rng = random.Random(8)
+    few = day_figures([_day_of([rng.uniform(40, 60) for _ in range(100)])])
+    assert few.ttft_p99_ms is not None
+    assert few.ttft_p99_low, "100 samples cannot bound a p99 at 99 % confidence"
+    assert not few.e2e_p99_low, "no value, nothing to mark"
+    many = day_figures([_day_of([rng.uniform(40, 60) for _ in range(2000)])])
+    assert not many.ttft_p99_low
+    card = probe_card(PROBE, RUN, few)
+    assert (card.ttft_p99_low, card.e2e_p99_low) == (True, False)
+
+
+def test_a_capacity_probes_card_says_its_figures_take_in_every_level() -> None:
+    day = day_figures([])
+    assert probe_card(PROBE, RUN, day, capacity=True).all_levels
+    assert not probe_card(PROBE, RUN, day).all_levels
