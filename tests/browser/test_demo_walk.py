@@ -234,7 +234,9 @@ def walk_at(page: Page, walk: Walk, demo: Demo, first: bool) -> None:
                              "not checked yet: drift is checked every")), drift
     walk.check("2-probe")
 
-    page.locator("table.runs a.run").last.click()
+    # its oldest succeeded run (one in flight when the demo was stopped is interrupted)
+    page.locator("table.runs tr.run-row").filter(
+        has=page.locator("td.status-succeeded")).last.locator("a.run").click()
     assert page.locator("h1").inner_text().endswith("of probe demo-constant")
     assert page.locator("table.latency tr").count() >= 3
     assert page.locator("figure.axis-chart rect.bar").count() > 0, "histograms"
@@ -255,7 +257,8 @@ def walk_at(page: Page, walk: Walk, demo: Demo, first: bool) -> None:
     page.locator('tr.probe[data-probe="demo-capacity"] a.probe').click()
     assert page.locator("h1").inner_text() == "Probe demo-capacity"
     walk.check("4-capacity-probe")
-    page.locator("table.runs a.run").last.click()
+    page.locator("table.runs tr.run-row").filter(
+        has=page.locator("td.status-succeeded")).last.locator("a.run").click()
     assert page.locator("h2#curve").inner_text().startswith("Capacity under SLO: 8")
     assert page.locator("figure.axis-chart circle.pass").count() >= 1
     assert page.locator("figure.axis-chart circle.fail").count() >= 1, \

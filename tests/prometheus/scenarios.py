@@ -28,13 +28,15 @@ Draw = Callable[[np.random.Generator, int], Measurement]
 
 
 def _request(ttft_ms: float, gaps_ms: Iterable[float], thinking_ms: float) -> Measurement:
-    """A streamed generation: first token at ttft_ms, one token after each gap, its answer's
-    first output thinking_ms after the first token (0: a model that answers at once)."""
+    """A streamed generation on a new connection: first token at ttft_ms, one token after
+    each gap, its answer's first output thinking_ms after the first token (0: a model that
+    answers at once); its response head at 0.8 of its TTFT, its connect a tenth of it."""
     gaps = tuple(float(g) for g in gaps_ms)
     return Measurement(ttft_ms=ttft_ms, itl_ms=gaps, e2e_ms=ttft_ms + sum(gaps),
                        output_tokens=len(gaps) + 1, tokens_server_counted=True,
                        input_tokens=100, http_status=200, error_class=None,
-                       ttfo_ms=ttft_ms + thinking_ms)
+                       ttfo_ms=ttft_ms + thinking_ms, ttfb_ms=0.8 * ttft_ms,
+                       connect_ms=0.1 * ttft_ms, connection_reused=False)
 
 
 def spread(ttft_ms: float, itl_ms: float, thinking_ms: float,

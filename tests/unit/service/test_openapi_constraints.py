@@ -17,6 +17,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from sustain.probes.load.profiles import PROFILE_KINDS
 from sustain.service.alerting.notifiers import NotifierCreate
+from sustain.service.api.openapi import DATASET_FIELDS, FREE_FORM, LIMITED, MODEL_RULES
 from sustain.service.app import create_app
 from sustain.service.config import Settings
 from sustain.service.history.windows import parse_duration
@@ -307,3 +308,16 @@ def test_a_duration_pattern_takes_what_parse_duration_takes_within_its_bound(
 @given(expression=st.from_regex(re.compile(CRON_PATTERN), fullmatch=True))
 def test_every_expression_the_cron_pattern_takes_is_a_schedule(expression: str) -> None:
     parse_cron(expression).shortest_gap_s()
+
+
+def test_every_field_the_document_narrows_is_in_it(served: Document) -> None:
+    """The tables of service/api/openapi.py name models and fields of other packages: one
+    renamed there would silently stop being narrowed here."""
+    targets = [*((model, name) for fields in LIMITED.values() for model, name in fields),
+               *DATASET_FIELDS, *FREE_FORM]
+    missing = [(model.__name__, name) for model, name in targets
+               if not any(name in c.get("properties", {}) for c in
+                          (component(served, model.__name__),))]
+    assert missing == []
+    for model, _rule, _words in MODEL_RULES:
+        assert component(served, model.__name__) is not None, model.__name__
