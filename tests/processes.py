@@ -109,7 +109,9 @@ class SustainProcess:
     def output(self) -> str:
         return self.log_path.read_text(errors="replace")
 
-    def wait_http(self, url: str, timeout_s: float = 30.0, status: int = 200) -> None:
+    def wait_http(self, url: str, timeout_s: float = 90.0, status: int = 200) -> None:
+        """Until `url` answers `status`. The default is only a hang guard: on two loaded
+        cores a process importing sustain can take 15 s or more to listen."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             assert self.proc is not None
