@@ -2,7 +2,7 @@
 and r4 in `b`; --replicas-per-location), each probe in both locations, against the simulator,
 for --minutes (10).
 
-With --baseline REV (e.g. HEAD, the code before a change not yet committed), location b's
+With --baseline REV (the commit before a change, or HEAD before it is committed), location b's
 replicas run that revision's code (its tree from `git archive`, first on their PYTHONPATH)
 while location a's run this working tree: both ways of scheduling run the same 1,000 probes at
 the same moment on the same database and the same busy machine, and the ratio of their
@@ -216,11 +216,17 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--replicas-per-location", type=int, default=2)
     parser.add_argument("--baseline", metavar="REV", default=None,
-                        help="run location b's replicas from this git revision (e.g. HEAD)")
+                        help="run location b's replicas from this git revision")
+    parser.add_argument("--baseline-everywhere", action="store_true",
+                        help="run every replica from --baseline (the old code alone; with "
+                        "--no-record)")
     parser.add_argument("--logs", type=Path, default=None,
                         help="keep each replica's log (level info) in this folder")
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args()
+    if args.baseline_everywhere and (args.baseline is None or not args.no_record):
+        parser.error("--baseline-everywhere needs --baseline and --no-record")
+    baseline_places = set(PLACES) if args.baseline_everywhere else {BASELINE_PLACE}
 
     url = fresh_database(args.server_url, DATABASE)
     env = {"SUSTAIN_ADMIN_KEY": TEST_ADMIN_KEY, "SUSTAIN_MEASURE_WORKERS": "1",
@@ -236,13 +242,16 @@ def main() -> None:
                     tempfile.TemporaryDirectory(prefix="sustain-baseline-"))))
                 baseline_env = {"PYTHONPATH": os.pathsep.join(
                     [str(path), *filter(None, [os.environ.get("PYTHONPATH")])])}
-                code[BASELINE_PLACE] = f"baseline {args.baseline}"
+                short = subprocess.run(
+                    ["git", "-C", str(ROOT), "rev-parse", "--short", args.baseline],
+                    check=True, capture_output=True, text=True).stdout.strip()
+                code.update((place, f"baseline {short}") for place in baseline_places)
             sim = stack.enter_context(Simulator(["--ttft-ms", "5", "--itl-ms", "1",
                                                  "--output-tokens", "4", "--max-batch", "512"]))
             services: dict[str, Service] = {}
             for name, place in replicas.items():
                 replica_env = {**env, "SUSTAIN_REPLICA_ID": name, "SUSTAIN_LOCATION": place,
-                               **(baseline_env if place == BASELINE_PLACE else {})}
+                               **(baseline_env if place in baseline_places else {})}
                 services[place] = stack.enter_context(
                     Service(url, replica_env) if args.logs is None else
                     LoggedService(url, replica_env, args.logs / f"{name}.log"))
@@ -287,16 +296,17 @@ def main() -> None:
     runs = len(rows)
     expected = args.probes * len(PLACES) * (math.ceil(end.timestamp() / args.interval)
                                             - math.ceil(start.timestamp() / args.interval))
-    ours = [d for place, v in by_location.items() if code[place] == "this tree" for d in v]
+    ours = [d for place, v in by_location.items() if code[place] == "this tree" for d in v] \
+        or [d for v in by_location.values() for d in v]
     lines = [
         f"| {place} | {code[place]} | {', '.join(n for n, p in replicas.items() if p == place)}"
         f" | {sum(statuses[place].values())} | {dict(statuses[place])} | "
         f"{statistics.median(v):.1f} | **{percentile(v, 0.99):.1f}** | {max(v):.1f} |"
         for place, v in sorted(by_location.items())]
     ratio = None
-    if args.baseline is not None and by_location[BASELINE_PLACE] and ours:
+    if args.baseline is not None and not args.baseline_everywhere and by_location[BASELINE_PLACE]:
         before = percentile(by_location[BASELINE_PLACE], 0.99)
-        ratio = (f"baseline {args.baseline} (location {BASELINE_PLACE}, same run): p99 "
+        ratio = (f"{code[BASELINE_PLACE]} (location {BASELINE_PLACE}, same run): p99 "
                  f"{before:.1f} ms, {before / percentile(ours, 0.99):.1f}x this tree's")
     body = (
         f"{args.probes} `single` probes every {args.interval} s (jitter {args.jitter:g} s), "

@@ -90,6 +90,7 @@ def _sign_in_as_viewer(page: Page, live: str) -> None:
                                                     "role": "viewer"}).json()["key"]
     page.fill("#key", viewer_key)
     page.click("button[type=submit]")
+    page.wait_for_load_state("load")
     assert page.url == live + "/"
     cookie, = page.context.cookies()
     assert cookie["name"] == "sustain_session"
