@@ -7,6 +7,8 @@ replicas run that revision's code (its tree from `git archive`, first on their P
 while location a's run this working tree: both ways of scheduling run the same 1,000 probes at
 the same moment on the same database and the same busy machine, and the ratio of their
 tick-to-send p99 is the change's effect. Without it, every replica runs this working tree.
+REV must use this tree's schema (the database is migrated by this tree): from revision 0026
+on, whose runs keep their sketches as a record on the run's row.
 
 Reports, over the measured window (the first interval, with its catch-up runs, left out):
 - tick-to-send delay: the first request's sent_at minus its tick minus the tick's jitter,
@@ -121,7 +123,7 @@ def postgres_cpu_s() -> float:
 
 
 TABLES = {
-    "runs": "runs", "run_sketches": "run_sketches", "samples": "samples%",
+    "runs": "runs", "samples": "samples%",
     "rollups": "rollup%", "slo_run_counts": "slo_run_counts",
 }
 """What grows, by table (samples: its day partitions together), indexes and TOAST included."""

@@ -25,9 +25,9 @@ writes the same rows (claimed ahead, samples through the write buffer, the same 
    samples stored.
 
 Sizes are `pg_total_relation_size` (heap, TOAST and indexes; the free-space and visibility
-maps too after a plain VACUUM), grouped as runs, run_sketches, rollups, rollup_sketches,
-samples (partitions summed) and others (every other table, e.g. slo_run_counts). The figures
-feed docs/sizing.md; `--sizing` prints its table of fleets from them.
+maps too after a plain VACUUM), grouped as runs (a run's sketches are a record on its row),
+rollups, rollup_sketches, samples (partitions summed) and others (every other table, e.g.
+slo_run_counts). The figures feed docs/sizing.md; `--sizing` prints its table of fleets from them.
 
 Targets: <= 2 KiB per single-request run, <= 50 B per sample.
 """
@@ -52,7 +52,7 @@ TARGET_RUN_BYTES = 2048
 """Target: bytes kept per single-request run, every table included."""
 TARGET_SAMPLE_BYTES = 50
 """Target: bytes kept per raw sample (its `samples` row and index entries)."""
-GROUPS = ("runs", "run_sketches", "rollups", "rollup_sketches", "samples")
+GROUPS = ("runs", "rollups", "rollup_sketches", "samples")
 """The tables reported on their own; every other table counts as OTHERS."""
 OTHERS = "others"
 SECONDS_PER_DAY = 86_400
@@ -208,7 +208,7 @@ SIZES = """
     LEFT JOIN pg_class p ON p.oid = i.inhparent
     WHERE n.nspname = 'public' AND c.relkind = 'r'
 """
-COUNTED = ("runs", "run_sketches", "rollups", "rollup_sketches", "samples", "slo_run_counts")
+COUNTED = ("runs", "rollups", "rollup_sketches", "samples", "slo_run_counts")
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,7 +410,7 @@ async def run(args: argparse.Namespace) -> tuple[str, str, Footprint]:
                 if name != "samples" and size}
 
     footprint = Footprint(
-        run_bytes=per_full["runs"] + per_full["run_sketches"] + per_full[OTHERS],
+        run_bytes=per_full["runs"] + per_full[OTHERS],
         sample_bytes=sample_bytes, bucket_bytes=bucket_bytes)
     headline = (f"{run_total:,.0f} B per single-request run "
                 f"({ratio(run_total, TARGET_RUN_BYTES)} its target), "

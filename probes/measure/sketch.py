@@ -7,6 +7,7 @@ import math
 import struct
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from ddsketch import DDSketch
@@ -118,9 +119,42 @@ class MetricSketch:
         return round(below)
 
     def to_bytes(self) -> bytes:
-        message: bytes = DDSketchProto.to_proto(  # type: ignore[no-untyped-call]
-            self._sketch).SerializeToString()
+        """The interchange form (agents' uploads, rollups): sum, min and max, then ddsketch's
+        protobuf message with each store trimmed to its first and last non-empty bin (a
+        store keeps spare bins around them, which would be a kilobyte of zeros)."""
+        proto: Any = DDSketchProto.to_proto(self._sketch)  # type: ignore[no-untyped-call]
+        _trim(proto.positiveValues)
+        _trim(proto.negativeValues)
+        message: bytes = proto.SerializeToString()
         return _HEADER.pack(self.sum, self.min, self.max) + message
+
+    def pack(self) -> PackedSketch:
+        """The compact form a run's record stores (sketch_record): the value itself for a
+        single value (a sketch of one value answers it exactly), else sum, min, max, the
+        zero count and each store's first key and counts. Only sketches with sustain's index
+        mapping pack (ValueError otherwise): the form does not carry the mapping."""
+        if self.count == 1 and math.isfinite(self.sum) and self.sum == self.min == self.max:
+            return PackedSketch((self.sum,))
+        sketch: Any = self._sketch
+        if not _is_sustains(sketch._mapping):
+            raise ValueError("sketch was not made with sustain's index mapping")
+        if self.count == 0:
+            return PackedSketch(())
+        entry: list[Any] = [self.sum, self.min, self.max, _number(sketch._zero_count),
+                            *_packed_store(sketch._store)]
+        negative = _packed_store(sketch._negative_store)
+        if negative[1]:
+            entry.extend(negative)
+        return PackedSketch(tuple(entry))
+
+    @classmethod
+    def load(cls, data: SketchData) -> MetricSketch:
+        """The sketch of either stored form."""
+        if isinstance(data, PackedSketch):
+            bins = _Bins()
+            bins.add_packed(data)
+            return bins.result()
+        return cls.from_bytes(data)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> MetricSketch:
@@ -139,7 +173,12 @@ class SketchMerger:
         self._bins = _Bins()
         self._mapping: bytes | None = None
 
-    def add(self, data: bytes) -> None:
+    def add(self, data: SketchData) -> None:
+        if isinstance(data, PackedSketch):  # always of sustain's mapping (pack checks)
+            if self._mapping is None:
+                self._mapping = _DEFAULT_MAPPING
+            self._bins.add_packed(data)
+            return
         total, low, high = _HEADER.unpack_from(data)
         message = DDSketchMessage.FromString(data[_HEADER.size:])
         mapping = message.mapping.SerializeToString()
@@ -190,6 +229,26 @@ class _Bins:
         self.min = min(self.min, other.min)
         self.max = max(self.max, other.max)
 
+    def add_packed(self, packed: PackedSketch) -> None:
+        """Add a sketch in the packed form (MetricSketch.pack)."""
+        entry = packed.entry
+        if len(entry) == 1:
+            self.add_values([float(entry[0])])
+            return
+        if not entry:
+            return
+        total, low, high, zero = entry[:4]
+        for counts, offset, stored in ((self.positive, entry[4], entry[5]),
+                                       (self.negative, *(entry[6:8] or (0, ())))):
+            get = counts.get
+            for index, count in enumerate(stored, offset):
+                if count:
+                    counts[index] = get(index, 0.0) + count
+        self.zero += zero
+        self.sum += total
+        self.min = min(self.min, low)
+        self.max = max(self.max, high)
+
     def add_values(self, values: list[float]) -> None:
         if not values:
             return
@@ -221,6 +280,53 @@ _STORED_MAPPING: KeyMapping = KeyMappingProto.from_proto(  # type: ignore[no-unt
         DDSketch(RELATIVE_ACCURACY)).SerializeToString()).mapping)
 """The mapping as decoded from bytes (its gamma can differ from a fresh one's in the last
 bit): sketches filled from bins use it, so they answer exactly like decoded ones."""
+
+
+@dataclass(frozen=True, slots=True)
+class PackedSketch:
+    """A sketch in the compact form a run's record stores (MetricSketch.pack): `(value,)`
+    for a sketch of one value, `()` for an empty one, else `(sum, min, max, zero count,
+    first positive key, positive counts[, first negative key, negative counts])`. Counts are
+    ints where whole (msgpack writes small ints in one byte)."""
+
+    entry: tuple[Any, ...]
+
+
+SketchData = bytes | PackedSketch
+"""A stored sketch: the interchange bytes (MetricSketch.to_bytes) or the packed form."""
+
+
+def _is_sustains(mapping: object) -> bool:
+    """Whether `mapping` is sustain's (a fresh one, or one decoded from bytes)."""
+    return (type(mapping) is LogarithmicMapping
+            and getattr(mapping, "_offset", None) == _MAPPING._offset
+            and math.isclose(getattr(mapping, "relative_accuracy", 0.0),
+                             _MAPPING.relative_accuracy, rel_tol=1e-12))
+
+
+def _number(count: float) -> float | int:
+    """A count as an int when whole (so it packs small), else as it is."""
+    return int(count) if float(count).is_integer() else count
+
+
+def _packed_store(store: Any) -> tuple[int, tuple[float | int, ...]]:
+    """(first key, counts up to the last non-empty bin) of a DenseStore; (0, ()) if empty."""
+    bins: list[float] = store.bins
+    nonzero = [i for i, count in enumerate(bins) if count]
+    if not nonzero:
+        return 0, ()
+    first, last = nonzero[0], nonzero[-1]
+    return store.offset + first, tuple(_number(c) for c in bins[first:last + 1])
+
+
+def _trim(store: Any) -> None:
+    """Cut a protobuf Store's contiguous counts to its first and last non-empty bin."""
+    counts = list(store.contiguousBinCounts)
+    nonzero = [i for i, count in enumerate(counts) if count]
+    first, last = (nonzero[0], nonzero[-1]) if nonzero else (0, -1)
+    del store.contiguousBinCounts[:]
+    store.contiguousBinCounts.extend(counts[first:last + 1])
+    store.contiguousBinIndexOffset = store.contiguousBinIndexOffset + first if nonzero else 0
 
 
 def _keys(values: list[float]) -> Counter[int]:

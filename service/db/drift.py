@@ -15,9 +15,15 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from sustain.probes.measure.finite import ratio
-from sustain.service.db.models import DriftFinding, Probe, Run, RunSketch
+from sustain.service.db.models import DriftFinding, Probe, Run
 from sustain.service.evaluation.drift import DriftReport
-from sustain.service.evaluation.drift_runs import RunValue, SketchRow, compare_runs
+from sustain.service.evaluation.drift_runs import (
+    RecordRow,
+    RunComparison,
+    RunValue,
+    compare_runs,
+    metric_rows,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,17 +56,17 @@ async def drift_report(session: AsyncSession, probe_id: int, metric: str, stat: 
     with one pinned run (a Run of this probe, checked by the caller), on each run's `stat` of
     `metric`; the runs of one `location`, or of all."""
     start = end - window
-    recent_rows = await _sketch_rows(session, probe_id, metric, start=start, end=end,
+    recent_rows = await _record_rows(session, probe_id, start=start, end=end,
                                      location=location)
     if isinstance(baseline, Run):
         base_start = base_end = None
-        base_rows = await _sketch_rows(session, probe_id, metric, run_id=baseline.id)
+        base_rows = await _record_rows(session, probe_id, run_id=baseline.id)
     else:
         base_start, base_end = start - baseline, start
-        base_rows = await _sketch_rows(session, probe_id, metric, start=base_start,
-                                       end=base_end, location=location)
+        base_rows = await _record_rows(session, probe_id, start=base_start, end=base_end,
+                                       location=location)
     compared = await asyncio.to_thread(
-        compare_runs, base_rows, recent_rows, stat, pinned=isinstance(baseline, Run))
+        _compare, metric, base_rows, recent_rows, stat, pinned=isinstance(baseline, Run))
     return DriftResult(
         report=compared.report,
         recent=WindowSummary(start, end, len(compared.recent.values), compared.recent.value),
@@ -69,14 +75,22 @@ async def drift_report(session: AsyncSession, probe_id: int, metric: str, stat: 
         change_point=compared.change_point)
 
 
-async def _sketch_rows(session: AsyncSession, probe_id: int, metric: str, *,
+def _compare(metric: str, base: list[RecordRow], recent: list[RecordRow], stat: str, *,
+             pinned: bool) -> RunComparison:
+    """compare_runs on the `metric` sketches of the records (in a worker thread)."""
+    return compare_runs(metric_rows(base, metric), metric_rows(recent, metric), stat,
+                        pinned=pinned)
+
+
+async def _record_rows(session: AsyncSession, probe_id: int, *,
                        start: datetime | None = None, end: datetime | None = None,
                        run_id: int | None = None, location: str | None = None
-                       ) -> list[SketchRow]:
-    """The `metric` sketches of the probe's finished runs scheduled in [start, end) (or of
-    run `run_id`), oldest run first."""
+                       ) -> list[RecordRow]:
+    """The sketch records of the probe's finished runs scheduled in [start, end) (or of
+    run `run_id`) that measured something, oldest run first; decoded by the caller, off the
+    event loop."""
     where: list[ColumnElement[bool]] = [Run.probe_id == probe_id, Run.attempts.is_not(None),
-                                        RunSketch.metric == metric]
+                                        Run.sketches.is_not(None)]
     if start is not None:
         where.append(Run.scheduled_for >= start)
     if end is not None:
@@ -86,20 +100,17 @@ async def _sketch_rows(session: AsyncSession, probe_id: int, metric: str, *,
     if location is not None:
         where.append(Run.location == location)
     rows = await session.execute(
-        select(Run.id, Run.scheduled_for, RunSketch.sketch)
-        .join(RunSketch, RunSketch.run_id == Run.id)
+        select(Run.id, Run.scheduled_for, Run.sketches)
         .where(*where)
         .order_by(Run.scheduled_for, Run.id))
-    return [(row_id, at, bytes(data)) for row_id, at, data in rows]
+    return [(row_id, at, bytes(record)) for row_id, at, record in rows if record is not None]
 
 
-async def window_sketch_rows(session: AsyncSession, probe_id: int, metric: str,
-                             start: datetime, end: datetime, location: str | None = None
-                             ) -> list[SketchRow]:
-    """The `metric` sketches of the probe's finished runs scheduled in [start, end) (in one
-    location, or in all)."""
-    return await _sketch_rows(session, probe_id, metric, start=start, end=end,
-                              location=location)
+async def window_records(session: AsyncSession, probe_id: int, start: datetime,
+                         end: datetime, location: str | None = None) -> list[RecordRow]:
+    """The sketch records of the probe's finished runs scheduled in [start, end) (in one
+    location, or in all), for `drift_runs.metric_rows` off the event loop."""
+    return await _record_rows(session, probe_id, start=start, end=end, location=location)
 
 
 async def run_throughputs(session: AsyncSession, probe_id: int, start: datetime,
@@ -153,8 +164,7 @@ async def window_runs(session: AsyncSession, probe_id: int, start: datetime, end
     """The probe's finished runs scheduled in [start, end), and those of them with an E2E
     sketch (a successful request: a latency value a drift test can compare), for saying
     why a finding has no verdict."""
-    measured = select(RunSketch.run_id).where(RunSketch.run_id == Run.id,
-                                              RunSketch.metric == "e2e").exists()
+    measured = Run.successes > 0
     row = (await session.execute(
         select(func.count(), func.count().filter(measured))
         .select_from(Run)

@@ -10,7 +10,8 @@ from typing import Any
 from sqlalchemy import and_, func, or_, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from sustain.service.db.models import Rollup, RollupSketch, Run, RunSketch
+from sustain.probes.measure import sketch_record
+from sustain.service.db.models import Rollup, RollupSketch, Run
 from sustain.service.history.aggregate import Aggregate, Counts, Piece, SketchPiece, assemble, plan
 from sustain.service.history.windows import DAY_S, HOUR_S, at
 
@@ -96,11 +97,13 @@ async def run_sketches(session: AsyncSession, probe_id: int,
                        location: str | None = None) -> list[SketchPiece]:
     if not metrics:
         return []
-    query = (select(_epoch(Run.scheduled_for), RunSketch.metric, RunSketch.sketch)
-             .join(Run, Run.id == RunSketch.run_id)
+    query = (select(_epoch(Run.scheduled_for), Run.sketches)
              .where(Run.probe_id == probe_id, _in_ranges(ranges), Run.attempts.is_not(None),
-                    _located(Run.location, location), RunSketch.metric.in_(metrics)))
-    return [SketchPiece(float(t), m, bytes(s)) for t, m, s in await session.execute(query)]
+                    _located(Run.location, location), Run.sketches.is_not(None)))
+    wanted = set(metrics)
+    return [SketchPiece(float(t), metric, packed)
+            for t, record in await session.execute(query)
+            for _, metric, packed in sketch_record.unpack(bytes(record), wanted)]
 
 
 async def aggregates(session: AsyncSession, probe_id: int,

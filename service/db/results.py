@@ -1,5 +1,6 @@
-"""Writing finished runs: status, counts and summary, their sketches, and their share of the
-hourly and daily rollups, in the writer's transaction right after their samples.
+"""Writing finished runs: status, counts, summary and sketches (one record on the run's
+row), and their share of the hourly and daily rollups, in the writer's transaction right after
+their samples.
 
 Set-based: a batch of finals costs a handful of statements whatever its size (array
 parameters through asyncpg), and the rollup sketches of the batch are merged in Python first,
@@ -18,6 +19,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from sustain.probes.measure import sketch_record
 from sustain.probes.measure.sketch import MetricSketch, SketchMerger
 from sustain.service.history.aggregate import Aggregate, Counts
 from sustain.service.runs.finals import RunFinal
@@ -34,20 +36,15 @@ FINISH_RUNS = """
         finished_at = now(), samples_dropped = u.dropped, attempts = u.attempts,
         successes = u.successes, good = u.good, output_tokens = u.output_tokens,
         measured_s = u.measured_s, quality_checked = u.quality_checked,
-        quality_passed = u.quality_passed, capacity = u.capacity, capacity_tps = u.capacity_tps
+        quality_passed = u.quality_passed, capacity = u.capacity, capacity_tps = u.capacity_tps,
+        sketches = u.sketches
     FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::integer[],
                 $6::integer[], $7::integer[], $8::integer[], $9::bigint[], $10::float8[],
-                $11::integer[], $12::integer[], $13::integer[], $14::float8[])
+                $11::integer[], $12::integer[], $13::integer[], $14::float8[], $15::bytea[])
         AS u(id, status, error, summary, dropped, attempts, successes, good, output_tokens,
-             measured_s, quality_checked, quality_passed, capacity, capacity_tps)
+             measured_s, quality_checked, quality_passed, capacity, capacity_tps, sketches)
     WHERE r.id = u.id AND r.status IN ('pending', 'running')
     RETURNING r.id, r.location
-"""
-
-INSERT_RUN_SKETCHES = """
-    INSERT INTO run_sketches (run_id, stage, metric, count, sum, min, max, sketch)
-    SELECT * FROM unnest($1::bigint[], $2::smallint[], $3::text[], $4::bigint[],
-                         $5::float8[], $6::float8[], $7::float8[], $8::bytea[])
 """
 
 ADD_ROLLUP_COUNTS = """
@@ -138,6 +135,14 @@ def _columns(rows: Sequence[Sequence[Any]]) -> list[list[Any]]:
     return [list(column) for column in zip(*rows, strict=True)]
 
 
+def _record(final: RunFinal) -> bytes | None:
+    """The run's sketches as one record (sketch_record), None when it has none."""
+    if not final.sketches:
+        return None
+    return sketch_record.pack({key: MetricSketch.from_bytes(data)
+                               for key, data in final.sketches.items()})
+
+
 async def _driver(connection: AsyncConnection) -> Any:
     raw = await connection.get_raw_connection()
     return raw.driver_connection
@@ -166,18 +171,10 @@ async def apply_all(connection: AsyncConnection, finals: Sequence[RunFinal]) -> 
             None if c is None else c.output_tokens, None if c is None else c.measured_s,
             None if c is None else c.quality_checked,
             None if c is None else c.quality_passed,
-            None if c is None else c.capacity, None if c is None else c.capacity_tps))
+            None if c is None else c.capacity, None if c is None else c.capacity_tps,
+            _record(f)))
     applied = {int(r[0]): str(r[1]) for r in await driver.fetch(FINISH_RUNS, *_columns(rows))}
     recorded = [f for f in finals if f.run_id in applied]
-
-    sketch_rows = []
-    for f in recorded:
-        for (stage, metric), data in sorted(f.sketches.items()):
-            sketch = MetricSketch.from_bytes(data)
-            sketch_rows.append((f.run_id, stage, metric, sketch.count, sketch.sum, sketch.min,
-                                sketch.max, data))
-    if sketch_rows:
-        await driver.execute(INSERT_RUN_SKETCHES, *_columns(sketch_rows))
 
     for f in recorded:
         for name, points in sorted(f.server_series.items()):

@@ -9,12 +9,14 @@ approximate; for `itl`, the sketch holds every gap rather than each request's wo
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from sustain.probes.measure import sketch_record
 from sustain.probes.measure.sketch import MetricSketch
 
 COVERS = """(p.name = ANY(s.probe_names)
@@ -49,12 +51,12 @@ COUNT_EXACT = f"""
 """
 
 APPROXIMATE_SOURCES = f"""
-    SELECT s.id, s.metric, s.threshold_ms, r.id, r.scheduled_for, k.sketch, r.location
+    SELECT s.id, s.metric, s.threshold_ms, r.id, r.scheduled_for, r.sketches, r.location
     FROM runs r
     JOIN probes p ON p.id = r.probe_id
     JOIN slos s ON {COVERS}
-    JOIN run_sketches k ON k.run_id = r.id AND k.metric = s.metric
     WHERE s.id = :slo_id AND s.kind = 'latency' AND r.attempts IS NOT NULL
+      AND r.sketches IS NOT NULL
       AND r.scheduled_for >= :since AND r.scheduled_for < :exact_since
       AND NOT EXISTS (SELECT 1 FROM slo_run_counts c WHERE c.slo_id = s.id AND c.run_id = r.id)
     ORDER BY r.id
@@ -83,14 +85,11 @@ async def backfill(connection: AsyncConnection, slo_id: int, since: datetime,
         text(_count_exact(runs="r.scheduled_for >= :exact_since", slos="s.id = :slo_id")),
         {"exact_since": exact_since, "slo_id": slo_id})
     written = int(result.rowcount)
-    rows = list(await connection.execute(text(APPROXIMATE_SOURCES), {
-        "slo_id": slo_id, "since": since, "exact_since": exact_since}))
-    merged: dict[int, tuple[datetime, str, int, int]] = {}
-    for _, _, threshold, run_id, scheduled_for, data, location in rows:
-        sketch = MetricSketch.from_bytes(bytes(data))
-        _, _, good, total = merged.get(run_id, (scheduled_for, location, 0, 0))
-        merged[run_id] = (scheduled_for, location, good + sketch.count_at_or_below(threshold),
-                          total + sketch.count)
+    rows = [(metric, threshold, run_id, scheduled_for, bytes(record), location)
+            for _, metric, threshold, run_id, scheduled_for, record, location
+            in await connection.execute(text(APPROXIMATE_SOURCES), {
+                "slo_id": slo_id, "since": since, "exact_since": exact_since})]
+    merged = await asyncio.to_thread(_approximate_counts, rows)
     if merged:
         await connection.execute(text(
             "INSERT INTO slo_run_counts (slo_id, run_id, scheduled_for, location, good, "
@@ -99,9 +98,22 @@ async def backfill(connection: AsyncConnection, slo_id: int, since: datetime,
             [{"slo_id": slo_id, "run_id": run_id, "at": at, "location": location,
               "good": good, "total": total}
              for run_id, (at, location, good, total) in sorted(merged.items())])
-    if rows:
-        written += len(merged)
-    return written
+    return written + len(merged)
+
+
+def _approximate_counts(rows: Sequence[tuple[str, float, int, datetime, bytes, str]]
+                        ) -> dict[int, tuple[datetime, str, int, int]]:
+    """(scheduled_for, location, good, total) of each run from its record's sketches of
+    the SLO's metric (every stage), runs without one left out. Decodes every record: for a
+    worker thread."""
+    merged: dict[int, tuple[datetime, str, int, int]] = {}
+    for metric, threshold, run_id, scheduled_for, record, location in rows:
+        for _, _, packed in sketch_record.unpack(record, {metric}):
+            sketch = MetricSketch.load(packed)
+            _, _, good, total = merged.get(run_id, (scheduled_for, location, 0, 0))
+            merged[run_id] = (scheduled_for, location,
+                              good + sketch.count_at_or_below(threshold), total + sketch.count)
+    return merged
 
 
 async def location_window_counts(connection: AsyncConnection, slo_id: int, now: datetime,

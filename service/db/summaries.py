@@ -23,7 +23,7 @@ from sustain.probes.measure.sketch import SketchMerger
 from sustain.service.db import drift as drift_queries
 from sustain.service.db import history
 from sustain.service.db.models import Endpoint, Probe, Run
-from sustain.service.evaluation.drift_runs import SketchRow
+from sustain.service.evaluation.drift_runs import RecordRow, SketchRow, metric_rows
 from sustain.service.evaluation.stability import Stability, stability
 from sustain.service.history.aggregate import count_stat, latency_stat
 from sustain.service.schemas.history import MetricSummary, WindowSummary
@@ -42,12 +42,9 @@ async def window_summary(session: AsyncSession, probe_id: int, start: datetime,
         metrics[name] = MetricSummary(
             count=sketch.count, **{stat: v.value for stat, v in values.items()},
             low_count=[stat for stat in QUANTILES if values[stat].low_count])
-    figures: dict[str, list[SketchRow]] = {
-        metric: await drift_queries.window_sketch_rows(session, probe_id, metric, start, end,
-                                                       location)
-        for metric in ("ttft", "tpot")}
+    records = await drift_queries.window_records(session, probe_id, start, end, location)
     throughputs = await drift_queries.run_throughputs(session, probe_id, start, end, location)
-    steadiness = await asyncio.to_thread(run_stability, figures, throughputs)
+    steadiness = await asyncio.to_thread(_stability, records, throughputs)
     tps = count_stat(agg, "output_token_throughput").value
     items = agg.sketch("items")
     return WindowSummary(
@@ -104,6 +101,12 @@ def run_power_w(metrics: object) -> float | None:
                                  if name in ("gpu_energy_mj", "gpu_power_w")})
     except ValidationError:
         return None
+
+
+def _stability(records: list[RecordRow], throughputs: list[float]) -> dict[str, Stability]:
+    """run_stability of TTFT and TPOT from the window's records (in a worker thread)."""
+    return run_stability({metric: metric_rows(records, metric) for metric in ("ttft", "tpot")},
+                         throughputs)
 
 
 def run_stability(figures: dict[str, list[SketchRow]], throughputs: list[float]

@@ -13,12 +13,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sustain.probes.measure.sketch import SketchMerger
+from sustain.probes.measure import sketch_record
+from sustain.probes.measure.sketch import SketchData, SketchMerger
 from sustain.service.evaluation.drift import DriftReport, detect, detect_against
 from sustain.service.history.aggregate import latency_stat
 
-SketchRow = tuple[int, datetime, bytes]
-"""(run id, scheduled_for, serialised MetricSketch of one stage of that run, in ms)."""
+SketchRow = tuple[int, datetime, SketchData]
+"""(run id, scheduled_for, a stored MetricSketch of one stage of that run, in ms)."""
+RecordRow = tuple[int, datetime, bytes]
+"""(run id, scheduled_for, the run's sketch record: sustain.probes.measure.sketch_record)."""
+
+
+def metric_rows(records: Sequence[RecordRow], metric: str) -> list[SketchRow]:
+    """The `metric` sketches of each run's record, a row per stage, in the records' order.
+    CPU-bound (decodes every record): off the event loop."""
+    wanted = {metric}
+    return [(run_id, at, packed) for run_id, at, record in records
+            for _, _, packed in sketch_record.unpack(record, wanted)]
 
 
 @dataclass(frozen=True, slots=True)

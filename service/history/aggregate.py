@@ -15,7 +15,7 @@ from typing import Literal, get_args
 from sustain.probes.measure.confidence import min_samples
 from sustain.probes.measure.finite import ratio
 from sustain.probes.measure.percentiles import QUANTILES
-from sustain.probes.measure.sketch import MetricSketch, SketchMerger
+from sustain.probes.measure.sketch import MetricSketch, SketchData, SketchMerger
 from sustain.service.history.windows import Cover, cover
 
 Stat = Literal["p50", "p90", "p95", "p99", "p999", "mean", "max", "availability",
@@ -54,7 +54,7 @@ class Piece:
 class SketchPiece:
     start: float
     metric: str
-    sketch: bytes
+    sketch: SketchData
 
 
 @dataclass(slots=True)
@@ -77,7 +77,7 @@ class Aggregate:
         self.output_tokens += counts.output_tokens
         self.measured_s += counts.measured_s
 
-    def add_sketch(self, metric: str, data: bytes) -> None:
+    def add_sketch(self, metric: str, data: SketchData) -> None:
         merger = self.mergers.get(metric)
         if merger is None:
             merger = self.mergers[metric] = SketchMerger()

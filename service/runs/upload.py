@@ -436,10 +436,13 @@ def _sketches(data: object) -> Mapping[tuple[int, str], bytes]:
         if not isinstance(blob, bytes) or len(blob) > MAX_SKETCH_BYTES:
             raise UploadError(f"{field}.sketch", "a serialised sketch")
         try:
-            MetricSketch.from_bytes(blob)
+            sketch = MetricSketch.from_bytes(blob)
+            sketch.pack()  # it packs only with sustain's index mapping
         except Exception:  # noqa: BLE001 - whatever the decoder raises, it is not a sketch
             raise UploadError(f"{field}.sketch", "a serialised sketch") from None
-        out[(stage, str(metric))] = blob
+        # Kept as decoded, not as sent: a sparse bin map, which the decoder ignores, could
+        # otherwise reach a merge that fills every bin between its keys.
+        out[(stage, str(metric))] = sketch.to_bytes()
     return out
 
 

@@ -26,6 +26,7 @@ import httpx
 import pytest
 
 from sustain.probes.load.calibrate import REQUEST_ID_PREFIX
+from sustain.probes.measure import sketch_record
 from sustain.service.db.embedded import EmbeddedPostgres
 from sustain.service.db.migrate import upgrade_to_head
 from tests.conftest import asyncpg_dsn
@@ -59,9 +60,9 @@ async def stored(url: str, run_id: int) -> tuple[int, int, int, list[int]]:
             "SELECT count(*), count(DISTINCT seq) FROM samples WHERE run_id = $1", run_id)
         positions = [r[0] for r in await connection.fetch(
             "SELECT seq FROM samples WHERE run_id = $1 ORDER BY pos", run_id)]
-        sketches = await connection.fetchval(
-            "SELECT count(*) FROM run_sketches WHERE run_id = $1", run_id)
-        return int(total), int(distinct), int(sketches), positions
+        record = await connection.fetchval("SELECT sketches FROM runs WHERE id = $1", run_id)
+        sketches = 0 if record is None else len(list(sketch_record.unpack(bytes(record))))
+        return int(total), int(distinct), sketches, positions
     finally:
         await connection.close()
 

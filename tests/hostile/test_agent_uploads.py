@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import struct
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -20,9 +21,12 @@ from typing import Any
 import httpx
 import msgpack
 import pytest
+from ddsketch import DDSketch
+from ddsketch.pb.proto import DDSketchProto
 from fastapi import FastAPI
 from sqlalchemy import text
 
+from sustain.probes.measure.sketch import RELATIVE_ACCURACY
 from sustain.service.agent.client import PART_BYTES, split_samples
 from sustain.service.app import create_app, runtime_of
 from sustain.service.runs.upload import MAX_PART_SAMPLES
@@ -414,3 +418,27 @@ def test_parts_of_a_legitimate_upload_stay_below_the_body_limit() -> None:
     assert all(len(msgpack.packb(c, use_bin_type=True)) <= max(PART_BYTES, 600_000)
                for c in chunks)
     assert all(len(c) <= MAX_PART_SAMPLES for c in chunks)
+
+
+async def test_a_sketch_with_bins_forty_million_keys_apart_is_stored_as_it_decodes(
+        api: httpx.AsyncClient, app: FastAPI, simulator: Any) -> None:
+    """A sketch whose protobuf carries a sparse bin map (ddsketch's decoder reads only the
+    dense counts): kept as sent, the rollups' merge read the map and filled every bin between
+    its two keys, a list of 40 million counts (320 MB; keys a billion apart, 16 GB). Kept as
+    it decodes, the run is stored and memory does not grow by the range."""
+    headers, probe = await setup(api, simulator.base_url)
+    body = whole(probe)
+    proto: Any = DDSketchProto.to_proto(DDSketch(RELATIVE_ACCURACY))  # type: ignore[no-untyped-call]
+    proto.positiveValues.binCounts[-20_000_000] = 1.0
+    proto.positiveValues.binCounts[20_000_000] = 1.0
+    blob = struct.pack("<3d", 2.0, 1.0, 1.0) + proto.SerializeToString()
+    body["final"]["sketches"] = [[0, "e2e", blob]]
+    before = peak_rss()
+    r = await send(api, headers, body)
+    grown = peak_rss() - before
+    assert r.status_code == 200, r.text
+    assert r.json()["outcome"] == "stored", r.text
+    assert grown < 100 * MiB, f"peak RSS grew {grown / MiB:.0f} MiB"
+    engine = runtime_of(app).engine
+    assert await fetch(engine, "SELECT max(length(sketch)) < 200 FROM rollup_sketches") == \
+        [(True,)]

@@ -42,7 +42,6 @@ from sustain.service.db.models.runs import (
     RollupSketch,
     Run,
     RunServerSeries,
-    RunSketch,
     SampleRow,
     SketchColumns,
 )
@@ -72,7 +71,6 @@ __all__ = [
     "RollupSketch",
     "Run",
     "RunServerSeries",
-    "RunSketch",
     "SampleRow",
     "Silence",
     "SketchColumns",

@@ -1,6 +1,6 @@
-"""Runs and what they measured: raw samples (partitioned by day), server series,
-sketches per stage, their hourly and daily rollups, drift verdicts, and the records
-the database refused (dead letters)."""
+"""Runs and what they measured: raw samples (partitioned by day), server series, the run's
+sketches (one record on its row), their hourly and daily rollups, drift verdicts, and the
+records the database refused (dead letters)."""
 
 from __future__ import annotations
 
@@ -81,6 +81,10 @@ class Run(Base):
     this, stops the run and records it as `cancelled`."""
     upload_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     """The agent upload that stored the run (a re-sent upload finds it, and stores nothing)."""
+    sketches: Mapped[bytes | None] = mapped_column(LargeBinary, deferred=True)
+    """Every (stage, metric) sketch of the run, one compact record
+    (sustain.probes.measure.sketch_record); null for a run that measured nothing. Deferred:
+    read only by the queries that merge sketches."""
 
     __table_args__ = (
         CheckConstraint(
@@ -212,16 +216,6 @@ class SketchColumns:
     min: Mapped[float] = mapped_column(Double)
     max: Mapped[float] = mapped_column(Double)
     sketch: Mapped[bytes] = mapped_column(LargeBinary)
-
-
-class RunSketch(SketchColumns, Base):
-    """One metric of one stage of a run."""
-
-    __tablename__ = "run_sketches"
-
-    run_id: Mapped[int] = mapped_column(
-        BigInteger, ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
-    stage: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
 
 
 class Rollup(Base):

@@ -13,11 +13,12 @@ import numpy as np
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from sustain.probes.measure import sketch_record
 from sustain.probes.measure.sketch import MetricSketch
 from sustain.service.db import drift as drift_queries
 from sustain.service.db.drift import drift_report
 from sustain.service.db.engine import create_engine, session_factory
-from sustain.service.db.models import Endpoint, Probe, Run, RunSketch
+from sustain.service.db.models import Endpoint, Probe, Run
 from sustain.service.evaluation.drift_runs import RunComparison, SketchRow, compare_runs
 
 END = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
@@ -48,28 +49,21 @@ async def create_probe(session: AsyncSession, name: str = "p1") -> int:
     return probe.id
 
 
-def stage_sketch(run_id: int, stage: int, metric: str, values: Sequence[float]) -> RunSketch:
-    """One stage's stored sketch of `values` (ms), with its exact count, sum, min and max."""
-    sketch = MetricSketch.of(values)
-    return RunSketch(run_id=run_id, stage=stage, metric=metric, count=sketch.count,
-                     sum=sketch.sum, min=sketch.min, max=sketch.max, sketch=sketch.to_bytes())
-
-
 async def create_run(session: AsyncSession, probe_id: int, scheduled_for: datetime,
                      levels_ms: Sequence[float], rng: np.random.Generator, *,
                      finished: bool = True, metric: str = "ttft", n: int = 200) -> int:
     """A scheduled run with one stage per level: n lognormal `metric` values around the
     level (5 % spread), stored as that stage's sketch. Unfinished: still running, no
     attempts."""
+    record = sketch_record.pack({
+        (stage, metric): MetricSketch.of(list(level * rng.lognormal(0, 0.05, n)))
+        for stage, level in enumerate(levels_ms)})
     run = Run(probe_id=probe_id, trigger="schedule", scheduled_for=scheduled_for,
               status="succeeded" if finished else "running", started_at=scheduled_for,
               finished_at=scheduled_for + timedelta(minutes=1) if finished else None,
               attempts=n * len(levels_ms) if finished else None,
-              successes=n * len(levels_ms) if finished else None)
+              successes=n * len(levels_ms) if finished else None, sketches=record)
     session.add(run)
-    await session.flush()
-    session.add_all([stage_sketch(run.id, stage, metric, list(level * rng.lognormal(0, 0.05, n)))
-                     for stage, level in enumerate(levels_ms)])
     await session.flush()
     return run.id
 

@@ -54,8 +54,8 @@ async def test_maintenance_creates_partitions_ahead_and_drops_expired_ones_whole
     counts = dict(await fetch(engine, "SELECT run_id, count(*) FROM samples GROUP BY run_id"))
     assert counts == {recent: 20}
     # the old run's summary and sketches outlive its raw samples
-    assert await fetch(engine, "SELECT count(*) FROM run_sketches WHERE run_id = :r", r=old) \
-        != [(0,)]
+    assert await fetch(engine, "SELECT sketches IS NOT NULL FROM runs WHERE id = :r",
+                       r=old) == [(True,)]
     again = await maintain(engine, sample_retention_days=14, run_retention_days=400, now=NOW)
     assert (again.created, again.dropped, again.runs_deleted) == ([], [], 0)
 
@@ -71,7 +71,9 @@ async def test_run_retention_deletes_old_runs_and_rollups_in_batches(
                           synthetic_samples(3, NOW - timedelta(days=1), rng))
     assert await delete_old_runs(engine, NOW - timedelta(days=400), batch=3) == 7
     assert await fetch(engine, "SELECT id FROM runs") == [(keep,)]
-    assert await fetch(engine, "SELECT count(*) FROM run_sketches WHERE run_id = ANY(:ids)",
+    assert await fetch(engine, "SELECT sketches IS NOT NULL FROM runs WHERE id = :r",
+                       r=keep) == [(True,)]
+    assert await fetch(engine, "SELECT count(*) FROM runs WHERE id = ANY(:ids)",
                        ids=old_ids) == [(0,)]
     report = await maintain(engine, sample_retention_days=14, run_retention_days=400, now=NOW)
     assert report.rollups_deleted > 0

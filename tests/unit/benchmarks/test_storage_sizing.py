@@ -38,7 +38,7 @@ def test_tables_outside_the_reported_ones_are_summed_as_others() -> None:
     assert groups[OTHERS] == 7
     assert groups["runs"] == 10
     assert groups["samples"] == 7
-    assert groups["run_sketches"] == 0
+    assert groups["rollups"] == 0
 
 
 def test_growth_counts_a_table_absent_before_from_zero() -> None:
