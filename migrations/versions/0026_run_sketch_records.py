@@ -58,8 +58,7 @@ STORE_BATCH = sa.text("""
 """)
 
 
-def _pack(rows: Sequence[sa.Row[tuple[int, int, str, bytes]]]) -> tuple[dict[int, bytes | None],
-                                                                         int]:
+def _pack(rows: Sequence[tuple[int, int, str, bytes]]) -> tuple[dict[int, bytes | None], int]:
     """The record of each run in `rows` (None when none of its sketches packs), and the
     number of sketches left out."""
     by_run: defaultdict[int, dict[tuple[int, str], MetricSketch]] = defaultdict(dict)
@@ -87,7 +86,8 @@ def upgrade() -> None:
         try:
             converted = left_out = 0
             while bind.execute(sa.text("SELECT to_regclass('run_sketches')")).scalar():
-                rows = list(bind.execute(SELECT_BATCH, {"n": BATCH_RUNS}))
+                rows = [(int(r[0]), int(r[1]), str(r[2]), bytes(r[3]))
+                        for r in bind.execute(SELECT_BATCH, {"n": BATCH_RUNS})]
                 if not rows:
                     bind.execute(sa.text("DROP TABLE IF EXISTS run_sketches"))
                     break
