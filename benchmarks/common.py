@@ -110,13 +110,17 @@ SERVER_URL = os.environ.get("SUSTAIN_BENCH_DATABASE_URL",
 """A PostgreSQL server where the benchmarks may create and drop their own databases."""
 
 
-async def _admin(server_url: str, *statements: str) -> None:
-    import asyncpg
+def asyncpg_dsn(url: str) -> str:
+    """A SQLAlchemy URL (postgresql+asyncpg://...) as asyncpg's own DSN."""
     from sqlalchemy import make_url
 
-    dsn = make_url(server_url).set(drivername="postgresql").render_as_string(
-        hide_password=False)
-    connection = await asyncpg.connect(dsn)
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+async def _admin(server_url: str, *statements: str) -> None:
+    import asyncpg
+
+    connection = await asyncpg.connect(asyncpg_dsn(server_url))
     try:
         for statement in statements:
             await connection.execute(statement)
@@ -141,6 +145,15 @@ def fresh_database(server_url: str, name: str) -> str:
     url = database_url(server_url, name)
     upgrade_to_head(url)
     return url
+
+
+def empty_database(server_url: str, name: str) -> str:
+    """Drop and create database `name` on the server, unmigrated; its URL."""
+    import asyncio
+
+    asyncio.run(_admin(server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
+                       f'CREATE DATABASE "{name}"'))
+    return database_url(server_url, name)
 
 
 def drop_database(server_url: str, name: str) -> None:

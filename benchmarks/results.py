@@ -85,6 +85,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               "bytes PostgreSQL keeps per single-request run and per raw sample, by table",
               "<= 2 KiB per single-request run, <= 50 B per sample", "none (target only)",
               "python benchmarks/storage.py", "4-6 min"),
+    Benchmark("sketch migration", "sketch_migration",
+              "revision 0026 converting a week of run sketch rows into records: bytes before "
+              "and after, time, longest batch, figures kept",
+              "none (every run's figures the same)", "none (the rows before are the baseline)",
+              "python benchmarks/sketch_migration.py", "about 2 min"),
     Benchmark("scheduler", "scheduler", "delay from a tick (plus jitter) to the first send",
               "p99 <= 50 ms", "none (the jitter-0 burst is a stress case beside it)",
               "python benchmarks/scheduler.py", "about 3 min"),

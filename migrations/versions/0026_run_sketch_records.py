@@ -24,6 +24,7 @@ Downgrading writes the rows back from the records (one transaction) and drops th
 from __future__ import annotations
 
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -85,6 +86,7 @@ def upgrade() -> None:
         bind.execute(sa.text("SELECT pg_advisory_lock(:key)"), {"key": CONVERSION_LOCK_KEY})
         try:
             converted = left_out = 0
+            longest_ms = 0.0
             while bind.execute(sa.text("SELECT to_regclass('run_sketches')")).scalar():
                 rows = [(int(r[0]), int(r[1]), str(r[2]), bytes(r[3]))
                         for r in bind.execute(SELECT_BATCH, {"n": BATCH_RUNS})]
@@ -92,13 +94,17 @@ def upgrade() -> None:
                     bind.execute(sa.text("DROP TABLE IF EXISTS run_sketches"))
                     break
                 records, skipped = _pack(rows)
+                started = time.perf_counter()
                 bind.execute(STORE_BATCH, {"ids": list(records),
                                            "records": list(records.values())})
+                took_ms = (time.perf_counter() - started) * 1000
+                log.debug("run sketches: batch of %d runs in %.1f ms", len(records), took_ms)
+                longest_ms = max(longest_ms, took_ms)
                 converted += len(records)
                 left_out += skipped
             if converted:
-                log.info("run sketches: %d runs converted to records, %d sketches left out",
-                         converted, left_out)
+                log.info("run sketches: %d runs converted to records (longest batch %.0f ms), "
+                         "%d sketches left out", converted, longest_ms, left_out)
         finally:
             bind.execute(sa.text("SELECT pg_advisory_unlock(:key)"),
                          {"key": CONVERSION_LOCK_KEY})
