@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from alembic import context
 from sqlalchemy import pool, text
@@ -33,12 +34,22 @@ def include_name(name: str | None, type_: str,
 
 
 def _run(connection: Connection) -> None:
-    context.configure(connection=connection, target_metadata=target_metadata, compare_type=True,
-                      include_name=include_name)
-    with context.begin_transaction():
-        # Held until the migration transaction ends, whether it commits or fails.
-        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
-        context.run_migrations()
+    # A session lock, held until every migration has run: a revision that commits in batches
+    # (an autocommit block) ends the migration transaction early, and a transaction lock
+    # would let a second replica start the same revision beside it.
+    connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
+    connection.commit()
+    try:
+        context.configure(connection=connection, target_metadata=target_metadata,
+                          compare_type=True, include_name=include_name)
+        with context.begin_transaction():
+            context.run_migrations()
+    finally:
+        with contextlib.suppress(Exception):  # a lost connection has released it already
+            connection.rollback()
+            connection.execute(text("SELECT pg_advisory_unlock(:key)"),
+                               {"key": MIGRATION_LOCK_KEY})
+            connection.commit()
 
 
 async def _run_online() -> None:

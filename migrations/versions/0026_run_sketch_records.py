@@ -58,6 +58,14 @@ STORE_BATCH = sa.text("""
     UPDATE runs r SET sketches = p.record FROM packed p WHERE r.id = p.run_id
 """)
 
+DROP_WHEN_EMPTY = sa.text("""
+    DO $$ BEGIN
+        LOCK TABLE run_sketches IN ACCESS EXCLUSIVE MODE;
+        IF NOT EXISTS (SELECT 1 FROM run_sketches) THEN DROP TABLE run_sketches; END IF;
+    END $$
+""")
+"""One statement: the table is dropped only if still empty once no one else can write it."""
+
 
 def _pack(rows: Sequence[tuple[int, int, str, bytes]]) -> tuple[dict[int, bytes | None], int]:
     """The record of each run in `rows` (None when none of its sketches packs), and the
@@ -91,8 +99,8 @@ def upgrade() -> None:
                 rows = [(int(r[0]), int(r[1]), str(r[2]), bytes(r[3]))
                         for r in bind.execute(SELECT_BATCH, {"n": BATCH_RUNS})]
                 if not rows:
-                    bind.execute(sa.text("DROP TABLE IF EXISTS run_sketches"))
-                    break
+                    bind.execute(DROP_WHEN_EMPTY)
+                    continue  # dropped, or rows came in meanwhile: converted next
                 records, skipped = _pack(rows)
                 started = time.perf_counter()
                 bind.execute(STORE_BATCH, {"ids": list(records),

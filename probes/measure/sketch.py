@@ -133,11 +133,11 @@ class MetricSketch:
         single value (a sketch of one value answers it exactly), else sum, min, max, the
         zero count and each store's first key and counts. Only sketches with sustain's index
         mapping pack (ValueError otherwise): the form does not carry the mapping."""
-        if self.count == 1 and math.isfinite(self.sum) and self.sum == self.min == self.max:
-            return PackedSketch((self.sum,))
         sketch: Any = self._sketch
         if not _is_sustains(sketch._mapping):
             raise ValueError("sketch was not made with sustain's index mapping")
+        if self.count == 1 and math.isfinite(self.sum) and self.sum == self.min == self.max:
+            return PackedSketch((self.sum,))
         if self.count == 0:
             return PackedSketch(())
         entry: list[Any] = [self.sum, self.min, self.max, _number(sketch._zero_count),
@@ -146,6 +146,33 @@ class MetricSketch:
         if negative[1]:
             entry.extend(negative)
         return PackedSketch(tuple(entry))
+
+    @classmethod
+    def from_untrusted(cls, data: bytes) -> MetricSketch:
+        """A sketch from bytes another process sent (an agent's upload), checked so that
+        storing and merging it costs what its bytes do: sustain's index mapping exactly, no
+        sparse bin map (the decoder ignores one), bins within the keys of finite values,
+        whole non-negative counts, min <= max unless empty. ValueError otherwise."""
+        if len(data) < _HEADER.size:
+            raise ValueError("shorter than a sketch's header")
+        message = DDSketchMessage.FromString(data[_HEADER.size:])
+        if message.mapping.SerializeToString() != _DEFAULT_MAPPING:
+            raise ValueError("sketch was not made with sustain's index mapping")
+        counts = [message.zeroCount]
+        for store in (message.positiveValues, message.negativeValues):
+            if store.binCounts:
+                raise ValueError("a sparse bin map")
+            first = store.contiguousBinIndexOffset
+            last = first + len(store.contiguousBinCounts) - 1
+            if store.contiguousBinCounts and not (first >= _KEY_MIN and last <= _KEY_MAX):
+                raise ValueError("bins beyond the keys of finite values")
+            counts.extend(store.contiguousBinCounts)
+        if not all(math.isfinite(c) and c >= 0 and float(c).is_integer() for c in counts):
+            raise ValueError("a count that is not a whole number, 0 or more")
+        sketch = cls.from_bytes(data)
+        if sketch.count and not sketch.min <= sketch.max:
+            raise ValueError("min above max")
+        return sketch
 
     @classmethod
     def load(cls, data: SketchData) -> MetricSketch:
@@ -327,6 +354,11 @@ def _trim(store: Any) -> None:
     del store.contiguousBinCounts[:]
     store.contiguousBinCounts.extend(counts[first:last + 1])
     store.contiguousBinIndexOffset = store.contiguousBinIndexOffset + first if nonzero else 0
+
+
+_KEY_MIN = _MAPPING.key(_MAPPING.min_possible)
+_KEY_MAX = _MAPPING.key(_MAPPING.max_possible)
+"""The keys of the smallest and largest positive values the mapping tells apart."""
 
 
 def _keys(values: list[float]) -> Counter[int]:

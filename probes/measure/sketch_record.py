@@ -42,12 +42,19 @@ def pack(sketches: Mapping[tuple[int, str], MetricSketch]) -> bytes:
 def unpack(record: bytes, metrics: Collection[str] | None = None
            ) -> Iterator[tuple[int, MetricName, PackedSketch]]:
     """(stage, metric, sketch) of each sketch in `record` (of `metrics` only, if given), in
-    the record's order. ValueError for a record this code cannot read."""
+    the record's order. ValueError for a record this code cannot read, and, when no
+    `metrics` are named, for a metric code it does not know (a newer release's, read after a
+    rollback); asked for some metrics, such a sketch is passed over, as SQL passed over a
+    metric it was not asked for."""
     decoded = msgpack.unpackb(record, use_list=False, strict_map_key=True)
     if not isinstance(decoded, tuple) or not decoded or decoded[0] != VERSION:
         raise ValueError("not a sketch record of this version")
     for item in decoded[1:]:
         code, stage, *entry = item
+        if not 0 <= code < len(CODES):
+            if metrics is None:
+                raise ValueError(f"unknown metric code {code} in a sketch record")
+            continue
         metric = CODES[code]
         if metrics is None or metric in metrics:
             yield stage, metric, PackedSketch(tuple(entry))

@@ -4,6 +4,7 @@ and out are epoch seconds."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -12,7 +13,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from sustain.probes.measure import sketch_record
 from sustain.service.db.models import Rollup, RollupSketch, Run
-from sustain.service.history.aggregate import Aggregate, Counts, Piece, SketchPiece, assemble, plan
+from sustain.service.history.aggregate import (
+    Aggregate,
+    Counts,
+    Piece,
+    Plan,
+    SketchPiece,
+    assemble,
+    plan,
+)
 from sustain.service.history.windows import DAY_S, HOUR_S, at
 
 
@@ -92,18 +101,36 @@ async def runs(session: AsyncSession, probe_id: int, ranges: Sequence[tuple[floa
     return pieces
 
 
-async def run_sketches(session: AsyncSession, probe_id: int,
-                       ranges: Sequence[tuple[float, float]], metrics: Sequence[str],
-                       location: str | None = None) -> list[SketchPiece]:
+async def run_records(session: AsyncSession, probe_id: int,
+                      ranges: Sequence[tuple[float, float]], metrics: Sequence[str],
+                      location: str | None = None) -> list[tuple[float, bytes]]:
+    """(scheduled_for epoch s, sketch record) of the finished runs in `ranges` that measured
+    something; none when no metric is asked for. Decoded by `run_pieces`, off the loop."""
     if not metrics:
         return []
     query = (select(_epoch(Run.scheduled_for), Run.sketches)
              .where(Run.probe_id == probe_id, _in_ranges(ranges), Run.attempts.is_not(None),
                     _located(Run.location, location), Run.sketches.is_not(None)))
+    return [(float(t), bytes(record)) for t, record in await session.execute(query)
+            if record is not None]
+
+
+def run_pieces(records: Sequence[tuple[float, bytes]], metrics: Collection[str]
+               ) -> list[SketchPiece]:
+    """A SketchPiece per stage of each wanted metric in the records (CPU: for a thread)."""
     wanted = set(metrics)
-    return [SketchPiece(float(t), metric, packed)
-            for t, record in await session.execute(query)
-            for _, metric, packed in sketch_record.unpack(bytes(record), wanted)]
+    return [SketchPiece(t, metric, packed) for t, record in records
+            for _, metric, packed in sketch_record.unpack(record, wanted)]
+
+
+def _assemble(p: Plan, days: list[Piece], hours: list[Piece], runs_: list[Piece],
+              day_sketches: list[SketchPiece], hour_sketches: list[SketchPiece],
+              records: list[tuple[float, bytes]], metrics: Collection[str]
+              ) -> list[Aggregate]:
+    """`assemble` with the run records decoded first: every sketch is decoded and merged
+    here, in a worker thread, never on the event loop."""
+    return assemble(p, days, hours, runs_, day_sketches, hour_sketches,
+                    run_pieces(records, metrics))
 
 
 async def aggregates(session: AsyncSession, probe_id: int,
@@ -115,18 +142,20 @@ async def aggregates(session: AsyncSession, probe_id: int,
     if not p.windows:
         return []
     days, hours = p.days, p.hours
-    run_pieces: list[Piece] = []
-    run_sketch_pieces: list[SketchPiece] = []
+    counted: list[Piece] = []
+    records: list[tuple[float, bytes]] = []
     if p.needs_runs:
         ranges = merge_ranges([r for c in p.covers for r in c.runs])
-        run_pieces = await runs(session, probe_id, ranges, location)
-        run_sketch_pieces = await run_sketches(session, probe_id, ranges, metrics, location)
-    return assemble(
+        counted = await runs(session, probe_id, ranges, location)
+        records = await run_records(session, probe_id, ranges, metrics, location)
+    return await asyncio.to_thread(
+        _assemble,
         p,
         await rollups(session, probe_id, DAY_S, days, location),
         await rollups(session, probe_id, HOUR_S, hours, location),
-        run_pieces,
+        counted,
         await rollup_sketches(session, probe_id, DAY_S, days, metrics, location),
         await rollup_sketches(session, probe_id, HOUR_S, hours, metrics, location),
-        run_sketch_pieces,
+        records,
+        metrics,
     )

@@ -436,12 +436,11 @@ def _sketches(data: object) -> Mapping[tuple[int, str], bytes]:
         if not isinstance(blob, bytes) or len(blob) > MAX_SKETCH_BYTES:
             raise UploadError(f"{field}.sketch", "a serialised sketch")
         try:
-            sketch = MetricSketch.from_bytes(blob)
-            sketch.pack()  # it packs only with sustain's index mapping
+            sketch = MetricSketch.from_untrusted(blob)
         except Exception:  # noqa: BLE001 - whatever the decoder raises, it is not a sketch
             raise UploadError(f"{field}.sketch", "a serialised sketch") from None
-        # Kept as decoded, not as sent: a sparse bin map, which the decoder ignores, could
-        # otherwise reach a merge that fills every bin between its keys.
+        # Kept as decoded, not as sent: the merges of rollups fill every bin between a
+        # sketch's lowest and highest key, so only what the checks above saw is stored.
         out[(stage, str(metric))] = sketch.to_bytes()
     return out
 

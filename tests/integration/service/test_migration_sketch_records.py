@@ -4,7 +4,9 @@ rows on downgrade."""
 
 from __future__ import annotations
 
+import multiprocessing
 import struct
+from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
 
 from ddsketch import DDSketch
@@ -120,3 +122,21 @@ async def test_run_sketches_become_one_record_per_run_and_rows_again_on_downgrad
     assert len(rows) == RUNS * len(LEGACY)
     assert {(stage, metric): figures(MetricSketch.from_bytes(bytes(data)))
             for run_id, stage, metric, data in rows if run_id == 7} == expected
+
+
+def _migrate(url: str) -> str:
+    """One replica's start: migrate to head; what it raised, if anything."""
+    try:
+        upgrade_to_head(url)
+    except Exception as error:  # noqa: BLE001 - the test reports whatever a replica raised
+        return f"{type(error).__name__}: {error}"
+    return "ok"
+
+
+def test_replicas_migrating_at_once_all_start(empty_database_url: str) -> None:
+    """0026 commits in batches, which ends the migration's transaction early; the migration
+    lock is held for the whole run, so the other replicas wait, then find the schema at head
+    (with a transaction lock a second one ran 0026 again and failed three times in four)."""
+    with ProcessPoolExecutor(3, mp_context=multiprocessing.get_context("spawn")) as pool:
+        answers = list(pool.map(_migrate, [empty_database_url] * 3))
+    assert answers == ["ok"] * 3

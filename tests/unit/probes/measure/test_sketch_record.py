@@ -4,8 +4,10 @@ non-empty bins."""
 
 from __future__ import annotations
 
+import math
 import random
 import struct
+from typing import Any
 
 import msgpack
 import pytest
@@ -100,6 +102,14 @@ def test_an_empty_sketch_packs_and_answers_nothing() -> None:
     assert (empty.count, empty.quantile(0.5), empty.mean) == (0, None, None)
 
 
+def test_a_newer_releases_metric_is_passed_over_when_metrics_are_named() -> None:
+    newer = msgpack.packb([sketch_record.VERSION, [0, 0, 1.0],
+                           [len(sketch_record.CODES), 0, 2.0]])
+    assert [m for _, m, _ in sketch_record.unpack(newer, {"ttft", "e2e"})] == ["ttft"]
+    with pytest.raises(ValueError, match="unknown metric code"):
+        list(sketch_record.unpack(newer))
+
+
 def test_a_record_of_another_version_is_refused() -> None:
     with pytest.raises(ValueError, match="version"):
         list(sketch_record.unpack(msgpack.packb([sketch_record.VERSION + 1, [0, 0, 1.0]])))
@@ -135,3 +145,40 @@ def test_interchange_bytes_keep_only_the_non_empty_bins() -> None:
     decoded = DDSketchProto.from_proto(  # type: ignore[no-untyped-call]
         DDSketchMessage.FromString(sketch.to_bytes()[24:]))
     assert decoded.count == len(values), "ddsketch's own decoder reads the trimmed form"
+
+
+def untrusted(edit: Any, values: tuple[float, ...] = (1.0, 2.0)) -> bytes:
+    """Interchange bytes of a sketch of `values`, its protobuf message changed by `edit`."""
+    sketch = DDSketch(RELATIVE_ACCURACY)
+    for value in values:
+        sketch.add(value)
+    proto: Any = DDSketchProto.to_proto(sketch)  # type: ignore[no-untyped-call]
+    edit(proto)
+    message: bytes = proto.SerializeToString()
+    return struct.pack("<3d", sum(values), min(values), max(values)) + message
+
+
+def test_an_untrusted_sketch_of_sustains_form_is_read_as_it_is() -> None:
+    values = [*spread(400, 6), 0.0, -2.0]
+    sketch = MetricSketch.from_untrusted(MetricSketch.of(values).to_bytes())
+    assert figures(sketch) == figures(MetricSketch.of(values))
+    assert MetricSketch.from_untrusted(MetricSketch().to_bytes()).count == 0
+
+
+@pytest.mark.parametrize(("edit", "values", "why"), [
+    (lambda p: p.mapping.__setattr__("gamma", p.mapping.gamma * 2), (5.0,), "mapping"),
+    (lambda p: p.mapping.__setattr__("gamma", math.nextafter(p.mapping.gamma, 2.0)),
+     (1.0, 2.0), "mapping"),
+    (lambda p: p.positiveValues.binCounts.__setitem__(9_000_000, 1.0), (1.0,), "sparse"),
+    (lambda p: p.positiveValues.__setattr__("contiguousBinIndexOffset", 20_000_000), (1.0,),
+     "beyond"),
+    (lambda p: p.positiveValues.__setattr__("contiguousBinIndexOffset", -20_000_000), (1.0,),
+     "beyond"),
+    (lambda p: p.__setattr__("zeroCount", 0.5), (1.0,), "whole"),
+    (lambda p: p.positiveValues.contiguousBinCounts.append(-3.0), (1.0,), "whole"),
+], ids=["foreign-one-value", "gamma-one-ulp-off", "sparse-map", "far-above", "far-below",
+        "half-a-count", "negative-count"])
+def test_an_untrusted_sketch_off_sustains_form_is_refused(edit: Any, values: tuple[float, ...],
+                                                          why: str) -> None:
+    with pytest.raises(ValueError, match=why):
+        MetricSketch.from_untrusted(untrusted(edit, values))
