@@ -35,7 +35,10 @@ from tests.conftest import SimulatorHandle
 from tests.processes import SustainProcess, free_port
 
 BATCH, TTFT_MS, ITL_MS, TOKENS = 8, 10, 60, 16
-SLO_TTFT_MS = 200
+SLO_TTFT_MS = 500
+"""Between a batched request's TTFT (10 ms) and a queued one's (a whole generation behind,
+about 970 ms), with room on both sides: two loaded cores stalled a batched request's first
+token past 200 ms, which put the knee at 3."""
 LEVEL_S = 0.2
 """Seconds per level: shorter than a generation (910 ms), so each user sends one request."""
 
