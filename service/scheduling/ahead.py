@@ -241,12 +241,27 @@ EXPIRE = text("""
 """)
 NOT_STARTED = "claimed ahead by replica {replica}, which did not start it in time"
 
+SKIP = text("""
+    UPDATE runs SET status = 'skipped', started_at = NULL, finished_at = now(),
+        error = 'the previous run of the probe was still going'
+    WHERE id = ANY(CAST(:ids AS bigint[])) AND claimed_by = :replica AND status = 'running'
+    AND trigger = 'schedule'
+""")
+
 
 async def release(session: AsyncSession, run_ids: Sequence[int], replica: str) -> None:
     """Forget this replica's claims of ticks it will not run because their probe no longer
     runs here (disabled, deleted, moved away): as if never claimed."""
     if run_ids:
         await session.execute(RELEASE, {"ids": sorted(run_ids), "replica": replica})
+
+
+async def skip(session: AsyncSession, run_ids: Sequence[int], replica: str) -> None:
+    """Record this replica's claims of ticks that fired while their probe's previous run was
+    still going here as `skipped`, as a tick claimed when it fires is (never deleted: a tick
+    the other replicas saw taken would then have no record until it was found missed)."""
+    if run_ids:
+        await session.execute(SKIP, {"ids": sorted(run_ids), "replica": replica})
 
 
 async def expire(session: AsyncSession, run_ids: Sequence[int], replica: str) -> None:

@@ -133,6 +133,8 @@ class RunExecutor:
         self._dropped: set[int] = set()
         """Probes given up while a batch was being claimed: what it claimed of them goes."""
         self._release: list[int] = []
+        self._skipped: list[int] = []
+        """Claims made ahead whose tick fired while the probe's previous run was going."""
         """Runs claimed ahead whose probe no longer runs here: to delete."""
         self._expired: list[int] = []
         """Runs claimed ahead that were not started in time: to record `missed`."""
@@ -287,7 +289,7 @@ class RunExecutor:
             logger.warning("tick %s of probe %s skipped: its previous run is still going",
                            key[1], probe.name)
             self.metrics.ticks_skipped.labels(probe.name, "overlap").inc()
-            self._release.append(claimed.run_id)
+            self._skipped.append(claimed.run_id)
             return
         self._track(asyncio.create_task(
             self._execute(claimed.run_id, key[1], probe, claimed.endpoint),
@@ -307,9 +309,10 @@ class RunExecutor:
             self._release.append(self._drop(key).run_id)
 
     async def settle(self, now: datetime) -> None:
-        """Delete the claims given up, record those not started in time `missed`, and
-        forget what other replicas claimed long ago: at most two statements. A database
-        that cannot answer is asked again next time."""
+        """Delete the claims given up, record those not started in time `missed` and those
+        that fired while their probe's previous run was going `skipped`, and forget what
+        other replicas claimed long ago: at most three statements. A database that cannot
+        answer is asked again next time."""
         for key, claimed in list(self._ahead.items()):
             if claimed.expires_at < now:
                 self._expired.append(self._drop(key).run_id)
@@ -318,19 +321,22 @@ class RunExecutor:
         for seen in (self._elsewhere, self._fired, self._started):
             for key in [k for k, at in seen.items() if at < now]:
                 del seen[key]
-        if not self._release and not self._expired:
+        if not self._release and not self._expired and not self._skipped:
             return
         released, expired = list(self._release), list(self._expired)
+        skipped = list(self._skipped)
         try:
             async with self.sessions.begin() as session:
                 await ahead.release(session, released, self.replica_id)
                 await ahead.expire(session, expired, self.replica_id)
+                await ahead.skip(session, skipped, self.replica_id)
         except (OSError, DBAPIError, TimeoutError, SATimeoutError) as exc:
             logger.debug("cannot settle claims made ahead (%s)", type(exc).__name__)
             return
         self._release = [r for r in self._release if r not in released]
         self._expired = [r for r in self._expired if r not in expired]
-        self._starting.difference_update(released + expired)
+        self._skipped = [r for r in self._skipped if r not in skipped]
+        self._starting.difference_update(released + expired + skipped)
 
     async def run_tick(self, probe_id: int, probe_name: str, schedule: Schedule,
                        jitter_s: float, grace_s: float) -> None:

@@ -201,6 +201,24 @@ async def test_claims_given_up_are_deleted_and_claims_never_started_are_missed(
     assert "r1" in error
 
 
+async def test_a_claim_ahead_that_fires_while_its_probe_still_runs_here_is_recorded_skipped(
+        engine: AsyncEngine) -> None:
+    """As a tick claimed at its firing is: kept, `skipped`, never deleted (the other replicas
+    saw it taken and leave it alone, so deleted it had no record until found missed)."""
+    (probe_id,) = await probes(engine, 1)
+    async with executor_on(engine, "r1") as executor:
+        await executor.claim_ahead(batch_of([probe_id], TICK))
+        ((run_id,),) = await fetch(engine, "SELECT id FROM runs")
+        executor._running.add(probe_id)  # its previous run, measured here, still going
+        executor._start_ahead((probe_id, TICK))
+        await executor.settle(TICK)
+        executor._running.discard(probe_id)
+        assert run_id not in executor.run_ids()
+    ((found, status, error),) = await fetch(engine, "SELECT id, status, error FROM runs")
+    assert (found, status) == (run_id, "skipped")
+    assert "still going" in error
+
+
 async def test_missed_ticks_of_30_probes_take_as_many_statements_as_of_3(
         engine: AsyncEngine, database_url: str) -> None:
     ids = await probes(engine, 33)
