@@ -136,13 +136,9 @@ def database_url(server_url: str, name: str) -> str:
 
 def fresh_database(server_url: str, name: str) -> str:
     """Drop and create database `name` on the server, migrate it to head; its URL."""
-    import asyncio
-
     from sustain.service.db.migrate import upgrade_to_head
 
-    asyncio.run(_admin(server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
-                       f'CREATE DATABASE "{name}"'))
-    url = database_url(server_url, name)
+    url = empty_database(server_url, name)
     upgrade_to_head(url)
     return url
 

@@ -323,12 +323,11 @@ SketchData = bytes | PackedSketch
 """A stored sketch: the interchange bytes (MetricSketch.to_bytes) or the packed form."""
 
 
-def _is_sustains(mapping: object) -> bool:
-    """Whether `mapping` is sustain's (a fresh one, or one decoded from bytes)."""
-    return (type(mapping) is LogarithmicMapping
-            and getattr(mapping, "_offset", None) == _MAPPING._offset
-            and math.isclose(getattr(mapping, "relative_accuracy", 0.0),
-                             _MAPPING.relative_accuracy, rel_tol=1e-12))
+def _is_sustains(mapping: KeyMapping) -> bool:
+    """Whether `mapping` is sustain's (a fresh one, or one decoded from bytes): its protobuf
+    form is byte for byte the one merges and uploads are checked against."""
+    form: bytes = KeyMappingProto.to_proto(mapping).SerializeToString()  # type: ignore[no-untyped-call]
+    return form == _DEFAULT_MAPPING
 
 
 def _number(count: float) -> float | int:
