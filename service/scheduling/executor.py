@@ -7,7 +7,7 @@ import asyncio
 import itertools
 import logging
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.exc import DBAPIError, IntegrityError
@@ -34,6 +34,7 @@ from sustain.service.runs.finals import RunFinal, completed
 from sustain.service.scheduling import ahead
 from sustain.service.scheduling.ahead import Upcoming
 from sustain.service.scheduling.claims import tick_owner
+from sustain.service.scheduling.held_ahead import HeldAhead
 from sustain.service.scheduling.liveness import PeerLoads
 from sustain.service.scheduling.offline import OfflineRuns, OfflineSink
 from sustain.service.scheduling.targets import probe_target, slo_of
@@ -51,20 +52,6 @@ CLAIM_TIMEOUT_S = 3.0
 """A claim that cannot get a database connection by then is taken as an outage: the tick is
 run offline by its owner (see offline.py). Only the connection is timed: a claim cut short
 after its insert was sent could be committed without this replica knowing."""
-
-
-@dataclass(slots=True)
-class ClaimedAhead:
-    """A tick this replica claimed ahead: its run starts when the tick fires."""
-
-    run_id: int
-    probe: Probe
-    endpoint: Endpoint
-    fire_at: datetime
-    expires_at: datetime
-    """Not started by then (the loop stalled past its grace): recorded `missed`."""
-    timer: asyncio.TimerHandle | None = None
-    """What starts its run at its firing (less the measurer's dispatch lead)."""
 
 
 def dispatch_lead_s(measurer: Measurer) -> float:
@@ -115,31 +102,10 @@ class RunExecutor:
         self._known: dict[int, tuple[Probe, Endpoint]] = {}
         """The enabled probes and their endpoints as last read: what an offline tick runs."""
         self._offline_keys = itertools.count(-1, -1)
-        self._ahead: dict[tuple[int, datetime], ClaimedAhead] = {}
-        """Ticks claimed ahead by this replica, by (probe id, tick), until they fire."""
-        self._elsewhere: dict[tuple[int, datetime], datetime] = {}
-        """Ticks another replica of the location claimed ahead (nothing to do when they
-        fire), with when to forget them."""
-        self._claiming: dict[tuple[int, datetime], asyncio.Future[None]] = {}
-        """Ticks in a batch being claimed: a firing waits for its batch's answer."""
-        self._fired: dict[tuple[int, datetime], datetime] = {}
-        """Ticks whose job has fired here, with when to forget them: never claimed ahead
-        after that (no firing would start them)."""
-        self._started: dict[tuple[int, datetime], datetime] = {}
-        """Ticks claimed ahead whose run has started, with when to forget them: their job's
-        firing has nothing left to do."""
+        self.held = HeldAhead()
+        """The ticks claimed ahead that this replica knows of (its own, and others')."""
         self.lead_s = dispatch_lead_s(measurer)
         """How long before its firing a tick claimed ahead is handed to the measurer."""
-        self._dropped: set[int] = set()
-        """Probes given up while a batch was being claimed: what it claimed of them goes."""
-        self._release: list[int] = []
-        self._skipped: list[int] = []
-        """Claims made ahead whose tick fired while the probe's previous run was going."""
-        """Runs claimed ahead whose probe no longer runs here: to delete."""
-        self._expired: list[int] = []
-        """Runs claimed ahead that were not started in time: to record `missed`."""
-        self.batches = 0
-        """Batches of ticks claimed ahead (each one transaction)."""
 
     @property
     def in_flight(self) -> int:
@@ -207,7 +173,7 @@ class RunExecutor:
     @property
     def claimed_ahead(self) -> int:
         """Ticks claimed ahead here that have not fired yet."""
-        return len(self._ahead)
+        return len(self.held.waiting)
 
     async def claim_ahead(self, batch: Sequence[Upcoming]) -> bool:
         """Claim the batch's ticks in one transaction, to be started when they fire without
@@ -217,16 +183,11 @@ class RunExecutor:
         when they fire, where an outage is handled)."""
         if not self.claiming or not self.buffer.accepting:
             return True
-        wanted = [u for u in batch if u.probe_id not in self._running
-                  and u.key not in self._ahead and u.key not in self._elsewhere
-                  and u.key not in self._claiming and u.key not in self._fired
-                  and u.key not in self._started]
+        wanted = self.held.wanted(batch, self._running)
         if not wanted:
             return True
-        self._dropped.difference_update(u.probe_id for u in wanted)
         answered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        for upcoming in wanted:
-            self._claiming[upcoming.key] = answered
+        self.held.begin(wanted, answered)
         try:
             async with self.sessions.begin() as session:
                 async with asyncio.timeout(CLAIM_TIMEOUT_S):  # nothing is written yet
@@ -236,8 +197,11 @@ class RunExecutor:
                     self.buffer.unwritten_finals)
                 loaded = await ahead.probes_with_endpoints(
                     session, [o.upcoming.probe_id for o in outcomes if o.run_id is not None])
-            self.batches += 1
-            self._keep(outcomes, loaded)
+            self.held.batches += 1
+            self._starting.update(self.held.keep(
+                outcomes, loaded, self._start_ahead, self.lead_s, datetime.now(UTC)))
+            self._known.update({probe_id: found for probe_id, found in loaded.items()
+                                if probe_id not in self.held.dropped})
         except IntegrityError:
             logger.info("a probe was deleted while its tick was claimed ahead; the batch's "
                         "ticks are claimed when they fire")
@@ -246,97 +210,56 @@ class RunExecutor:
                         len(wanted), type(exc).__name__)
             return False
         finally:
-            for upcoming in wanted:
-                self._claiming.pop(upcoming.key, None)
-            answered.set_result(None)
+            self.held.end(wanted, answered)
         return True
-
-    def _keep(self, outcomes: Sequence[ahead.Outcome],
-              loaded: dict[int, tuple[Probe, Endpoint]]) -> None:
-        """Remember what a committed batch came to, and set each claimed tick's run to
-        start at its firing (a loop timer: no database, no scheduler in between)."""
-        loop = asyncio.get_running_loop()
-        now = datetime.now(UTC)
-        for outcome in outcomes:
-            upcoming = outcome.upcoming
-            forget_at = upcoming.fire_at + timedelta(
-                seconds=upcoming.grace_s + ahead.EXPIRY_MARGIN_S)
-            if outcome.run_id is None:
-                if not outcome.busy:
-                    self._elsewhere[upcoming.key] = forget_at
-                continue
-            self._starting.add(outcome.run_id)
-            found = loaded.get(upcoming.probe_id)
-            if found is None or upcoming.probe_id in self._dropped:
-                self._release.append(outcome.run_id)
-                continue
-            self._known[upcoming.probe_id] = found
-            claimed = ClaimedAhead(outcome.run_id, *found, upcoming.fire_at, forget_at)
-            self._ahead[upcoming.key] = claimed
-            claimed.timer = loop.call_later(
-                max(0.0, (upcoming.fire_at - now).total_seconds() - self.lead_s),
-                self._start_ahead, upcoming.key)
 
     def _start_ahead(self, key: tuple[int, datetime]) -> None:
         """A tick claimed ahead fires: start its run (its job's firing then finds it
         started)."""
-        claimed = self._ahead.pop(key, None)
+        claimed = self.held.take(key)
         if claimed is None:
             return
-        self._started[key] = claimed.expires_at
         probe = claimed.probe
         if probe.id in self._running:  # a run measured offline is still going here
-            logger.warning("tick %s of probe %s skipped: its previous run is still going",
-                           key[1], probe.name)
-            self.metrics.ticks_skipped.labels(probe.name, "overlap").inc()
-            self._skipped.append(claimed.run_id)
+            self._overlapped(probe.name, key[1])
+            self.held.owed.skip.append(claimed.run_id)
             return
         self._track(asyncio.create_task(
             self._execute(claimed.run_id, key[1], probe, claimed.endpoint),
             name=f"run-{claimed.run_id}"))
 
-    def _drop(self, key: tuple[int, datetime]) -> ClaimedAhead:
-        claimed = self._ahead.pop(key)
-        if claimed.timer is not None:
-            claimed.timer.cancel()
-        return claimed
+    def _overlapped(self, probe_name: str, tick: datetime) -> None:
+        """A tick fired while its probe's previous run was still going: it is skipped."""
+        logger.warning("tick %s of probe %s skipped: its previous run is still going",
+                       tick, probe_name)
+        self.metrics.ticks_skipped.labels(probe_name, "overlap").inc()
 
     def release_probe(self, probe_id: int) -> None:
         """The probe no longer runs here: its ticks claimed ahead are given up (deleted by
         the next `settle`)."""
-        self._dropped.add(probe_id)
-        for key in [k for k in self._ahead if k[0] == probe_id]:
-            self._release.append(self._drop(key).run_id)
+        self.held.release_probe(probe_id)
 
     async def settle(self, now: datetime) -> None:
         """Delete the claims given up, record those not started in time `missed` and those
         that fired while their probe's previous run was going `skipped`, and forget what
         other replicas claimed long ago: at most three statements. A database that cannot
         answer is asked again next time."""
-        for key, claimed in list(self._ahead.items()):
-            if claimed.expires_at < now:
-                self._expired.append(self._drop(key).run_id)
-                logger.warning("run %s (tick %s of probe %s) was claimed ahead but not started "
-                               "in time: recorded missed", claimed.run_id, key[1], key[0])
-        for seen in (self._elsewhere, self._fired, self._started):
-            for key in [k for k, at in seen.items() if at < now]:
-                del seen[key]
-        if not self._release and not self._expired and not self._skipped:
+        for key, claimed in self.held.expire_due(now):
+            logger.warning("run %s (tick %s of probe %s) was claimed ahead but not started "
+                           "in time: recorded missed", claimed.run_id, key[1], key[0])
+        if not self.held.owed:
             return
-        released, expired = list(self._release), list(self._expired)
-        skipped = list(self._skipped)
+        owed = self.held.owed.copy()
         try:
             async with self.sessions.begin() as session:
-                await ahead.release(session, released, self.replica_id)
-                await ahead.expire(session, expired, self.replica_id)
-                await ahead.skip(session, skipped, self.replica_id)
+                await ahead.release(session, owed.release, self.replica_id)
+                await ahead.expire(session, owed.expire, self.replica_id)
+                await ahead.skip(session, owed.skip, self.replica_id)
         except (OSError, DBAPIError, TimeoutError, SATimeoutError) as exc:
             logger.debug("cannot settle claims made ahead (%s)", type(exc).__name__)
             return
-        self._release = [r for r in self._release if r not in released]
-        self._expired = [r for r in self._expired if r not in expired]
-        self._skipped = [r for r in self._skipped if r not in skipped]
-        self._starting.difference_update(released + expired + skipped)
+        self.held.owed.remove(owed)
+        self._starting.difference_update(owed.run_ids())
 
     async def run_tick(self, probe_id: int, probe_name: str, schedule: Schedule,
                        jitter_s: float, grace_s: float) -> None:
@@ -349,20 +272,20 @@ class RunExecutor:
         if tick is None:
             return
         key = (probe_id, tick)
-        if key in self._started:
+        if key in self.held.started:
             return
-        self._fired[key] = datetime.now(UTC) + timedelta(
+        self.held.fired[key] = datetime.now(UTC) + timedelta(
             seconds=grace_s + ahead.EXPIRY_MARGIN_S)
-        batch = self._claiming.get(key)
+        batch = self.held.claiming.get(key)
         if batch is not None:  # its batch is being claimed: wait for the answer
             await batch
-        claimed = self._ahead.get(key)
+        claimed = self.held.waiting.get(key)
         if claimed is not None:  # its timer has not run yet (a busy loop): start it here
             if claimed.timer is not None:
                 claimed.timer.cancel()
             self._start_ahead(key)
             return
-        if self._elsewhere.pop(key, None) is not None:
+        if self.held.elsewhere.pop(key, None) is not None:
             logger.debug("tick %s of probe %s taken by another replica", tick, probe_name)
             return
         started = await self.claim(probe_id, probe_name, tick)
@@ -386,9 +309,7 @@ class RunExecutor:
             self.metrics.ticks_skipped.labels(probe_name, "buffer_full").inc()
             return None
         if probe_id in self._running:  # a run measured offline is still going here
-            logger.warning("tick %s of probe %s skipped: its previous run is still going",
-                           tick, probe_name)
-            self.metrics.ticks_skipped.labels(probe_name, "overlap").inc()
+            self._overlapped(probe_name, tick)
             return None
         try:
             async with self.sessions.begin() as session:
@@ -412,9 +333,7 @@ class RunExecutor:
             logger.debug("tick %s of probe %s taken by another replica", tick, probe_name)
             return None
         if claim.skipped:
-            logger.warning("tick %s of probe %s skipped: its previous run is still going",
-                           tick, probe_name)
-            self.metrics.ticks_skipped.labels(probe_name, "overlap").inc()
+            self._overlapped(probe_name, tick)
             return None
         assert probe is not None
         assert endpoint is not None
@@ -435,9 +354,7 @@ class RunExecutor:
                         tick, probe_name, why)
             return None
         if probe_id in self._running:
-            logger.warning("tick %s of probe %s skipped: its previous run is still going",
-                           tick, probe_name)
-            self.metrics.ticks_skipped.labels(probe_name, "overlap").inc()
+            self._overlapped(probe_name, tick)
             return None
         logger.warning("cannot claim tick %s of probe %s (%s): running it offline, to be "
                        "stored when the database is back", tick, probe_name, why)
@@ -455,8 +372,8 @@ class RunExecutor:
         few seconds) and then for the runs in flight to finish; True if they all did."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
-        if self._ahead:
-            last = max(c.fire_at for c in self._ahead.values())
+        last = self.held.last_firing()
+        if last is not None:
             wait_s = (last - datetime.now(UTC)).total_seconds() + ahead.EXPIRY_MARGIN_S
             await asyncio.sleep(max(0.0, min(wait_s, timeout_s)))
         tasks = list(self._tasks)
@@ -569,21 +486,10 @@ class RunExecutor:
         # ticks claimed ahead that will not run here now: those still to fire are given
         # back (deleted), those whose firing passed unstarted are recorded missed
         now = datetime.now(UTC)
-        for key in list(self._ahead):
-            claimed = self._drop(key)
-            (self._release if claimed.fire_at > now else self._expired).append(claimed.run_id)
+        self.held.give_back_all(now)
         try:
             async with asyncio.timeout(OFFLINE_STORE_AT_CLOSE_S):
                 await self.settle(now)
         except TimeoutError:
             pass
-        if self.offline.pending:
-            try:
-                async with asyncio.timeout(OFFLINE_STORE_AT_CLOSE_S):
-                    await self.offline.store(self.sessions)
-            except TimeoutError:
-                pass
-            if self.offline.pending:
-                logger.error("%d ticks measured while the database was unreachable are lost "
-                             "at shutdown (%d samples)", self.offline.pending,
-                             self.offline.samples)
+        await self.offline.store_last(self.sessions, OFFLINE_STORE_AT_CLOSE_S)

@@ -110,6 +110,21 @@ class OfflineRuns:
         async with self._storing:
             return await self._store(sessions)
 
+    async def store_last(self, sessions: async_sessionmaker[AsyncSession],
+                         timeout_s: float) -> None:
+        """Shutdown: one last try, of at most `timeout_s` seconds, at storing what was
+        measured offline; what is still not stored then is lost, and logged as lost."""
+        if not self.pending:
+            return
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self.store(sessions)
+        except TimeoutError:
+            pass
+        if self.pending:
+            logger.error("%d ticks measured while the database was unreachable are lost at "
+                         "shutdown (%d samples)", self.pending, self.samples)
+
     async def _store(self, sessions: async_sessionmaker[AsyncSession]) -> int:
         done = 0
         while self.finished:

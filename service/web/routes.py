@@ -1,144 +1,47 @@
-"""GET /: the status page. Reads probes, their last 24 h (hourly merged sketches), SLO
-statuses and active alerts, then renders service/web/templates/status.html.
-
-The page needs a viewer (unless SUSTAIN_PUBLIC_STATUS_PAGE): a person signs in at /login with a
-key through a form and gets an HttpOnly, SameSite=Strict session cookie (Secure over HTTPS); the
-key never appears in a URL. The form is refused when posted from another site, and a source's
-failed keys are throttled; while no key can sign in at all (no SUSTAIN_ADMIN_KEY, no stored key
-a person can use), the form says how to get in. Scripts, bearer keys work too."""
+"""The pages: the status page (GET /: probes, their last 24 h from hourly merged sketches, SLO
+statuses and active alerts), a probe's page, a run's report and the compare page, rendered
+from service/web/templates/. Each needs a viewer (unless SUSTAIN_PUBLIC_STATUS_PAGE), signed
+in as signin.py says; an unknown page is a 404 page for a browser, problem+json for a
+script."""
 
 from __future__ import annotations
 
 import inspect
-import re
 from datetime import UTC, datetime, timedelta
-from functools import cache
-from pathlib import Path
 from typing import Annotated
-from urllib.parse import parse_qs
 
 from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from fastapi.templating import Jinja2Templates
-from markupsafe import Markup, escape
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from sustain.probes.report_tables import LOW_COUNT_CAPTION
-from sustain.service.access.auth_failures import AuthFailure, LoginThrottle
-from sustain.service.access.keys import SHOWN_PREFIX_CHARS, Role, allows, key_hash
-from sustain.service.access.origin import is_cross_site
+from sustain.service.access.auth_failures import AuthFailure
 from sustain.service.api.auth import (
-    ANONYMOUS_VIEWER,
-    BOOTSTRAP_ACTOR,
-    PRINCIPAL_SCOPE_KEY,
     SESSION_COOKIE,
-    Principal,
-    anonymous_reads,
     authenticate_cookie,
-    authenticate_header,
-    client_source,
-    principal_for_key,
-    refuse,
 )
-from sustain.service.api.deps import SessionDep, StateDep
-from sustain.service.config import Settings
+from sustain.service.api.deps import SessionDep
 from sustain.service.db import compare as compare_queries
 from sustain.service.db import history
-from sustain.service.db import keys as key_queries
 from sustain.service.db import runs as run_queries
 from sustain.service.db import slos as slo_queries
 from sustain.service.db import status as status_queries
-from sustain.service.db.first_key import NO_KEY_REMEDIES, person_key_exists
 from sustain.service.db.models import Endpoint, Probe, Run
 from sustain.service.errors import FieldError
 from sustain.service.history.windows import parse_duration
-from sustain.service.runtime import Replica
 from sustain.service.schemas.common import MAX_DB_ID
-from sustain.service.web import probe_view, report, view
+from sustain.service.web import probe_view, report, signin, view
 from sustain.service.web.drift_view import drift_text
+from sustain.service.web.jinja import templates
+from sustain.service.web.signin import page_viewer, who
 
 router = APIRouter(include_in_schema=False)
+router.include_router(signin.router)
 REFRESH_S = 30
 COMPARE_CHOICES = 500
 """Probes the compare page's form offers at most (by name)."""
-
-
-@cache
-def templates() -> Jinja2Templates:
-    """Loaded on the first request, then kept (compiled templates are cached inside)."""
-    return Jinja2Templates(directory=Path(__file__).parent / "templates")
-
-
-MAX_FORM_BYTES = 4096
-
-
-async def page_viewer(request: Request) -> Principal | None:
-    """Who is looking at the page: a bearer key or a sign-in (a bad one is counted as a
-    failed authentication; no cookie at all is just a visitor), or anyone when the pages are
-    public (where a sign-in still shows who is signed in, and a stale one is ignored)."""
-    replica = request.app.state.sustain
-    public = replica.settings.public_status_page or anonymous_reads(request.scope,
-                                                                   replica.settings)
-    header = request.headers.get("authorization")
-    cookie = request.cookies.get(SESSION_COOKIE)
-    if header is None and cookie is None:
-        return ANONYMOUS_VIEWER if public else None
-    found = await (authenticate_header(replica, header) if header is not None
-                   else authenticate_cookie(replica, cookie))
-    if isinstance(found, AuthFailure) or not allows(found.role, Role.viewer):
-        if public:
-            return ANONYMOUS_VIEWER
-        # an agent key reads no page
-        refuse(request, found if isinstance(found, AuthFailure) else AuthFailure.forbidden_role)
-        return None
-    return found
-
-
-def signed_in(viewer: Principal, settings: Settings | None = None) -> str | None:
-    """The key the navigation bar names, None for an anonymous visitor: a stored key by its
-    name; the bootstrap key (SUSTAIN_ADMIN_KEY, which has no name) as the admin key with the
-    first characters that tell keys apart, as key lists show them."""
-    if viewer is ANONYMOUS_VIEWER:
-        return None
-    if viewer.key_id is None and viewer.name == BOOTSTRAP_ACTOR:
-        key = None if settings is None or settings.admin_key is None \
-            else settings.admin_key.get_secret_value()
-        return "the admin key" + (f" {key[:SHOWN_PREFIX_CHARS]}…" if key else "")
-    return viewer.name
-
-
-def _who(request: Request, viewer: Principal) -> str | None:
-    return signed_in(viewer, request.app.state.sustain.settings)
-
-
-def _login_form(request: Request, error: str | None, status_code: int,
-                no_key_remedies: str | None = None) -> HTMLResponse:
-    return templates().TemplateResponse(
-        request, "login.html",
-        {"error": error,
-         "no_key_remedies": None if no_key_remedies is None else with_code(no_key_remedies)},
-        status_code=status_code)
-
-
-def with_code(text: str) -> Markup:
-    """Plain text, escaped, with its `backquoted` commands set as <code>."""
-    return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", str(escape(text))))
-
-
-async def _no_key_remedies(state: Replica) -> str | None:
-    """The ways in when nobody can sign in yet (no SUSTAIN_ADMIN_KEY, no key a person can
-    use), for the form to say so; None otherwise, and when the database cannot tell (the form
-    is still served)."""
-    if state.settings.admin_key is not None:
-        return None
-    try:
-        async with state.api_sessions() as session:
-            found = await person_key_exists(session)
-    except Exception:  # noqa: BLE001 - a note on the form never takes the form down
-        return None
-    return None if found else NO_KEY_REMEDIES
 
 
 FAVICON = (b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">'
@@ -152,90 +55,6 @@ FAVICON = (b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">'
 async def favicon() -> Response:
     return Response(FAVICON, media_type="image/svg+xml",
                     headers={"Cache-Control": "public, max-age=86400"})
-
-
-@router.get("/login", response_class=HTMLResponse)
-async def login_form(request: Request, state: StateDep) -> HTMLResponse:
-    return _login_form(request, None, 200, await _no_key_remedies(state))
-
-
-def login_throttle(request: Request) -> LoginThrottle:
-    """This app's failed sign-ins per source (in memory, per replica, bounded)."""
-    throttle: LoginThrottle | None = getattr(request.app.state, "login_throttle", None)
-    if throttle is None:
-        throttle = request.app.state.login_throttle = LoginThrottle()
-    return throttle
-
-
-def _from_another_site(request: Request, settings: Settings) -> bool:
-    """Whether a browser posted this form from another site's page (login CSRF: signing the
-    victim in as the attacker)."""
-    own = [request.headers.get("host", ""), *filter(None, [settings.external_url])]
-    return is_cross_site(request.headers.get("sec-fetch-site"), request.headers.get("origin"),
-                         own)
-
-
-@router.post("/login", response_class=HTMLResponse)
-async def login(request: Request, state: StateDep) -> Response:
-    """Check the key from the form; on success a session cookie and a redirect to the page.
-    A form from another site is a 403; a source with too many failed keys is a 429 (with
-    Retry-After) until its window ends, its key not even checked."""
-    if _from_another_site(request, state.settings):
-        refuse(request, AuthFailure.cross_site)
-        return _login_form(request, "Sign in from this site's own form.", 403)
-    throttle, source = login_throttle(request), client_source(request.scope)
-    wait_s = throttle.retry_after(source)
-    if wait_s is not None:
-        refuse(request, AuthFailure.login_throttled)
-        refused = _login_form(request, "Too many keys were not accepted; try again later.",
-                              429)
-        refused.headers["Retry-After"] = str(wait_s)
-        return refused
-    body = await request.body()
-    if len(body) > MAX_FORM_BYTES:
-        return _login_form(request, "The form is too large.", 413)
-    keys = parse_qs(body.decode("utf-8", "replace"), max_num_fields=4).get("key") or [""]
-    key = keys[0].strip()
-    principal = await principal_for_key(state, key) if key else None
-    if principal is not None and not allows(principal.role, Role.viewer):
-        principal = None  # an agent key signs no one in
-    if principal is None:
-        throttle.failed(source)
-        refuse(request, AuthFailure.login_failed)
-        return _login_form(request, "That key was not accepted.", 401,
-                           await _no_key_remedies(state))
-    # a success clears no failures: they were guesses at other keys (LoginThrottle)
-    request.scope[PRINCIPAL_SCOPE_KEY] = principal
-    async with state.api_sessions() as session:
-        lifetime = timedelta(hours=state.settings.session_hours)
-        token = await key_queries.open_session(session, key_hash(key), datetime.now(UTC),
-                                               lifetime)
-        await session.commit()
-    response = RedirectResponse("/", status_code=303)
-    response.set_cookie(SESSION_COOKIE, token, max_age=int(lifetime.total_seconds()),
-                        path="/", httponly=True, samesite="strict",
-                        secure=_secure(request, state.settings))
-    return response
-
-
-def _secure(request: Request, settings: Settings) -> bool:
-    """Whether the cookie is Secure: the request came over TLS (uvicorn sets the scheme from
-    X-Forwarded-Proto when the proxy is trusted: FORWARDED_ALLOW_IPS), or users reach the
-    service at an https SUSTAIN_EXTERNAL_URL."""
-    return request.url.scheme == "https" or (settings.external_url or "").startswith("https://")
-
-
-@router.post("/logout")
-async def logout(request: Request, state: StateDep) -> Response:
-    token = request.cookies.get(SESSION_COOKIE)
-    if token and len(token) <= 128:
-        async with state.api_sessions() as session:
-            await key_queries.close_session(session, token)
-            await session.commit()
-    response = RedirectResponse("/login", status_code=303)
-    response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict",
-                           secure=_secure(request, state.settings))
-    return response
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -281,7 +100,7 @@ async def status_page(request: Request, session: SessionDep,
         "paging": view.paging(page, total, state, shown=len(cards)), "refresh_s": REFRESH_S,
         "low_count": any(c.ttft_p99_low or c.e2e_p99_low for c in cards),
         "low_count_caption": LOW_COUNT_CAPTION,
-        "signed_in": _who(request, viewer), "nav_active": "status"})
+        "signed_in": who(request, viewer), "nav_active": "status"})
 
 
 def page_id(text: str) -> int | None:
@@ -334,7 +153,7 @@ async def quiet_viewer(request: Request) -> str | None:
         found = await authenticate_cookie(request.app.state.sustain, cookie)
     except Exception:  # noqa: BLE001 - a 404 page never fails over its navigation bar
         return None
-    return None if isinstance(found, AuthFailure) else _who(request, found)
+    return None if isinstance(found, AuthFailure) else who(request, found)
 
 
 def install_not_found_page(app: FastAPI) -> None:
@@ -367,7 +186,7 @@ async def latest_run(request: Request, session: SessionDep,
     if run_id is None:
         return not_found(request, "No run has finished yet"
                          + (" for that probe" if probe else "")
-                         + "; this page looks again every 5 s.", _who(request, viewer),
+                         + "; this page looks again every 5 s.", who(request, viewer),
                          refresh_s=5)
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
@@ -385,7 +204,7 @@ async def run_report(run_id: str, request: Request, session: SessionDep) -> Resp
     run = None if number is None else await session.get(Run, number)
     probe = None if run is None else await session.get(Probe, run.probe_id)
     if run is None or probe is None:
-        return not_found(request, f"There is no run {run_id[:40]}.", _who(request, viewer))
+        return not_found(request, f"There is no run {run_id[:40]}.", who(request, viewer))
     endpoint = await session.get(Endpoint, probe.endpoint_id)
     ttfts, e2es = await status_queries.run_latencies(session, run.id, run.started_at)
     first = await status_queries.first_failure(session, run.id, run.started_at)
@@ -401,7 +220,7 @@ async def run_report(run_id: str, request: Request, session: SessionDep) -> Resp
                              detail=first.detail if first else None),
         status=run.status)
     page = report.with_probe_link(page, probe.id, probe.name)
-    return HTMLResponse(report.render(page, nav={"signed_in": _who(request, viewer)}))
+    return HTMLResponse(report.render(page, nav={"signed_in": who(request, viewer)}))
 
 
 @router.get("/probes/{probe_id}", response_class=HTMLResponse)
@@ -417,7 +236,7 @@ async def probe_page(probe_id: str, request: Request, session: SessionDep,
     number = page_id(probe_id)
     probe = None if number is None else await session.get(Probe, number)
     if probe is None:
-        return not_found(request, f"There is no probe {probe_id[:40]}.", _who(request, viewer))
+        return not_found(request, f"There is no probe {probe_id[:40]}.", who(request, viewer))
     if window not in probe_view.WINDOWS:
         window = probe_view.DEFAULT_WINDOW
     endpoint = await session.get(Endpoint, probe.endpoint_id)
@@ -454,7 +273,7 @@ async def probe_page(probe_id: str, request: Request, session: SessionDep,
         "since": since, "charts": charts, "slos": slos, "runs": runs,
         "low_count": any(r.low_count for r in runs), "low_count_caption": LOW_COUNT_CAPTION,
         "state": probe_view.state_text(runs),
-        "refresh_s": REFRESH_S, "signed_in": _who(request, viewer), "nav_active": "probe"})
+        "refresh_s": REFRESH_S, "signed_in": who(request, viewer), "nav_active": "probe"})
 
 
 COMPARE_WINDOWS = ("1h", "24h", "7d", "30d")
@@ -476,7 +295,7 @@ async def compare_page(request: Request, session: SessionDep) -> Response:
         "windows": list(COMPARE_WINDOWS) + ([] if window in COMPARE_WINDOWS else [window]),
         "choices": await status_queries.probe_names(session, COMPARE_CHOICES),
         "picked": names, "probe_ids": {}, "drift": {},
-        "signed_in": _who(request, viewer), "nav_active": "compare"}
+        "signed_in": who(request, viewer), "nav_active": "compare"}
     template = report.environment().get_template("compare.html")
     if not names:
         return HTMLResponse(template.render(context))

@@ -85,7 +85,7 @@ async def test_a_batch_of_50_ticks_takes_as_many_statements_as_a_batch_of_5(
         with counted(engine) as many:
             assert await executor.claim_ahead(batch_of(ids[5:], TICK))
         assert executor.claimed_ahead == 55
-        assert executor.batches == 2
+        assert executor.held.batches == 2
         rows = await fetch(engine, "SELECT count(*), count(DISTINCT probe_id) FROM runs "
                                    "WHERE status = 'running' AND claimed_by = 'r1'")
         assert rows == [(55, 55)]
@@ -99,12 +99,12 @@ async def test_two_replicas_claiming_the_same_ticks_at_once_claim_each_exactly_o
     ticks = batch_of(ids, TICK)
     async with executor_on(engine, "r1") as one, executor_on(engine, "r2") as two:
         await asyncio.gather(one.claim_ahead(ticks), two.claim_ahead(list(reversed(ticks))))
-        mine = {run.probe.id for run in one._ahead.values()}
-        theirs = {run.probe.id for run in two._ahead.values()}
+        mine = {run.probe.id for run in one.held.waiting.values()}
+        theirs = {run.probe.id for run in two.held.waiting.values()}
         assert mine.isdisjoint(theirs)
         assert mine | theirs == set(ids)
-        assert {k[0] for k in one._elsewhere} == theirs, "what the other took is left to it"
-        assert {k[0] for k in two._elsewhere} == mine, "nothing is left to claim at the tick"
+        assert {k[0] for k in one.held.elsewhere} == theirs, "what the other took is left to it"
+        assert {k[0] for k in two.held.elsewhere} == mine, "nothing is left to claim at the tick"
         rows = await fetch(engine, "SELECT probe_id, count(*) FROM runs GROUP BY probe_id")
         assert sorted(rows) == [(p, 1) for p in sorted(ids)]
 
@@ -164,8 +164,8 @@ async def test_a_busy_probe_s_tick_is_left_to_its_firing(engine: AsyncEngine) ->
     await create_run(engine, busy, TICK - timedelta(seconds=60))
     async with executor_on(engine, "r1") as executor:
         await executor.claim_ahead(batch_of([busy, free], TICK))
-        assert set(executor._ahead) == {(free, TICK)}
-        assert not executor._elsewhere, "a busy tick is neither ours nor another's yet"
+        assert set(executor.held.waiting) == {(free, TICK)}
+        assert not executor.held.elsewhere, "a busy tick is neither ours nor another's yet"
         rows = await fetch(engine, "SELECT probe_id FROM runs WHERE scheduled_for = :t",
                            t=TICK)
         assert rows == [(free,)]
