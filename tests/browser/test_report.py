@@ -5,6 +5,7 @@ histograms; it names no external asset at all."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -36,6 +37,12 @@ def test_the_html_report_opens_offline_with_its_chart(tmp_path: Path) -> None:
                                "--html", str(report), "--json"],
                               capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+    # a level of half a second on a loaded machine may end without a TPOT: its point has no
+    # place on the chart (its table row says so), so the chart's points are counted from the
+    # run's own answer
+    charted = sum(1 for point in json.loads(done.stdout)["pareto"]
+                  if point.get("tps_per_user") and point.get("system_tps"))
+    assert charted >= 1
     html = report.read_text()
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html, re.IGNORECASE)
     assert "<script" not in html
@@ -55,7 +62,7 @@ def test_the_html_report_opens_offline_with_its_chart(tmp_path: Path) -> None:
             assert page.locator("table.curve tbody tr").count() == 7
             curve = page.locator("figure.axis-chart").filter(has=page.locator("path.curve"))
             assert curve.locator("svg path.curve").count() == 1
-            assert curve.locator("svg circle").count() == 7
+            assert curve.locator("svg circle").count() == charted
             assert curve.locator("text.axis-label").all_text_contents() == [
                 "tokens/s per user (1000 / TPOT p90)", "system output tokens/s"]
             assert page.locator("figure.axis-chart svg rect.bar").count() > 0
