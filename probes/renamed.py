@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from pydantic import computed_field
 from pydantic_core import PydanticCustomError
 
 WORKLOAD_RENAMED: Mapping[str, str] = {"audio_seconds": "audio_s"}
@@ -42,6 +43,20 @@ def stored_figure(summary: Mapping[str, Any], new: str) -> Any:
         return summary[new]
     old = next((o for o, n in SUMMARY_RENAMED.items() if n == new), None)
     return None if old is None else summary.get(old)
+
+
+def old_name(new: str, answers: Any) -> Any:
+    """A model's deprecated field: a read-only computed field answering the value of `new`
+    (of type `answers`) under the old name it is assigned to, marked deprecated in the
+    schema, until the next release. `old = old_name("new_s", float)` in a model's body."""
+
+    def value(self: Any) -> Any:
+        return getattr(self, new)
+
+    note = f"Deprecated name of {new}, answered until the next release."
+    field = computed_field(return_type=answers, description=note,
+                           json_schema_extra={"deprecated": True})
+    return field(property(value, doc=note))
 
 
 _notes: ContextVar[list[str] | None] = ContextVar("sustain_deprecation_notes", default=None)

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, computed_field, model_validator
+from pydantic import BaseModel, model_validator
 
 from sustain.probes.measure.deployment import Efficiency
 from sustain.probes.measure.finite import ratio
@@ -24,7 +24,7 @@ from sustain.probes.measure.sessions import (
 )
 from sustain.probes.measure.slo import SloThresholds, meets
 from sustain.probes.measure.steady import SteadyState
-from sustain.probes.renamed import SUMMARY_RENAMED, accept_renamed
+from sustain.probes.renamed import SUMMARY_RENAMED, accept_renamed, old_name
 
 GENERATOR_LAG_FLOOR_MS = 5.0
 GENERATOR_LAG_FRACTION = 0.01
@@ -175,47 +175,13 @@ class RunSummary(BaseModel):
         return accept_renamed(data, SUMMARY_RENAMED)
 
     # The old names, answered beside the new ones until the next release.
-    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
-    @property
-    def request_throughput(self) -> float | None:
-        """Deprecated name of requests_per_second."""
-        return self.requests_per_second
-
-    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
-    @property
-    def output_token_throughput(self) -> float | None:
-        """Deprecated name of output_tokens_per_second."""
-        return self.output_tokens_per_second
-
-    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
-    @property
-    def input_token_throughput(self) -> float | None:
-        """Deprecated name of input_tokens_per_second."""
-        return self.input_tokens_per_second
-
-    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
-    @property
-    def item_throughput(self) -> float | None:
-        """Deprecated name of items_per_second."""
-        return self.items_per_second
-
-    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
-    @property
-    def audio_seconds(self) -> float | None:
-        """Deprecated name of audio_s."""
-        return self.audio_s
-
-    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
-    @property
-    def rtf(self) -> Distribution | None:
-        """Deprecated name of rtf_ratio."""
-        return self.rtf_ratio
-
-    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
-    @property
-    def retrieval_hit_rate(self) -> float | None:
-        """Deprecated name of retrieval_hit_ratio."""
-        return self.retrieval_hit_ratio
+    request_throughput = old_name("requests_per_second", float | None)  # type: ignore[pydantic-field]
+    output_token_throughput = old_name("output_tokens_per_second", float | None)  # type: ignore[pydantic-field]
+    input_token_throughput = old_name("input_tokens_per_second", float | None)  # type: ignore[pydantic-field]
+    item_throughput = old_name("items_per_second", float | None)  # type: ignore[pydantic-field]
+    audio_seconds = old_name("audio_s", float | None)  # type: ignore[pydantic-field]
+    rtf = old_name("rtf_ratio", Distribution | None)  # type: ignore[pydantic-field]
+    retrieval_hit_rate = old_name("retrieval_hit_ratio", float | None)  # type: ignore[pydantic-field]
 
 
 def combined_health(stages: Sequence[GeneratorHealth]) -> GeneratorHealth:

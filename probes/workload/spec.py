@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import Field, computed_field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from sustain.probes.inputs import InputModel, storable_problem
-from sustain.probes.renamed import WORKLOAD_RENAMED, accept_renamed
+from sustain.probes.renamed import WORKLOAD_RENAMED, accept_renamed, old_name
 from sustain.probes.workload.audio import MAX_AUDIO_SECONDS
 from sustain.probes.workload.corpus import RagSpec
 from sustain.probes.workload.images import ImageSpec
@@ -193,11 +193,7 @@ class Workload(InputModel):
     def _old_names(cls, data: Any) -> Any:
         return accept_renamed(data, WORKLOAD_RENAMED)
 
-    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
-    @property
-    def audio_seconds(self) -> float:
-        """Deprecated name of audio_s, answered until the next release."""
-        return self.audio_s
+    audio_seconds = old_name("audio_s", float)  # type: ignore[pydantic-field]
 
     @model_validator(mode="after")
     def _one_source(self) -> Workload:

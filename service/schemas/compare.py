@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field, computed_field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
-from sustain.probes.renamed import SUMMARY_RENAMED, accept_renamed
+from sustain.probes.renamed import SUMMARY_RENAMED, accept_renamed, old_name
 from sustain.service.evaluation.stability import Stability
 
 
@@ -84,35 +84,11 @@ class ProbeFigures(BaseModel):
         """Figures answered by a server of the release before (the CLI reads these)."""
         return accept_renamed(data, SUMMARY_RENAMED)
 
-    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
-    @property
-    def request_throughput(self) -> float | None:
-        """Deprecated name of requests_per_second, answered until the next release."""
-        return self.requests_per_second
-
-    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
-    @property
-    def output_token_throughput(self) -> float | None:
-        """Deprecated name of output_tokens_per_second, answered until the next release."""
-        return self.output_tokens_per_second
-
-    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
-    @property
-    def item_throughput(self) -> float | None:
-        """Deprecated name of items_per_second, answered until the next release."""
-        return self.items_per_second
-
-    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
-    @property
-    def rtf(self) -> Percentiles | None:
-        """Deprecated name of rtf_ratio, answered until the next release."""
-        return self.rtf_ratio
-
-    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
-    @property
-    def retrieval_hit_rate(self) -> float | None:
-        """Deprecated name of retrieval_hit_ratio, answered until the next release."""
-        return self.retrieval_hit_ratio
+    request_throughput = old_name("requests_per_second", float | None)  # type: ignore[pydantic-field]
+    output_token_throughput = old_name("output_tokens_per_second", float | None)  # type: ignore[pydantic-field]
+    item_throughput = old_name("items_per_second", float | None)  # type: ignore[pydantic-field]
+    rtf = old_name("rtf_ratio", Percentiles | None)  # type: ignore[pydantic-field]
+    retrieval_hit_rate = old_name("retrieval_hit_ratio", float | None)  # type: ignore[pydantic-field]
 
 
 class Comparison(BaseModel):

@@ -5,13 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, computed_field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic.config import JsonDict
 from pydantic_core import PydanticCustomError
 
 from sustain.probes.inputs import InputModel
 from sustain.probes.load.profiles import LoadProfile, SingleProfile
 from sustain.probes.measure.slo import SloThresholds
+from sustain.probes.renamed import old_name
 from sustain.probes.workload.spec import Workload
 from sustain.service.schemas.common import (
     DbId,
@@ -195,14 +196,5 @@ class ProbeRead(BaseModel):
     created_at: datetime
     updated_at: datetime
 
-    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
-    @property
-    def interval_seconds(self) -> int:
-        """Deprecated name of interval_s, answered until the next release."""
-        return self.interval_s
-
-    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
-    @property
-    def jitter_seconds(self) -> float:
-        """Deprecated name of jitter_s, answered until the next release."""
-        return self.jitter_s
+    interval_seconds = old_name("interval_s", int)  # type: ignore[pydantic-field]
+    jitter_seconds = old_name("jitter_s", float)  # type: ignore[pydantic-field]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, Field, computed_field
+from pydantic import BaseModel, Field
+
+from sustain.probes.renamed import old_name
 
 
 class ReplicaRead(BaseModel):
@@ -32,17 +34,8 @@ class ScheduledJob(BaseModel):
     jitter_s: float
     next_fire_at: datetime | None
 
-    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
-    @property
-    def interval_seconds(self) -> int | None:
-        """Deprecated name of interval_s, answered until the next release."""
-        return self.interval_s
-
-    @computed_field(json_schema_extra={"deprecated": True})  # type: ignore[prop-decorator]
-    @property
-    def jitter_seconds(self) -> float:
-        """Deprecated name of jitter_s, answered until the next release."""
-        return self.jitter_s
+    interval_seconds = old_name("interval_s", int | None)  # type: ignore[pydantic-field]
+    jitter_seconds = old_name("jitter_s", float)  # type: ignore[pydantic-field]
 
 
 class ThisReplica(BaseModel):
