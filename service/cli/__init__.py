@@ -1,4 +1,4 @@
-"""The `sustain` command: one module per command group, assembled here.
+"""The `sustain` command: one module per command group, assembled in commands.py.
 
 - serve.py: `serve`, `demo` (its simulators and objects are sustain.service.demo's, the
   graceful uvicorn sustain.service.server's);
@@ -11,30 +11,49 @@
 
 Only commands, their flags and what they share live here. Commands import what they use when
 they run, so that `sustain --help` stays fast.
+
+The console script (`main`) builds only the command it is asked for when that one stands
+alone (`sustain simulate ...`, started by tests, demos and compose stacks many times, imports
+the simulator, not the service); `sustain --help`, `keys` and anything else get the whole app
+(commands.py).
 """
 
-import typer
+import sys
+from typing import Any
 
-from sustain.service.cli.admin import migrate, rules, validate
-from sustain.service.cli.agent import agent
-from sustain.service.cli.common import guarded, help_texts
-from sustain.service.cli.compare import compare
-from sustain.service.cli.export import export
-from sustain.service.cli.keys import keys_app
-from sustain.service.cli.probe import probe
-from sustain.service.cli.serve import demo, serve
-from sustain.service.cli.simulate import simulate
+ALONE = {"simulate": "sustain.service.cli.simulate"}
+"""Commands the console script builds on their own, by name -> the module holding the
+command function of that name (a module that imports nothing of the service when loaded)."""
 
-app = typer.Typer(
-    help="sustain: continuous monitoring of LLM inference endpoints.",
-    no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-)
-for command in (serve, rules, validate, migrate, demo, probe, simulate, export, compare,
-                agent):
-    long_help, short_help = help_texts(command.__doc__)
-    app.command(help=long_help, short_help=short_help)(guarded(command))
-for sub in keys_app.registered_commands:
-    if sub.callback is not None:
-        sub.help, sub.short_help = help_texts(sub.callback.__doc__)
-        sub.callback = guarded(sub.callback)
-app.add_typer(keys_app, name="keys")
+
+def main() -> None:
+    """The `sustain` console script."""
+    name = sys.argv[1] if len(sys.argv) > 1 else None
+    if name in ALONE:
+        import importlib
+
+        import typer
+
+        from sustain.service.cli.common import register
+
+        one = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+        one.callback()(_root)
+        register(one, getattr(importlib.import_module(ALONE[name]), name))
+        one(prog_name="sustain")
+        return
+    from sustain.service.cli.commands import app
+
+    app(prog_name="sustain")
+
+
+def _root() -> None:
+    """sustain: continuous monitoring of LLM inference endpoints."""
+
+
+def __getattr__(name: str) -> Any:
+    """`sustain.service.cli.app`, the whole command, assembled when first asked for."""
+    if name == "app":
+        from sustain.service.cli.commands import app
+
+        return app
+    raise AttributeError(name)

@@ -14,18 +14,15 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any, ParamSpec
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncEngine
 
-from sustain.service.config import Settings
-from sustain.service.db.embedded import DataDirInUseError, EmbeddedPostgres, running_url
-from sustain.service.db.engine import create_engine
-from sustain.service.server_settings import deprecated_variables
+if TYPE_CHECKING:  # the service is imported when a command runs, not when the CLI is built
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
+    from sustain.service.config import Settings
 
 console = Console(stderr=True, soft_wrap=True, emoji=False)
 """Messages go to stderr, so a command's stdout carries only its output (--json, keys)."""
@@ -54,6 +51,8 @@ def command_logging(settings: Settings, verbose: bool) -> None:
 def warn_deprecated_variables() -> None:
     """Log a warning for each deprecated SUSTAIN_ variable set (still read until the next
     release: sustain.service.config.RENAMED_SETTINGS); once logging is configured."""
+    from sustain.service.server_settings import deprecated_variables
+
     for note in deprecated_variables(os.environ):
         logging.getLogger("sustain.service.config").warning("%s", note)
 
@@ -71,6 +70,10 @@ ConfigOpt = Annotated[Path | None, typer.Option(
 
 def load_settings(**overrides: Any) -> Settings:
     """Environment first, then the flags that were given."""
+    from pydantic import ValidationError
+
+    from sustain.service.config import Settings
+
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
@@ -94,6 +97,8 @@ def database(settings: Settings, share: bool = False) -> Iterator[str]:
     SIGTERM becomes SystemExit so the embedded server is stopped on the way out (uvicorn
     re-raises the signal it caught after its own graceful shutdown).
     """
+    from sustain.service.db.embedded import DataDirInUseError, EmbeddedPostgres, running_url
+
     signal.signal(signal.SIGTERM, _terminate)
     if settings.database_url is not None:
         yield settings.database_url
@@ -121,6 +126,8 @@ def database(settings: Settings, share: bool = False) -> Iterator[str]:
 @asynccontextmanager
 async def one_connection_engine(url: str) -> AsyncIterator[AsyncEngine]:
     """An engine with one pooled connection, for a command's few statements; disposed after."""
+    from sustain.service.db.engine import create_engine
+
     engine = create_engine(url, pool_size=1)
     try:
         yield engine
@@ -174,6 +181,13 @@ def counted(n: int, word: str) -> str:
 _SENTENCE_END = re.compile(r"(?<!e\.g)(?<!i\.e)\.(?=\s|$)")
 
 
+def register(app: typer.Typer, command: Callable[..., None]) -> None:
+    """Add a command to `app`, its help from its docstring, its database errors said in one
+    line (guarded)."""
+    long_help, short_help = help_texts(command.__doc__)
+    app.command(help=long_help, short_help=short_help)(guarded(command))
+
+
 def help_texts(doc: str | None) -> tuple[str, str]:
     """A command's help from its docstring: each paragraph on one line (the terminal wraps
     it, never the source's line breaks), and its first sentence for the list of commands:
@@ -193,9 +207,18 @@ _CLASS_PREFIX = re.compile(r"^<class '[\w.]+'>: ")
 def database_problem(exc: BaseException) -> str:
     """What the database (or the way to it) said, in one line, without the library's
     class names or its link to background reading."""
+    from sqlalchemy.exc import DBAPIError
+
     origin = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
     text = _CLASS_PREFIX.sub("", str(origin).strip()).splitlines()
     return text[0] if text else type(origin).__name__
+
+
+def _database_error(exc: Exception) -> bool:
+    """Whether `exc` says the database cannot be used (not a bug)."""
+    from sqlalchemy.exc import DBAPIError
+
+    return isinstance(exc, DBAPIError | ConnectionRefusedError | socket.gaierror)
 
 
 def guarded(command: Callable[P, None]) -> Callable[P, None]:
@@ -206,7 +229,9 @@ def guarded(command: Callable[P, None]) -> Callable[P, None]:
     def run(*args: P.args, **kwargs: P.kwargs) -> None:
         try:
             command(*args, **kwargs)
-        except (DBAPIError, ConnectionRefusedError, socket.gaierror) as exc:
+        except Exception as exc:
+            if not _database_error(exc):
+                raise
             say("cannot use the database (SUSTAIN_DATABASE_URL or --database-url): "
                 + database_problem(exc), "red")
             raise typer.Exit(EXIT_DATABASE) from None

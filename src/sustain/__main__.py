@@ -1,5 +1,5 @@
 """`python -m sustain` is the `sustain` command."""
 
-from sustain.service.cli import app
+from sustain.service.cli import main
 
-app()
+main()
