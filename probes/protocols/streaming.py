@@ -102,6 +102,11 @@ class Deadlines:
 
 # --- responses ------------------------------------------------------------------------------
 
+MAX_OUTPUT_EVENTS = 262_144
+"""Most output-bearing events of one streamed answer, each an ITL gap held until the answer
+ends: twice the longest output a hosted model offers today (128 Ki tokens, one event each).
+Past it the answer is `protocol`, so a stream of millions of tiny chunks cannot grow the
+probe's memory without end (3 M one-token chunks in 20 s held 163 MiB before this bound)."""
 MAX_TOKEN_COUNT = 2**31 - 1
 ANSWER_KEYS = ("content", "tool_calls")
 """A chat delta's keys that carry the answer (TTFO)."""
@@ -294,7 +299,11 @@ class StreamState:
         """An output-bearing event arrived at `now_ns`: the first one is TTFT, each later one
         adds the gap since the one before to ITL (reasoning and answer alike, as MLPerf
         times them); the first answer one is TTFO, a reasoning one counts as a reasoning
-        token where the server reports none."""
+        token where the server reports none. Past MAX_OUTPUT_EVENTS the stream fails as
+        `protocol`, holding no more gaps."""
+        if self.output_events >= MAX_OUTPUT_EVENTS:
+            self.fail(ErrorClass.PROTOCOL, f"stream of over {MAX_OUTPUT_EVENTS} output events")
+            return
         if self.last_output_ns is not None:
             self.itl_ns.append(now_ns - self.last_output_ns)
         else:
