@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from array import array
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -102,11 +103,12 @@ class Deadlines:
 
 # --- responses ------------------------------------------------------------------------------
 
-MAX_OUTPUT_EVENTS = 262_144
-"""Most output-bearing events of one streamed answer, each an ITL gap held until the answer
-ends: twice the longest output a hosted model offers today (128 Ki tokens, one event each).
-Past it the answer is `protocol`, so a stream of millions of tiny chunks cannot grow the
-probe's memory without end (3 M one-token chunks in 20 s held 163 MiB before this bound)."""
+MAX_OUTPUT_EVENTS = 2_097_152
+"""Most output-bearing events of one streamed answer, each an inter-token gap held until the
+answer ends (8 bytes each: 16 MiB at most): twice the most tokens a workload may ask for
+(`max_tokens` up to 1,000,000, one event each, as vLLM and SGLang stream them). Past it the
+answer is `protocol`, so a stream of endless tiny chunks cannot grow the probe's memory
+without end (3 M one-token chunks in 20 s held 163 MiB before this bound)."""
 MAX_TOKEN_COUNT = 2**31 - 1
 ANSWER_KEYS = ("content", "tool_calls")
 """A chat delta's keys that carry the answer (TTFO)."""
@@ -216,7 +218,8 @@ class StreamState:
     first_answer_ns: int | None = None
     """When the first answer output (not reasoning) arrived: TTFO."""
     last_output_ns: int | None = None
-    itl_ns: list[int] = field(default_factory=list)
+    itl_ns: array[int] = field(default_factory=lambda: array("q"))
+    """The gaps between output events, in ns (a packed array: 8 bytes a gap)."""
     output_events: int = 0
     finished: bool = False
     done: bool = False

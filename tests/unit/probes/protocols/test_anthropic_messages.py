@@ -49,7 +49,7 @@ def test_text_deltas_time_ttft_and_itl_pings_and_block_starts_do_not() -> None:
              72_000_002, 72_000_003]
     state = feed(MessagesStream(), *events, at_ns=times)
     assert state.first_output_ns == 50_000_000
-    assert state.itl_ns == [10_000_000, 12_000_000]
+    assert list(state.itl_ns) == [10_000_000, 12_000_000]
     assert (state.completion_tokens, state.prompt_tokens) == (3, 5)
     assert state.outcome() == (None, None)
 

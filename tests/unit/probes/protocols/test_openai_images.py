@@ -71,7 +71,7 @@ def test_a_stream_is_timed_from_its_first_partial_image_and_counts_completed_ima
     assert state.outcome() == (None, None)
     assert (state.partials, state.images) == (3, 2)
     assert state.first_output_ns == 40 * MS
-    assert state.itl_ns == [40 * MS] * 4
+    assert list(state.itl_ns) == [40 * MS] * 4
     assert (state.output_tokens, state.prompt_tokens) == (544, 5)  # each image's usage, summed
     m = OPENAI_IMAGES.stream_figures(from_state(state, 0, 210 * MS, 200, None, None), state)
     assert (m.items, m.ttft_ms) == (2, 40.0)

@@ -47,7 +47,7 @@ def test_text_deltas_time_ttft_and_itl_and_completed_carries_usage() -> None:
                    input_tokens_details={"cached_tokens": 4}), 72_000_002),
     )
     assert state.first_output_ns == 50_000_000
-    assert state.itl_ns == [10_000_000, 12_000_000]
+    assert list(state.itl_ns) == [10_000_000, 12_000_000]
     assert (state.completion_tokens, state.prompt_tokens, state.cached_tokens) == (3, 9, 4)
     assert state.done
     assert state.outcome() == (None, None)

@@ -44,7 +44,7 @@ def test_pcm_is_24_khz_16_bit_mono_timed_from_its_first_byte() -> None:
     assert state.outcome() == (None, None)
     assert state.audio_s == pytest.approx(2.0)
     assert state.first_output_ns == MS
-    assert state.itl_ns == [MS, MS]
+    assert list(state.itl_ns) == [MS, MS]
     assert state.output_tokens == 0  # raw audio has no tokens; its measure is seconds
 
 
@@ -130,7 +130,7 @@ def test_sse_deltas_count_their_base64_and_done_carries_the_usage() -> None:
     assert state.outcome() == (None, None)
     assert state.audio_bytes == 4800 + 4801 + 4802
     assert state.first_output_ns == 5 * MS
-    assert state.itl_ns == [2 * MS, 2 * MS]
+    assert list(state.itl_ns) == [2 * MS, 2 * MS]
     assert (state.output_tokens, state.prompt_tokens) == (40, 3)
     assert state.audio_s == pytest.approx((4800 + 4801 + 4802) / PCM_BYTES_PER_S)
 

@@ -33,7 +33,7 @@ def test_openai_deltas_time_the_first_text_and_done_carries_usage() -> None:
                  ({"type": "transcript.text.done", "text": "hello world", "usage": {
                      "type": "tokens", "input_tokens": 50, "output_tokens": 2}}, 35_000_001))
     assert state.first_output_ns == 30_000_000
-    assert state.itl_ns == [5_000_000]
+    assert list(state.itl_ns) == [5_000_000]
     assert (state.completion_tokens, state.prompt_tokens) == (2, 50)
     assert state.outcome() == (None, None)
 

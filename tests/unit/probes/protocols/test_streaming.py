@@ -52,7 +52,7 @@ def test_ttft_counts_from_first_output_event_and_itl_from_gaps() -> None:
         ("[DONE]", 75_000_003),
     )
     assert state.first_output_ns == 50_000_000
-    assert state.itl_ns == [10_000_000, 15_000_000]
+    assert list(state.itl_ns) == [10_000_000, 15_000_000]
     assert state.output_tokens == 3
     assert state.completion_tokens == 3
     assert state.prompt_tokens == 7
