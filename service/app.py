@@ -43,6 +43,7 @@ from sustain.service.config import Settings
 from sustain.service.runtime import Replica
 from sustain.service.strict_json import StrictJSONResponse
 from sustain.service.web import routes as web_routes
+from sustain.service.web import signin
 from sustain.service.web.docs import install_docs
 from sustain.service.web.headers import SecurityHeadersMiddleware
 from sustain.service.web.hosts import AllowedHosts, PathOnlyRedirects
@@ -111,6 +112,7 @@ def create_app(settings: Settings, database_url: str | None = None) -> FastAPI:
     app.include_router(api)
     app.include_router(health.router, default_response_class=StrictJSONResponse)
     app.include_router(metrics.router, dependencies=readers if settings.metrics_auth else [])
+    app.include_router(signin.router)
     app.include_router(web_routes.router)
     install_docs(app)
     install_openapi(app, settings)

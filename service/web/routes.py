@@ -32,13 +32,12 @@ from sustain.service.db.models import Endpoint, Probe, Run
 from sustain.service.errors import FieldError
 from sustain.service.history.windows import parse_duration
 from sustain.service.schemas.common import MAX_DB_ID
-from sustain.service.web import probe_view, report, signin, view
+from sustain.service.web import probe_view, report, view
 from sustain.service.web.drift_view import drift_text
 from sustain.service.web.jinja import templates
 from sustain.service.web.signin import page_viewer, who
 
 router = APIRouter(include_in_schema=False)
-router.include_router(signin.router)
 REFRESH_S = 30
 COMPARE_CHOICES = 500
 """Probes the compare page's form offers at most (by name)."""

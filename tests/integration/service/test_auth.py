@@ -117,10 +117,11 @@ async def test_every_page_needs_a_viewer_and_refuses_an_agent_key(
     it (an unknown id is a 404 page)."""
     from fastapi.routing import APIRoute
 
-    from sustain.service.web import routes
+    from sustain.service.web import routes, signin
 
     callers = await role_keys(api)
-    pages = sorted(route.path for route in routes.router.routes if isinstance(route, APIRoute)
+    pages = sorted(route.path for route in (*signin.router.routes, *routes.router.routes)
+                   if isinstance(route, APIRoute)
                    and "GET" in (route.methods or set()) and route.path not in PUBLIC_PAGES)
     assert {"/", "/probes/{probe_id}", "/runs/{run_id}", "/runs/latest", "/compare"} <= \
         set(pages), pages
