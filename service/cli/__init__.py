@@ -21,6 +21,8 @@ the simulator, not the service); `sustain --help`, `keys` and anything else get 
 import sys
 from typing import Any
 
+HELP = "sustain: continuous monitoring of LLM inference endpoints."
+"""The command's own help, above its list of commands."""
 ALONE = {"simulate": "sustain.service.cli.simulate"}
 """Commands the console script builds on their own, by name -> the module holding the
 command function of that name (a module that imports nothing of the service when loaded)."""
@@ -37,7 +39,7 @@ def main() -> None:
         from sustain.service.cli.common import register
 
         one = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-        one.callback()(_root)
+        one.callback(help=HELP)(_root)
         register(one, getattr(importlib.import_module(ALONE[name]), name))
         one(prog_name="sustain")
         return
@@ -47,7 +49,7 @@ def main() -> None:
 
 
 def _root() -> None:
-    """sustain: continuous monitoring of LLM inference endpoints."""
+    """The group above a command built alone (its help is HELP)."""
 
 
 def __getattr__(name: str) -> Any:

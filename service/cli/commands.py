@@ -3,6 +3,7 @@
 
 import typer
 
+from sustain.service.cli import HELP
 from sustain.service.cli.admin import migrate, rules, validate
 from sustain.service.cli.agent import agent
 from sustain.service.cli.common import guarded, help_texts, register
@@ -12,8 +13,6 @@ from sustain.service.cli.keys import keys_app
 from sustain.service.cli.probe import probe
 from sustain.service.cli.serve import demo, serve
 from sustain.service.cli.simulate import simulate
-
-HELP = "sustain: continuous monitoring of LLM inference endpoints."
 
 app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False,
                   pretty_exceptions_enable=False)
