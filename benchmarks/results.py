@@ -90,6 +90,12 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               "and after, time, longest batch, figures kept",
               "none (every run's figures the same)", "none (the rows before are the baseline)",
               "python benchmarks/sketch_migration.py", "about 2 min"),
+    Benchmark("sample packing", "sample_packing",
+              "the storage job packing a week of samples stored as rows into blocks: bytes "
+              "before and after, samples/s, longest transaction, every sample the same",
+              "none (every sample the same, bit for bit)",
+              "none (the rows before are the baseline)",
+              "python benchmarks/sample_packing.py", "about 2 min"),
     Benchmark("scheduler", "scheduler", "delay from a tick (plus jitter) to the first send",
               "p99 <= 50 ms", "none (the jitter-0 burst is a stress case beside it)",
               "python benchmarks/scheduler.py", "about 3 min"),

@@ -20,9 +20,14 @@ writes the same rows (claimed ahead, samples through the write buffer, the same 
    ANALYZE)` (every table and index rewritten compactly: the long-run rate of growth, the
    headline). Bytes per run = growth / runs, by table.
 2. Per sample: one run of a --rate (200) req/s constant streamed chat probe for --seconds
-   (40): about 8,000 samples; bytes per sample = the growth of `samples` (every daily
-   partition summed, its two indexes included) after `VACUUM (FULL, ANALYZE)`, over the
-   samples stored.
+   (40): about 8,000 samples; bytes per sample = the growth of the raw samples (`samples`
+   rows and `sample_blocks`, every daily partition summed, their indexes included) after
+   `VACUUM (FULL, ANALYZE)`, over the samples stored, once the storage job has packed the
+   run (`db.sample_packing.pack_finished`, as it does SUSTAIN_SAMPLE_PACK_AFTER_S after a run
+   finishes); the figure as rows, before packing, is reported beside it.
+
+Both phases pack the runs they stored before measuring: the steady state of a history is
+packed samples, a recent hour's runs are rows.
 
 Sizes are `pg_total_relation_size` (heap, TOAST and indexes; the free-space and visibility
 maps too after a plain VACUUM), grouped as runs (a run's sketches are a record on its row),
@@ -64,10 +69,17 @@ SIMULATOR_ARGS = ["--ttft-ms", "40", "--ttft-sigma", "0.3", "--itl-ms", "8",
 
 # --- pure: tables to groups, and the sizing arithmetic of docs/sizing.md ---------------------
 
+PACKED_SAMPLES = "sample_blocks"
+"""Raw samples packed (db.sample_blocks): counted in the `samples` group with the rows."""
+
+
 def group_of(table: str, parent: str | None = None) -> str:
     """The group a table's bytes count in: a partition counts as its parent (samples'
-    daily partitions as `samples`), any table outside GROUPS as OTHERS."""
+    daily partitions as `samples`), packed samples as `samples`, any table outside GROUPS
+    as OTHERS."""
     name = parent or table
+    if name == PACKED_SAMPLES:
+        return "samples"
     return name if name in GROUPS else OTHERS
 
 
@@ -209,6 +221,8 @@ SIZES = """
     WHERE n.nspname = 'public' AND c.relkind = 'r'
 """
 COUNTED = ("runs", "rollups", "rollup_sketches", "samples", "slo_run_counts")
+PACK_LATER = timedelta(days=2)
+"""The packing cutoff's distance ahead of now: every stored run has finished before it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +246,9 @@ async def snapshot(url: str, vacuum: str) -> Snapshot:
                           for r in await connection.fetch(SIZES))
         rows = {name: int(await connection.fetchval(f"SELECT count(*) FROM {name}"))
                 for name in COUNTED}
+        rows["packed"] = int(await connection.fetchval(
+            "SELECT coalesce(sum(samples), 0) FROM sample_blocks"))
+        rows["blocks"] = int(await connection.fetchval("SELECT count(*) FROM sample_blocks"))
         for width, count in await connection.fetch(
                 "SELECT width_s, count(*) FROM rollups GROUP BY width_s"):
             rows[f"rollups/{width}"] = int(count)
@@ -344,6 +361,21 @@ async def measure_and_store(url: str, probe_id: int, ticks: Sequence[datetime],
         await engine.dispose()
 
 
+async def pack(url: str) -> float:
+    """The storage job's packing of every stored run's rows into blocks (as it runs once a
+    run is SUSTAIN_SAMPLE_PACK_AFTER_S old); seconds it took."""
+    from sustain.service.db.engine import create_engine
+    from sustain.service.db.sample_packing import pack_finished
+
+    engine = create_engine(url)
+    try:
+        t0 = time.perf_counter()
+        await pack_finished(engine, datetime.now(UTC) + PACK_LATER)
+        return time.perf_counter() - t0
+    finally:
+        await engine.dispose()
+
+
 def per(grown: Mapping[str, int], count: float) -> dict[str, float]:
     """Bytes of growth per run (or sample), by table or group."""
     return {name: size / count for name, size in grown.items()}
@@ -382,9 +414,12 @@ async def run(args: argparse.Namespace) -> tuple[str, str, Footprint]:
                 - timedelta(days=1)
             ticks = [day + timedelta(minutes=i) for i in range(args.runs)]
             runs = await measure_and_store(url, single, ticks, args.concurrency)
+            runs_pack_s = await pack(url)
             plain = await snapshot(url, "ANALYZE")
             full = await snapshot(url, "FULL, ANALYZE")
             loaded = await measure_and_store(url, load, [day + timedelta(hours=12)], 1)
+            as_rows = await snapshot(url, "FULL, ANALYZE")
+            load_pack_s = await pack(url)
             after = await snapshot(url, "FULL, ANALYZE")
     finally:
         if not args.keep:
@@ -403,11 +438,14 @@ async def run(args: argparse.Namespace) -> tuple[str, str, Footprint]:
     daily = full.rows.get("rollups/86400", 0) - base.rows.get("rollups/86400", 0)
     bucket_bytes = (grown_full["rollups"] + grown_full["rollup_sketches"]) / max(buckets, 1)
 
-    load_grown = growth(full.tables, after.tables)
-    load_samples = after.rows["samples"] - full.rows["samples"]
+    load_grown = growth(by_group(full.tables), by_group(after.tables))
+    load_samples = after.rows["packed"] - full.rows["packed"]
     sample_bytes = load_grown["samples"] / load_samples
-    load_run = {name: size for name, size in load_grown.items()
-                if name != "samples" and size}
+    rows_grown = growth(by_group(full.tables), by_group(as_rows.tables))
+    row_sample_bytes = rows_grown["samples"] / (as_rows.rows["samples"] - full.rows["samples"])
+    load_blocks = after.rows["blocks"] - full.rows["blocks"]
+    load_run = {name: size for name, size in growth(full.tables, after.tables).items()
+                if group_of(name) != "samples" and size}
 
     footprint = Footprint(
         run_bytes=per_full["runs"] + per_full[OTHERS],
@@ -439,13 +477,17 @@ async def run(args: argparse.Namespace) -> tuple[str, str, Footprint]:
         "Others: " + (", ".join(f"{name} {size / runs.runs:,.0f} B per run"
                                 for name, size in sorted(others.items())) or "none") + ". "
         f"Rollups: {buckets} buckets ({hourly} hourly, {daily} daily), "
-        f"{bucket_bytes:,.0f} B per bucket (its `rollups` row and `rollup_sketches` rows).",
+        f"{bucket_bytes:,.0f} B per bucket (its `rollups` row and `rollup_sketches` rows). "
+        f"The `samples` row is its run's sample packed (`sample_blocks`, a block a run: the "
+        f"storage job packed the {runs.runs:,} runs in {runs_pack_s:.1f} s).",
         "",
         f"### Per sample: one run at {args.rate:g} req/s for {args.seconds:g} s",
         "",
         f"{load_samples:,} samples stored (measured in {loaded.measure_s:.0f} s, stored in "
-        f"{loaded.store_s:.1f} s with the run's final record); the "
-        f"`samples` table (daily partitions summed, with their indexes) grew by "
+        f"{loaded.store_s:.1f} s with the run's final record) as `samples` rows: "
+        f"{row_sample_bytes:,.1f} B per sample (daily partitions summed, with their "
+        f"indexes), as they are while the run is recent. Packed by the storage job into "
+        f"{load_blocks} blocks in {load_pack_s:.1f} s, the samples (rows and blocks) take "
         f"{human(load_grown['samples'])} after `VACUUM (FULL, ANALYZE)`: "
         f"**{sample_bytes:,.1f} B per sample**. The run's own records besides: "
         + ", ".join(f"{name} {human(size)}" for name, size in sorted(load_run.items())) + ".",

@@ -1,5 +1,7 @@
 """Raw samples: the batch insert of the write path, and the pages that reads and exports take
-(each in its own short transaction: never a cursor held open across writes to a client)."""
+(each in its own short transaction: never a cursor held open across writes to a client), of
+rows and packed blocks merged (db.sample_blocks: rows first, then blocks, one answer per
+`pos`)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Any
 from sqlalchemy import Select, literal, select, text, tuple_
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
+from sustain.service.db import sample_blocks
 from sustain.service.db.models import Run, SampleRow
 from sustain.service.runs.rows import (
     SAMPLE_COLUMNS,
@@ -74,8 +77,24 @@ def run_query(run: Run, after_pos: int | None) -> Select[Any]:
 
 async def page(session: AsyncSession, run: Run, after_pos: int | None, limit: int
                ) -> list[dict[str, Any]]:
-    rows = await session.execute(run_query(run, after_pos).limit(limit))
-    return [dict(row._mapping) for row in rows]
+    """Up to `limit` of a run's samples after `after_pos`, in `pos` order, rows and packed."""
+    rows = [dict(row._mapping)
+            for row in await session.execute(run_query(run, after_pos).limit(limit))]
+    below = rows[-1]["pos"] + 1 if len(rows) >= limit else None
+    since = None if run.started_at is None else run.started_at - CLOCK_SLACK
+    packed = await sample_blocks.run_blocks(
+        await session.connection(), run.id, after_pos, since, below, limit, _readable)
+    if not packed:
+        return rows
+    merged = {row["pos"]: row for row in rows}
+    for pos, row in packed:
+        merged.setdefault(pos, row)
+    return [merged[pos] for pos in sorted(merged)][:limit]
+
+
+def _readable(row: SampleTuple) -> dict[str, Any]:
+    mapping: dict[str, Any] = sample_blocks.as_mapping(row, SAMPLE_COLUMNS)
+    return mapping
 
 
 def probe_query(probe_id: int, start: datetime, end: datetime) -> Select[Any]:
@@ -93,15 +112,26 @@ ProbeKey = tuple[datetime, int, int]
 async def probe_page(session: AsyncSession, probe_id: int, start: datetime, end: datetime,
                      after: ProbeKey | None, limit: int) -> list[dict[str, Any]]:
     """Up to `limit` of a probe's samples sent in [start, end) that follow `after`, oldest
-    first: one page of an export, read in its own short transaction by the caller."""
+    first, rows and packed: one page of an export, read in its own short transaction by the
+    caller."""
     query = probe_query(probe_id, start, end)
     if after is not None:
         columns = (SampleRow.sent_at, SampleRow.run_id, SampleRow.pos)
         query = query.where(tuple_(*columns) > tuple_(
             *(literal(value, type_=column.type)
               for column, value in zip(columns, after, strict=True))))
-    rows = await session.execute(query.limit(limit))
-    return [dict(row._mapping) for row in rows]
+    rows = [dict(row._mapping) for row in await session.execute(query.limit(limit))]
+    below = (probe_key(rows[-1]) if len(rows) >= limit else None)
+    below_key = None if below is None else (below[0], below[1], below[2] + 1)
+    packed = await sample_blocks.probe_blocks(
+        await session.connection(), probe_id, start, end, after, below_key, limit)
+    if not packed:
+        return rows
+    merged = {probe_key(row): row for row in rows}
+    for row in packed:
+        merged.setdefault(sample_blocks.key_of(row),
+                          sample_blocks.as_mapping(row, SAMPLE_COLUMNS))
+    return [merged[key] for key in sorted(merged)][:limit]
 
 
 def probe_key(row: dict[str, Any]) -> ProbeKey:

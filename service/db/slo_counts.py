@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from sustain.probes.measure import sketch_record
 from sustain.probes.measure.sketch import MetricSketch
+from sustain.service.db import sample_blocks
+from sustain.service.runs import sample_block
+from sustain.service.runs.rows import POS, SENT_AT, STORED_COLUMNS
 
 COVERS = """(p.name = ANY(s.probe_names)
              OR (s.probe_labels <> '{}'::jsonb AND p.labels @> s.probe_labels))"""
@@ -47,6 +50,8 @@ COUNT_EXACT = f"""
         WHERE q.v IS NOT NULL
     ) AS lat ON s.kind = 'latency'
     WHERE r.attempts IS NOT NULL AND __RUNS__ AND __SLOS__
+      AND NOT (s.kind = 'latency' AND EXISTS (SELECT 1 FROM sample_blocks b
+                                              WHERE b.run_id = r.id))
     ON CONFLICT (slo_id, run_id) DO NOTHING
 """
 
@@ -61,6 +66,25 @@ APPROXIMATE_SOURCES = f"""
       AND NOT EXISTS (SELECT 1 FROM slo_run_counts c WHERE c.slo_id = s.id AND c.run_id = r.id)
     ORDER BY r.id
 """
+
+
+PACKED_SOURCES = f"""
+    SELECT s.metric, s.threshold_ms, r.id, r.scheduled_for, r.location, r.started_at
+    FROM runs r
+    JOIN probes p ON p.id = r.probe_id
+    JOIN slos s ON {COVERS}
+    WHERE s.id = :slo_id AND s.kind = 'latency' AND r.attempts IS NOT NULL
+      AND r.scheduled_for >= :exact_since
+      AND EXISTS (SELECT 1 FROM sample_blocks b WHERE b.run_id = r.id)
+      AND NOT EXISTS (SELECT 1 FROM slo_run_counts c WHERE c.slo_id = s.id AND c.run_id = r.id)
+    ORDER BY r.id
+"""
+"""Runs whose samples are packed (wholly or in part): counted exactly from their blocks and
+rows in Python."""
+
+LATENCY_COLUMNS = {"ttft": "ttft_ms", "tpot": "tpot_ms", "ttfo": "ttfo_ms", "itl": "itl_max_ms"}
+"""The sample column of each latency SLI metric (LATENCY_VALUE's mapping); e2e otherwise."""
+_OUTCOME = STORED_COLUMNS.index("outcome")
 
 
 def _count_exact(runs: str, slos: str) -> str:
@@ -89,6 +113,7 @@ async def backfill(connection: AsyncConnection, slo_id: int, since: datetime,
             for _, metric, threshold, run_id, scheduled_for, record, location
             in await connection.execute(text(APPROXIMATE_SOURCES), {
                 "slo_id": slo_id, "since": since, "exact_since": exact_since})]
+    written += await _count_packed(connection, slo_id, exact_since)
     merged = await asyncio.to_thread(_approximate_counts, rows)
     if merged:
         await connection.execute(text(
@@ -99,6 +124,57 @@ async def backfill(connection: AsyncConnection, slo_id: int, since: datetime,
               "good": good, "total": total}
              for run_id, (at, location, good, total) in sorted(merged.items())])
     return written + len(merged)
+
+
+async def _count_packed(connection: AsyncConnection, slo_id: int, exact_since: datetime
+                        ) -> int:
+    """Exact counts of the SLO for the runs since `exact_since` whose samples are packed
+    (wholly or in part): each run's rows, then its blocks one at a time (decoded and counted
+    in a worker thread, the rows' positions left out: one answer per sample). Returns rows
+    written."""
+    written = 0
+    for metric, threshold, run_id, scheduled_for, location, started_at in (
+            await connection.execute(text(PACKED_SOURCES),
+                                     {"slo_id": slo_id, "exact_since": exact_since})).all():
+        column = LATENCY_COLUMNS.get(str(metric), "e2e_ms")
+        since = None if started_at is None else started_at - timedelta(minutes=10)
+        values = {int(pos): float(value) for pos, value in await connection.execute(text(
+            f"SELECT pos, {column} FROM samples WHERE run_id = :r AND outcome = 'success' "
+            f"AND {column} IS NOT NULL AND (CAST(:since AS timestamptz) IS NULL "
+            f"OR sent_at >= CAST(:since AS timestamptz))"), {"r": run_id, "since": since})}
+        good = sum(1 for value in values.values() if value <= threshold)
+        total = len(values)
+        rows_at = frozenset(values)
+        async for block in sample_blocks.each_block(connection, int(run_id), since):
+            block_good, block_total = await asyncio.to_thread(
+                _count_block, block, STORED_COLUMNS.index(column), float(threshold), since,
+                rows_at)
+            good += block_good
+            total += block_total
+        await connection.execute(text(
+            "INSERT INTO slo_run_counts (slo_id, run_id, scheduled_for, location, good, "
+            "total) VALUES (:slo_id, :run_id, :at, :location, :good, :total) "
+            "ON CONFLICT (slo_id, run_id) DO NOTHING"),
+            {"slo_id": slo_id, "run_id": run_id, "at": scheduled_for, "location": location,
+             "good": good, "total": total})
+        written += 1
+    return written
+
+
+def _count_block(block: tuple[int, int, bytes], index: int, threshold: float,
+                 since: datetime | None, rows_at: frozenset[int]) -> tuple[int, int]:
+    """(good, total) of a block's successful samples with a value in column `index`, sent
+    at or after `since`, at positions not in `rows_at`. CPU: for a worker thread."""
+    good = total = 0
+    run_id, probe_id, data = block
+    for row in sample_block.unpack(data, run_id, probe_id):
+        value = row[index]
+        if value is None or row[_OUTCOME] != "success" or row[POS] in rows_at or (
+                since is not None and row[SENT_AT] < since):
+            continue
+        total += 1
+        good += value <= threshold
+    return good, total
 
 
 def _approximate_counts(rows: Sequence[tuple[str, float, int, datetime, bytes, str]]

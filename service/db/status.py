@@ -13,7 +13,9 @@ from typing import Any, Literal, get_args
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from sustain.service.db import sample_blocks
 from sustain.service.db.models import AlertRow, Probe
+from sustain.service.runs.rows import STORED_COLUMNS, SampleTuple
 
 ProbeState = Literal["down", "failing", "no data", "degraded", "waiting", "ok", "disabled"]
 STATE_ORDER: tuple[ProbeState, ...] = get_args(ProbeState)
@@ -219,19 +221,42 @@ MAX_REPORT_SAMPLES = 100_000
 
 async def run_latencies(session: AsyncSession, run_id: int, started_at: datetime | None
                         ) -> tuple[list[float], list[float]]:
-    """A run's successful requests' TTFT and E2E (ms), for its page's histograms."""
+    """A run's successful requests' TTFT and E2E (ms), for its page's histograms: its first
+    MAX_REPORT_SAMPLES, rows and packed."""
+    since = None if started_at is None else started_at - timedelta(minutes=10)
     rows = await session.execute(text(
-        "SELECT ttft_ms, e2e_ms FROM samples WHERE run_id = :r AND outcome = 'success' "
+        "SELECT pos, ttft_ms, e2e_ms FROM samples WHERE run_id = :r AND outcome = 'success' "
         "AND (CAST(:since AS timestamptz) IS NULL OR sent_at >= CAST(:since AS timestamptz)) "
-        "ORDER BY pos LIMIT :n"),
-        {"r": run_id, "since": None if started_at is None else started_at - timedelta(minutes=10),
-         "n": MAX_REPORT_SAMPLES})
+        "ORDER BY pos LIMIT :n"), {"r": run_id, "since": since, "n": MAX_REPORT_SAMPLES})
+    found = {int(pos): (ttft, e2e) for pos, ttft, e2e in rows}
+    for pos, figures in await sample_blocks.run_blocks(
+            await session.connection(), run_id, None, since, None, MAX_REPORT_SAMPLES,
+            _latencies):
+        found.setdefault(pos, figures)
     ttfts, e2es = [], []
-    for ttft, e2e in rows:
+    for pos in sorted(found)[:MAX_REPORT_SAMPLES]:
+        ttft, e2e = found[pos]
         if ttft is not None:
             ttfts.append(float(ttft))
         e2es.append(float(e2e))
     return ttfts, e2es
+
+
+_OUTCOME, _TTFT, _E2E, _ERROR, _STATUS, _DETAIL = (
+    STORED_COLUMNS.index(name) for name in (
+        "outcome", "ttft_ms", "e2e_ms", "error_class", "http_status", "error_detail"))
+
+
+def _latencies(row: SampleTuple) -> tuple[float | None, float] | None:
+    return (row[_TTFT], row[_E2E]) if row[_OUTCOME] == "success" else None
+
+
+def _failed(row: SampleTuple) -> bool | None:
+    return None if row[_OUTCOME] == "success" else True
+
+
+def _failure(row: SampleTuple) -> tuple[str | None, int | None, str | None] | None:
+    return None if row[_OUTCOME] == "success" else (row[_ERROR], row[_STATUS], row[_DETAIL])
 
 
 async def newest_finished_run(session: AsyncSession, probe: str | None) -> int | None:
@@ -261,17 +286,35 @@ class FirstFailure:
 
 async def first_failure(session: AsyncSession, run_id: int, started_at: datetime | None
                         ) -> FirstFailure | None:
-    """The first failed request of a run (in send order), and how many failed."""
+    """The first failed request of a run (in send order), and how many failed (of its rows
+    and its first MAX_REPORT_SAMPLES packed samples)."""
     since = None if started_at is None else started_at - timedelta(minutes=10)
     row = (await session.execute(text(
-        "SELECT error_class, http_status, count(*) OVER (), error_detail FROM samples "
+        "SELECT pos, error_class, http_status, count(*) OVER (), error_detail FROM samples "
         "WHERE run_id = :r AND outcome <> 'success' "
         "AND (CAST(:since AS timestamptz) IS NULL OR sent_at >= CAST(:since AS timestamptz)) "
         "ORDER BY pos LIMIT 1"), {"r": run_id, "since": since})).first()
-    if row is None:
+    connection = await session.connection()
+    failed = 0 if row is None else int(row[3])
+    first = None if row is None else (int(row[0]), (row[1], row[2], row[4]))
+    packed_first = await sample_blocks.run_blocks(
+        connection, run_id, None, since, None, 1, _failure)
+    if packed_first:
+        # rows then blocks: a sample packed in between is in both; count each once
+        at_rows = {int(pos) for (pos,) in await session.execute(text(
+            "SELECT pos FROM samples WHERE run_id = :r AND outcome <> 'success' "
+            "AND (CAST(:since AS timestamptz) IS NULL "
+            "OR sent_at >= CAST(:since AS timestamptz)) ORDER BY pos LIMIT :n"),
+            {"r": run_id, "since": since, "n": MAX_REPORT_SAMPLES})}
+        failed = len(at_rows | {pos for pos, _ in await sample_blocks.run_blocks(
+            connection, run_id, None, since, None, MAX_REPORT_SAMPLES, _failed)})
+        if first is None or packed_first[0][0] < first[0]:
+            first = packed_first[0]
+    if first is None:
         return None
-    return FirstFailure(str(row[0] or "unknown"), None if row[1] is None else int(row[1]),
-                        int(row[2]), None if row[3] is None else str(row[3]))
+    error, status, detail = first[1]
+    return FirstFailure(str(error or "unknown"), None if status is None else int(status),
+                        failed, None if detail is None else str(detail))
 
 
 async def probe_names(session: AsyncSession, limit: int) -> list[str]:

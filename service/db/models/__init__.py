@@ -42,6 +42,7 @@ from sustain.service.db.models.runs import (
     RollupSketch,
     Run,
     RunServerSeries,
+    SampleBlock,
     SampleRow,
     SketchColumns,
 )
@@ -71,6 +72,7 @@ __all__ = [
     "RollupSketch",
     "Run",
     "RunServerSeries",
+    "SampleBlock",
     "SampleRow",
     "Silence",
     "SketchColumns",

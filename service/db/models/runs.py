@@ -193,6 +193,36 @@ class SampleRow(Base):
     )
 
 
+class SampleBlock(Base):
+    """A run's raw samples packed (service/runs/sample_block.py): up to 4,096 of its samples
+    in `pos` order, each column stored after the other and compressed, about 44 B a sample
+    where a `samples` row takes over 300. The storage job packs a finished run's rows into
+    blocks (service/db/sample_packing.py); readers merge both by `pos`.
+
+    Range-partitioned by sent_from, the same UTC days as `samples`, and dropped whole with
+    them. A block spans at most an hour of send times, so a reader of a time range looks at
+    the blocks that started up to an hour before it."""
+
+    __tablename__ = "sample_blocks"
+
+    run_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    first_pos: Mapped[int] = mapped_column(Integer, primary_key=True)
+    sent_from: Mapped[datetime] = mapped_column(primary_key=True)
+    """The earliest send time in the block."""
+    last_pos: Mapped[int] = mapped_column(Integer)
+    sent_to: Mapped[datetime] = mapped_column()
+    """The latest send time in the block."""
+    probe_id: Mapped[int] = mapped_column(BigInteger)
+    samples: Mapped[int] = mapped_column(Integer)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+
+    __table_args__ = (
+        Index("ix_sample_blocks_probe_id_sent_from", "probe_id", "sent_from"),
+        {"postgresql_partition_by": "RANGE (sent_from)"},
+    )
+
+
 class RunServerSeries(Base):
     """One series of a run's server telemetry (its endpoint's metrics_url, scraped during the
     run): the scrape times and values, in order."""
