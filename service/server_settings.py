@@ -109,7 +109,7 @@ class ServerSettings(BaseSettings):
         default=3600.0, ge=0, le=30 * 86_400,
         description="Seconds after a run finishes that its raw samples are packed: moved by "
         "the hourly storage job from rows (over 300 B a sample) into compressed blocks of up "
-        "to 4,096 samples (about 44 B a sample). Reads and exports answer the same either "
+        "to 4,096 samples (about 43 B a sample). Reads and exports answer the same either "
         "way.",
     )
     run_retention_days: int = Field(

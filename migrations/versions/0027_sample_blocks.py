@@ -5,7 +5,7 @@ Revises: 0026
 Create Date: 2026-12-07 07:00:00
 
 `sample_blocks` holds a run's samples packed, up to 4,096 a block, each column stored after
-the other and compressed (sustain.service.runs.sample_block): about 44 B a streamed chat
+the other and compressed (sustain.service.runs.sample_block): about 43 B a streamed chat
 sample where its `samples` row takes over 300. It is range-partitioned by day as `samples`
 is, with a partition for every day `samples` has one.
 

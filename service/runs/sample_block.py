@@ -1,6 +1,6 @@
 """A block of one run's raw samples, packed: every column of STORED_COLUMNS but the run and
 probe ids (the block's row holds those) stored column after column and compressed together,
-so a streamed chat sample keeps about 44 B (block row and index included) instead of a 320 B
+so a streamed chat sample keeps about 43 B (block row and index included) instead of a 320 B
 row.
 
 Lossless: `unpack(pack(rows))` gives back the same tuples, bit for bit. What makes it small is

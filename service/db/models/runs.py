@@ -195,7 +195,7 @@ class SampleRow(Base):
 
 class SampleBlock(Base):
     """A run's raw samples packed (service/runs/sample_block.py): up to 4,096 of its samples
-    in `pos` order, each column stored after the other and compressed, about 44 B a sample
+    in `pos` order, each column stored after the other and compressed, about 43 B a sample
     where a `samples` row takes over 300. The storage job packs a finished run's rows into
     blocks (service/db/sample_packing.py); readers merge both by `pos`.
 
