@@ -96,6 +96,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               "none (every sample the same, bit for bit)",
               "none (the rows before are the baseline)",
               "python benchmarks/sample_packing.py", "about 2 min"),
+    Benchmark("summary conversion", "summary_conversion",
+              "revision 0028 and the storage job converting a week of JSONB summaries into "
+              "records: bytes before and after, time, longest batch, every summary the same",
+              "none (every summary the same)", "none (the JSONB before is the baseline)",
+              "python benchmarks/summary_conversion.py", "about 2 min"),
     Benchmark("scheduler", "scheduler", "delay from a tick (plus jitter) to the first send",
               "p99 <= 50 ms", "none (the jitter-0 burst is a stress case beside it)",
               "python benchmarks/scheduler.py", "about 3 min"),

@@ -257,6 +257,29 @@ async def snapshot(url: str, vacuum: str) -> Snapshot:
     return Snapshot(tables, rows)
 
 
+RUN_COLUMNS = """
+    SELECT avg(pg_column_size(summary)) AS summary, avg(octet_length(summary_record)) AS record,
+           avg(octet_length(sketches)) AS sketches
+    FROM runs WHERE probe_id = $1
+"""
+
+
+async def run_columns(url: str, probe_id: int) -> dict[str, float]:
+    """A probe's runs' stored columns, average bytes each as stored (a JSONB column's size
+    compressed where PostgreSQL compressed it): `summary` (the SQL keys' JSONB), `record` (the
+    whole summary's record), `sketches` (the sketch record)."""
+    import asyncpg
+
+    from tests.conftest import asyncpg_dsn
+
+    connection = await asyncpg.connect(asyncpg_dsn(url))
+    try:
+        row = await connection.fetchrow(RUN_COLUMNS, probe_id)
+    finally:
+        await connection.close()
+    return {key: float(row[key] or 0) for key in ("summary", "record", "sketches")}
+
+
 async def create_probes(url: str, simulator_url: str, rate: float, seconds: float
                         ) -> tuple[int, int]:
     """The endpoint, the single-request probe with its SLO and the load probe, created as the
@@ -417,6 +440,7 @@ async def run(args: argparse.Namespace) -> tuple[str, str, Footprint]:
             runs_pack_s = await pack(url)
             plain = await snapshot(url, "ANALYZE")
             full = await snapshot(url, "FULL, ANALYZE")
+            columns = await run_columns(url, single)
             loaded = await measure_and_store(url, load, [day + timedelta(hours=12)], 1)
             as_rows = await snapshot(url, "FULL, ANALYZE")
             load_pack_s = await pack(url)
@@ -479,7 +503,10 @@ async def run(args: argparse.Namespace) -> tuple[str, str, Footprint]:
         f"Rollups: {buckets} buckets ({hourly} hourly, {daily} daily), "
         f"{bucket_bytes:,.0f} B per bucket (its `rollups` row and `rollup_sketches` rows). "
         f"The `samples` row is its run's sample packed (`sample_blocks`, a block a run: the "
-        f"storage job packed the {runs.runs:,} runs in {runs_pack_s:.1f} s).",
+        f"storage job packed the {runs.runs:,} runs in {runs_pack_s:.1f} s). A `runs` row "
+        f"holds, on average: its summary's record {columns['record']:,.0f} B, the JSONB of "
+        f"the summary's SQL keys {columns['summary']:,.0f} B, its sketch record "
+        f"{columns['sketches']:,.0f} B (as stored, column by column).",
         "",
         f"### Per sample: one run at {args.rate:g} req/s for {args.seconds:g} s",
         "",

@@ -16,6 +16,7 @@ from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Endpoint, Probe, Run
 from sustain.service.db.summaries import window_summary
 from sustain.service.errors import FieldError
+from sustain.service.runs import summary_record as summaries
 from sustain.service.schemas.compare import (
     CapacityFigures,
     Comparison,
@@ -107,12 +108,13 @@ def _pct(summary: MetricSummary) -> Percentiles:
 
 async def _newest_summary(session: AsyncSession, probe_id: int, end: datetime,
                           location: str | None) -> dict[str, object] | None:
-    summary = await session.scalar(
-        select(Run.summary).where(Run.probe_id == probe_id, Run.scheduled_for < end,
-                                  *([] if location is None else [Run.location == location]),
-                                  Run.status.in_(("succeeded", "failed")),
-                                  Run.summary.is_not(None))
-        .order_by(Run.scheduled_for.desc()).limit(1))
+    found = (await session.execute(
+        select(Run.summary_json, Run.summary_record).where(
+            Run.probe_id == probe_id, Run.scheduled_for < end,
+            *([] if location is None else [Run.location == location]),
+            Run.status.in_(("succeeded", "failed")), Run.summary_json.is_not(None))
+        .order_by(Run.scheduled_for.desc()).limit(1))).first()
+    summary = None if found is None else summaries.whole(found[0], found[1])
     return summary if isinstance(summary, dict) else None
 
 

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from sustain.service.db.models import FINAL_RUN_STATUSES, Endpoint, Probe, Run, RunServerSeries
 from sustain.service.errors import ConflictError, NotFoundError
+from sustain.service.runs import summary_record as summaries
 
 
 def _now() -> datetime:
@@ -278,7 +279,7 @@ async def last_finished_per_probe(session: AsyncSession) -> list[LastRun]:
     """The newest finished run of each probe in each location it ran from."""
     query = (
         select(Probe.name, Endpoint.name, Endpoint.model, Run.location, Run.status,
-               Run.finished_at, Run.summary, Endpoint.metrics_names)
+               Run.finished_at, Run.summary_json, Run.summary_record, Endpoint.metrics_names)
         .join(Probe, Run.probe_id == Probe.id)
         .join(Endpoint, Probe.endpoint_id == Endpoint.id)
         .where(Run.finished_at.is_not(None))
@@ -287,8 +288,9 @@ async def last_finished_per_probe(session: AsyncSession) -> list[LastRun]:
     )
     return [
         LastRun(probe=p, endpoint=e, model=m, location=loc, status=s, finished_at=f,
-                summary=summary, series_names=tuple(str(n) for n in names or ()))
-        for p, e, m, loc, s, f, summary, names in (await session.execute(query)).all()
+                summary=summaries.whole(summary, record),
+                series_names=tuple(str(n) for n in names or ()))
+        for p, e, m, loc, s, f, summary, record, names in (await session.execute(query)).all()
         if f is not None
     ]
 

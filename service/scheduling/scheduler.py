@@ -25,6 +25,7 @@ from sustain.service.db import replicas as replica_queries
 from sustain.service.db import runs as run_queries
 from sustain.service.db.models import Endpoint, Probe
 from sustain.service.db.sample_packing import pack_finished
+from sustain.service.db.summary_records import convert_old
 from sustain.service.scheduling import ahead, missed
 from sustain.service.scheduling.ahead import (
     MIN_AHEAD_S,
@@ -172,6 +173,7 @@ class ProbeScheduler:
                            audit_retention_days=self.settings.audit_retention_days)
             await pack_finished(self.engine, datetime.now(UTC) - timedelta(
                 seconds=self.settings.sample_pack_after_s))
+            await convert_old(self.engine)
         except Exception as exc:  # noqa: BLE001 - the job outlives any one pass
             logger.warning("storage maintenance failed (%s); next try in %ss",
                            type(exc).__name__, MAINTENANCE_INTERVAL_S)

@@ -29,6 +29,7 @@ from sqlalchemy import text
 from sustain.probes.measure.sketch import RELATIVE_ACCURACY
 from sustain.service.agent.client import PART_BYTES, split_samples
 from sustain.service.app import create_app, runtime_of
+from sustain.service.db import partitions
 from sustain.service.runs.upload import MAX_PART_SAMPLES
 from tests.integration.service.helpers import (
     app_settings,
@@ -215,6 +216,9 @@ async def test_samples_outside_the_run_s_window_are_422_and_add_no_partition(
         api: httpx.AsyncClient, app: FastAPI, simulator: Any) -> None:
     headers, probe = await setup(api, simulator.base_url)
     engine = runtime_of(app).engine
+    async with engine.begin() as connection:  # the days the storage job keeps ahead, as it
+        await partitions.ensure(connection, partitions.days_ahead(  # may be doing meanwhile
+            partitions.utc_day(datetime.now(UTC))))
     before = await fetch(engine, PARTITIONS)
     body = whole(probe, samples=900)
     start = datetime(2030, 1, 1, tzinfo=UTC)

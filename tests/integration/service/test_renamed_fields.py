@@ -24,6 +24,7 @@ from sustain.probes.workload.sessions import parse_sessions
 from sustain.service.cli.common import warn_deprecated_variables
 from sustain.service.config import Settings
 from sustain.service.config_file.load import parse
+from sustain.service.runs import summary_record
 from sustain.service.runs.upload import UploadError, decode_final
 from sustain.service.server_settings import RENAMED_SETTINGS, deprecated_variables
 from tests.integration.service.helpers import create_endpoint, create_probe
@@ -141,26 +142,33 @@ async def test_a_run_answers_its_figures_by_both_names_and_stores_both(
     for old, new in OLD_FIGURES.items():
         assert summary[new] is not None, new
         assert summary[old] == summary[new], old
-    (stored,) = await fetch(engine, "SELECT summary FROM runs WHERE id = :id", id=run_id)
-    assert stored[0]["requests_per_second"] == stored[0]["request_throughput"] > 0
+    ((record,),) = await fetch(engine, "SELECT summary_record FROM runs WHERE id = :id",
+                               id=run_id)
+    stored = summary_record.unpack(bytes(record))
+    assert stored["requests_per_second"] == stored["request_throughput"] > 0
 
 
 async def test_a_run_stored_under_the_old_names_is_answered_under_both(
         api: httpx.AsyncClient, engine: AsyncEngine) -> None:
-    """A summary a replica of the release before stored: only the former names."""
+    """A summary a replica of the release before stored: only the former names, the whole
+    summary as JSONB (no record)."""
     start = datetime(2026, 1, 5, 12, tzinfo=UTC)
     probe_id = await create_probe_rows(engine)
     run_id = await seed_run(engine, probe_id, start, synthetic_samples(40, start, Random(2)))
+    ((record,),) = await fetch(engine, "SELECT summary_record FROM runs WHERE id = :id",
+                               id=run_id)
+    old = {name: value for name, value in summary_record.unpack(bytes(record)).items()
+           if name not in OLD_FIGURES.values()}
     async with engine.begin() as connection:
         await connection.execute(text(
-            "UPDATE runs SET summary = summary - CAST(:new AS text[]) WHERE id = :id"),
-            {"new": list(OLD_FIGURES.values()), "id": run_id})
+            "UPDATE runs SET summary = CAST(:old AS jsonb), summary_record = NULL "
+            "WHERE id = :id"), {"old": json.dumps(old), "id": run_id})
     (stored,) = await fetch(engine, "SELECT summary FROM runs WHERE id = :id", id=run_id)
     assert "requests_per_second" not in stored[0]
     assert stored[0]["request_throughput"] > 0
     summary = (await api.get(f"/api/v1/runs/{run_id}")).json()["summary"]
-    for old, new in OLD_FIGURES.items():
-        assert summary[new] == stored[0][old] == summary[old], old
+    for former, new in OLD_FIGURES.items():
+        assert summary[new] == stored[0][former] == summary[former], former
 
 
 async def test_a_window_and_a_comparison_answer_both_names(

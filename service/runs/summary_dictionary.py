@@ -1,0 +1,76 @@
+"""The preset dictionary a run's summary record is compressed with (runs.summary_record):
+summaries' JSON as sustain writes it in the record's compact form, its numbers zeroed (a run
+of many requests, then one of a single request with its stage). zlib finds a record's keys and
+structure here instead of spelling them out again: a single-request run's summary, about 7 KB
+of JSON, is kept in about 240 B where its JSONB took 1.7 KiB.
+
+Frozen: every record was compressed with exactly these bytes and is read back with them. A
+new summary shape compresses a little less well with it, and loses nothing; a better
+dictionary would come as a new record format beside this one, never as an edit of it."""
+
+from __future__ import annotations
+
+DICTIONARY_V1 = (
+    b'{"attempts":20,"successes":20,"failures":0,"errors":{},"availability":0.0,"duration_s":0'
+    b'.0,"requests_per_second":0.0,"good":null,"good_output_tokens":null,"goodput":null,"outpu'
+    b't_tokens_per_second":0.0,"output_tokens":1280,"output_tokens_estimated":false,"ttft_ms":'
+    b'{"count":20,"mean":0.0,"min":0.0,"max":0.0,"p50":0.0,"p90":0.0,"p95":0.0,"p99":0.0,"p999'
+    b'":0.0,"upper_bounds":{"p50":0.0},"low_count":["p90","p95","p99","p999"]},"itl_ms":{"coun'
+    b't":1260,"mean":0.0,"min":0.0,"max":0.0,"p50":0.0,"p90":0.0,"p95":0.0,"p99":0.0,"p999":0.'
+    b'0,"upper_bounds":{"p50":0.0,"p90":0.0,"p95":0.0,"p99":0.0},"low_count":["p999"]},"tpot_m'
+    b's":{"count":20,"mean":0.0,"min":0.0,"max":0.0,"p50":0.0,"p90":0.0,"p95":0.0,"p99":0.0,"p'
+    b'999":0.0,"upper_bounds":{"p50":0.0},"low_count":["p90","p95","p99","p999"]},"e2e_ms":{"c'
+    b'ount":20,"mean":0.0,"min":0.0,"max":0.0,"p50":0.0,"p90":0.0,"p95":0.0,"p99":0.0,"p999":0'
+    b'.0,"upper_bounds":{"p50":0.0},"low_count":["p90","p95","p99","p999"]},"corrected_e2e_ms"'
+    b':{"count":20,"mean":0.0,"min":0.0,"max":0.0,"p50":0.0,"p90":0.0,"p95":0.0,"p99":0.0,"p99'
+    b'9":0.0,"upper_bounds":{"p50":0.0},"low_count":["p90","p95","p99","p999"]},"lag_ms":{"cou'
+    b'nt":20,"mean":0.0,"min":0.0,"max":0.0,"p50":0.0,"p90":0.0,"p95":0.0,"p99":0.0,"p999":0.0'
+    b',"upper_bounds":{"p50":0.0},"low_count":["p90","p95","p99","p999"]},"generator":{"lag_p9'
+    b'9_ms":0.0,"threshold_ms":0.0,"saturated":false},"cached_tokens":0,"cache_hit_ratio":0.0,'
+    b'"tool_call_ms":null,"sessions":null,"turns_by_index":null,"e2e_interactivity":null,"qual'
+    b'ity":null,"server_metrics":null,"server_scrapes":null,"steady_state":null,"efficiency":n'
+    b'ull,"input_tokens":640,"input_tokens_per_second":0.0,"items":null,"items_per_second":nul'
+    b'l,"audio_s":null,"rtf_ratio":null,"ttft_by_image_size":null,"rag_stages_ms":null,"retrie'
+    b'val_checked":null,"retrieval_hit_ratio":null,"prompt_tokens_requested":0.0,"prompt_token'
+    b's_served":0.0,"prompt_tokens_ratio":0.0,"prompt_calibration":{"method":"server","tokens_'
+    b'per_word":0.0,"overhead_tokens":0.0,"reused":true,"note":null},"not_streamed":0,"ttfo_ms'
+    b'":{"count":20,"mean":0.0,"min":0.0,"max":0.0,"p50":0.0,"p90":0.0,"p95":0.0,"p99":0.0,"p9'
+    b'99":0.0,"upper_bounds":{"p50":0.0},"low_count":["p90","p95","p99","p999"]},"answer_tpot_'
+    b'ms":{"count":20,"mean":0.0,"min":0.0,"max":0.0,"p50":0.0,"p90":0.0,"p95":0.0,"p99":0.0,"'
+    b'p999":0.0,"upper_bounds":{"p50":0.0},"low_count":["p90","p95","p99","p999"]},"reasoning_'
+    b'tokens":null,"reasoning_tokens_estimated":false,"answer_tokens":1280,"reasoning_share":0'
+    b'.0,"input_chars":null,"job_phases_ms":null,"dns_ms":null,"connect_ms":{"count":7,"mean":'
+    b'0.0,"min":0.0,"max":0.0,"p50":0.0,"p90":0.0,"p95":0.0,"p99":0.0,"p999":0.0,"upper_bounds'
+    b'":{},"low_count":["p50","p90","p95","p99","p999"]},"tls_ms":null,"ttfb_ms":{"count":20,"'
+    b'mean":0.0,"min":0.0,"max":0.0,"p50":0.0,"p90":0.0,"p95":0.0,"p99":0.0,"p999":0.0,"upper_'
+    b'bounds":{"p50":0.0},"low_count":["p90","p95","p99","p999"]},"connection_reused_ratio":0.'
+    b'0,"stopped":null,"capacity":null,"pareto":null,"request_throughput":0.0,"output_token_th'
+    b'roughput":0.0,"input_token_throughput":0.0,"item_throughput":null,"audio_seconds":null,"'
+    b'rtf":null,"retrieval_hit_rate":null,"stages":[{"index":0,"label":"rate 10/s","summary":{'
+    b'"steady_state":{"steady":false,"windows":2,"steady_windows":0,"cov_tpot_p90":null,"drift'
+    b'":null,"reason":"20 completed requests: fewer than 4 windows of 8","window_metric":null}'
+    b',"prompt_calibration":null,"_absent":["stopped","capacity","pareto"]}}]}{"attempts":1,"s'
+    b'uccesses":1,"failures":0,"errors":{},"availability":0.0,"duration_s":0.0,"requests_per_s'
+    b'econd":0.0,"good":null,"good_output_tokens":null,"goodput":null,"output_tokens_per_secon'
+    b'd":0.0,"output_tokens":64,"output_tokens_estimated":false,"ttft_ms":{"=":0.0},"itl_ms":{'
+    b'"count":63,"mean":0.0,"min":0.0,"max":0.0,"p50":0.0,"p90":0.0,"p95":0.0,"p99":0.0,"p999"'
+    b':0.0,"upper_bounds":{"p50":0.0},"low_count":["p90","p95","p99","p999"]},"tpot_ms":{"=":0'
+    b'.0},"e2e_ms":{"=":0.0},"corrected_e2e_ms":{"=":0.0},"lag_ms":{"=":0.0},"generator":{"lag'
+    b'_p99_ms":0.0,"threshold_ms":0.0,"saturated":false},"cached_tokens":0,"cache_hit_ratio":0'
+    b'.0,"tool_call_ms":null,"sessions":null,"turns_by_index":null,"e2e_interactivity":null,"q'
+    b'uality":null,"server_metrics":null,"server_scrapes":null,"steady_state":null,"efficiency'
+    b'":null,"input_tokens":32,"input_tokens_per_second":0.0,"items":null,"items_per_second":n'
+    b'ull,"audio_s":null,"rtf_ratio":null,"ttft_by_image_size":null,"rag_stages_ms":null,"retr'
+    b'ieval_checked":null,"retrieval_hit_ratio":null,"prompt_tokens_requested":0.0,"prompt_tok'
+    b'ens_served":0.0,"prompt_tokens_ratio":0.0,"prompt_calibration":{"method":"server","token'
+    b's_per_word":0.0,"overhead_tokens":0.0,"reused":false,"note":null},"not_streamed":0,"ttfo'
+    b'_ms":{"=":0.0},"answer_tpot_ms":{"=":0.0},"reasoning_tokens":null,"reasoning_tokens_esti'
+    b'mated":false,"answer_tokens":64,"reasoning_share":0.0,"input_chars":null,"job_phases_ms"'
+    b':null,"dns_ms":null,"connect_ms":null,"tls_ms":null,"ttfb_ms":{"=":0.0},"connection_reus'
+    b'ed_ratio":0.0,"stopped":null,"capacity":null,"pareto":null,"request_throughput":0.0,"out'
+    b'put_token_throughput":0.0,"input_token_throughput":0.0,"item_throughput":null,"audio_sec'
+    b'onds":null,"rtf":null,"retrieval_hit_rate":null,"stages":[{"index":0,"label":"single","s'
+    b'ummary":{"steady_state":{"steady":false,"windows":0,"steady_windows":0,"cov_tpot_p90":nu'
+    b'll,"drift":null,"reason":"1 completed requests: fewer than 4 windows of 8","window_metri'
+    b'c":null},"prompt_calibration":null,"_absent":["stopped","capacity","pareto"]}}]}'
+)
