@@ -12,6 +12,7 @@ from sustain.probes.protocols.streaming import (
     Deadlines,
     StreamState,
     choice_has_output,
+    choice_output,
     token_count,
 )
 
@@ -38,6 +39,39 @@ def test_role_only_and_empty_deltas_are_not_output() -> None:
     assert choice_has_output({"delta": {"reasoning": "thinking"}})
     assert choice_has_output({"delta": {"tool_calls": [{"index": 0}]}})
     assert choice_has_output({"text": "completion text"})
+
+
+CHOICES: list[Any] = [
+    [{"delta": {"content": "x"}}],
+    [{"delta": {"content": "x"}, "finish_reason": "stop"}],
+    [{"delta": {"content": ""}, "finish_reason": "length"}],
+    [{"delta": {"content": ["part"]}}],
+    [{"delta": {"content": 5}}],
+    [{"delta": {"content": None, "tool_calls": [{"index": 0}]}}],
+    [{"delta": {"reasoning_content": "think"}}],
+    [{"delta": {"content": "x"}}, {"delta": {"reasoning": "think"}, "finish_reason": "stop"}],
+    [{"delta": {"reasoning": "think"}}, {"delta": {"content": "x"}}],
+    [{"delta": "x"}],
+    [{"text": "completion"}],
+    ["x"],
+    [None, {"delta": {"content": "x"}}],
+]
+
+
+def test_each_chunk_counts_as_its_choices_say_whichever_path_reads_it() -> None:
+    for choices in CHOICES:
+        outputs = [choice_output(choice) for choice in choices]
+        output = any(carries for carries, _ in outputs)
+        answer = any(answers for _, answers in outputs)
+        finished = any(type(c) is dict and c.get("finish_reason") for c in choices)
+
+        state = feed(StreamState(), ({"choices": choices}, 1_000))
+
+        assert state.failure is None, choices
+        assert state.output_events == int(output), choices
+        assert (state.first_answer_ns is not None) == answer, choices
+        assert state.reasoning_events == int(output and not answer), choices
+        assert state.finished == finished, choices
 
 
 def test_ttft_counts_from_first_output_event_and_itl_from_gaps() -> None:
