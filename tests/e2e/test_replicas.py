@@ -275,8 +275,10 @@ def test_three_replicas_run_every_tick_once_and_survive_kill_and_sigterm(
             "name": "sim", "base_url": f"http://127.0.0.1:{sim_port}/v1",
             "model": "sim-model"}).json()
         names = [f"p{i:02d}" for i in range(PROBES)]
-        created = datetime.now(UTC)
         create_probes(api, endpoint["id"], names)
+        # The window is timed from the last probe's creation: a tick before a probe existed
+        # is none of its ticks (creating twenty takes seconds on a loaded machine).
+        created = datetime.now(UTC)
         propagation = wait_until(  # the timeout is a hang guard; the figure is printed
             lambda: all(jobs(port) == set(names) for port in ports.values()), 30)
         time.sleep(max(0.0, WINDOW_S - (datetime.now(UTC) - created).total_seconds()))
