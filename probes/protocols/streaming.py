@@ -196,6 +196,9 @@ def choice_output(choice: Any) -> tuple[bool, bool]:
         return False, False
     delta = choice.get("delta")
     if type(delta) is dict:
+        content = delta.get("content")  # the common chunk's, read first: once per token
+        if content and type(content) is str:
+            return True, True
         if _carries(delta, ANSWER_KEYS):
             return True, True
         if _carries(delta, REASONING_KEYS):
@@ -269,22 +272,9 @@ class StreamState:
         return payload.get("type"), payload
 
     def on_event(self, event: SSEEvent, now_ns: int) -> None:
-        """A chat or completions chunk. Runs once per token of every stream measured, so
-        `payload` is inlined and the common chunk (one choice, a text `content` delta) is read
-        without `choice_output`'s calls; anything else takes the general path."""
-        if self.failure is not None or self.done:
-            return
-        data = event.data
-        if data == "[DONE]":
-            self.done = True
-            return
-        try:
-            payload = orjson.loads(data)
-        except (ValueError, RecursionError):
-            self.fail(ErrorClass.PROTOCOL, "malformed JSON in SSE data")
-            return
-        if type(payload) is not dict:
-            self.fail(ErrorClass.PROTOCOL, "SSE data is not a JSON object")
+        """A chat or completions chunk (once per token of every stream measured)."""
+        payload = self.payload(event)
+        if payload is None:
             return
         get = payload.get
         if get("error") is not None:
@@ -299,20 +289,13 @@ class StreamState:
         if type(choices) is not list:
             self.fail(ErrorClass.PROTOCOL, "choices is not a list")
             return
-        choice = choices[0]
-        delta = choice.get("delta") if type(choice) is dict else None
-        content = delta.get("content") if type(delta) is dict else None
-        if len(choices) == 1 and content and type(content) is str:
-            output = answer = True
-            finished = bool(choice.get("finish_reason"))
-        else:
-            output = answer = finished = False
-            for choice in choices:
-                if not answer:
-                    carries, answers = choice_output(choice)
-                    output, answer = output or carries, answers
-                if type(choice) is dict and choice.get("finish_reason"):
-                    finished = True
+        output = answer = finished = False
+        for choice in choices:
+            if not answer:
+                carries, answers = choice_output(choice)
+                output, answer = output or carries, answers
+            if type(choice) is dict and choice.get("finish_reason"):
+                finished = True
         if self.reply is not None:
             self.reply.on_choice(choices[0], now_ns)
         if output:
