@@ -31,6 +31,8 @@ from tests.integration.service.storage import (
 )
 from tests.integration.service.test_api_samples import all_pages
 
+pytestmark = pytest.mark.usefixtures("storage_job_packs_nothing")
+
 NOW = datetime.now(UTC).replace(microsecond=0)
 START = (NOW - timedelta(days=1)).replace(hour=23, minute=59, second=40)
 """The runs cross midnight: their samples lie in two daily partitions."""

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -23,6 +24,8 @@ from tests.integration.service.storage import (
 )
 
 START = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=3)
+
+pytestmark = pytest.mark.usefixtures("storage_job_packs_nothing")
 
 
 async def answers(api: httpx.AsyncClient, run_ids: list[int]) -> list[Any]:
