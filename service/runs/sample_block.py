@@ -37,6 +37,17 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from sustain.service.runs.integer_planes import (
+    PRESENCE,
+    column_head,
+    deltas,
+    planes,
+    read_length,
+    sums,
+    unplanes,
+    unzigzag,
+    zigzag,
+)
 from sustain.service.runs.rows import (
     MAX_STORED_DETAIL_CHARS,
     PROBE_ID,
@@ -69,95 +80,6 @@ SCALES = {MICROS: 1_000, DELTAS: 1_000, NANOS: 1_000_000, NANO_DELTAS: 1_000_000
 """Whole units per ms of a float column kept as integers."""
 
 _HEADER = struct.Struct("<BI")
-PRESENCE = 0x80
-"""In a column's first byte, beside its mode: a byte per sample follows (1: it has a value);
-without it every sample has one. Then, for a mode with a section, the section's length as a
-LEB128 varint (a block of one sample spends a byte or two per column, not six)."""
-
-
-def _column_head(mode: int, presence: bool, length: int | None) -> bytes:
-    head = bytes([mode | (PRESENCE if presence else 0)])
-    if length is None:
-        return head
-    out = bytearray(head)
-    while True:
-        byte, length = length & 0x7F, length >> 7
-        out.append(byte | (0x80 if length else 0))
-        if not length:
-            return bytes(out)
-
-
-def _read_length(data: bytes, offset: int) -> tuple[int, int]:
-    """(a varint at `offset`, the offset after it); at most 5 bytes (under 2**35)."""
-    value = 0
-    for shift in range(0, 35, 7):
-        if offset >= len(data):
-            raise ValueError("a block cut short")
-        byte = data[offset]
-        offset += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, offset
-    raise ValueError("a column length of more than five bytes")
-
-
-def _zigzag(values: Sequence[int]) -> list[int]:
-    return [(v << 1) ^ (v >> 63) for v in values]
-
-
-def _unzigzag(values: Sequence[int]) -> list[int]:
-    return [(v >> 1) ^ -(v & 1) for v in values]
-
-
-def _planes(values: Sequence[int]) -> bytes:
-    """Non-negative ints below 2**64 as byte planes: a width byte (1, 2, 4 or 8), then the
-    lowest byte of every value, then the next byte of every value, and so on."""
-    top = max(values, default=0)
-    width = 1 if top < 2**8 else 2 if top < 2**16 else 4 if top < 2**32 else 8
-    raw = array({1: "B", 2: "H", 4: "I", 8: "Q"}[width], values)
-    if raw.itemsize != width:  # pragma: no cover - every platform Python runs on has these
-        raise RuntimeError("unexpected array item size")
-    if raw.itemsize > 1 and array("H", [1]).tobytes()[0] != 1:  # pragma: no cover
-        raw.byteswap()
-    flat = raw.tobytes()
-    return bytes([width]) + b"".join(flat[i::width] for i in range(width))
-
-
-def _unplanes(data: bytes, count: int) -> list[int]:
-    if not data:
-        raise ValueError("a column without its width")
-    width = data[0]
-    if width not in (1, 2, 4, 8) or len(data) != 1 + width * count:
-        raise ValueError("a column's values do not fill it")
-    body = data[1:]
-    flat = bytearray(width * count)
-    for i in range(width):
-        flat[i::width] = body[i * count:(i + 1) * count]
-    raw = array({1: "B", 2: "H", 4: "I", 8: "Q"}[width])
-    raw.frombytes(bytes(flat))
-    if raw.itemsize > 1 and array("H", [1]).tobytes()[0] != 1:  # pragma: no cover
-        raw.byteswap()
-    return raw.tolist()
-
-
-def _deltas(values: Sequence[int]) -> list[int]:
-    previous = 0
-    out = []
-    for value in values:
-        out.append(value - previous)
-        previous = value
-    return out
-
-
-def _sums(values: Sequence[int]) -> list[int]:
-    total = 0
-    out = []
-    for value in values:
-        total += value
-        out.append(total)
-    return out
-
-
 def _as_whole(values: Sequence[float], scale: int) -> list[int] | None:
     """The values as whole units (`scale` per ms) when each is exactly one (units / scale
     == value, bit for bit), else None."""
@@ -181,17 +103,17 @@ def _encode(name: str, kind: str, values: list[Any]) -> tuple[int, bytes]:
     """(mode, section) of one column's present values."""
     if kind == "timestamptz":
         micros = [(value - EPOCH) // ONE_US for value in values]
-        return DELTAS, _planes(_zigzag(_deltas(micros)))
+        return DELTAS, planes(zigzag(deltas(micros)))
     if kind == "boolean":
-        return INTEGERS, _planes([int(value) for value in values])
+        return INTEGERS, planes([int(value) for value in values])
     if kind == "float8":
         for scale, plain, delta in ((1_000, MICROS, DELTAS), (1_000_000, NANOS, NANO_DELTAS)):
             whole = _as_whole(values, scale)
             if whole is not None:
                 if name in DELTA_COLUMNS:
-                    return delta, _planes(_zigzag(_deltas(whole)))
-                return plain, _planes(_zigzag(whole))
-        return DOUBLES, _planes(list(array("Q", array("d", values).tobytes())))
+                    return delta, planes(zigzag(deltas(whole)))
+                return plain, planes(zigzag(whole))
+        return DOUBLES, planes(list(array("Q", array("d", values).tobytes())))
     if kind == "text":
         if all(_is_trace_id(value) for value in values):
             return HEX_IDS, b"".join(bytes.fromhex(value) for value in values)
@@ -199,10 +121,10 @@ def _encode(name: str, kind: str, values: list[Any]) -> tuple[int, bytes]:
         table = "\x00".join(words).encode("utf-8")
         index = {word: i for i, word in enumerate(words)}
         return TEXTS, (struct.pack("<II", len(words), len(table)) + table
-                       + _planes([index[value] for value in values]))
+                       + planes([index[value] for value in values]))
     if name in DELTA_COLUMNS:
-        return DELTAS, _planes(_zigzag(_deltas(values)))
-    return INTEGERS, _planes(_zigzag(values))
+        return DELTAS, planes(zigzag(deltas(values)))
+    return INTEGERS, planes(zigzag(values))
 
 
 def _ordinal(value: float) -> int:
@@ -237,14 +159,14 @@ def _encode_related(index: int, rows: Sequence[SampleTuple]) -> tuple[int, bytes
     try:
         if index == _AT["sent_at"]:
             offsets = [(row[index] - EPOCH) // ONE_US - _send_us(row) for row in rows]
-            return FROM_SEND, _planes(_zigzag(_deltas(offsets)))
+            return FROM_SEND, planes(zigzag(deltas(offsets)))
         if index == _AT["itl_mean_ms"]:
             parts = [_mean_parts(row[index], row[_AT["itl_count"]]) for row in rows]
             if any(abs(total) >= MAX_EXACT_US or abs(off) >= 2**62 for total, off in parts):
                 return None
-            totals = _planes(_zigzag([total for total, _ in parts]))
+            totals = planes(zigzag([total for total, _ in parts]))
             return MEAN_OF_SUM, (struct.pack("<I", len(totals)) + totals
-                                 + _planes(_zigzag([off for _, off in parts])))
+                                 + planes(zigzag([off for _, off in parts])))
     except (TypeError, ValueError, ZeroDivisionError, OverflowError, struct.error):
         return None
     return None
@@ -262,13 +184,13 @@ def _decode(kind: str, mode: int, section: bytes, count: int) -> list[Any]:
     if mode == FROM_SEND:
         if kind != "timestamptz":
             raise ValueError("a send time offset in a column that is not the send time")
-        return _sums(_unzigzag(_unplanes(section, count)))
+        return sums(unzigzag(unplanes(section, count)))
     if mode == MEAN_OF_SUM:
         if kind != "float8" or len(section) < 4:
             raise ValueError("a mean gap without its sums")
         (length,) = struct.unpack_from("<I", section)
-        totals = _unzigzag(_unplanes(section[4:4 + length], count))
-        offs = _unzigzag(_unplanes(section[4 + length:], count))
+        totals = unzigzag(unplanes(section[4:4 + length], count))
+        offs = unzigzag(unplanes(section[4 + length:], count))
         return list(zip(totals, offs, strict=True))
     if mode == HEX_IDS:
         if kind != "text" or len(section) != 16 * count:
@@ -283,20 +205,20 @@ def _decode(kind: str, mode: int, section: bytes, count: int) -> list[Any]:
         words = section[8:8 + table_length].decode("utf-8").split("\x00")
         if len(words) != words_count:
             raise ValueError("a text dictionary of the wrong size")
-        indexes = _unplanes(section[8 + table_length:], count)
+        indexes = unplanes(section[8 + table_length:], count)
         if any(i >= words_count for i in indexes):
             raise ValueError("a text index outside its dictionary")
         return [words[i] for i in indexes]
     if mode == DOUBLES:
         if kind != "float8":
             raise ValueError("doubles in a column that is not a float")
-        raw = array("d", array("Q", _unplanes(section, count)).tobytes())
+        raw = array("d", array("Q", unplanes(section, count)).tobytes())
         return raw.tolist()
-    numbers = _unplanes(section, count)
+    numbers = unplanes(section, count)
     if not (mode == INTEGERS and kind == "boolean"):
-        numbers = _unzigzag(numbers)
+        numbers = unzigzag(numbers)
     if mode in (DELTAS, NANO_DELTAS):
-        numbers = _sums(numbers)
+        numbers = sums(numbers)
     if kind == "timestamptz":
         if mode != DELTAS:
             raise ValueError("a send time not kept as differences")
@@ -392,19 +314,19 @@ def pack(rows: Sequence[SampleTuple]) -> bytes:
     for index in PACKED:
         name, kind = STORED_COLUMNS[index], STORED_TYPES[index]
         if index in FORMULAS and _derived(index, rows):
-            parts.append(_column_head(DERIVED, False, None))
+            parts.append(column_head(DERIVED, False, None))
             continue
         column = [row[index] for row in rows]
         present = [value for value in column if value is not None]
         if not present:
-            parts.append(_column_head(ALL_NULL, False, None))
+            parts.append(column_head(ALL_NULL, False, None))
             continue
         mode, section = _encode_related(index, [row for row in rows if row[index] is not None]) \
             or _encode(name, kind, present)
         if len(present) == count:
-            parts.append(_column_head(mode, False, len(section)))
+            parts.append(column_head(mode, False, len(section)))
         else:
-            parts.append(_column_head(mode, True, len(section)))
+            parts.append(column_head(mode, True, len(section)))
             parts.append(bytes(value is not None for value in column))
         parts.append(section)
     return zlib.compress(b"".join(parts), 9)
@@ -451,7 +373,7 @@ def _unpack(block: bytes, run_id: int, probe_id: int) -> list[SampleTuple]:
         offset += 1
         length = 0
         if mode not in (ALL_NULL, DERIVED):
-            length, offset = _read_length(data, offset)
+            length, offset = read_length(data, offset)
         if mode > MEAN_OF_SUM or (presence and mode in (ALL_NULL, DERIVED)) \
                 or (mode == DERIVED and index not in FORMULAS) \
                 or (mode == FROM_SEND and index != _AT["sent_at"]) \

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from sustain.service.runs import sample_block
+from sustain.service.runs import integer_planes, sample_block
 from sustain.service.runs.rows import STORED_COLUMNS, STORED_TYPES, SampleTuple
 
 START = datetime(2026, 12, 7, 6, 0, tzinfo=UTC)
@@ -178,13 +178,13 @@ def _with_send_offsets(raw: bytes, offset: int) -> bytes:
         at += 1
         length = 0
         if mode not in (sample_block.ALL_NULL, sample_block.DERIVED):
-            length, at = sample_block._read_length(raw, at)
+            length, at = integer_planes.read_length(raw, at)
         at += count if presence else 0
         if STORED_COLUMNS[index] == "sent_at":
             values = [offset << 1] + [0] * (count - 1)  # zigzag of offset, then no change
             section = bytes([8]) + b"".join(
                 bytes((value >> (8 * i)) & 0xFF for value in values) for i in range(8))
-            head_bytes = sample_block._column_head(mode, False, len(section))
+            head_bytes = integer_planes.column_head(mode, False, len(section))
             return zlib.compress(raw[:head] + head_bytes + section + raw[at + length:])
         at += length
     raise AssertionError("no send time column")
