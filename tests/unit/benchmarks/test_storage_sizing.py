@@ -6,19 +6,16 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.storage import (
-    OTHERS,
+from benchmarks.sizing import (
     Fleet,
     Footprint,
     buckets_per_day,
-    by_group,
-    by_table,
-    growth,
     held,
     human,
     sizing_table,
     written_per_day,
 )
+from benchmarks.storage import OTHERS, by_group, by_table, growth
 
 RUNS_ONLY = Footprint(run_bytes=1000.0, sample_bytes=0.0, bucket_bytes=0.0)
 SAMPLES_ONLY = Footprint(run_bytes=0.0, sample_bytes=100.0, bucket_bytes=0.0)
