@@ -11,13 +11,17 @@ between tokens, on core 1; each client on core 0). Side by side in the same run:
   request (probes/client/trace_context.py `untraced`): what timing the phases and tracing
   every request cost. The engine and the bare engine run in turns, --repeats times each, and
   each keeps its median, so the machine's drift during the run weighs on both alike;
-- baseline: the naive client (one httpx.AsyncClient, a task per request, reading SSE lines).
+- baseline: the naive client (one httpx.AsyncClient, a task per request, reading SSE lines);
+- with `--against REV`: the engine of this checkout and the engine of commit REV, each in a
+  child process of its own (benchmarks/revision.py lays REV out as an import root), in turns
+  with the two above: what a change to the client saves or costs, on the same machine in the
+  same minutes.
 
 Each client sends `rate x (1 s warmup + --seconds)` requests; the CPU time of the whole run is
 divided by what was sent (requests, and requests x tokens). Target for the phases and
 traceparent: <= 5 % more CPU per request than the bare engine.
 
-    python benchmarks/cpu_cost.py [--seconds 5] [--repeats 3]
+    python benchmarks/cpu_cost.py [--seconds 5] [--repeats 3] [--against REV]
 """
 
 from __future__ import annotations
@@ -25,9 +29,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
+import subprocess
 import sys
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import psutil
@@ -37,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.capacity import WARMUP_S, naive_client, sustain_client, workload
 from benchmarks.common import Simulator, pin_to, record
+from benchmarks.revision import commit_of, import_root, imported_from
 from sustain.probes.client.target import ApiKind, Target
 from sustain.probes.client.trace_context import untraced
 from sustain.probes.load.profiles import parse_profile
@@ -48,6 +57,11 @@ saturated and each request costs what it costs."""
 PHASES_TARGET = 0.05
 """The most the HTTP phases and the traceparent may add to the engine's CPU per request."""
 CLIENTS = ("worker", "engine", "bare", "baseline")
+CHILD_TIMEOUT_S = 120.0
+"""Hang guard of one child's run (a run is a few seconds)."""
+
+Measured = tuple[float, int, int]
+"""CPU seconds of one run, requests sent, failures."""
 
 
 async def worker_cpu(base_url: str, rate: float, seconds: float, tokens: int
@@ -83,83 +97,135 @@ def in_process_cpu(client: str, base_url: str, rate: float, seconds: float, toke
     return time.process_time() - before, int(rate * (seconds + WARMUP_S)), errors
 
 
-def paired_cpu(base_url: str, rate: float, seconds: float, tokens: int, repeats: int
-               ) -> dict[str, tuple[float, int, int]]:
-    """The engine and the bare engine in turns, `repeats` times each: each one's run of
-    median CPU time."""
-    runs: dict[str, list[tuple[float, int, int]]] = {"engine": [], "bare": []}
+def child_cpu(base_url: str, rate: float, seconds: float, tokens: int,
+              import_path: Path | None) -> Measured:
+    """The engine's run in a child process, importing `sustain` from `import_path` (a commit's
+    import root) or, without one, from this checkout; the child's own CPU time of the run."""
+    env = dict(os.environ)
+    if import_path is not None:
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(import_path), *filter(None, [env.get("PYTHONPATH")])])
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", base_url, str(rate), str(seconds), str(tokens)],
+        env=env, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, check=True)
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    here = Path(figures["from"])
+    if import_path is not None and not here.is_relative_to(import_path.parent):
+        raise RuntimeError(f"the child imported sustain from {here}, not from {import_path}")
+    return figures["cpu_s"], figures["sent"], figures["failed"]
+
+
+def paired_cpu(runs: dict[str, Callable[[], Measured]], repeats: int) -> dict[str, Measured]:
+    """Each client's run in turns, `repeats` times each: each one's run of median CPU time."""
+    measured: dict[str, list[Measured]] = {client: [] for client in runs}
     for _ in range(repeats):
-        for client in runs:
-            runs[client].append(in_process_cpu(client, base_url, rate, seconds, tokens))
-    return {client: sorted(measured)[len(measured) // 2] for client, measured in runs.items()}
+        for client, run in runs.items():
+            measured[client].append(run())
+    return {client: sorted(each)[len(each) // 2] for client, each in measured.items()}
+
+
+def child_main(argv: list[str]) -> None:
+    """`--child URL RATE SECONDS TOKENS`: one engine run, its figures as a JSON line."""
+    base_url, rate, seconds, tokens = argv[0], float(argv[1]), float(argv[2]), int(argv[3])
+    cpu_s, sent, failed = in_process_cpu("engine", base_url, rate, seconds, tokens)
+    print(json.dumps({"cpu_s": cpu_s, "sent": sent, "failed": failed,
+                      "from": imported_from()}))
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--child"]:
+        child_main(sys.argv[2:])
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--repeats", type=int, default=3,
-                        help="runs of the engine and of the bare engine, in turns")
+                        help="runs of each client measured in turns")
+    parser.add_argument("--against", metavar="REV",
+                        help="also measure the engine of this commit (e.g. HEAD~1) beside "
+                        "this checkout's, each in a child process, in turns")
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args()
     pin_to(0)
-    figures: dict[tuple[str, int], tuple[float, int, int]] = {}
-    with Simulator(["--ttft-ms", "1", "--itl-ms", "0", "--output-tokens", "512"],
-                   cpu=1) as sim:
+    clients = CLIENTS + (("this", "previous") if args.against else ())
+    figures: dict[tuple[str, int], Measured] = {}
+    with contextlib.ExitStack() as stack:
+        previous = stack.enter_context(import_root(args.against)) if args.against else None
+        sim = stack.enter_context(Simulator(
+            ["--ttft-ms", "1", "--itl-ms", "0", "--output-tokens", "512"], cpu=1))
         for tokens, rate in RATES.items():
-            figures[("worker", tokens)] = uvloop.run(
-                worker_cpu(sim.base_url, rate, args.seconds, tokens))
-            for client, measured in paired_cpu(sim.base_url, rate, args.seconds, tokens,
-                                               args.repeats).items():
+            url, s = sim.base_url, args.seconds
+            figures[("worker", tokens)] = uvloop.run(worker_cpu(url, rate, s, tokens))
+            turns: dict[str, Callable[[], Measured]] = {
+                "engine": partial(in_process_cpu, "engine", url, rate, s, tokens),
+                "bare": partial(in_process_cpu, "bare", url, rate, s, tokens)}
+            if previous is not None:
+                turns["this"] = partial(child_cpu, url, rate, s, tokens, None)
+                turns["previous"] = partial(child_cpu, url, rate, s, tokens, previous)
+            for client, measured in paired_cpu(turns, args.repeats).items():
                 figures[(client, tokens)] = measured
-            figures[("baseline", tokens)] = in_process_cpu("baseline", sim.base_url, rate,
-                                                           args.seconds, tokens)
-            for client in CLIENTS:
+            figures[("baseline", tokens)] = in_process_cpu("baseline", url, rate, s, tokens)
+            for client in clients:
                 cpu, sent, failed = figures[(client, tokens)]
                 print(f"{client:8} {tokens:4} tokens: {cpu * 1e6 / sent:8.1f} CPU-ms per 1,000 "
                       f"requests ({sent} sent, {failed} failed)", flush=True)
+    short = commit_of(args.against)[:7] if args.against else ""
     names = {"worker": "sustain worker process", "engine": "sustain engine, in-process",
              "bare": "sustain engine, without HTTP phases and traceparent",
-             "baseline": "baseline: naive httpx"}
+             "baseline": "baseline: naive httpx",
+             "this": "sustain engine of this checkout, child process",
+             "previous": f"sustain engine of commit {short}, child process"}
     rows = []
     headline: list[str] = []
     ratio: list[str] = []
     phases: list[str] = []
+    against: list[str] = []
+
+    def per_request(client: str, tokens: int) -> float:
+        cpu, sent, _ = figures[(client, tokens)]
+        return cpu * 1e6 / sent
+
     for tokens, rate in RATES.items():
-        engine_cpu, engine_sent, _ = figures[("engine", tokens)]
-        bare_cpu, bare_sent, _ = figures[("bare", tokens)]
-        added = (engine_cpu / engine_sent) / (bare_cpu / bare_sent) - 1
+        added = per_request("engine", tokens) / per_request("bare", tokens) - 1
         phases.append(f"{added:+.1%} at {tokens} tokens")
-        base_cpu, base_sent, _ = figures[("baseline", tokens)]
-        worker_cpu_s, worker_sent, _ = figures[("worker", tokens)]
-        worker_per_request = worker_cpu_s * 1e6 / worker_sent
+        worker_per_request = per_request("worker", tokens)
         headline.append(f"{worker_per_request:.0f} at {tokens} tokens")
-        ratio.append(f"{worker_per_request / (base_cpu * 1e6 / base_sent):.2f} at {tokens} "
+        ratio.append(f"{worker_per_request / per_request('baseline', tokens):.2f} at {tokens} "
                      "tokens")
-        base_per_request = base_cpu * 1e6 / base_sent
-        for client in CLIENTS:
-            cpu, sent, failed = figures[(client, tokens)]
-            per_request = cpu * 1e6 / sent
+        if args.against:
+            against.append(f"{per_request('this', tokens) / per_request('previous', tokens):.3f}"
+                           f" at {tokens} tokens")
+        for client in clients:
+            _, sent, failed = figures[(client, tokens)]
+            cost = per_request(client, tokens)
             rows.append(f"| {names[client]} | {tokens} | {rate:g} | {sent} | {failed} | "
-                        f"{per_request:.0f} | {per_request / tokens:.1f} | "
-                        f"{per_request / base_per_request:.2f} |")
-    body = ("CPU time of the client process (user + system), over the whole run (the engine "
-            f"and the bare engine: the median of {args.repeats} runs each, in turns):\n\n"
+                        f"{cost:.0f} | {cost / tokens:.1f} | "
+                        f"{cost / per_request('baseline', tokens):.2f} |")
+    turned = "the engine and the bare engine" + (
+        f", and the engines of this checkout and of {short}" if args.against else "")
+    body = (f"CPU time of the client process (user + system), over the whole run ({turned}: "
+            f"the median of {args.repeats} runs each, in turns):\n\n"
             "| client | tokens per request | rate/s | requests | failed | CPU-ms per 1,000 "
             "requests | CPU-ms per 1,000 tokens | ratio to baseline |\n"
             "|---|---|---|---|---|---|---|---|\n" + "\n".join(rows)
             + "\n\nThe HTTP phases and the W3C traceparent of every request, against the bare "
             f"engine: {', '.join(phases)} CPU per request (target <= "
             f"{PHASES_TARGET:.0%}).")
+    if args.against:
+        body += (f"\n\nThis checkout's engine against commit {commit_of(args.against)}'s, CPU "
+                 f"per request: {', '.join(against)}.")
+        print(f"this checkout / {short}, CPU per request: {', '.join(against)}", flush=True)
     print(f"phases + traceparent: {', '.join(phases)} CPU per request", flush=True)
     command = (f"python benchmarks/cpu_cost.py --seconds {args.seconds:g} "
-               f"--repeats {args.repeats}")
+               f"--repeats {args.repeats}" + (f" --against {args.against}"
+                                               if args.against else ""))
     if args.no_record:
         print(body)
     else:
         record("cpu cost: client CPU per 1,000 streamed requests and tokens", command, body,
                headline="worker process, CPU-ms per 1,000 requests: " + ", ".join(headline)
                + "; HTTP phases and traceparent " + ", ".join(phases),
-               ratio="CPU / httpx's: " + ", ".join(ratio))
+               ratio="CPU / httpx's: " + ", ".join(ratio) + (
+                   f"; this checkout / {short}: " + ", ".join(against) if against else ""))
 
 
 if __name__ == "__main__":

@@ -58,8 +58,9 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               "2-4 min"),
     Benchmark("cpu cost", "cpu_cost", "client CPU time per 1,000 streamed requests and tokens",
               "HTTP phases and traceparent <= 5 % more CPU per request",
-              "a naive httpx client; the engine without phases and traceparent",
-              "python benchmarks/cpu_cost.py", "about 2 min"),
+              "a naive httpx client; the engine without phases and traceparent; with "
+              "--against, a previous commit's engine", "python benchmarks/cpu_cost.py",
+              "about 2 min"),
     Benchmark("open streams", "open_streams",
               "concurrent slow streams one client holds, and its RSS",
               ">= 2,000 streams, RSS < 1 GiB, no errors", "none (target only)",

@@ -12,7 +12,7 @@ import pytest
 from benchmarks import common, results
 
 FOLDER = Path(results.__file__).parent
-NOT_RECORDING = {"__init__", "common", "results", "sizing"}
+NOT_RECORDING = {"__init__", "common", "results", "revision", "sizing"}
 """Modules of benchmarks/ that are no benchmark: they never call record()."""
 
 
