@@ -103,6 +103,10 @@ class _Reader:
         self.whole_answer: bool | None = None
         """A streamed request's 2xx answer came as one JSON body (is_whole_answer); None
         until its head is read."""
+        self.reads_sse = False
+        """Set at the first chunk of a 2xx event stream read as SSE: the head decided the
+        route, so each later chunk (one per token, for most servers) goes straight to the
+        decoder."""
         self.body_bytes = 0
         self.end_ns: int | None = None
         self.first_token_seen = False
@@ -156,32 +160,28 @@ class _Reader:
         return self.raw_state
 
     def on_body(self, chunk: bytes, now: int) -> None:
-        if self.refused():
-            self._on_whole(chunk, error=True)
-            return
-        status = self._status()
-        if not (self.stream and 200 <= status < 300) or self.answered_whole():
-            self._on_whole(chunk, error=False)
-            return
         state = self.state
+        if not self.reads_sse:
+            if self.refused():
+                self._on_whole(chunk, error=True)
+                return
+            status = self._status()
+            if not (self.stream and 200 <= status < 300) or self.answered_whole():
+                self._on_whole(chunk, error=False)
+                return
         if state.done or state.failure is not None:
             if state.failure is not None and not self.failed.done():
                 self.failed.set_result(None)  # failed outside on_body: end it now
             return  # the body's last bytes: read so the connection is reused
-        raw = self.raw_stream()
-        if raw is not None:
-            raw.on_bytes(chunk, now)
+        if self.reads_sse:
+            self._decode(chunk, now)
         else:
-            try:
-                events = self.decoder.feed(chunk)
-            except UnicodeDecodeError:
-                self._fail(ErrorClass.PROTOCOL, INVALID_UTF8)
-                return
-            except EventTooLarge as exc:
-                self._fail(ErrorClass.PROTOCOL, str(exc))
-                return
-            for event in events:
-                state.on_event(event, now)
+            raw = self.raw_stream()
+            if raw is not None:
+                raw.on_bytes(chunk, now)
+            else:
+                self.reads_sse = True
+                self._decode(chunk, now)
         if state.failure is not None:
             if not self.failed.done():
                 self.failed.set_result(None)
@@ -194,6 +194,20 @@ class _Reader:
             self.end_ns = now
             if self.deadline is not None:
                 self.deadline.reschedule(self.deadlines.drain(self.loop.time()))
+
+    def _decode(self, chunk: bytes, now: int) -> None:
+        """A chunk of an SSE stream: its complete events, each to the stream state."""
+        try:
+            events = self.decoder.feed(chunk)
+        except UnicodeDecodeError:
+            self._fail(ErrorClass.PROTOCOL, INVALID_UTF8)
+            return
+        except EventTooLarge as exc:
+            self._fail(ErrorClass.PROTOCOL, str(exc))
+            return
+        on_event = self.state.on_event
+        for event in events:
+            on_event(event, now)
 
     def _on_whole(self, chunk: bytes, *, error: bool) -> None:
         """A whole body. A response's (non-streamed, or not an event stream) is kept up to

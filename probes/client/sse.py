@@ -57,6 +57,11 @@ class SSEEvent(NamedTuple):
     data: str
 
 
+_make_event = tuple.__new__
+"""SSEEvent's constructor without the Python frame of a named tuple's own `__new__` (the
+fields in order, as a tuple): half the cost, once per event of every stream measured."""
+
+
 class SSEDecoder:
     """Feed bytes, get complete events. Invalid UTF-8 raises UnicodeDecodeError; a line or an
     event's data over `max_event_bytes` (UTF-8 bytes) raises EventTooLarge as soon as the bytes
@@ -133,8 +138,9 @@ class SSEDecoder:
                     data.append(value)
                 elif not line:
                     if data:
-                        events.append(SSEEvent(self._event or "message",
-                                               data[0] if len(data) == 1 else "\n".join(data)))
+                        events.append(_make_event(SSEEvent, (
+                            self._event or "message",
+                            data[0] if len(data) == 1 else "\n".join(data))))
                         data = []
                         self._data = data
                         data_bytes = 0
