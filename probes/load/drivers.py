@@ -72,19 +72,12 @@ class StageContext:
                       turn=turn)
 
 
-TIMER_RESOLUTION_S = 0.001
-"""Event-loop timers' resolution: uvloop's clock counts whole milliseconds, and asyncio's
-selector rounds its timeout up to one."""
-
-
 async def sleep_until_ns(deadline_ns: int) -> None:
-    """Sleep until perf_counter_ns() reaches the deadline: a request is never sent before its
-    intended time. A timer can wake up to a millisecond early, so what is left is slept
-    again, a whole TIMER_RESOLUTION_S at least: a zero-length sleep would spin the loop until
-    the deadline (about 60 turns, 250 µs of CPU a request at 300 req/s), for a send that
-    leaves instead within about a millisecond after its time (lag, measured and reported)."""
+    """Sleep until perf_counter_ns() reaches the deadline. Event-loop timers can wake up to a
+    millisecond early (uvloop's clock has millisecond resolution), so sleep again for what is
+    left; a request is never sent before its intended time."""
     while (remaining := deadline_ns - time.perf_counter_ns()) > 0:  # noqa: ASYNC110
-        await asyncio.sleep(max(remaining / 1e9, TIMER_RESOLUTION_S))
+        await asyncio.sleep(remaining / 1e9)
 
 
 class Pacer:
