@@ -168,7 +168,8 @@ def main() -> None:
                 cpu, sent, failed = figures[(client, tokens)]
                 print(f"{client:8} {tokens:4} tokens: {cpu * 1e6 / sent:8.1f} CPU-ms per 1,000 "
                       f"requests ({sent} sent, {failed} failed)", flush=True)
-    short = commit_of(args.against)[:7] if args.against else ""
+    commit = commit_of(args.against) if args.against else ""
+    short = commit[:7]
     names = {"worker": "sustain worker process", "engine": "sustain engine, in-process",
              "bare": "sustain engine, without HTTP phases and traceparent",
              "baseline": "baseline: naive httpx",
@@ -211,7 +212,7 @@ def main() -> None:
             f"engine: {', '.join(phases)} CPU per request (target <= "
             f"{PHASES_TARGET:.0%}).")
     if args.against:
-        body += (f"\n\nThis checkout's engine against commit {commit_of(args.against)}'s, CPU "
+        body += (f"\n\nThis checkout's engine against commit {commit}'s, CPU "
                  f"per request: {', '.join(against)}.")
         print(f"this checkout / {short}, CPU per request: {', '.join(against)}", flush=True)
     print(f"phases + traceparent: {', '.join(phases)} CPU per request", flush=True)
