@@ -18,6 +18,8 @@ import time
 from array import array
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from itertools import repeat
+from operator import truediv
 from typing import Any
 
 import orjson
@@ -483,7 +485,7 @@ def from_state(
     first_call = None if collected is None else collected.first_tool_call_ns
     return Measurement(
         ttft_ms=None if state.first_output_ns is None else _ms(state.first_output_ns - t_send_ns),
-        itl_ms=tuple(_ms(gap) for gap in state.itl_ns),
+        itl_ms=tuple(map(truediv, state.itl_ns, repeat(NS_PER_MS, len(state.itl_ns)))),
         e2e_ms=_ms(end_ns - t_send_ns),
         output_tokens=state.output_tokens,
         tokens_server_counted=state.completion_tokens is not None,

@@ -91,6 +91,56 @@ def test_any_rechunking_of_an_openai_stream_yields_the_same_token_count(
     assert tokens_of(chunks) == tokens_of([OPENAI_STREAM]) == (4, 4, True)
 
 
+PLAIN_VALUE = st.text(st.characters(blacklist_characters="\r\n", codec="utf-8"), max_size=12)
+BLOCK = st.one_of(
+    PLAIN_VALUE.map(lambda v: f"data: {v}\n\n"),  # what OpenAI-style servers send
+    PLAIN_VALUE.map(lambda v: f"data:{v}\n\n"),
+    st.tuples(PLAIN_VALUE, PLAIN_VALUE).map(lambda vs: f"data: {vs[0]}\ndata: {vs[1]}\n\n"),
+    PLAIN_VALUE.map(lambda v: f"event: delta\ndata: {v}\n\n"),
+    PLAIN_VALUE.map(lambda v: f": {v}\n"),
+    st.just("\n"),
+    st.just("data: \\n\\ndata: x\n\n"),  # the separator's text, escaped, inside a value
+)
+
+
+def one_byte_at_a_time(stream: bytes) -> list[SSEEvent]:
+    """The reference: each byte fed alone, so every line goes through the line-by-line
+    scan (no chunk of one byte holds a blank line)."""
+    return decode_all([stream[i:i + 1] for i in range(len(stream))])
+
+
+@given(st.lists(BLOCK, max_size=30), st.data())
+def test_data_only_events_split_at_once_decode_as_line_by_line(
+        blocks: list[str], data: st.DataObject) -> None:
+    stream = "".join(blocks).encode()
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=8)))
+    bounds = [0, *cuts, len(stream)]
+    chunks = [stream[a:b] for a, b in itertools.pairwise(bounds)]
+    assert decode_all(chunks) == decode_all([stream]) == one_byte_at_a_time(stream)
+
+
+def test_a_chunk_of_plain_events_yields_each_value_and_keeps_its_open_tail() -> None:
+    decoder = SSEDecoder()
+    assert decoder.feed(b'data: {"a":1}\n\ndata: \n\ndata: [DONE]\n\ndata: par') == [
+        SSEEvent("message", '{"a":1}'), SSEEvent("message", ""),
+        SSEEvent("message", "[DONE]")]
+    assert decoder.feed(b"t\n\n") == [SSEEvent("message", "part")]
+
+
+def test_a_chunk_of_plain_events_with_a_stray_line_end_is_read_line_by_line() -> None:
+    assert decode_all([b"data: a\n\n\ndata: b\n\n"]) == [
+        SSEEvent("message", "a"), SSEEvent("message", "b")]
+    assert decode_all([b"data: a\ndata: b\n\ndata: c\n\n"]) == [
+        SSEEvent("message", "a\nb"), SSEEvent("message", "c")]
+
+
+def test_a_plain_event_over_the_cap_is_refused_when_it_arrives_whole() -> None:
+    with pytest.raises(EventTooLarge):
+        SSEDecoder(64).feed(b"data: " + b"x" * 70 + b"\n\n")
+    assert SSEDecoder(64).feed(b"data: " + b"x" * 58 + b"\n\n") == [
+        SSEEvent("message", "x" * 58)]
+
+
 def test_invalid_utf8_raises() -> None:
     decoder = SSEDecoder()
     try:
