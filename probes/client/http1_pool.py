@@ -18,6 +18,7 @@ import ssl
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, cast
 from urllib.parse import urlsplit
 
@@ -74,6 +75,21 @@ class Origin:
             raise TransportError("protocol", "URL must be http:// or https:// with a host")
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         return cls(parts.scheme, parts.hostname, port), target
+
+    @property
+    def host_header(self) -> str:
+        """The `host` header for this origin: the port only where it is not the scheme's."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if self.port in (80, 443) else f"{host}:{self.port}"
+
+
+@lru_cache(maxsize=256)
+def _request_target(url: str) -> tuple[Origin, str, str]:
+    """`url`'s origin, request target and host header, parsed once per URL: a probe sends
+    every request to the same URL, and parsing it again costs more than the rest of a
+    request's head. Bounded: 256 URLs at most are kept."""
+    origin, path = Origin.of(url)
+    return origin, path, origin.host_header
 
 
 @dataclass(slots=True)
@@ -230,10 +246,19 @@ class ConnectionPool:
         self._egress = egress or EgressPolicy()
         self._idle: dict[Origin, list[_Connection]] = {}
         self._open: set[_Connection] = set()
-        self._ssl = ssl.create_default_context()
-        if not tls_verify:
-            self._ssl.check_hostname = False
-            self._ssl.verify_mode = ssl.CERT_NONE
+        self._tls_verify = tls_verify
+        self._ssl: ssl.SSLContext | None = None
+        """Made at the first https connection: loading the system's CA certificates costs
+        tens of milliseconds of CPU, which a pool that only speaks plain http never pays."""
+
+    def _tls(self) -> ssl.SSLContext:
+        if self._ssl is None:
+            context = ssl.create_default_context()
+            if not self._tls_verify:
+                context.check_hostname = False
+                context.verify_mode = ssl.CERT_NONE
+            self._ssl = context
+        return self._ssl
 
     @property
     def idle_connections(self) -> int:
@@ -242,7 +267,7 @@ class ConnectionPool:
     async def _connect(self, origin: Origin, timeout_s: float) -> _Connection:
         """A new connection to `origin`, timed by phase (its dns_ns, connect_ns, tls_ns)."""
         loop = asyncio.get_running_loop()
-        tls = self._ssl if origin.scheme == "https" else None
+        tls = self._tls() if origin.scheme == "https" else None
         try:
             async with asyncio.timeout(timeout_s):
                 started = time.perf_counter_ns()
@@ -317,10 +342,7 @@ class ConnectionPool:
         """Send a request; the returned exchange's futures give the head and the end. With
         `fresh`, on a connection of its own (`connection: new`, what a new user pays),
         closed once its response ended."""
-        origin, path = Origin.of(url)
-        host = f"[{origin.host}]" if ":" in origin.host else origin.host
-        if origin.port not in (80, 443):
-            host = f"{host}:{origin.port}"
+        origin, path, host = _request_target(url)
         lines = [f"{method} {path} HTTP/1.1", f"host: {host}", f"content-length: {len(body)}"]
         if fresh:
             lines.append("connection: close")
