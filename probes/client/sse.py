@@ -78,6 +78,8 @@ class SSEDecoder:
         """A line of at most this many characters is within the cap whatever they are (UTF-8
         takes at most 4 bytes a character), so most lines are never measured in bytes."""
         self._utf8 = codecs.getincrementaldecoder("utf-8")("strict")
+        self._utf8_open = False
+        """The UTF-8 decoder holds the first bytes of a character cut by a chunk's end."""
         self._pieces: list[str] = []
         """The line still open: the text after the last line end, one piece per feed."""
         self._pending = 0
@@ -90,15 +92,29 @@ class SSEDecoder:
         self._event = ""
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
-        text = self._utf8.decode(chunk)
+        if not self._utf8_open and chunk.isascii():
+            text = chunk.decode("ascii")  # the common case: C, without the codec's Python
+        else:
+            text = self._utf8.decode(chunk)
+            self._utf8_open = bool(self._utf8.getstate()[0])
         if not text:
             return []
-        if self._pieces or self._data or self._event or self._after_cr or "\r" in text:
+        if self._after_cr or "\r" in text:
             return self._scan(text)
+        if self._pieces or self._data or self._event:
+            # An event begun in an earlier chunk (a read seldom ends at an event boundary):
+            # line by line up to the first blank line, which ends it; plain from there on.
+            cut = text.find("\n\n") + 2
+            if cut < 2:
+                return self._scan(text)
+            events = self._scan(text[:cut])
+            if cut < len(text):
+                events.extend(self._plain(text[cut:]))
+            return events
         return self._plain(text)
 
     def _plain(self, text: str) -> list[SSEEvent]:
-        """`text` fed at an event boundary (no line open, no event begun), CR-free: its
+        """CR-free `text` from an event boundary (no line open, no event begun): its
         complete part, when it is nothing but unnamed one-line `data: ` events (what OpenAI-
         style servers send), is split into their data by str.count and str.split, which run
         in C, with no work per line in Python; anything else (a comment, a field, a
@@ -109,15 +125,16 @@ class SSEDecoder:
         2k line ends in all, the k-1 separators and the final blank line account for every
         line end, so each value is one line: exactly the data of the k events."""
         end = text.rfind("\n\n") + 2
-        if end < 2 or end > self._always_fits:
+        if end < 2 or end > self._always_fits or not text.startswith("data: "):
             return self._scan(text)
-        whole = text[:end] if end < len(text) else text
-        if not whole.startswith("data: "):
-            return self._scan(text)
-        values = whole[6:-2].split("\n\ndata: ")
-        if whole.count("\n") != 2 * len(values):
-            return self._scan(text)
-        events = [_make_event(SSEEvent, ("message", value)) for value in values]
+        if text.find("\n") == end - 2:  # one event (a chunk per token): its one line
+            events = [_make_event(SSEEvent, ("message", text[6:end - 2]))]
+        else:
+            whole = text[:end] if end < len(text) else text
+            values = whole[6:-2].split("\n\ndata: ")
+            if whole.count("\n") != 2 * len(values):
+                return self._scan(text)
+            events = [_make_event(SSEEvent, ("message", value)) for value in values]
         if end < len(text):
             events.extend(self._scan(text[end:]))
         return events
