@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from sustain.probes.load.clock import RunClock
+from sustain.probes.load.deadline_timer import DeadlineTimer, spin_until_ns
 from sustain.probes.load.live import LiveStats
 from sustain.probes.measure.sample import Measurement, Sample
 from sustain.probes.workload.sessions import Dialogue
@@ -72,14 +73,6 @@ class StageContext:
                       turn=turn)
 
 
-async def sleep_until_ns(deadline_ns: int) -> None:
-    """Sleep until perf_counter_ns() reaches the deadline. Event-loop timers can wake up to a
-    millisecond early (uvloop's clock has millisecond resolution), so sleep again for what is
-    left; a request is never sent before its intended time."""
-    while (remaining := deadline_ns - time.perf_counter_ns()) > 0:  # noqa: ASYNC110
-        await asyncio.sleep(remaining / 1e9)
-
-
 class Pacer:
     """Holds a closed loop to at most `rate` sends per second, however many users it has:
     users take turns (first come, first served), and each turn starts at least 1/rate
@@ -101,7 +94,7 @@ class Pacer:
             if not wanted():
                 return False
             slot = max(self._next_ns, time.perf_counter_ns())
-            await sleep_until_ns(slot)
+            await spin_until_ns(slot)  # a cap, not a schedule: no descriptor held for it
             self._next_ns = slot + self._interval_ns
             return wanted()
 
@@ -122,7 +115,8 @@ async def run_open_loop(
     default now) and never wait for responses. Processes that share one stage share its
     origin: perf_counter_ns() is the system-wide monotonic clock.
 
-    Each request is scheduled against origin + offset, so sleep error never accumulates. A
+    Each request is scheduled against origin + offset, so sleep error never accumulates; the
+    wait for it ends on a timerfd (deadline_timer.py), not a spin of the loop. A
     request that finds `max_in_flight` requests outstanding waits for a slot, and that wait is
     recorded as lag (t_send - t_sched), never hidden. Cancelling the driver cancels its
     requests in flight.
@@ -140,13 +134,14 @@ async def run_open_loop(
             slots.release()
         return ctx.measured(sample) if offset_s >= warmup_s else sample
 
-    async with asyncio.TaskGroup() as group:
-        for offset_s in offsets_s:
-            await sleep_until_ns(origin_ns + int(offset_s * 1e9))
-            await slots.acquire()
-            task = group.create_task(one(offset_s))
-            if offset_s >= warmup_s:
-                measured.append(task)
+    with DeadlineTimer() as timer:
+        async with asyncio.TaskGroup() as group:
+            for offset_s in offsets_s:
+                await timer.sleep_until(origin_ns + int(offset_s * 1e9))
+                await slots.acquire()
+                task = group.create_task(one(offset_s))
+                if offset_s >= warmup_s:
+                    measured.append(task)
     samples = [task.result() for task in measured]
     return samples, measured_seconds(samples, stage_origin_ms + warmup_s * 1000.0)
 

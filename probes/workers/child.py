@@ -28,7 +28,8 @@ from sustain.probes.client.clients import HttpClients
 from sustain.probes.client.secrets import SecretUnavailableError
 from sustain.probes.client.target import Target
 from sustain.probes.load.clock import RunClock
-from sustain.probes.load.drivers import Prepare, Request, StageContext, sleep_until_ns
+from sustain.probes.load.deadline_timer import spin_until_ns
+from sustain.probes.load.drivers import Prepare, Request, StageContext
 from sustain.probes.load.quiet_gc import quiet_gc
 from sustain.probes.load.stages import OpenStage
 from sustain.probes.log_lines import OneLineFormatter
@@ -197,7 +198,7 @@ class Worker:
             stage = shard.stage
 
             async def drive() -> tuple[list[Sample], float]:
-                await sleep_until_ns(start_ns)
+                await spin_until_ns(start_ns)
                 return await run_stage(stage, prepare, ctx, offsets=offsets,
                                        origin_ns=start_ns, sessions=run.sessions,
                                        shard=shard.deal)
