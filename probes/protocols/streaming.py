@@ -274,7 +274,9 @@ class StreamState:
         return payload.get("type"), payload
 
     def on_event(self, event: SSEEvent, now_ns: int) -> None:
-        """A chat or completions chunk (once per token of every stream measured)."""
+        """A chat or completions chunk (once per token of every stream measured). The common
+        chunk, one choice whose delta carries content, is read inline: what choice_output and
+        output_at make of it, without their two calls a token."""
         payload = self.payload(event)
         if payload is None:
             return
@@ -291,6 +293,23 @@ class StreamState:
         if type(choices) is not list:
             self.fail(ErrorClass.PROTOCOL, "choices is not a list")
             return
+        if len(choices) == 1 and self.reply is None and self.output_events < MAX_OUTPUT_EVENTS:
+            choice = choices[0]
+            delta = choice.get("delta") if type(choice) is dict else None
+            content = delta.get("content") if type(delta) is dict else None
+            if content and type(content) is str:
+                last = self.last_output_ns
+                if last is None:
+                    self.first_output_ns = now_ns
+                else:
+                    self.itl_ns.append(now_ns - last)
+                self.last_output_ns = now_ns
+                self.output_events += 1
+                if self.first_answer_ns is None:
+                    self.first_answer_ns = now_ns
+                if choice.get("finish_reason"):
+                    self.finished = True
+                return
         output = answer = finished = False
         for choice in choices:
             if not answer:

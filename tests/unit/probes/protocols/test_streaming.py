@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from sustain.probes.client.sse import SSEEvent
 from sustain.probes.measure.sample import ErrorClass
 from sustain.probes.protocols.openai_chat import message_text
+from sustain.probes.protocols.reply_collector import ReplyCollector
 from sustain.probes.protocols.streaming import (
     Deadlines,
     StreamState,
@@ -165,3 +169,36 @@ def test_after_done_the_rest_of_the_body_gets_a_second_within_the_total() -> Non
     deadlines = Deadlines(first_token=1.0, total=5.0)
     assert deadlines.drain(1.0) == 2.0
     assert deadlines.drain(4.5) == 5.0
+
+
+CHUNK_SHAPES = [
+    {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
+    {"choices": [{"index": 0, "delta": {"content": "tok"}, "finish_reason": None}]},
+    {"choices": [{"index": 0, "delta": {"content": "end"}, "finish_reason": "stop"}]},
+    {"choices": [{"index": 0, "delta": {"reasoning_content": "hmm"}}]},
+    {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c"}]}}]},
+    {"choices": [{"index": 0, "delta": {"content": 7}}]},
+    {"choices": [{"index": 0, "text": "completion"}]},
+    {"choices": [{"index": 0, "delta": {"content": "a"}}, {"index": 1, "delta": {}}]},
+    {"choices": ["not a dict"]},
+    {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 4}},
+]
+
+
+@given(st.lists(st.sampled_from(range(len(CHUNK_SHAPES))), max_size=25))
+def test_the_inline_read_of_a_content_chunk_counts_as_the_general_one(
+        shapes: list[int]) -> None:
+    """A state that keeps its reply reads every chunk the general way; one that does not
+    reads a one-choice content chunk inline. Their figures must be the same."""
+    inline, general = StreamState(), StreamState(reply=ReplyCollector())
+    for n, shape in enumerate(shapes):
+        event = SSEEvent("message", json.dumps(CHUNK_SHAPES[shape]))
+        inline.on_event(event, 1_000 * n)
+        general.on_event(event, 1_000 * n)
+
+    def figures(state: StreamState) -> tuple[object, ...]:
+        return (state.first_output_ns, state.first_answer_ns, list(state.itl_ns),
+                state.last_output_ns, state.output_events, state.reasoning_events,
+                state.finished, state.completion_tokens, state.failure)
+
+    assert figures(inline) == figures(general)
