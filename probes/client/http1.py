@@ -110,6 +110,8 @@ class _Reader:
         self.body_bytes = 0
         self.end_ns: int | None = None
         self.first_token_seen = False
+        self.ended_fields_given = False
+        """The measurement was made with its _ended_fields (a stream that ran its course)."""
         self.failed: asyncio.Future[None] = loop.create_future()
         """Set when the response turned out bad: no need to wait for the rest of it."""
 
@@ -299,6 +301,8 @@ async def send_over_http1(pool: ConnectionPool, target: Target, encoded: Encoded
         measurement = reader.protocol.stream_figures(
             await _exchange(pool, target, payload, headers, stream, t_send_ns, reader,
                             deadlines, loop, fresh), reader.state)
+        if reader.ended_fields_given:
+            return measurement
         return _finished(measurement, stream, reader.exchange, headers)
     except BaseException:  # cancelled: the connection must not be reused
         if reader.exchange is not None:
@@ -313,16 +317,22 @@ def _finished(measurement: Measurement, stream: bool, exchange: Exchange | None,
     """`measurement` marked streamed when it was asked to stream and not answered whole
     (`streamed` still None), with its phases and trace id: one copy for all of them, after
     the response."""
-    updates: dict[str, Any] = {}
-    if stream and measurement.streamed is None:
-        updates["streamed"] = True
+    updates = _ended_fields(stream and measurement.streamed is None, exchange, headers)
+    return replace(measurement, **updates) if updates else measurement
+
+
+def _ended_fields(streamed: bool, exchange: Exchange | None,
+                  headers: Mapping[str, str]) -> dict[str, Any]:
+    """The Measurement fields known once the exchange ended: `streamed` (when true), its
+    phases and trace id (when tracing)."""
+    fields: dict[str, Any] = {"streamed": True} if streamed else {}
     if tracing():
         trace_id = trace_id_of(headers)
         if exchange is not None:
-            updates.update(exchange.phases(trace_id))
+            fields.update(exchange.phases(trace_id))
         elif trace_id is not None:
-            updates["trace_id"] = trace_id
-    return replace(measurement, **updates) if updates else measurement
+            fields["trace_id"] = trace_id
+    return fields
 
 
 async def _exchange(pool: ConnectionPool, target: Target, payload: bytes,
@@ -387,8 +397,9 @@ async def _exchange(pool: ConnectionPool, target: Target, payload: bytes,
     if status is None:
         return failure(t_send_ns, None, ErrorClass.PROTOCOL, "no response")
     error_class, detail = reader.state.outcome()
+    reader.ended_fields_given = True  # one Measurement made, not one and then its copy
     return from_state(reader.state, t_send_ns, reader.end_ns or time.perf_counter_ns(), status,
-                      error_class, detail)
+                      error_class, detail, **_ended_fields(stream, reader.exchange, headers))
 
 
 async def call_over_http1(pool: ConnectionPool, target: Target, method: str, path: str,

@@ -498,8 +498,10 @@ def from_state(
     status: int | None,
     error: ErrorClass | None,
     detail: str | None,
+    **extra: Any,
 ) -> Measurement:
-    """The measurement of a stream that ended at `end_ns`: TTFT and ITL from its events."""
+    """The measurement of a stream that ended at `end_ns`: TTFT and ITL from its events;
+    `extra`, further Measurement fields (a transport's phases), set in the same making."""
     collected = state.reply
     first_call = None if collected is None else collected.first_tool_call_ns
     return Measurement(
@@ -518,4 +520,5 @@ def from_state(
         ttfo_ms=None if state.first_answer_ns is None else _ms(state.first_answer_ns - t_send_ns),
         reasoning_tokens=state.reasoning_tokens,
         reasoning_server_counted=state.server_reasoning is not None,
+        **extra,
     )
