@@ -56,6 +56,17 @@ RATES = {32: 200.0, 512: 40.0}
 saturated and each request costs what it costs."""
 PHASES_TARGET = 0.05
 """The most the HTTP phases and the traceparent may add to the engine's CPU per request."""
+EVENT_TARGET_US = 3.0
+REQUEST_TARGET_MS = 0.3
+"""The lean client's targets: CPU per streamed event, and per request besides its events."""
+
+
+def split_cost(per_request_us: dict[int, float]) -> tuple[float, float]:
+    """CPU per token (event) and per request besides, in µs, from the CPU per request at two
+    token counts: the line through the two points (its slope and its intercept)."""
+    (low, low_us), (high, high_us) = sorted(per_request_us.items())
+    per_token = (high_us - low_us) / (high - low)
+    return per_token, low_us - low * per_token
 CLIENTS = ("worker", "engine", "bare", "baseline")
 CHILD_TIMEOUT_S = 120.0
 """Hang guard of one child's run (a run is a few seconds)."""
@@ -211,6 +222,15 @@ def main() -> None:
             + "\n\nThe HTTP phases and the W3C traceparent of every request, against the bare "
             f"engine: {', '.join(phases)} CPU per request (target <= "
             f"{PHASES_TARGET:.0%}).")
+    split_from = "this" if args.against else "engine"
+    per_token_us, per_request_us = split_cost(
+        {tokens: per_request(split_from, tokens) * 1000 for tokens in RATES})
+    split = (f"{per_token_us:.2f} µs per event (token), {per_request_us / 1000:.3f} ms per "
+             "request besides")
+    body += (f"\n\nSplit by the line through the two token counts ({names[split_from]}): "
+             f"{split} (targets: <= {EVENT_TARGET_US:g} µs per event, <= "
+             f"{REQUEST_TARGET_MS:g} ms per request).")
+    print(f"split: {split}", flush=True)
     if args.against:
         body += (f"\n\nThis checkout's engine against commit {commit}'s, CPU "
                  f"per request: {', '.join(against)}.")
@@ -224,7 +244,7 @@ def main() -> None:
     else:
         record("cpu cost: client CPU per 1,000 streamed requests and tokens", command, body,
                headline="worker process, CPU-ms per 1,000 requests: " + ", ".join(headline)
-               + "; HTTP phases and traceparent " + ", ".join(phases),
+               + f"; engine {split}; HTTP phases and traceparent " + ", ".join(phases),
                ratio="CPU / httpx's: " + ", ".join(ratio) + (
                    f"; this checkout / {short}: " + ", ".join(against) if against else ""))
 
