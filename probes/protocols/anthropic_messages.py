@@ -29,9 +29,9 @@ from sustain.probes.protocols.streaming import (
     StreamState,
     failure,
     json_object,
-    token_count,
     whole_measurement,
 )
+from sustain.probes.protocols.usage_counts import token_count
 
 VERSION_HEADER = "anthropic-version"
 API_VERSION = "2023-06-01"

@@ -16,12 +16,14 @@ from sustain.probes.protocols.base import ApiProtocol, RagStage
 from sustain.probes.protocols.reply_collector import ReplyCollector
 from sustain.probes.protocols.streaming import (
     REASONING_KEYS,
-    cached_token_count,
     failure,
     json_object,
+    whole_measurement,
+)
+from sustain.probes.protocols.usage_counts import (
+    cached_token_count,
     reasoning_token_count,
     token_count,
-    whole_measurement,
 )
 
 ANSWER_TEXT_KEYS = ("content",)

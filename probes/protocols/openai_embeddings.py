@@ -29,7 +29,8 @@ from sustain.probes.client.expected import ExpectedItems
 from sustain.probes.client.target import ApiKind
 from sustain.probes.measure.sample import NS_PER_MS, ErrorClass, Measurement
 from sustain.probes.protocols.base import ApiProtocol, ItemSizes, RagStage, RequestForm
-from sustain.probes.protocols.streaming import failure, json_object, token_count
+from sustain.probes.protocols.streaming import failure, json_object
+from sustain.probes.protocols.usage_counts import token_count
 
 MAX_DIMENSIONS = 16_384
 """Longest embedding vector taken (the largest models' are 4,096 to 12,288 long); a longer one

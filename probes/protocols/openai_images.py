@@ -42,8 +42,8 @@ from sustain.probes.protocols.streaming import (
     StreamState,
     failure,
     json_object,
-    token_count,
 )
+from sustain.probes.protocols.usage_counts import token_count
 
 IMAGE_EVENT_BYTES = 16 * 1024 * 1024
 """Cap on one SSE event of an image stream: a partial or completed image's base64 (a

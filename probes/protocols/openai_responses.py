@@ -26,10 +26,9 @@ from sustain.probes.protocols.streaming import (
     StreamState,
     failure,
     json_object,
-    reasoning_token_count,
-    token_count,
     whole_measurement,
 )
+from sustain.probes.protocols.usage_counts import reasoning_token_count, token_count
 
 OUTPUT_DELTAS = frozenset({
     "response.output_text.delta", "response.refusal.delta", "response.reasoning_text.delta",

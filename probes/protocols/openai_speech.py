@@ -49,8 +49,8 @@ from sustain.probes.protocols.streaming import (
     StreamState,
     encode_request,
     failure,
-    token_count,
 )
+from sustain.probes.protocols.usage_counts import token_count
 
 PCM_RATE_HZ = 24_000
 """OpenAI's `pcm`: 24 kHz, 16-bit, mono, little-endian samples."""

@@ -32,8 +32,8 @@ from sustain.probes.protocols.streaming import (
     StreamState,
     failure,
     json_object,
-    token_count,
 )
+from sustain.probes.protocols.usage_counts import token_count
 
 
 def encode_transcription(fields: dict[str, str], audio: bytes, headers: dict[str, str]

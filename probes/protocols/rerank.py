@@ -20,7 +20,8 @@ from sustain.probes.client.expected import ExpectedItems
 from sustain.probes.client.target import ApiKind
 from sustain.probes.measure.sample import NS_PER_MS, ErrorClass, Measurement
 from sustain.probes.protocols.base import ApiProtocol, ItemSizes, RagStage, RequestForm
-from sustain.probes.protocols.streaming import failure, token_count
+from sustain.probes.protocols.streaming import failure
+from sustain.probes.protocols.usage_counts import token_count
 
 
 def results_problem(results: list[Any], expect: ExpectedItems | None) -> str | None:

@@ -17,8 +17,8 @@ from sustain.probes.protocols.streaming import (
     StreamState,
     choice_has_output,
     choice_output,
-    token_count,
 )
+from sustain.probes.protocols.usage_counts import token_count
 
 
 def event(payload: dict[str, Any] | str) -> SSEEvent:
