@@ -306,8 +306,23 @@ def test_a_duration_pattern_takes_what_parse_duration_takes_within_its_bound(
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(expression=st.from_regex(re.compile(CRON_PATTERN), fullmatch=True))
-def test_every_expression_the_cron_pattern_takes_is_a_schedule(expression: str) -> None:
-    parse_cron(expression).shortest_gap_s()
+def test_every_expression_the_cron_pattern_takes_is_a_schedule_or_never_fires(
+        expression: str) -> None:
+    """The pattern does not know the calendar: what it takes is a schedule, or a day no
+    month has (the 30th of February), which the validator refuses as never firing."""
+    try:
+        parse_cron(expression).shortest_gap_s()
+    except ValueError as exc:
+        refused = str(exc)
+    else:
+        return
+    assert "never fires" in refused, expression
+
+
+def test_a_day_the_month_never_has_passes_the_pattern_and_is_refused_as_never_firing() -> None:
+    assert re.fullmatch(CRON_PATTERN, "* * 30 2-2 *")
+    with pytest.raises(ValueError, match="never fires"):
+        parse_cron("* * 30 2-2 *").shortest_gap_s()
 
 
 def test_every_field_the_document_narrows_is_in_it(served: Document) -> None:
