@@ -54,12 +54,14 @@ def test_a_deadline_already_passed_returns_without_arming() -> None:
 @linux_only
 def test_a_cancelled_wait_leaves_the_next_one_on_time() -> None:
     """The cancelled wait's timer still fires (at its deadline, 5 ms on); the next wait, for
-    50 ms on, must not end then."""
+    50 ms on, must not end then. The first wait is cancelled in the loop turn that armed it, so
+    a busy machine cannot let it end before it is cancelled."""
 
     async def cancelled_then_next() -> int:
         with DeadlineTimer() as timer:
             first = asyncio.ensure_future(timer.sleep_until(time.perf_counter_ns() + 5_000_000))
-            await asyncio.sleep(0.001)
+            await asyncio.sleep(0)  # the first wait's step runs (arms the timer) before this one
+            assert not first.done()
             first.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await first
