@@ -107,8 +107,11 @@ CLAIM_MEASURED = text("""
         SET status = 'running', claimed_by = EXCLUDED.claimed_by,
             started_at = EXCLUDED.started_at, finished_at = NULL, error = NULL
         WHERE runs.status = 'missed'
-           OR (runs.status = 'running' AND runs.claimed_by = EXCLUDED.claimed_by
-               AND runs.started_at = EXCLUDED.started_at)
+           OR (runs.claimed_by = EXCLUDED.claimed_by AND (
+                   (runs.status = 'running' AND runs.started_at = EXCLUDED.started_at)
+                OR (runs.status IN ('running', 'abandoned')
+                    AND NOT EXISTS (SELECT 1 FROM samples s WHERE s.run_id = runs.id)
+                    AND NOT EXISTS (SELECT 1 FROM sample_blocks b WHERE b.run_id = runs.id))))
     RETURNING id
 """)
 
@@ -117,9 +120,12 @@ async def claim_measured(session: AsyncSession, probe_id: int, tick: datetime, r
                          location: str, started_at: datetime) -> int | None:
     """Store a tick this replica measured while the database was unreachable: a new
     `running` run to receive its samples and final record, the tick's `missed` record taken
-    over (no replica could start it: this one did, offline), or this very run again (an
-    earlier try committed but its answer was lost); None when the tick already has a run of
-    its own (another replica measured it too)."""
+    over (no replica could start it: this one did, offline), this very run again (an
+    earlier try committed but its answer was lost), or this replica's own claim of the tick
+    that holds no samples, `running` or since marked `abandoned` (the claim was committed but
+    its answer was lost, so the replica measured the tick offline: that measurement is the
+    tick's); None when the tick already has a run of its own (another replica measured it
+    too, or this replica's claim already holds samples of another measurement)."""
     await lock_probe(session, probe_id)
     row = (await session.execute(CLAIM_MEASURED, {
         "probe_id": probe_id, "tick": tick, "replica": replica, "location": location,

@@ -22,8 +22,9 @@ Then, in one transaction under that lock, the run is stored as every finished ru
 gets its samples and final record (also when the service marked it `abandoned` because the
 agent's heartbeat went stale during an outage: it was measured, and nothing else was stored
 for it); a tick the agent measured without a claim (the service was unreachable) is claimed
-now (runs.claim_measured). When that location's tick already has a run, nothing is stored
-(outcome `partition`, naming that run): at most one run per probe, tick and location,
+now (runs.claim_measured), taking over the agent's own empty claim of it when that claim
+was committed but its answer was lost. When that location's tick already has a run, nothing
+is stored (outcome `partition`, naming that run): at most one run per probe, tick and location,
 however many upload ids come for it. The stored run is marked with the upload's id, so an
 upload sent again finds it and stores nothing.
 """

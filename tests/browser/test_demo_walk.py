@@ -311,7 +311,7 @@ def walk_at(page: Page, walk: Walk, demo: Demo, first: bool) -> None:
 
     if first:
         site.get_by_role("link", name="API docs").click()
-        page.locator(".swagger-ui .info .title").wait_for(timeout=60_000)  # hang guard, as in test_docs
+        page.locator(".swagger-ui .info .title").wait_for(timeout=60_000)  # hang guard
         assert page.locator(".opblock").count() > 10
         walk.check("12-docs", links=False)
         page.get_by_role("link", name="sustain status page").click()

@@ -26,6 +26,9 @@ from sustain.service.agent.agent import Agent
 from sustain.service.agent.client import ServiceClient
 from sustain.service.agent.spool import Spool, SpooledRun
 from sustain.service.app import create_app, runtime_of
+from sustain.service.db import partitions
+from sustain.service.db import samples as sample_rows
+from sustain.service.runs.rows import sample_tuple, sent_at
 from sustain.service.runs.upload import MAX_PART_SAMPLES, encode_final, encode_samples
 from tests.conftest import SimulatorHandle
 from tests.integration.service.helpers import (
@@ -269,6 +272,68 @@ async def test_an_upload_sent_again_or_in_parts_is_stored_once(
     assert stored["status"] == "succeeded"
     assert stored["location"] == LOCATION
     assert stored["summary"]["attempts"] == MAX_PART_SAMPLES + 7
+
+
+@pytest.mark.parametrize("marked", ["running", "abandoned"])
+async def test_a_claim_whose_answer_was_lost_receives_the_tick_measured_offline(
+        api: httpx.AsyncClient, app: FastAPI, simulator: SimulatorHandle, marked: str) -> None:
+    """The claim was committed but its answer never reached the agent, so the agent measured
+    the tick offline and uploads it without a run id: the claim's empty run (still running,
+    or since marked abandoned when the agent's heartbeat went quiet) is that tick's run."""
+    key = await agent_key(api)
+    endpoint = await create_endpoint(api, simulator.base_url)
+    probe = await create_probe(api, endpoint["id"], interval_s=60, locations=[LOCATION])
+    tick = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=30)
+    engine = runtime_of(app).engine
+    async with listening(app) as port:
+        client = ServiceClient(f"http://127.0.0.1:{port}", key, "a1")
+        claimed = await client.claim(probe["id"], tick, [])
+        assert claimed.status == "running"
+        if marked == "abandoned":
+            await fetch(engine, "UPDATE runs SET status = 'abandoned', finished_at = now() "
+                        "WHERE id = :r RETURNING id", r=claimed.run_id)
+        stored = await client.upload(spooled(probe["id"], tick, 12))
+        await client.aclose()
+    assert stored.outcome == "stored"
+    assert stored.run_id == claimed.run_id
+    assert await fetch(engine, "SELECT status, trigger FROM runs WHERE probe_id = :p",
+                       p=probe["id"]) == [("succeeded", "schedule")]
+    assert await fetch(engine, "SELECT count(*) FROM samples WHERE run_id = :r",
+                       r=claimed.run_id) == [(12,)]
+
+
+async def test_a_claim_that_holds_samples_or_another_agent_s_is_not_taken_over(
+        api: httpx.AsyncClient, app: FastAPI, simulator: SimulatorHandle) -> None:
+    """Another agent's claim of the tick, or this agent's claim that already holds samples of
+    another measurement, keeps the tick: the offline upload is a partition, nothing kept."""
+    key = await agent_key(api)
+    endpoint = await create_endpoint(api, simulator.base_url)
+    probe = await create_probe(api, endpoint["id"], interval_s=60, locations=[LOCATION])
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
+    other_tick, full_tick = now - timedelta(minutes=30), now - timedelta(minutes=31)
+    engine = runtime_of(app).engine
+    async with listening(app) as port:
+        a1 = ServiceClient(f"http://127.0.0.1:{port}", key, "a1")
+        a2 = ServiceClient(f"http://127.0.0.1:{port}", key, "a2")
+        other = await a2.claim(probe["id"], other_tick, [])
+        assert other.status == "running"
+        assert other.run_id is not None
+        full = await a1.claim(probe["id"], full_tick, [other.run_id])  # not busy: it ended
+        assert full.status == "running"
+        assert full.run_id is not None
+        rows = [sample_tuple(full.run_id, 0, probe["id"], sample)
+                for sample in synthetic_samples(1, full_tick, random.Random(1))]
+        async with engine.begin() as connection:  # a measurement already streaming into it
+            await partitions.ensure(connection, {partitions.utc_day(sent_at(rows[0]))})
+            await sample_rows.insert(connection, rows)
+        answers = [await a1.upload(spooled(probe["id"], tick, 5))
+                   for tick in (other_tick, full_tick)]
+        await a1.aclose()
+        await a2.aclose()
+    assert [a.outcome for a in answers] == ["partition", "partition"]
+    assert await fetch(engine, "SELECT count(*) FROM samples") == [(1,)]
+    assert await fetch(engine, "SELECT status FROM runs WHERE probe_id = :p ORDER BY id",
+                       p=probe["id"]) == [("running",), ("running",)]
 
 
 async def test_the_last_part_before_the_others_waits_for_them(
