@@ -10,6 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from sustain.probes.load.profiles import PROFILE_KINDS
 from sustain.service.alerting.notifiers import REGISTRY as NOTIFIER_KINDS
@@ -119,6 +120,14 @@ def install_error_handlers(app: FastAPI) -> None:
                      type(exc).__name__)
         return problem(request, 503, "Database unavailable",
                        "the database cannot be reached; retry later")
+
+    @app.exception_handler(ClientDisconnect)
+    async def _gone(request: Request, exc: ClientDisconnect) -> StrictJSONResponse:  # noqa: ARG001
+        # The client closed the connection before its body was in: nothing was done, and
+        # nobody is left to read the answer. Not a server error.
+        logger.info("client went away before sending its whole body on %s %s",
+                    request.method, request.url.path)
+        return problem(request, 400, "Client disconnected", "the request body was cut short")
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request,

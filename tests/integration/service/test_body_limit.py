@@ -1,10 +1,12 @@
 """Request bodies over SUSTAIN_MAX_BODY_BYTES are a 413 problem, never stored (a
-100 MB extra_body must not be stored and returned by every later GET)."""
+100 MB extra_body must not be stored and returned by every later GET); a body the client
+cuts short is the client going away, not a server error."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 
 import httpx
@@ -90,3 +92,36 @@ async def test_over_http_a_declared_length_is_refused_before_the_body_is_sent(
         finally:
             server.should_exit = True
             await task
+
+
+async def test_a_body_cut_short_by_the_client_is_no_server_error(
+        app: FastAPI, api: httpx.AsyncClient, caplog: pytest.LogCaptureFixture) -> None:
+    """An agent's upload whose connection drops mid-body (an outage, a restart) is logged
+    as the client going away, not as an unhandled error, and stores nothing."""
+    caplog.set_level(logging.INFO)
+    r = await api.post("/api/v1/keys", json={"name": "agent-edge", "role": "agent",
+                                             "location": "edge"})
+    assert r.status_code == 201, r.text
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
+                                           lifespan="off"))
+    task = asyncio.create_task(server.serve())
+    try:
+        async with asyncio.timeout(10):
+            while not server.started:  # noqa: ASYNC110 - uvicorn has no started event
+                await asyncio.sleep(0.02)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write((f"POST /api/v1/agent/uploads?agent=a1 HTTP/1.1\r\nHost: sustain\r\n"
+                      f"Authorization: Bearer {r.json()['key']}\r\n"
+                      "Content-Type: application/msgpack\r\nContent-Length: 1000\r\n"
+                      "\r\n\x8f\xa9upload_id").encode())
+        await writer.drain()
+        writer.close()
+        async with asyncio.timeout(10):  # a hang guard only
+            while not [m for m in caplog.messages if "client went away" in m]:  # noqa: ASYNC110
+                await asyncio.sleep(0.02)
+    finally:
+        server.should_exit = True
+        await task
+    assert not [rec for rec in caplog.records if rec.levelno >= logging.ERROR]
+    assert (await api.get("/api/v1/runs")).json()["items"] == []
