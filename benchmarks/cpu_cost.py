@@ -67,6 +67,15 @@ def split_cost(per_request_us: dict[int, float]) -> tuple[float, float]:
     (low, low_us), (high, high_us) = sorted(per_request_us.items())
     per_token = (high_us - low_us) / (high - low)
     return per_token, low_us - low * per_token
+
+
+def split_text(per_request_us: dict[int, float]) -> str:
+    """The split of `split_cost` as the benchmark reports it: µs per event, ms per request."""
+    per_token_us, per_request_besides_us = split_cost(per_request_us)
+    return (f"{per_token_us:.2f} µs per event (token), {per_request_besides_us / 1000:.3f} ms "
+            "per request besides")
+
+
 CLIENTS = ("worker", "engine", "bare", "baseline")
 CHILD_TIMEOUT_S = 120.0
 """Hang guard of one child's run (a run is a few seconds)."""
@@ -223,10 +232,7 @@ def main() -> None:
             f"engine: {', '.join(phases)} CPU per request (target <= "
             f"{PHASES_TARGET:.0%}).")
     split_from = "this" if args.against else "engine"
-    per_token_us, per_request_us = split_cost(
-        {tokens: per_request(split_from, tokens) * 1000 for tokens in RATES})
-    split = (f"{per_token_us:.2f} µs per event (token), {per_request_us / 1000:.3f} ms per "
-             "request besides")
+    split = split_text({tokens: per_request(split_from, tokens) for tokens in RATES})
     body += (f"\n\nSplit by the line through the two token counts ({names[split_from]}): "
              f"{split} (targets: <= {EVENT_TARGET_US:g} µs per event, <= "
              f"{REQUEST_TARGET_MS:g} ms per request).")
