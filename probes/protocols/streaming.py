@@ -30,6 +30,7 @@ from sustain.probes.client.target import Target
 from sustain.probes.client.trace_context import traced
 from sustain.probes.measure.reply import Reply
 from sustain.probes.measure.sample import NS_PER_MS, ErrorClass, Measurement
+from sustain.probes.protocols.chunk_template import ContentTemplate, learn
 from sustain.probes.protocols.reply_collector import ReplyCollector
 from sustain.probes.protocols.usage_counts import (
     cached_token_count,
@@ -199,6 +200,8 @@ class StreamState:
     detail: str | None = None
     reply: ReplyCollector | None = None
     """Set for a request that keeps its reply; None (the default) keeps no text."""
+    template: ContentTemplate | None = None
+    """This stream's common chunk around its content (chunk_template.py), once read."""
 
     def payload(self, event: SSEEvent, *, done_marker: bool = True) -> dict[str, Any] | None:
         """An event's JSON object, or None when there is nothing (more) to read in it: the
@@ -236,7 +239,13 @@ class StreamState:
     def on_event(self, event: SSEEvent, now_ns: int) -> None:
         """A chat or completions chunk (once per token of every stream measured). The common
         chunk, one choice whose delta carries content, is read inline: what choice_output and
-        output_at make of it, without their two calls a token."""
+        output_at make of it, without their two calls a token; one that fits the stream's
+        template is counted so without being parsed (chunk_template.py)."""
+        template = self.template
+        if template is not None and template.fits(event.data) and self.failure is None \
+                and not self.done and self.output_events < MAX_OUTPUT_EVENTS:
+            self._content_at(now_ns)
+            return
         payload = self.payload(event)
         if payload is None:
             return
@@ -258,17 +267,11 @@ class StreamState:
             delta = choice.get("delta") if type(choice) is dict else None
             content = delta.get("content") if type(delta) is dict else None
             if content and type(content) is str:
-                last = self.last_output_ns
-                if last is None:
-                    self.first_output_ns = now_ns
-                else:
-                    self.itl_ns.append(now_ns - last)
-                self.last_output_ns = now_ns
-                self.output_events += 1
-                if self.first_answer_ns is None:
-                    self.first_answer_ns = now_ns
+                self._content_at(now_ns)
                 if choice.get("finish_reason"):
                     self.finished = True
+                elif not usage:
+                    self.template = learn(event.data, content) or template
                 return
         output = answer = finished = False
         for choice in choices:
@@ -283,6 +286,19 @@ class StreamState:
             self.output_at(now_ns, answer=answer)
         if finished:
             self.finished = True
+
+    def _content_at(self, now_ns: int) -> None:
+        """An answer output event (the common chunk's content) at `now_ns`: what output_at
+        does for it, once under MAX_OUTPUT_EVENTS is known."""
+        last = self.last_output_ns
+        if last is None:
+            self.first_output_ns = now_ns
+        else:
+            self.itl_ns.append(now_ns - last)
+        self.last_output_ns = now_ns
+        self.output_events += 1
+        if self.first_answer_ns is None:
+            self.first_answer_ns = now_ns
 
     def output_at(self, now_ns: int, *, answer: bool = True) -> None:
         """An output-bearing event arrived at `now_ns`: the first one is TTFT, each later one

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -185,14 +186,34 @@ CHUNK_SHAPES = [
 ]
 
 
-@given(st.lists(st.sampled_from(range(len(CHUNK_SHAPES))), max_size=25))
+CONTENTS = ["tok", "tok ", "", "a\nb", 'say "hi"', "back\\slash", "\u00e9t\u00e9", "\x01",
+            "\u2028", "content", '"content":"x']
+"""Contents a common chunk may carry: plain, empty, and ones JSON must escape, or that look
+like the chunk's own text."""
+
+
+def common_chunk(content: str, created: int) -> dict[str, Any]:
+    return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": created,
+            "model": "m", "choices": [{"index": 0, "logprobs": None,
+                                       "delta": {"content": content}, "finish_reason": None}]}
+
+
+@given(st.lists(st.one_of(
+    st.tuples(st.just("shape"), st.sampled_from(range(len(CHUNK_SHAPES))), st.booleans()),
+    st.tuples(st.just("common"), st.sampled_from(CONTENTS), st.sampled_from([7, 8]),
+              st.booleans())), max_size=25))
 def test_the_inline_read_of_a_content_chunk_counts_as_the_general_one(
-        shapes: list[int]) -> None:
+        chunks: list[tuple[Any, ...]]) -> None:
     """A state that keeps its reply reads every chunk the general way; one that does not
-    reads a one-choice content chunk inline. Their figures must be the same."""
+    reads a one-choice content chunk inline, or by its stream's template without parsing
+    it. Their figures must be the same, for chunks written compactly (what servers send)
+    or with spaces."""
     inline, general = StreamState(), StreamState(reply=ReplyCollector())
-    for n, shape in enumerate(shapes):
-        event = SSEEvent("message", json.dumps(CHUNK_SHAPES[shape]))
+    for n, chunk in enumerate(chunks):
+        body = CHUNK_SHAPES[chunk[1]] if chunk[0] == "shape" else common_chunk(*chunk[1:3])
+        compact = chunk[-1]
+        event = SSEEvent("message", orjson.dumps(body).decode() if compact
+                         else json.dumps(body, ensure_ascii=False))
         inline.on_event(event, 1_000 * n)
         general.on_event(event, 1_000 * n)
 
