@@ -17,7 +17,7 @@ before, and may teach a new template.
 
 The template is only learnt where it is unambiguous: the content's characters need no
 escape, and `"content"` occurs once in the whole chunk, so the characters found after it are
-the very value the parser read.
+the very value the parser read; and only from a chunk of at most MAX_CHUNK_CHARS.
 """
 
 from __future__ import annotations
@@ -27,6 +27,10 @@ import re
 _NEEDS_PARSING = re.compile(r'[\x00-\x1f"\\]')
 """What may not stand between the prefix and the suffix: a quote or a backslash (the string
 would end or escape there) or a control character (which JSON does not allow raw)."""
+MAX_CHUNK_CHARS = 4096
+"""The longest chunk a template is learnt from (a common chunk is some 200 characters): a
+stream's template lives as long as the stream, and a server's megabyte chunks must not make
+each open stream hold a megabyte more."""
 _KEY = '"content"'
 _VALUE_START = '"content":"'
 
@@ -53,8 +57,8 @@ class ContentTemplate:
 def learn(data: str, content: str) -> ContentTemplate | None:
     """The template of `data`, a chunk parsed in full and read as the common chunk whose
     content is `content`; None where it would be ambiguous (see the module's docstring)."""
-    if not content or _NEEDS_PARSING.search(content) is not None \
-            or data.count(_KEY) != 1:
+    if not content or len(data) > MAX_CHUNK_CHARS \
+            or _NEEDS_PARSING.search(content) is not None or data.count(_KEY) != 1:
         return None
     begin = data.find(_VALUE_START)
     if begin < 0:

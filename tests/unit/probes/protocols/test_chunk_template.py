@@ -9,7 +9,7 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sustain.probes.protocols.chunk_template import ContentTemplate, learn
+from sustain.probes.protocols.chunk_template import MAX_CHUNK_CHARS, ContentTemplate, learn
 
 CHUNK = ('{"id":"chatcmpl-1","object":"chat.completion.chunk","created":7,"model":"m",'
          '"choices":[{"index":0,"logprobs":null,"delta":{"content":"tok0 "},'
@@ -57,6 +57,12 @@ def test_an_ambiguous_chunk_teaches_nothing() -> None:
     twice = CHUNK.replace('"model":"m"', '"model":"m","x":{"content":"tok0 "}')
     assert learn(twice, "tok0 ") is None  # "content" twice: which one was read?
     assert learn(CHUNK, "other") is None  # not the chunk's content
+
+
+def test_a_huge_chunk_teaches_nothing_that_its_stream_would_hold() -> None:
+    padded = CHUNK.replace('"model":"m"', f'"model":"{"m" * MAX_CHUNK_CHARS}"')
+    assert learn(padded, "tok0 ") is None
+    assert learn(CHUNK.replace('"model":"m"', '"model":"mm"'), "tok0 ") is not None
 
 
 @given(st.text(max_size=12))
