@@ -12,9 +12,9 @@ those characters: a JSON string ends at its first unescaped quote, so with neith
 nor a backslash between them, the prefix and suffix are read as they were, token for token.
 Such a chunk is counted as the common chunk without orjson building its objects and
 without reading them back: 0.55 µs of the stream state's CPU a token instead of 1.29 µs
-(512 simulator chunks, Intel Xeon VM). Anything else, a
-content with an escape (`\\n`, `\\u00e9`), another `created`, a finish, is parsed in full as
-before, and may teach a new template.
+(512 simulator chunks, Intel Xeon VM). Anything else, a content with an escape (`\\n`,
+`\\u00e9`), another `created`, a finish, is parsed in full as before, and may teach a new
+template.
 
 The template is only learnt where it is unambiguous: the content's characters need no
 escape, and `"content"` occurs once in the whole chunk, so the characters found after it are
