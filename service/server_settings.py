@@ -74,7 +74,7 @@ class ServerSettings(BaseSettings):
     replica_id: str | None = Field(
         default=None,
         description="This replica's name in runs.claimed_by and the replicas table (default: "
-        "hostname-pid)."
+        "hostname-pid); one process at a time may use it."
     )
     location: str = Field(
         default=DEFAULT_LOCATION,

@@ -16,18 +16,20 @@ without reading them back: 0.55 µs of the stream state's CPU a token instead of
 `\\u00e9`), another `created`, a finish, is parsed in full as before, and may teach a new
 template.
 
-The template is only learnt where it is unambiguous: the content's characters need no
-escape, and `"content"` occurs once in the whole chunk, so the characters found after it are
-the very value the parser read; and only from a chunk of at most MAX_CHUNK_CHARS.
+The template is only learnt where it is unambiguous: the chunk holds no escape at all (no
+key is spelt with one, so `"content"` is every way the key is written) and `"content"` occurs
+once in it, so the characters found after it are the very value the parser read; and only
+from a chunk of at most MAX_CHUNK_CHARS.
 """
 
 from __future__ import annotations
 
 import re
 
-_NEEDS_PARSING = re.compile(r'[\x00-\x1f"\\]')
+_NEEDS_PARSING = re.compile(r'[\x00-\x1f"\\\ud800-\udfff]')
 """What may not stand between the prefix and the suffix: a quote or a backslash (the string
-would end or escape there) or a control character (which JSON does not allow raw)."""
+would end or escape there), a control character (which JSON does not allow raw), or a lone
+surrogate (which no UTF-8 decoder gives, but an event made in Python could hold)."""
 MAX_CHUNK_CHARS = 4096
 """The longest chunk a template is learnt from (a common chunk is some 200 characters): a
 stream's template lives as long as the stream, and a server's megabyte chunks must not make
@@ -58,7 +60,7 @@ class ContentTemplate:
 def learn(data: str, content: str) -> ContentTemplate | None:
     """The template of `data`, a chunk parsed in full and read as the common chunk whose
     content is `content`; None where it would be ambiguous (see the module's docstring)."""
-    if not content or len(data) > MAX_CHUNK_CHARS \
+    if not content or len(data) > MAX_CHUNK_CHARS or "\\" in data \
             or _NEEDS_PARSING.search(content) is not None or data.count(_KEY) != 1:
         return None
     begin = data.find(_VALUE_START)

@@ -44,6 +44,7 @@ def test_what_must_be_parsed_does_not_fit() -> None:
     assert not t.fits(with_content("a\\nb"))  # an escape
     assert not t.fits(with_content('x","finish_reason":"stop'))  # the string ends early
     assert not t.fits(with_content("x\x01"))  # a raw control character: malformed JSON
+    assert not t.fits(with_content("x\ud800"))  # a lone surrogate, which orjson refuses
     assert not t.fits(CHUNK.replace('"created":7', '"created":8'))
     assert not t.fits(CHUNK.replace('"finish_reason":null', '"finish_reason":"stop"'))
     assert not t.fits("[DONE]")
@@ -57,6 +58,8 @@ def test_an_ambiguous_chunk_teaches_nothing() -> None:
     twice = CHUNK.replace('"model":"m"', '"model":"m","x":{"content":"tok0 "}')
     assert learn(twice, "tok0 ") is None  # "content" twice: which one was read?
     assert learn(CHUNK, "other") is None  # not the chunk's content
+    escaped_key = CHUNK.replace('"finish_reason":null', '"cont\\u0065nt":"t","finish_reason":null')
+    assert learn(escaped_key, "tok0 ") is None  # the key spelt another way: the parser's pick?
 
 
 def test_a_huge_chunk_teaches_nothing_that_its_stream_would_hold() -> None:
