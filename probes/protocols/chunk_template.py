@@ -5,11 +5,12 @@ in their content: `{"id":"c1",...,"choices":[{"index":0,"delta":{"content":"tok"
 "finish_reason":null}]}`. Once one such chunk has been parsed in full and read as the common
 chunk (one choice whose delta carries content, no finish, no usage, no error: what
 StreamState reads inline), its text around the content's characters is a template: the
-prefix up to and including `"content":"`, the suffix from the closing quote on. A later chunk
-that is that prefix, then characters with no quote, no backslash and no control character,
-then that suffix, is the same JSON object but for its content, and that content is exactly
-those characters: a JSON string ends at its first unescaped quote, so with neither a quote
-nor a backslash between them, the prefix and suffix are read as they were, token for token.
+prefix up to and including the content's opening quote, the suffix from the closing quote
+on. A later chunk that is that prefix, then characters with no quote, no backslash and no
+control character, then that suffix, is the same JSON object but for its content, and that
+content is exactly those characters: a JSON string ends at its first unescaped quote, so
+with neither a quote nor a backslash between them, the prefix and suffix are read as they
+were, token for token.
 Such a chunk is counted as the common chunk without orjson building its objects and
 without reading them back: 0.55 µs of the stream state's CPU a token instead of 1.29 µs
 (512 simulator chunks, Intel Xeon VM). Anything else, a content with an escape (`\\n`,
@@ -35,7 +36,9 @@ MAX_CHUNK_CHARS = 4096
 stream's template lives as long as the stream, and a server's megabyte chunks must not make
 each open stream hold a megabyte more."""
 _KEY = '"content"'
-_VALUE_START = '"content":"'
+_VALUE_START = re.compile(r'"content"[ \t\r\n]*:[ \t\r\n]*"')
+"""The key and the opening quote of its string value, with JSON's whitespace between them
+(servers that write `"content": "tok"` as well as `"content":"tok"`)."""
 
 
 class ContentTemplate:
@@ -63,10 +66,10 @@ def learn(data: str, content: str) -> ContentTemplate | None:
     if not content or len(data) > MAX_CHUNK_CHARS or "\\" in data \
             or _NEEDS_PARSING.search(content) is not None or data.count(_KEY) != 1:
         return None
-    begin = data.find(_VALUE_START)
-    if begin < 0:
+    found = _VALUE_START.search(data)
+    if found is None:
         return None
-    begin += len(_VALUE_START)
+    begin = found.end()
     end = begin + len(content)
     if not data.startswith(content, begin) or not data.startswith('"', end):
         return None

@@ -33,6 +33,15 @@ def test_a_compact_chunk_teaches_its_text_around_the_content() -> None:
     assert learnt.suffix == '"},"finish_reason":null}]}'
 
 
+def test_a_chunk_written_with_spaces_teaches_its_own_text() -> None:
+    spaced = CHUNK.replace(",", ", ").replace('"content":"', '"content" :  "')
+    learnt = learn(spaced, "tok0 ")
+    assert learnt is not None
+    assert learnt.prefix.endswith('"content" :  "')
+    assert learnt.fits(spaced.replace("tok0 ", "tok1"))
+    assert not learnt.fits(with_content("tok1"))  # the compact text is another template
+
+
 def test_another_token_of_the_stream_fits() -> None:
     assert template().fits(with_content("tok1 "))
     assert template().fits(with_content("été ✓"))
@@ -53,8 +62,6 @@ def test_what_must_be_parsed_does_not_fit() -> None:
 def test_an_ambiguous_chunk_teaches_nothing() -> None:
     assert learn(CHUNK, "") is None
     assert learn(with_content('say \\"hi\\"'), 'say "hi"') is None  # needs escapes
-    spaced = CHUNK.replace('"content":"tok0 "', '"content": "tok0 "')
-    assert learn(spaced, "tok0 ") is None
     twice = CHUNK.replace('"model":"m"', '"model":"m","x":{"content":"tok0 "}')
     assert learn(twice, "tok0 ") is None  # "content" twice: which one was read?
     assert learn(CHUNK, "other") is None  # not the chunk's content
