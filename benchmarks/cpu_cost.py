@@ -9,13 +9,14 @@ between tokens, on core 1; each client on core 0). Side by side in the same run:
   (`sustain probe`, one worker);
 - sustain engine, bare: the same, without the HTTP phases and the W3C traceparent of each
   request (probes/client/trace_context.py `untraced`): what timing the phases and tracing
-  every request cost. The engine and the bare engine run in turns, --repeats times each, and
-  each keeps its median, so the machine's drift during the run weighs on both alike;
+  every request cost. The engine and the bare engine run in turns, --repeats times each; the
+  table keeps each one's median, and the cost of the phases is the median of the turns'
+  ratios (each ratio of two runs seconds apart), so the machine's drift weighs on both alike;
 - baseline: the naive client (one httpx.AsyncClient, a task per request, reading SSE lines);
 - with `--against REV`: the engine of this checkout and the engine of commit REV, each in a
   child process of its own (benchmarks/revision.py lays REV out as an import root), in turns
   with the two above: what a change to the client saves or costs, on the same machine in the
-  same minutes.
+  same minutes (again the median of the turns' ratios).
 
 Each client sends `rate x (1 s warmup + --seconds)` requests; the CPU time of the whole run is
 divided by what was sent (requests, and requests x tokens). Target for the phases and
@@ -31,6 +32,7 @@ import asyncio
 import contextlib
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -135,13 +137,28 @@ def child_cpu(base_url: str, rate: float, seconds: float, tokens: int,
     return figures["cpu_s"], figures["sent"], figures["failed"]
 
 
-def paired_cpu(runs: dict[str, Callable[[], Measured]], repeats: int) -> dict[str, Measured]:
-    """Each client's run in turns, `repeats` times each: each one's run of median CPU time."""
+def paired_cpu(runs: dict[str, Callable[[], Measured]], repeats: int
+               ) -> dict[str, list[Measured]]:
+    """Each client's run in turns, `repeats` times each: every client's runs, in turn order."""
     measured: dict[str, list[Measured]] = {client: [] for client in runs}
     for _ in range(repeats):
         for client, run in runs.items():
             measured[client].append(run())
-    return {client: sorted(each)[len(each) // 2] for client, each in measured.items()}
+    return measured
+
+
+def median_run(runs: list[Measured]) -> Measured:
+    """The run of median CPU time."""
+    return sorted(runs)[len(runs) // 2]
+
+
+def paired_ratio(first: list[Measured], second: list[Measured]) -> float:
+    """The median over turns of `first`'s CPU per request over `second`'s in the same turn.
+    Runs of one turn are seconds apart, so a machine whose speed drifts over minutes (these
+    VMs drift by half) moves both sides of each ratio alike; a ratio of the two medians can
+    pair a fast minute with a slow one."""
+    return statistics.median((a[0] / a[1]) / (b[0] / b[1])
+                             for a, b in zip(first, second, strict=True))
 
 
 def child_main(argv: list[str]) -> None:
@@ -168,6 +185,7 @@ def main() -> None:
     pin_to(0)
     clients = CLIENTS + (("this", "previous") if args.against else ())
     figures: dict[tuple[str, int], Measured] = {}
+    turn_runs: dict[tuple[str, int], list[Measured]] = {}
     with contextlib.ExitStack() as stack:
         previous = stack.enter_context(import_root(args.against)) if args.against else None
         sim = stack.enter_context(Simulator(
@@ -182,7 +200,8 @@ def main() -> None:
                 turns["this"] = partial(child_cpu, url, rate, s, tokens, None)
                 turns["previous"] = partial(child_cpu, url, rate, s, tokens, previous)
             for client, measured in paired_cpu(turns, args.repeats).items():
-                figures[(client, tokens)] = measured
+                figures[(client, tokens)] = median_run(measured)
+                turn_runs[(client, tokens)] = measured
             figures[("baseline", tokens)] = in_process_cpu("baseline", url, rate, s, tokens)
             for client in clients:
                 cpu, sent, failed = figures[(client, tokens)]
@@ -206,15 +225,15 @@ def main() -> None:
         return cpu * 1e6 / sent
 
     for tokens, rate in RATES.items():
-        added = per_request("engine", tokens) / per_request("bare", tokens) - 1
+        added = paired_ratio(turn_runs[("engine", tokens)], turn_runs[("bare", tokens)]) - 1
         phases.append(f"{added:+.1%} at {tokens} tokens")
         worker_per_request = per_request("worker", tokens)
         headline.append(f"{worker_per_request:.0f} at {tokens} tokens")
         ratio.append(f"{worker_per_request / per_request('baseline', tokens):.2f} at {tokens} "
                      "tokens")
         if args.against:
-            against.append(f"{per_request('this', tokens) / per_request('previous', tokens):.3f}"
-                           f" at {tokens} tokens")
+            paired = paired_ratio(turn_runs[("this", tokens)], turn_runs[("previous", tokens)])
+            against.append(f"{paired:.3f} at {tokens} tokens")
         for client in clients:
             _, sent, failed = figures[(client, tokens)]
             cost = per_request(client, tokens)
@@ -229,7 +248,8 @@ def main() -> None:
             "requests | CPU-ms per 1,000 tokens | ratio to baseline |\n"
             "|---|---|---|---|---|---|---|---|\n" + "\n".join(rows)
             + "\n\nThe HTTP phases and the W3C traceparent of every request, against the bare "
-            f"engine: {', '.join(phases)} CPU per request (target <= "
+            f"engine (the median of the turns' ratios): {', '.join(phases)} CPU per request "
+            "(target <= "
             f"{PHASES_TARGET:.0%}).")
     split_from = "this" if args.against else "engine"
     split = split_text({tokens: per_request(split_from, tokens) for tokens in RATES})
@@ -239,7 +259,7 @@ def main() -> None:
     print(f"split: {split}", flush=True)
     if args.against:
         body += (f"\n\nThis checkout's engine against commit {commit}'s, CPU "
-                 f"per request: {', '.join(against)}.")
+                 f"per request (the median of the turns' ratios): {', '.join(against)}.")
         print(f"this checkout / {short}, CPU per request: {', '.join(against)}", flush=True)
     print(f"phases + traceparent: {', '.join(phases)} CPU per request", flush=True)
     command = (f"python benchmarks/cpu_cost.py --seconds {args.seconds:g} "
