@@ -5,6 +5,7 @@ cuts short is the client going away, not a server error."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -24,6 +25,23 @@ CAP = 4096
 @pytest.fixture
 def app(database_url: str) -> FastAPI:
     return create_app(app_settings(database_url, auto_migrate=False, max_body_bytes=CAP))
+
+
+@contextlib.asynccontextmanager
+async def on_loopback(app: FastAPI) -> AsyncIterator[int]:
+    """The app served by uvicorn on a loopback port, its lifespan left to the caller; the
+    port."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
+                                           lifespan="off"))
+    task = asyncio.create_task(server.serve())
+    try:
+        async with asyncio.timeout(10):
+            while not server.started:  # noqa: ASYNC110 - uvicorn has no started event
+                await asyncio.sleep(0.02)
+        yield server.servers[0].sockets[0].getsockname()[1]
+    finally:
+        server.should_exit = True
+        await task
 
 
 def probe_body(endpoint_id: int, padding: int) -> bytes:
@@ -67,31 +85,20 @@ async def test_over_http_a_declared_length_is_refused_before_the_body_is_sent(
         app: FastAPI) -> None:
     """A real server on loopback: the client declares 100 MB, sends a few bytes, and gets
     its 413 without sending the rest."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
-                                           lifespan="off"))
-    async with serving(app):  # the app's lifespan, run by the test
-        task = asyncio.create_task(server.serve())
-        try:
-            async with asyncio.timeout(10):
-                while not server.started:  # noqa: ASYNC110 - uvicorn has no started event
-                    await asyncio.sleep(0.02)
-            port = server.servers[0].sockets[0].getsockname()[1]
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            auth = "".join(f"{k}: {v}\r\n" for k, v in ADMIN_HEADERS.items())
-            writer.write((f"POST /api/v1/probes HTTP/1.1\r\nHost: sustain\r\n{auth}"
-                          "Content-Type: application/json\r\nContent-Length: 100000000\r\n"
-                          "\r\n{\"name\": \"").encode())
-            await writer.drain()
-            async with asyncio.timeout(5):  # a hang guard only
-                head = await reader.readuntil(b"\r\n\r\n")
-                rest = await reader.read(4096)
-            writer.close()
-            assert head.startswith(b"HTTP/1.1 413"), head
-            assert b"application/problem+json" in head.lower()
-            assert json.loads(rest)["status"] == 413
-        finally:
-            server.should_exit = True
-            await task
+    async with serving(app), on_loopback(app) as port:  # the app's lifespan, run by the test
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        auth = "".join(f"{k}: {v}\r\n" for k, v in ADMIN_HEADERS.items())
+        writer.write((f"POST /api/v1/probes HTTP/1.1\r\nHost: sustain\r\n{auth}"
+                      "Content-Type: application/json\r\nContent-Length: 100000000\r\n"
+                      "\r\n{\"name\": \"").encode())
+        await writer.drain()
+        async with asyncio.timeout(5):  # a hang guard only
+            head = await reader.readuntil(b"\r\n\r\n")
+            rest = await reader.read(4096)
+        writer.close()
+        assert head.startswith(b"HTTP/1.1 413"), head
+        assert b"application/problem+json" in head.lower()
+        assert json.loads(rest)["status"] == 413
 
 
 async def test_a_body_cut_short_by_the_client_is_no_server_error(
@@ -102,14 +109,7 @@ async def test_a_body_cut_short_by_the_client_is_no_server_error(
     r = await api.post("/api/v1/keys", json={"name": "agent-edge", "role": "agent",
                                              "location": "edge"})
     assert r.status_code == 201, r.text
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
-                                           lifespan="off"))
-    task = asyncio.create_task(server.serve())
-    try:
-        async with asyncio.timeout(10):
-            while not server.started:  # noqa: ASYNC110 - uvicorn has no started event
-                await asyncio.sleep(0.02)
-        port = server.servers[0].sockets[0].getsockname()[1]
+    async with on_loopback(app) as port:
         _, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write((f"POST /api/v1/agent/uploads?agent=a1 HTTP/1.1\r\nHost: sustain\r\n"
                       f"Authorization: Bearer {r.json()['key']}\r\n"
@@ -120,8 +120,5 @@ async def test_a_body_cut_short_by_the_client_is_no_server_error(
         async with asyncio.timeout(10):  # a hang guard only
             while not [m for m in caplog.messages if "client went away" in m]:  # noqa: ASYNC110
                 await asyncio.sleep(0.02)
-    finally:
-        server.should_exit = True
-        await task
     assert not [rec for rec in caplog.records if rec.levelno >= logging.ERROR]
     assert (await api.get("/api/v1/runs")).json()["items"] == []
