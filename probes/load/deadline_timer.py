@@ -8,7 +8,7 @@ about a sixth of the client's CPU). A Linux timerfd armed at the deadline on CLO
 (the clock of `time.perf_counter_ns`) wakes the loop once, when the deadline has passed: one
 system call to arm it, one read when it fires. Each timer holds one descriptor for its life,
 reused by every wait, and gives it back on `close`. Where timerfd is missing (not Linux), the
-timer falls back to the loop's timers and the spin (drivers.sleep_until_ns)."""
+timer falls back to the loop's timers and the spin (`spin_until_ns`)."""
 
 from __future__ import annotations
 
